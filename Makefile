@@ -1,0 +1,22 @@
+# PGXS build for the pure-SQL extension (DATA only, no C). Needs pg_config and
+# PostgreSQL's server development files (Debian: postgresql-server-dev-NN).
+# Without them, `simpg install-extension` copies the same files from Python.
+EXTENSION = simpg
+EXTVERSION = $(shell grep default_version sql/$(EXTENSION).control | sed -e "s/default_version[[:space:]]*=[[:space:]]*'\([^']*\)'/\1/")
+
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA = $(wildcard sql/*--*--*.sql)
+EXTRA_CLEAN = $(DATA_built)
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# The control file lives in sql/; PGXS looks for it at the top.
+$(EXTENSION).control: sql/$(EXTENSION).control
+	cp $< $@
+
+all: $(EXTENSION).control
+
+sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
+	cp $< $@

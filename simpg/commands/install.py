@@ -1,0 +1,91 @@
+"""``simpg sql``, ``simpg install``, ``simpg install-extension``, ``simpg upgrade``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from simpg import schema
+from simpg.exc import SimpgError
+
+
+def add_dsn_argument(parser: argparse.ArgumentParser) -> None:
+    """--dsn, defaulting to $SIMPG_DSN (no default: installing needs an explicit target)."""
+    parser.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"),
+                        help="PostgreSQL connection string (default: $SIMPG_DSN)")
+
+
+def register(subparsers: Any) -> None:
+    """Add the install commands."""
+    sql = subparsers.add_parser("sql", help="print the install script (plain SQL)")
+    sql.set_defaults(func=run_sql)
+
+    install = subparsers.add_parser(
+        "install", help="install simpg into a database (CREATE EXTENSION, else a plain SQL script)")
+    add_dsn_argument(install)
+    mode = install.add_mutually_exclusive_group()
+    mode.add_argument("--plain", action="store_true",
+                      help="run the install script as plain SQL (managed PostgreSQL)")
+    mode.add_argument("--extension", action="store_true", help="require CREATE EXTENSION")
+    install.set_defaults(func=run_install)
+
+    files = subparsers.add_parser(
+        "install-extension", help="copy simpg.control and the scripts into the server's extension directory")
+    files.add_argument("--pg-config", help="pg_config of the target server (default: on PATH)")
+    files.set_defaults(func=run_install_extension)
+
+    upgrade = subparsers.add_parser("upgrade", help="ALTER EXTENSION simpg UPDATE")
+    add_dsn_argument(upgrade)
+    upgrade.add_argument("--to", help="target version (default: the newest the server has)")
+    upgrade.set_defaults(func=run_upgrade)
+
+
+def _connect(args: argparse.Namespace) -> Any:
+    import psycopg
+
+    if not args.dsn:
+        raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
+    return psycopg.connect(args.dsn, autocommit=True)
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    """Print the plain install script."""
+    sys.stdout.write(schema.script())
+    return 0
+
+
+def run_install(args: argparse.Namespace) -> int:
+    """Install into --dsn."""
+    with _connect(args) as conn:
+        before = schema.installed_version(conn)
+        plain = True if args.plain else (False if args.extension else None)
+        version = schema.install(conn, plain=plain)
+    print(f"simpg {version} {'was already' if before else 'is now'} installed")
+    return 0
+
+
+def run_install_extension(args: argparse.Namespace) -> int:
+    """Copy the extension files next to the server."""
+    target = schema.install_extension_files(pg_config=args.pg_config)
+    print(f"installed simpg {schema.default_version()} extension files into {target}")
+    print("now run: CREATE EXTENSION simpg;")
+    return 0
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    """ALTER EXTENSION simpg UPDATE [TO version]."""
+    from psycopg import sql
+
+    with _connect(args) as conn:
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simpg'").fetchone()
+        if row is None:
+            raise SimpgError("simpg is not installed as an extension here; nothing to upgrade")
+        if args.to:
+            conn.execute(sql.SQL("ALTER EXTENSION simpg UPDATE TO {}").format(sql.Literal(args.to)))
+        else:
+            conn.execute("ALTER EXTENSION simpg UPDATE")
+        after = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simpg'").fetchone()
+    print(f"simpg {row[0]} -> {after[0] if after else '?'}")
+    return 0

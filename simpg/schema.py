@@ -1,0 +1,217 @@
+"""The extension's SQL files, and the two ways to put them into a database.
+
+* ``CREATE EXTENSION simpg`` after :func:`install_extension_files` copied the control
+  file and scripts into the server's extension directory (``pg_config --sharedir``).
+* :func:`install_plain` runs the same install script as a plain SQL script, for
+  managed servers whose extension directory nobody can write.
+
+The files ship inside the wheel as ``simpg/sql/`` (see pyproject.toml); in a source
+checkout they are read from the top-level ``sql/`` folder.
+
+Example:
+    >>> import psycopg, simpg.schema
+    >>> with psycopg.connect("dbname=app") as conn:  # doctest: +SKIP
+    ...     simpg.schema.install(conn)
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simpg.exc import ExtensionNotInstalled, SimpgError
+
+if TYPE_CHECKING:
+    import psycopg
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "default_version",
+    "extension_files",
+    "install",
+    "install_extension_files",
+    "install_plain",
+    "installed_version",
+    "require_installed",
+    "script",
+    "sql_dir",
+]
+
+EXTENSION = "simpg"
+
+
+def sql_dir() -> Traversable:
+    """Folder holding simpg.control and the SQL scripts (wheel or source checkout)."""
+    packaged = resources.files("simpg") / "sql"
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parent.parent / "sql"
+    if checkout.is_dir():
+        return checkout
+    raise SimpgError("simpg's SQL files are missing from the installation")
+
+
+def default_version() -> str:
+    """The extension version in simpg.control (the only place it is written)."""
+    control = (sql_dir() / f"{EXTENSION}.control").read_text(encoding="utf-8")
+    match = re.search(r"default_version\s*=\s*'([^']+)'", control)
+    if not match:
+        raise SimpgError("simpg.control has no default_version")
+    return match.group(1)
+
+
+def _strip_psql_commands(text: str) -> str:
+    # The scripts start with pgvector's `\echo ... \quit` guard against sourcing them in
+    # psql; the server itself would reject backslash lines, so drop them here.
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("\\"))
+
+
+def script(version: str | None = None) -> str:
+    """The full install script of ``version`` (default: the current one), runnable as SQL."""
+    version = version or default_version()
+    if version != default_version():
+        raise SimpgError(f"no install script for simpg {version}; this package has {default_version()}")
+    return _strip_psql_commands((sql_dir() / f"{EXTENSION}.sql").read_text(encoding="utf-8"))
+
+
+def extension_files() -> dict[str, str]:
+    """File name -> contents of everything the server's extension directory needs."""
+    folder = sql_dir()
+    version = default_version()
+    files = {f"{EXTENSION}.control": (folder / f"{EXTENSION}.control").read_text(encoding="utf-8")}
+    # The install script is written once as simpg.sql and installed under its version.
+    files[f"{EXTENSION}--{version}.sql"] = (folder / f"{EXTENSION}.sql").read_text(encoding="utf-8")
+    for entry in folder.iterdir():
+        if re.fullmatch(rf"{EXTENSION}--[\d.]+--[\d.]+\.sql", entry.name):
+            files[entry.name] = entry.read_text(encoding="utf-8")
+    return files
+
+
+def find_pg_config(pg_config: str | None = None) -> str:
+    """Path of pg_config: the given one, else the one on PATH."""
+    found = pg_config or shutil.which("pg_config")
+    if not found:
+        raise SimpgError("pg_config not found; pass --pg-config /path/to/pg_config")
+    return found
+
+
+def install_extension_files(pg_config: str | None = None, sharedir: str | Path | None = None) -> Path:
+    """Copy the control file and scripts into the server's extension directory.
+
+    Args:
+        pg_config: pg_config of the target server (default: the one on PATH).
+        sharedir: the server's share directory, instead of asking pg_config.
+
+    Returns:
+        The extension directory written to.
+    """
+    if sharedir is None:
+        exe = find_pg_config(pg_config)
+        try:
+            sharedir = subprocess.run(
+                [exe, "--sharedir"], check=True, capture_output=True, text=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError) as err:
+            raise SimpgError(f"could not run {exe} --sharedir: {err}") from err
+    target = Path(sharedir) / "extension"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in extension_files().items():
+            (target / name).write_text(text, encoding="utf-8")
+    except PermissionError as err:
+        raise SimpgError(
+            f"cannot write {target}: {err.strerror.lower()}; run as a user who can, "
+            "or install without files: simpg install --plain --dsn ..."
+        ) from err
+    logger.info("installed simpg extension files into %s", target)
+    return target
+
+
+def installed_version(conn: psycopg.Connection) -> str | None:
+    """The simpg version installed in the connected database, or None.
+
+    Recognises both install paths: the extension (pg_extension) and the plain
+    script (a simpg schema holding simpg.hamming).
+    """
+    row = conn.execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'simpg'").fetchone()
+    if row:
+        return str(row[0])
+    row = conn.execute(
+        "SELECT obj_description(p.oid, 'pg_proc') FROM pg_catalog.pg_proc AS p "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = 'simpg' AND p.proname = 'hamming'"
+    ).fetchone()
+    if row is None:
+        return None
+    row = conn.execute("SELECT obj_description('simpg'::regnamespace, 'pg_namespace')").fetchone()
+    comment = row[0] if row else None
+    match = re.search(r"version (\S+)", comment or "")
+    return match.group(1) if match else "unknown"
+
+
+def require_installed(conn: psycopg.Connection) -> str:
+    """The installed version, or ExtensionNotInstalled saying how to install simpg."""
+    version = installed_version(conn)
+    if version is None:
+        raise ExtensionNotInstalled(
+            "simpg is not installed in this database; run 'CREATE EXTENSION simpg' "
+            "(files: 'simpg install-extension'), or 'simpg install --dsn ...', or op.install_simpg()"
+        )
+    return version
+
+
+def install_plain(conn: psycopg.Connection) -> str:
+    """Run the install script as plain SQL, in one transaction; returns the version.
+
+    For servers where CREATE EXTENSION simpg is impossible. The objects are the same
+    as the extension's, owned by the connected role; the schema's comment records the
+    version, since there is no pg_extension row.
+    """
+    existing = installed_version(conn)
+    if existing is not None:
+        raise SimpgError(f"simpg {existing} is already installed in this database")
+    version = default_version()
+    with conn.transaction():
+        # Resolve every name of the script against pg_catalog and simpg only.
+        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+        conn.execute("CREATE SCHEMA simpg")
+        conn.execute(script().encode())  # bytes: a whole script, sent without placeholders
+        conn.execute(f"COMMENT ON SCHEMA simpg IS 'simpg version {version} (installed as a plain script)'")
+    return version
+
+
+def install(conn: psycopg.Connection, *, plain: bool | None = None) -> str:
+    """Install simpg in the connected database; returns the installed version.
+
+    Args:
+        conn: a connection whose role may create objects in the database.
+        plain: True runs the plain script, False requires CREATE EXTENSION; None
+            (default) tries CREATE EXTENSION and falls back to the plain script when
+            the server has no simpg extension files.
+    """
+    existing = installed_version(conn)
+    if existing is not None:
+        return existing
+    if plain:
+        return install_plain(conn)
+    available = conn.execute(
+        "SELECT 1 FROM pg_catalog.pg_available_extensions WHERE name = 'simpg'"
+    ).fetchone()
+    if available is None:
+        if plain is False:
+            raise SimpgError(
+                "the server has no simpg extension files; run 'simpg install-extension' "
+                "on the database host, or install as a plain script"
+            )
+        logger.info("no simpg extension files on the server; installing as a plain script")
+        return install_plain(conn)
+    with conn.transaction():
+        conn.execute("CREATE EXTENSION simpg")
+    return require_installed(conn)

