@@ -6,7 +6,7 @@ EXTVERSION = $(shell grep default_version sql/$(EXTENSION).control | sed -e "s/d
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = $(wildcard sql/*--*--*.sql)
-EXTRA_CLEAN = $(DATA_built)
+EXTRA_CLEAN = $(DATA_built) $(EXTENSION).control
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -18,5 +18,6 @@ $(EXTENSION).control: sql/$(EXTENSION).control
 
 all: $(EXTENSION).control
 
-sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
-	cp $< $@
+# The install script is kept in parts, joined in name order (as pg_partman does).
+sql/$(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard sql/functions/*.sql))
+	cat $^ > $@

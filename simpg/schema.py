@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "default_version",
     "extension_files",
+    "extension_script",
     "install",
     "install_extension_files",
     "install_plain",
@@ -73,12 +74,23 @@ def _strip_psql_commands(text: str) -> str:
     return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("\\"))
 
 
+def extension_script() -> str:
+    """The install script as the extension runs it: ``sql/functions/*.sql`` in name order.
+
+    The script is kept in parts (pg_partman's layout) and joined here and by the
+    Makefile, so the wheel, ``make install`` and the plain install all run the same text.
+    """
+    parts = sorted((e for e in (sql_dir() / "functions").iterdir() if e.name.endswith(".sql")),
+                   key=lambda e: e.name)
+    return "\n".join(part.read_text(encoding="utf-8") for part in parts)
+
+
 def script(version: str | None = None) -> str:
     """The full install script of ``version`` (default: the current one), runnable as SQL."""
     version = version or default_version()
     if version != default_version():
         raise SimpgError(f"no install script for simpg {version}; this package has {default_version()}")
-    return _strip_psql_commands((sql_dir() / f"{EXTENSION}.sql").read_text(encoding="utf-8"))
+    return _strip_psql_commands(extension_script())
 
 
 def extension_files() -> dict[str, str]:
@@ -86,8 +98,7 @@ def extension_files() -> dict[str, str]:
     folder = sql_dir()
     version = default_version()
     files = {f"{EXTENSION}.control": (folder / f"{EXTENSION}.control").read_text(encoding="utf-8")}
-    # The install script is written once as simpg.sql and installed under its version.
-    files[f"{EXTENSION}--{version}.sql"] = (folder / f"{EXTENSION}.sql").read_text(encoding="utf-8")
+    files[f"{EXTENSION}--{version}.sql"] = extension_script()
     for entry in folder.iterdir():
         if re.fullmatch(rf"{EXTENSION}--[\d.]+--[\d.]+\.sql", entry.name):
             files[entry.name] = entry.read_text(encoding="utf-8")

@@ -1,0 +1,265 @@
+-- layout functions
+--
+-- The layout math is defined once, in simpg/layout.py's docstring; these functions
+-- implement it bit for bit (the test suite compares them on every supported layout).
+-- A layout is (k, levels): levels[1] blocks at level 1, optionally levels[2] at level 2.
+
+CREATE FUNCTION simpg.binomial(n integer, r integer) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_result bigint := 1;
+BEGIN
+    IF r < 0 OR r > n THEN
+        RETURN 0;
+    END IF;
+    FOR i IN 1 .. least(r, n - r) LOOP
+        v_result := v_result * (n - i + 1) / i;
+    END LOOP;
+    RETURN v_result;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.binomial(integer, integer) IS 'Binomial coefficient C(n, r)';
+
+CREATE FUNCTION simpg.block_widths(nbits integer, m integer) RETURNS integer[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN ARRAY(
+        SELECT nbits / m + CASE WHEN i < nbits % m THEN 1 ELSE 0 END
+        FROM pg_catalog.generate_series(0, m - 1) AS i
+        ORDER BY i
+    );
+
+COMMENT ON FUNCTION simpg.block_widths(integer, integer) IS
+    'Widths of m contiguous blocks splitting nbits as evenly as possible, wider blocks first';
+
+-- table_count validates a layout and returns its number of tables.
+-- Contract: raises for k outside 0..16, a level with blocks <= k or more blocks than bits,
+-- or more than 256 tables; messages match simpg.layout.Layout's.
+CREATE FUNCTION simpg.table_count(k integer, levels integer[]) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_remaining integer := 64;
+    v_tables bigint := 1;
+    v_m integer;
+BEGIN
+    IF k < 0 OR k > 16 THEN
+        RAISE EXCEPTION 'k must be an integer from 0 to 16, got %', k
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(levels) NOT IN (1, 2) OR array_position(levels, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'levels must be one or two block counts, got %', levels
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOREACH v_m IN ARRAY levels LOOP
+        IF v_m <= k THEN
+            RAISE EXCEPTION 'blocks must be greater than k (blocks=%, k=%)', v_m, k
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF v_m > v_remaining THEN
+            RAISE EXCEPTION 'blocks=% is more than the % bits left to split', v_m, v_remaining
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        -- the narrowest choice of m - k blocks decides how many bits the next level gets
+        v_remaining := v_remaining - (
+            SELECT sum(w) FROM (
+                SELECT w FROM unnest(simpg.block_widths(v_remaining, v_m)) AS w
+                ORDER BY w LIMIT v_m - k
+            ) AS narrowest
+        );
+        v_tables := v_tables * simpg.binomial(v_m, v_m - k);
+    END LOOP;
+    IF v_tables > 256 THEN
+        RAISE EXCEPTION 'layout k=% blocks=% needs % tables, more than 256',
+            k, array_to_string(levels, 'x'), v_tables
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v_tables;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_count(integer, integer[]) IS
+    'Number of permuted tables of layout (k, levels); raises if the layout is invalid';
+
+-- table_order: for table t of layout (k, levels), the source bit index (0 = most
+-- significant) of every output position, and the prefix length in bits.
+-- Contract: t in [0, table_count); tables numbered in mixed radix, level 1 most
+-- significant, choices of m - k blocks in lexicographic order.
+CREATE FUNCTION simpg.table_order(k integer, levels integer[], t integer,
+                                  OUT bit_order integer[], OUT prefix_bits integer)
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_tables integer := simpg.table_count(k, levels);
+    v_choices integer[] := '{}';
+    v_rest integer := t;
+    v_remaining integer[] := ARRAY(SELECT generate_series(0, 63));
+    v_rest_bits integer[];
+    v_widths integer[];
+    v_starts integer[];
+    v_chosen boolean[];
+    v_m integer;
+    v_r integer;
+    v_idx integer;
+    v_c integer;
+    v_count bigint;
+BEGIN
+    IF t < 0 OR t >= v_tables THEN
+        RAISE EXCEPTION 'table must be from 0 to %, got %', v_tables - 1, t
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR lvl IN REVERSE cardinality(levels) .. 1 LOOP
+        v_m := levels[lvl];
+        v_count := simpg.binomial(v_m, v_m - k);
+        v_choices := (v_rest % v_count)::integer || v_choices;
+        v_rest := v_rest / v_count;
+    END LOOP;
+
+    bit_order := '{}';
+    prefix_bits := 0;
+    FOR lvl IN 1 .. cardinality(levels) LOOP
+        v_m := levels[lvl];
+        v_r := v_m - k;
+        v_widths := simpg.block_widths(cardinality(v_remaining), v_m);
+        v_starts := ARRAY[1];
+        FOR i IN 1 .. v_m LOOP
+            v_starts := v_starts || (v_starts[i] + v_widths[i]);
+        END LOOP;
+        -- unrank combination number v_choices[lvl] of r blocks out of m (lexicographic)
+        v_chosen := array_fill(false, ARRAY[v_m]);
+        v_idx := v_choices[lvl];
+        v_c := 0;
+        FOR j IN 0 .. v_r - 1 LOOP
+            LOOP
+                v_count := simpg.binomial(v_m - v_c - 1, v_r - j - 1);
+                EXIT WHEN v_idx < v_count;
+                v_idx := v_idx - v_count;
+                v_c := v_c + 1;
+            END LOOP;
+            v_chosen[v_c + 1] := true;
+            v_c := v_c + 1;
+        END LOOP;
+        v_rest_bits := '{}';
+        FOR i IN 1 .. v_m LOOP
+            IF v_chosen[i] THEN
+                bit_order := bit_order || v_remaining[v_starts[i] : v_starts[i + 1] - 1];
+                prefix_bits := prefix_bits + v_widths[i];
+            ELSE
+                v_rest_bits := v_rest_bits || v_remaining[v_starts[i] : v_starts[i + 1] - 1];
+            END IF;
+        END LOOP;
+        v_remaining := v_rest_bits;
+    END LOOP;
+    bit_order := bit_order || v_remaining;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_order(integer, integer[], integer) IS
+    'Source bit (0 = most significant) of each position of table t''s permuted value, and its prefix length';
+
+CREATE FUNCTION simpg.prefix_bits(k integer, levels integer[], t integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (simpg.table_order(k, levels, t)).prefix_bits;
+
+COMMENT ON FUNCTION simpg.prefix_bits(integer, integer[], integer) IS
+    'Number of leading bits of table t''s permuted value that near-duplicates share';
+
+-- table_segments: table t's permutation as runs of contiguous bits, flattened as
+-- (src_shift, mask, dst_shift) triples: permuted |= ((fp >> src_shift) & mask) << dst_shift.
+CREATE FUNCTION simpg.table_segments(k integer, levels integer[], t integer) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_order integer[] := (simpg.table_order(k, levels, t)).bit_order;
+    v_result bigint[] := '{}';
+    v_out integer := 0;   -- output position where the current run starts
+    v_src integer;        -- source bit index where the current run starts
+    v_width integer := 0;
+BEGIN
+    FOR pos IN 0 .. 64 LOOP
+        IF pos < 64 AND v_width > 0 AND v_order[pos + 1] = v_src + v_width THEN
+            v_width := v_width + 1;
+            CONTINUE;
+        END IF;
+        IF v_width > 0 THEN
+            v_result := v_result || ARRAY[
+                64 - v_src - v_width,
+                -- a 64-bit run is the identity; its mask is all ones
+                CASE WHEN v_width = 64 THEN -1 ELSE (1::numeric * 2 ^ v_width - 1)::bigint END,
+                64 - v_out - v_width
+            ]::bigint[];
+        END IF;
+        EXIT WHEN pos = 64;
+        v_out := pos;
+        v_src := v_order[pos + 1];
+        v_width := 1;
+    END LOOP;
+    IF cardinality(v_result) > 36 THEN
+        RAISE EXCEPTION 'layout k=% blocks=% moves % segments, more than 12',
+            k, array_to_string(levels, 'x'), cardinality(v_result) / 3
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v_result;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_segments(integer, integer[], integer) IS
+    'Table t''s permutation as (src_shift, mask, dst_shift) triples of contiguous bit runs';
+
+-- apply_segments moves up to 12 runs. With a constant segs (simpg.permute folds
+-- table_segments at plan time) the CASEs fold away and what remains per row is a few
+-- shifts and masks: that keeps generated columns cheap on bulk loads.
+CREATE FUNCTION simpg.apply_segments(fp bigint, segs bigint[]) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((fp >> segs[1]::integer) & segs[2]) << segs[3]::integer
+        | CASE WHEN cardinality(segs) < 6 THEN 0::bigint ELSE ((fp >> segs[4]::integer) & segs[5]) << segs[6]::integer
+        | CASE WHEN cardinality(segs) < 9 THEN 0::bigint ELSE ((fp >> segs[7]::integer) & segs[8]) << segs[9]::integer
+        | CASE WHEN cardinality(segs) < 12 THEN 0::bigint ELSE ((fp >> segs[10]::integer) & segs[11]) << segs[12]::integer
+        | CASE WHEN cardinality(segs) < 15 THEN 0::bigint ELSE ((fp >> segs[13]::integer) & segs[14]) << segs[15]::integer
+        | CASE WHEN cardinality(segs) < 18 THEN 0::bigint ELSE ((fp >> segs[16]::integer) & segs[17]) << segs[18]::integer
+        | CASE WHEN cardinality(segs) < 21 THEN 0::bigint ELSE ((fp >> segs[19]::integer) & segs[20]) << segs[21]::integer
+        | CASE WHEN cardinality(segs) < 24 THEN 0::bigint ELSE ((fp >> segs[22]::integer) & segs[23]) << segs[24]::integer
+        | CASE WHEN cardinality(segs) < 27 THEN 0::bigint ELSE ((fp >> segs[25]::integer) & segs[26]) << segs[27]::integer
+        | CASE WHEN cardinality(segs) < 30 THEN 0::bigint ELSE ((fp >> segs[28]::integer) & segs[29]) << segs[30]::integer
+        | CASE WHEN cardinality(segs) < 33 THEN 0::bigint ELSE ((fp >> segs[31]::integer) & segs[32]) << segs[33]::integer
+        | CASE WHEN cardinality(segs) < 36 THEN 0::bigint ELSE ((fp >> segs[34]::integer) & segs[35]) << segs[36]::integer
+          END END END END END END END END END END END;
+
+COMMENT ON FUNCTION simpg.apply_segments(bigint, bigint[]) IS
+    'Apply a permutation given as table_segments triples to a fingerprint';
+
+-- Not STRICT on purpose: a strict SQL function whose body has CASE is not inlined.
+-- NULL in gives NULL out all the same, since every operator on fp is strict.
+CREATE FUNCTION simpg.permute(fp bigint, k integer, levels integer[], t integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN simpg.apply_segments(fp, simpg.table_segments(k, levels, t));
+
+COMMENT ON FUNCTION simpg.permute(bigint, integer, integer[], integer) IS
+    'Table t''s permuted fingerprint: its prefix blocks moved to the top, bit order kept inside blocks';
+
+-- The prefix always holds the sign bit, so [lo, hi] is one contiguous signed range.
+CREATE FUNCTION simpg.prefix_lo(fp bigint, k integer, levels integer[], t integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN simpg.permute(fp, k, levels, t) & (-1::bigint << (64 - simpg.prefix_bits(k, levels, t)));
+
+CREATE FUNCTION simpg.prefix_hi(fp bigint, k integer, levels integer[], t integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN simpg.permute(fp, k, levels, t) | ~(-1::bigint << (64 - simpg.prefix_bits(k, levels, t)));
+
+COMMENT ON FUNCTION simpg.prefix_lo(bigint, integer, integer[], integer) IS
+    'Lowest permuted value of table t sharing the prefix of fingerprint fp';
+COMMENT ON FUNCTION simpg.prefix_hi(bigint, integer, integer[], integer) IS
+    'Highest permuted value of table t sharing the prefix of fingerprint fp';
+
+CREATE FUNCTION simpg.prefix_range(fp bigint, k integer, levels integer[], t integer,
+                                   OUT lo bigint, OUT hi bigint)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (simpg.prefix_lo(fp, k, levels, t), simpg.prefix_hi(fp, k, levels, t));
+
+COMMENT ON FUNCTION simpg.prefix_range(bigint, integer, integer[], integer) IS
+    'Signed range [lo, hi] of table t''s permuted values that share fingerprint fp''s prefix';

@@ -1,0 +1,67 @@
+-- query functions
+
+-- near_query: the statement simpg.near runs, for EXPLAIN and for reports that want it.
+-- Contract: raises for a NULL fingerprint, k < 0, k above the layout's radius, or a
+-- column with no simpg index. The prefix ranges are literals, so each table's
+-- condition is a plain B-tree range scan; the OR of them becomes a BitmapOr, which
+-- also removes rows found through several tables.
+CREATE FUNCTION simpg.near_query(rel regclass, fp bigint, k integer, col name DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes;
+    v_ranges text[] := '{}';
+BEGIN
+    IF fp IS NULL THEN
+        RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_row := simpg.index_layout(rel, col);
+    IF k > v_row.k THEN
+        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
+            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'drop and re-create the index with a larger k';
+    END IF;
+    FOR t IN 0 .. cardinality(v_row.prefix_columns) - 1 LOOP
+        v_ranges := v_ranges || format('t.%I BETWEEN %s AND %s', v_row.prefix_columns[t + 1],
+            simpg.prefix_lo(fp, v_row.k, v_row.levels, t), simpg.prefix_hi(fp, v_row.k, v_row.levels, t));
+    END LOOP;
+    RETURN format('SELECT t.* FROM %s AS t WHERE (%s) AND simpg.hamming(t.%I, %s) <= %s ORDER BY simpg.hamming(t.%I, %s)',
+                  rel, array_to_string(v_ranges, ' OR '),
+                  v_row.fingerprint_column, fp, k, v_row.fingerprint_column, fp);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.near_query(regclass, bigint, integer, name) IS
+    'The index-backed SQL statement that finds the rows within distance k of fp';
+
+-- near: every row of a table within distance k of fp, nearest first, read through the
+-- prefix indexes. Polymorphic: SELECT * FROM simpg.near(NULL::articles, 1234, 3).
+-- The distance of a row is simpg.hamming(its fingerprint column, fp).
+CREATE FUNCTION simpg.near(tbl anyelement, fp bigint, k integer, col name DEFAULT NULL)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    -- tiny tables would otherwise be scanned sequentially; the indexes are always right here
+    SET enable_seqscan = off
+AS $$
+DECLARE
+    v_rel regclass;
+BEGIN
+    SELECT typ.typrelid INTO v_rel FROM pg_type AS typ WHERE typ.oid = pg_typeof(tbl);
+    IF v_rel IS NULL OR v_rel = 0 THEN
+        RAISE EXCEPTION 'first argument must be a table row type such as NULL::articles, got %', pg_typeof(tbl)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY EXECUTE simpg.near_query(v_rel, fp, k, col);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.near(anyelement, bigint, integer, name) IS
+    'Rows of the table whose row type is given, within Hamming distance k of fp, nearest first';
