@@ -51,7 +51,7 @@ MAX_K = 16
 #: Most tables (generated columns + B-tree indexes) one layout may create.
 MAX_TABLES = 256
 #: Most contiguous segments one table's permutation may move (simpg.permute's body).
-MAX_SEGMENTS = 24
+MAX_SEGMENTS = 12
 
 
 def block_widths(nbits: int, m: int) -> list[int]:
@@ -119,8 +119,7 @@ class Layout:
 
     def _order(self, t: int) -> tuple[list[int], int]:
         """Source bit index (MSB = 0) for each output position, and the prefix length."""
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.tables:
-            raise InvalidLayout(f"table must be from 0 to {self.tables - 1}, got {t!r}")
+        self._check_table(t)
         # Mixed radix, level 1 most significant.
         choices = []
         for m in reversed(self.levels):
@@ -150,7 +149,12 @@ class Layout:
 
     def segments(self, t: int) -> list[Segment]:
         """Table ``t``'s permutation as runs of contiguous bits (what SQL evaluates)."""
+        self._check_table(t)
         return self._segments[t]
+
+    def _check_table(self, t: int) -> None:
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.tables:
+            raise InvalidLayout(f"table must be from 0 to {self.tables - 1}, got {t!r}")
 
     @cached_property
     def _segments(self) -> list[list[Segment]]:

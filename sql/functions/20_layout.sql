@@ -34,6 +34,15 @@ CREATE FUNCTION simpg.block_widths(nbits integer, m integer) RETURNS integer[]
 COMMENT ON FUNCTION simpg.block_widths(integer, integer) IS
     'Widths of m contiguous blocks splitting nbits as evenly as possible, wider blocks first';
 
+-- narrowest_prefix: bits in the m - k narrowest of m blocks splitting nbits; what the
+-- next level of a layout has left is nbits minus this (block_widths puts the wide ones first).
+CREATE FUNCTION simpg.narrowest_prefix(nbits integer, m integer, k integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (m - k) * (nbits / m) + greatest(nbits % m - k, 0);
+
+COMMENT ON FUNCTION simpg.narrowest_prefix(integer, integer, integer) IS
+    'Bits in the m - k narrowest of m blocks splitting nbits';
+
 -- table_count validates a layout and returns its number of tables.
 -- Contract: raises for k outside 0..16, a level with blocks <= k or more blocks than bits,
 -- or more than 256 tables; messages match simpg.layout.Layout's.
@@ -63,13 +72,7 @@ BEGIN
             RAISE EXCEPTION 'blocks=% is more than the % bits left to split', v_m, v_remaining
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        -- the narrowest choice of m - k blocks decides how many bits the next level gets
-        v_remaining := v_remaining - (
-            SELECT sum(w) FROM (
-                SELECT w FROM unnest(simpg.block_widths(v_remaining, v_m)) AS w
-                ORDER BY w LIMIT v_m - k
-            ) AS narrowest
-        );
+        v_remaining := v_remaining - simpg.narrowest_prefix(v_remaining, v_m, k);
         v_tables := v_tables * simpg.binomial(v_m, v_m - k);
     END LOOP;
     IF v_tables > 256 THEN
@@ -87,7 +90,8 @@ COMMENT ON FUNCTION simpg.table_count(integer, integer[]) IS
 -- table_order: for table t of layout (k, levels), the source bit index (0 = most
 -- significant) of every output position, and the prefix length in bits.
 -- Contract: t in [0, table_count); tables numbered in mixed radix, level 1 most
--- significant, choices of m - k blocks in lexicographic order.
+-- significant, choices of m - k blocks in lexicographic order. Plain loops and
+-- arithmetic only (no SQL inside): near_query calls this once per table per query.
 CREATE FUNCTION simpg.table_order(k integer, levels integer[], t integer,
                                   OUT bit_order integer[], OUT prefix_bits integer)
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -97,16 +101,17 @@ DECLARE
     v_tables integer := simpg.table_count(k, levels);
     v_choices integer[] := '{}';
     v_rest integer := t;
-    v_remaining integer[] := ARRAY(SELECT generate_series(0, 63));
+    v_remaining integer[] := '{}';
     v_rest_bits integer[];
-    v_widths integer[];
-    v_starts integer[];
     v_chosen boolean[];
+    v_n integer;
     v_m integer;
     v_r integer;
-    v_idx integer;
+    v_idx bigint;
     v_c integer;
     v_count bigint;
+    v_start integer;
+    v_width integer;
 BEGIN
     IF t < 0 OR t >= v_tables THEN
         RAISE EXCEPTION 'table must be from 0 to %, got %', v_tables - 1, t
@@ -118,17 +123,16 @@ BEGIN
         v_choices := (v_rest % v_count)::integer || v_choices;
         v_rest := v_rest / v_count;
     END LOOP;
+    FOR i IN 0 .. 63 LOOP
+        v_remaining := v_remaining || i;
+    END LOOP;
 
     bit_order := '{}';
     prefix_bits := 0;
     FOR lvl IN 1 .. cardinality(levels) LOOP
         v_m := levels[lvl];
         v_r := v_m - k;
-        v_widths := simpg.block_widths(cardinality(v_remaining), v_m);
-        v_starts := ARRAY[1];
-        FOR i IN 1 .. v_m LOOP
-            v_starts := v_starts || (v_starts[i] + v_widths[i]);
-        END LOOP;
+        v_n := cardinality(v_remaining);
         -- unrank combination number v_choices[lvl] of r blocks out of m (lexicographic)
         v_chosen := array_fill(false, ARRAY[v_m]);
         v_idx := v_choices[lvl];
@@ -143,14 +147,18 @@ BEGIN
             v_chosen[v_c + 1] := true;
             v_c := v_c + 1;
         END LOOP;
+        -- blocks as in simpg.block_widths: n / m bits each, the first n % m one bit wider
         v_rest_bits := '{}';
+        v_start := 1;
         FOR i IN 1 .. v_m LOOP
+            v_width := v_n / v_m + CASE WHEN i <= v_n % v_m THEN 1 ELSE 0 END;
             IF v_chosen[i] THEN
-                bit_order := bit_order || v_remaining[v_starts[i] : v_starts[i + 1] - 1];
-                prefix_bits := prefix_bits + v_widths[i];
+                bit_order := bit_order || v_remaining[v_start : v_start + v_width - 1];
+                prefix_bits := prefix_bits + v_width;
             ELSE
-                v_rest_bits := v_rest_bits || v_remaining[v_starts[i] : v_starts[i + 1] - 1];
+                v_rest_bits := v_rest_bits || v_remaining[v_start : v_start + v_width - 1];
             END IF;
+            v_start := v_start + v_width;
         END LOOP;
         v_remaining := v_rest_bits;
     END LOOP;
@@ -190,7 +198,7 @@ BEGIN
             v_result := v_result || ARRAY[
                 64 - v_src - v_width,
                 -- a 64-bit run is the identity; its mask is all ones
-                CASE WHEN v_width = 64 THEN -1 ELSE (1::numeric * 2 ^ v_width - 1)::bigint END,
+                CASE WHEN v_width = 64 THEN -1 ELSE ~(-1::bigint << v_width) END,
                 64 - v_out - v_width
             ]::bigint[];
         END IF;

@@ -13,6 +13,8 @@ AS $$
 DECLARE
     v_row simpg.indexes;
     v_ranges text[] := '{}';
+    v_permuted bigint;
+    v_low_mask bigint;  -- the bits after table t's prefix
 BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -29,8 +31,10 @@ BEGIN
                   HINT = 'drop and re-create the index with a larger k';
     END IF;
     FOR t IN 0 .. cardinality(v_row.prefix_columns) - 1 LOOP
+        v_permuted := simpg.apply_segments(fp, simpg.table_segments(v_row.k, v_row.levels, t));
+        v_low_mask := ~(-1::bigint << (64 - simpg.prefix_bits(v_row.k, v_row.levels, t)));
         v_ranges := v_ranges || format('t.%I BETWEEN %s AND %s', v_row.prefix_columns[t + 1],
-            simpg.prefix_lo(fp, v_row.k, v_row.levels, t), simpg.prefix_hi(fp, v_row.k, v_row.levels, t));
+                                       v_permuted & ~v_low_mask, v_permuted | v_low_mask);
     END LOOP;
     RETURN format('SELECT t.* FROM %s AS t WHERE (%s) AND simpg.hamming(t.%I, %s) <= %s ORDER BY simpg.hamming(t.%I, %s)',
                   rel, array_to_string(v_ranges, ' OR '),

@@ -1,0 +1,160 @@
+"""simpg.near returns exactly the brute-force set, for every supported layout."""
+
+from __future__ import annotations
+
+import random
+
+import psycopg
+import pytest
+
+from simpg import bits
+from simpg.layout import Layout
+from tests.layouts import MAX_TEST_K, one_level_layouts, two_level_layouts
+
+
+def flip(fp: int, positions) -> int:
+    for i in positions:
+        fp ^= 1 << i
+    return fp
+
+
+def corpus_for(k: int, seed: int) -> tuple[list[int], list[int]]:
+    """Queries and a corpus with planted neighbours at distances 0..k+1 of each query."""
+    rng = random.Random(seed)
+    queries = [rng.getrandbits(64), 1 << 63, 0, 2**64 - 1, rng.getrandbits(64) | (1 << 63)]
+    rows: list[int] = []
+    for q in queries:
+        rows += [q, q]  # duplicates of the query: distance 0, in different rows
+        for d in range(0, k + 2):
+            rows.append(flip(q, rng.sample(range(64), d)))
+            # adversarial: the flipped bits include bit 0 and bit 63 (the sign bit)
+            edge = [0, 63][: d] + rng.sample(range(1, 63), max(d - 2, 0))
+            rows.append(flip(q, edge))
+    rows += [rng.getrandbits(64) for _ in range(150)]
+    return queries, rows
+
+
+def brute_force(rows: list[int], q: int, k: int) -> list[tuple[int, int]]:
+    return sorted((i + 1, bits.hamming(fp, q)) for i, fp in enumerate(rows) if bits.hamming(fp, q) <= k)
+
+
+def check_layout(conn: psycopg.Connection, layout: Layout, queries: list[int], rows: list[int]) -> None:
+    blocks = layout.levels[0]
+    inner = layout.levels[1] if len(layout.levels) > 1 else None
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', %s, %s, %s)", [layout.k, blocks, inner])
+    for q in queries:
+        for k in {layout.k, max(layout.k - 1, 0)}:
+            got = conn.execute(
+                "SELECT id, simpg.hamming(fp, %(q)s) FROM simpg.near(NULL::corpus, %(q)s, %(k)s)",
+                {"q": bits.to_db(q), "k": k},
+            ).fetchall()
+            assert sorted(got) == brute_force(rows, q, k), (layout.name, q, k)
+            assert [d for _, d in got] == sorted(d for _, d in got)  # nearest first
+    conn.execute("SELECT simpg.drop_index('corpus', 'fp')")
+
+
+@pytest.mark.parametrize("k", range(MAX_TEST_K + 1))
+def test_near_equals_brute_force_for_every_layout(conn, k):
+    queries, rows = corpus_for(k, seed=k)
+    layouts = [layout for layout in one_level_layouts() if layout.k == k]
+    layouts += [layout for layout in two_level_layouts() if layout.k == k][::9]
+    assert layouts
+    # The table is re-created below; a statement psycopg prepared would keep the old row type.
+    conn.prepare_threshold = None
+    for layout in layouts:
+        # a fresh table each time: dropped columns still count toward PostgreSQL's 1600
+        conn.execute("DROP TABLE IF EXISTS corpus")
+        conn.execute("CREATE TABLE corpus (id bigserial PRIMARY KEY, fp bigint NOT NULL)")
+        with conn.cursor().copy("COPY corpus (fp) FROM STDIN") as copy:
+            for fp in rows:
+                copy.write_row((bits.to_db(fp),))
+        check_layout(conn, layout, queries, rows)
+    # drop_index removed exactly what create_index added
+    columns = [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'corpus'::regclass AND attnum > 0 "
+        "AND NOT attisdropped ORDER BY attnum").fetchall()]
+    assert columns == ["id", "fp"]
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone()[0] == 0
+
+
+def test_near_uses_the_prefix_indexes_never_a_seq_scan(conn):
+    conn.execute("CREATE TABLE corpus (id bigserial PRIMARY KEY, fp bigint NOT NULL)")
+    conn.execute("INSERT INTO corpus (fp) SELECT (random() * 2^63)::bigint * (CASE WHEN g % 2 = 0 THEN 1 ELSE -1 END) "
+                 "FROM generate_series(1, 20000) g")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 5)")
+    query = conn.execute("SELECT simpg.near_query('corpus', 12345, 3)").fetchone()[0]
+    plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query}").fetchall())
+    assert "Seq Scan" not in plan
+    assert plan.count("Bitmap Index Scan on corpus_fp_p") == 10
+    # and through the function itself, on a tiny table where the planner would prefer a scan
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET client_min_messages = log")
+    conn.execute("SET auto_explain.log_level = notice")
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    conn.execute("CREATE TABLE tiny (id int, fp bigint)")
+    conn.execute("INSERT INTO tiny VALUES (1, 5), (2, 7)")
+    conn.execute("SELECT simpg.create_index('tiny', 'fp', 3, 5)")
+    conn.execute("SELECT * FROM simpg.near(NULL::tiny, 5, 3)").fetchall()
+    nested = [n for n in notices if "tiny" in n and "simpg.hamming" not in n or "Bitmap" in n]
+    text = "\n".join(notices)
+    assert "Bitmap Index Scan on tiny_fp_p0_idx" in text, text
+    assert "Seq Scan on tiny" not in text
+    assert nested
+
+
+def test_near_errors_name_the_values(conn):
+    conn.execute("CREATE TABLE corpus (id int, fp bigint, other bigint, title text)")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 2, 4)")
+    cases = [
+        ("SELECT * FROM simpg.near(NULL::corpus, 1, 3)",
+         "k=3 is above the radius k=2 that the simpg index on public.corpus.fp guarantees"),
+        ("SELECT * FROM simpg.near(NULL::corpus, NULL, 2)", "fingerprint must not be null"),
+        ("SELECT * FROM simpg.near(NULL::corpus, 1, -1)", "k must be a non-negative integer, got -1"),
+        ("SELECT * FROM simpg.near(NULL::corpus, 1, NULL)", "k must be a non-negative integer, got null"),
+        ("SELECT * FROM simpg.near(NULL::corpus, 1, 1, 'other')", "no simpg index on public.corpus.other"),
+        ("SELECT simpg.create_index('corpus', 'other', 3, 3)", "blocks must be greater than k (blocks=3, k=3)"),
+        ("SELECT simpg.create_index('corpus', 'title', 3)", "column public.corpus.title is text, expected bigint"),
+        ("SELECT simpg.create_index('corpus', 'nope', 3)", "column nope of table public.corpus does not exist"),
+        ("SELECT simpg.create_index('corpus', 'fp', 3, 5)", "column public.corpus.fp already has a simpg index"),
+        ("SELECT simpg.drop_index('corpus', 'other')", "no simpg index on public.corpus.other"),
+        ("SELECT * FROM simpg.near(1::bigint, 1, 1)", "first argument must be a table row type such as NULL::articles, got bigint"),
+    ]
+    for sql, message in cases:
+        with pytest.raises(psycopg.Error) as err:
+            conn.execute(sql)
+        assert err.value.diag.message_primary == message, sql
+    # nothing changed by the failed calls
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone()[0] == 1
+
+
+def test_two_fingerprint_columns_need_naming(conn):
+    conn.execute("CREATE TABLE corpus (id int, a bigint, b bigint)")
+    conn.execute("INSERT INTO corpus VALUES (1, 10, 20)")
+    conn.execute("SELECT simpg.create_index('corpus', 'a', 1, 2)")
+    conn.execute("SELECT simpg.create_index('corpus', 'b', 1, 2)")
+    with pytest.raises(psycopg.Error, match="table public.corpus has 2 simpg indexes; name the fingerprint column"):
+        conn.execute("SELECT * FROM simpg.near(NULL::corpus, 10, 0)")
+    assert conn.execute("SELECT id FROM simpg.near(NULL::corpus, 20, 0, 'b')").fetchall() == [(1,)]
+
+
+def test_create_index_default_blocks_follow_the_table_size(conn):
+    conn.execute("CREATE TABLE corpus (id int, fp bigint)")
+    conn.execute("INSERT INTO corpus SELECT g, g FROM generate_series(1, 3000) g")
+    levels = conn.execute("SELECT levels FROM simpg.create_index('corpus', 'fp', 3)").fetchone()[0]
+    expected = conn.execute("SELECT simpg.default_levels(3, 3000)").fetchone()[0]
+    assert levels == expected
+
+
+def test_generated_columns_follow_inserts_and_updates(conn):
+    conn.execute("CREATE TABLE corpus (id int PRIMARY KEY, fp bigint)")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 6)")
+    conn.execute("INSERT INTO corpus VALUES (1, -1), (2, NULL)")
+    conn.execute("UPDATE corpus SET fp = 4 WHERE id = 1")
+    layout = Layout(3, (6,))
+    row = conn.execute("SELECT " + ", ".join(f"fp_p{t}" for t in range(20)) + " FROM corpus WHERE id = 1").fetchone()
+    assert list(row) == [layout.permute(4, t) for t in range(20)]
+    assert conn.execute("SELECT fp_p3 FROM corpus WHERE id = 2").fetchone()[0] is None
+    assert conn.execute("SELECT id FROM simpg.near(NULL::corpus, 5, 1)").fetchall() == [(1,)]
