@@ -82,7 +82,8 @@ def extension_script() -> str:
     """
     parts = sorted((e for e in (sql_dir() / "functions").iterdir() if e.name.endswith(".sql")),
                    key=lambda e: e.name)
-    return "\n".join(part.read_text(encoding="utf-8") for part in parts)
+    # Byte for byte what the Makefile's `cat` makes (each part ends with a newline).
+    return "".join(part.read_text(encoding="utf-8") for part in parts)
 
 
 def script(version: str | None = None) -> str:

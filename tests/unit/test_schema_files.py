@@ -1,0 +1,37 @@
+"""The packaged SQL files: one version, parts joined like the Makefile does."""
+
+import re
+from pathlib import Path
+
+from simpg import schema
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_version_lives_only_in_the_control_file():
+    control = (ROOT / "sql" / "simpg.control").read_text()
+    assert re.search(r"default_version = '0\.1\.0'", control)
+    assert schema.default_version() == "0.1.0"
+    assert "trusted = true" in control and "relocatable = false" in control and "schema = 'simpg'" in control
+
+
+def test_parts_end_with_a_newline_so_cat_and_python_agree():
+    parts = sorted((ROOT / "sql" / "functions").glob("*.sql"))
+    assert parts[0].name == "00_header.sql"
+    joined = b"".join(p.read_bytes() for p in parts)
+    for part in parts:
+        assert part.read_bytes().endswith(b"\n"), part.name
+    assert schema.extension_script().encode() == joined
+
+
+def test_extension_files_hold_control_install_and_upgrade_scripts():
+    files = schema.extension_files()
+    assert set(files) >= {"simpg.control", "simpg--0.1.0.sql", "simpg--0.1.0--0.1.1.sql"}
+    assert files["simpg--0.1.0.sql"].startswith("-- simpg")
+
+
+def test_plain_script_drops_psql_guards_only():
+    text = schema.script()
+    assert "\\echo" not in text and "\\quit" not in text
+    assert "CREATE FUNCTION simpg.hamming" in text
+    assert len(text.splitlines()) == len(schema.extension_script().splitlines()) - 1
