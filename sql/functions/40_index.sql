@@ -1,14 +1,26 @@
 -- index functions
 
--- object_name: an identifier of at most 63 bytes; a longer one is cut and given a
--- hash suffix, so two long names never collide after PostgreSQL's truncation.
+-- object_name: an identifier of at most 63 bytes; a longer one keeps the start of base
+-- (cut on a character boundary, counted in bytes), then '_' and 8 hex digits of md5(base),
+-- then suffix, so two long names never collide after PostgreSQL's truncation.
 CREATE FUNCTION simpg.object_name(base text, suffix text) RETURNS name
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN CASE
-        WHEN octet_length(base || suffix) <= 63 THEN (base || suffix)::name
-        ELSE (left(base, 63 - octet_length(suffix) - 9 - 3) || '_'
-              || left(md5(base), 8) || suffix)::name
-    END;
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_room integer := 63 - octet_length(suffix) - 9;
+    v_head text := base;
+BEGIN
+    IF octet_length(base || suffix) <= 63 THEN
+        RETURN (base || suffix)::name;
+    END IF;
+    v_head := left(base, greatest(v_room, 0));
+    WHILE octet_length(v_head) > v_room LOOP
+        v_head := left(v_head, -1);
+    END LOOP;
+    RETURN (v_head || '_' || left(md5(base), 8) || suffix)::name;
+END
+$$;
 
 COMMENT ON FUNCTION simpg.object_name(text, text) IS
     'base || suffix, shortened with a hash to fit PostgreSQL''s 63-byte identifiers';

@@ -97,7 +97,8 @@ def test_every_function_is_commented_and_plpgsql_pins_search_path(conn):
     assert len(rows) > 20
     for name, language, config, comment, security_definer in rows:
         assert comment, name
-        assert not security_definer, name
+        # the event trigger's function is the one documented exception (see 30_catalog.sql)
+        assert not security_definer or name == "forget_dropped", name
         if language == "plpgsql":
             assert config and "search_path=pg_catalog, pg_temp" in config, name
 

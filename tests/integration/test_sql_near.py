@@ -158,3 +158,39 @@ def test_generated_columns_follow_inserts_and_updates(conn):
     assert list(row) == [layout.permute(4, t) for t in range(20)]
     assert conn.execute("SELECT fp_p3 FROM corpus WHERE id = 2").fetchone()[0] is None
     assert conn.execute("SELECT id FROM simpg.near(NULL::corpus, 5, 1)").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize("base, suffix", [
+    ("articles_simhash", "_p3_idx"),
+    ("a" * 70, "_p12_idx"),
+    ("résumé_" * 12, "_p7_idx"),
+    ("文档指纹" * 10, "_p0"),
+])
+def test_object_names_fit_63_bytes_and_match_python(conn, base, suffix):
+    from simpg.sqlalchemy.index import object_name
+
+    got = conn.execute("SELECT simpg.object_name(%s, %s)::text", [base, suffix]).fetchone()[0]
+    assert len(got.encode()) <= 63 and got.endswith(suffix)
+    assert got == object_name(base, suffix)
+    other = conn.execute("SELECT simpg.object_name(%s, %s)::text", [base + "x", suffix]).fetchone()[0]
+    assert other != got or len((base + suffix).encode()) <= 63
+
+
+def test_long_unicode_table_names_get_distinct_index_names(conn):
+    name = "résumé_" * 9
+    conn.execute(f'CREATE TABLE "{name}" (id int, fp bigint)')
+    conn.execute("SELECT simpg.create_index(%s, 'fp', 3, 5)", [f'"{name}"'])
+    names = conn.execute("SELECT index_names FROM simpg.indexes").fetchone()[0]
+    assert len(set(names)) == 10 and all(len(n.encode()) <= 63 for n in names)
+
+
+def test_dropping_an_indexed_table_or_column_forgets_its_catalog_row(conn):
+    for table in ("a", "b", "c"):
+        conn.execute(f"CREATE TABLE {table} (id int, fp bigint)")
+        conn.execute(f"SELECT simpg.create_index('{table}', 'fp', 2, 3)")
+    conn.execute("DROP TABLE a")
+    conn.execute("ALTER TABLE b DROP COLUMN fp CASCADE")
+    rows = conn.execute("SELECT indexed_table::text FROM simpg.indexes").fetchall()
+    assert rows == [("c",)]
+    conn.execute("SELECT simpg.drop_index('c', 'fp')")  # its own drops fire the trigger too
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone()[0] == 0
