@@ -1,0 +1,234 @@
+"""Autogenerate: turn declared simhash indexes into create/drop_simhash_index operations.
+
+Alembic's own comparison sees a declared index as N generated columns and N B-tree
+indexes, and knows nothing of the ``simpg.indexes`` catalog row. This comparator runs
+after Alembic's (``DispatchPriority.LAST``), compares each declared
+:class:`~simpg.sqlalchemy.SimHashIndex` with the catalog, and replaces those column and
+index operations with one ``op.create_simhash_index(...)`` or ``op.drop_simhash_index(...)``.
+When the database already matches the model it adds nothing, so a second
+autogenerate run stays empty.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from alembic.autogenerate.api import AutogenContext
+from alembic.autogenerate.compare import comparators
+from alembic.operations import ops
+from alembic.util import DispatchPriority, PriorityDispatchResult
+from sqlalchemy import Column, text
+
+from simpg.alembic.ops import CreateSimhashIndexOp, DropSimhashIndexOp
+from simpg.alembic.render import mark_simhash_types
+from simpg.sqlalchemy.index import SimHashIndex, table_indexes
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CatalogIndex", "compare_simhash_indexes"]
+
+Key = tuple[Any, str, str]  # (schema or None for the default one, table, fingerprint column)
+
+
+@dataclass(frozen=True)
+class CatalogIndex:
+    """A row of simpg.indexes, as autogenerate needs it."""
+
+    k: int
+    levels: tuple[int, ...]
+    prefix_columns: tuple[str, ...]
+    index_names: tuple[str, ...]
+    fingerprint_config: str | None
+
+
+_CATALOG_SQL = text("""
+SELECT n.nspname, c.relname, i.fingerprint_column, i.k, i.levels, i.prefix_columns, i.index_names,
+       i.fingerprint_config
+FROM simpg.indexes AS i
+JOIN pg_catalog.pg_class AS c ON c.oid = i.indexed_table
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+""")
+
+
+def _catalog(
+    autogen_context: AutogenContext, default_schema: str | None
+) -> dict[Key, CatalogIndex]:
+    conn = autogen_context.connection
+    assert conn is not None
+    if not conn.execute(text("SELECT to_regclass('simpg.indexes') IS NOT NULL")).scalar():
+        return {}
+    found = {}
+    for nsp, rel, col, k, levels, columns, indexes, config in conn.execute(_CATALOG_SQL):
+        schema = None if nsp == default_schema else nsp
+        found[(schema, rel, col)] = CatalogIndex(
+            k, tuple(levels), tuple(columns), tuple(indexes), config
+        )
+    return found
+
+
+def _same_table(op: Any, schema: str | None, table: str, default_schema: str | None) -> bool:
+    op_schema = None if getattr(op, "schema", None) in (None, default_schema) else op.schema
+    return getattr(op, "table_name", None) == table and op_schema == schema
+
+
+def _strip(
+    upgrade_ops: ops.UpgradeOps,
+    schema: str | None,
+    table: str,
+    default_schema: str | None,
+    columns: set[str],
+    indexes: set[str],
+) -> None:
+    """Remove Alembic's per-column/per-index operations on a simhash index's objects."""
+
+    def unwanted(op: Any) -> bool:
+        if isinstance(op, (ops.CreateIndexOp, ops.DropIndexOp)) and op.index_name in indexes:
+            return _same_table(op, schema, table, default_schema) or op.table_name is None
+        if isinstance(op, ops.AddColumnOp):
+            return _same_table(op, schema, table, default_schema) and op.column.name in columns
+        if isinstance(op, (ops.DropColumnOp, ops.AlterColumnOp)):
+            return _same_table(op, schema, table, default_schema) and op.column_name in columns
+        return False
+
+    def keep_columns(items: list[Any]) -> list[Any]:
+        return [c for c in items if not (isinstance(c, Column) and c.name in columns)]
+
+    kept = []
+    for op in upgrade_ops.ops:
+        if isinstance(op, ops.ModifyTableOps):
+            op.ops = [inner for inner in op.ops if not unwanted(inner)]
+            if op.is_empty():
+                continue
+        elif unwanted(op):
+            continue
+        elif isinstance(op, ops.CreateTableOp) and _same_table(op, schema, table, default_schema):
+            op.columns = keep_columns(op.columns)
+        elif isinstance(op, ops.DropTableOp) and _same_table(op, schema, table, default_schema):
+            if op._reverse is not None:  # the downgrade re-creates the table without them
+                op._reverse.columns = keep_columns(op._reverse.columns)
+        kept.append(op)
+    upgrade_ops.ops = kept
+
+
+def _positions(
+    upgrade_ops: ops.UpgradeOps, schema: str | None, table: str, default_schema: str | None
+) -> list[int]:
+    return [
+        i for i, op in enumerate(upgrade_ops.ops) if _same_table(op, schema, table, default_schema)
+    ]
+
+
+def _create_op(spec: SimHashIndex, schema: str | None) -> CreateSimhashIndexOp:
+    levels = spec.layout.levels
+    return CreateSimhashIndexOp(
+        spec.table.name,
+        spec.column.name,
+        k=spec.layout.k,
+        blocks=levels[0],
+        inner_blocks=levels[1] if len(levels) > 1 else None,
+        fingerprint_config=spec.config_identity(),
+        schema=schema,
+    )
+
+
+def _drop_op(key: Key, row: CatalogIndex) -> DropSimhashIndexOp:
+    schema, table, column = key
+    create = CreateSimhashIndexOp(
+        table,
+        column,
+        k=row.k,
+        blocks=row.levels[0],
+        inner_blocks=row.levels[1] if len(row.levels) > 1 else None,
+        fingerprint_config=row.fingerprint_config,
+        schema=schema,
+    )
+    return create.reverse()
+
+
+def compare_simhash_indexes(
+    autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
+) -> PriorityDispatchResult:
+    """The ``schema``-level comparator (registered when simpg.alembic is imported)."""
+    conn = autogen_context.connection
+    if conn is None or conn.dialect.name != "postgresql":
+        return PriorityDispatchResult.CONTINUE
+    default_schema = conn.dialect.default_schema_name
+
+    def norm(schema: str | None) -> str | None:
+        return None if schema in (None, default_schema) else schema
+
+    declared: dict[Key, SimHashIndex] = {}
+    compared_tables: set[tuple[str | None, str]] = set()
+    for table in autogen_context.sorted_tables:
+        schema = norm(table.schema)
+        if schema not in schemas:
+            continue
+        if not autogen_context.run_name_filters(table.name, "table", {"schema_name": table.schema}):
+            continue
+        if not autogen_context.run_object_filters(table, table.name, "table", False, None):
+            continue
+        compared_tables.add((schema, table.name))
+        for column, spec in table_indexes(table).items():
+            declared[(schema, table.name, column)] = spec
+
+    catalog = {
+        key: row
+        for key, row in _catalog(autogen_context, default_schema).items()
+        if key[0] in schemas
+    }
+    dropped_tables = {
+        (norm(op.schema), op.table_name)
+        for op in upgrade_ops.ops
+        if isinstance(op, ops.DropTableOp)
+    }
+
+    for key in sorted(set(declared) | set(catalog), key=lambda k: (k[0] or "", k[1], k[2])):
+        schema, table, column = key
+        spec, row = declared.get(key), catalog.get(key)
+        if (
+            spec is not None
+            and row is not None
+            and (row.k, row.levels) == (spec.layout.k, spec.layout.levels)
+        ):
+            continue  # matches: nothing to do
+        drop = create = None
+        columns: set[str] = set()
+        indexes: set[str] = set()
+        if row is not None and (
+            (schema, table) in compared_tables or (schema, table) in dropped_tables
+        ):
+            drop = _drop_op(key, row)
+            columns |= set(row.prefix_columns)
+            indexes |= set(row.index_names)
+        if spec is not None:
+            create = _create_op(spec, schema)
+            columns |= set(spec.prefix_names)
+            indexes |= set(spec.index_names)
+        if drop is None and create is None:
+            continue
+        _strip(upgrade_ops, schema, table, default_schema, columns, indexes)
+        where = _positions(upgrade_ops, schema, table, default_schema)
+        # the drop goes before the table's other operations, the create after them
+        if create is not None:
+            upgrade_ops.ops.insert(where[-1] + 1 if where else len(upgrade_ops.ops), create)
+            logger.info("Detected added simhash index on %s.%s", table, column)
+        if drop is not None:
+            upgrade_ops.ops.insert(
+                where[0] if where else len(upgrade_ops.ops) - (create is not None), drop
+            )
+            logger.info("Detected removed simhash index on %s.%s", table, column)
+
+    for op in upgrade_ops.ops:
+        for inner in op.ops if isinstance(op, ops.ModifyTableOps) else [op]:
+            mark_simhash_types(inner)
+    return PriorityDispatchResult.CONTINUE
+
+
+def _register(fn: Callable[..., PriorityDispatchResult]) -> None:
+    comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(fn)
+
+
+_register(compare_simhash_indexes)

@@ -1,0 +1,461 @@
+"""Alembic operations: ``op.install_simpg()``, ``op.create_simhash_index(...)`` and their reverses.
+
+Every operation has ``reverse()``, so autogenerate writes the downgrade, and
+``concurrently=True`` builds the B-tree indexes with ``CREATE INDEX CONCURRENTLY``
+(outside the migration's transaction, in Alembic's ``autocommit_block``).
+
+Example (in a migration file)::
+
+    import simpg.alembic  # registers the operations
+
+    def upgrade():
+        op.install_simpg()
+        op.create_simhash_index("articles", "simhash", k=3, blocks=5)
+
+    def downgrade():
+        op.drop_simhash_index("articles", "simhash")
+        op.uninstall_simpg()
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from alembic.operations import MigrateOperation, Operations
+from sqlalchemy import Integer, Text, cast, literal, select, text
+from sqlalchemy.dialects.postgresql import REGCLASS
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.functions import Function
+
+from simpg import schema as simpg_schema
+from simpg.exc import SimpgError
+from simpg.layout import Layout
+from simpg.sqlalchemy.index import object_name, prefix_expression, register_statement
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CreateSimhashIndexOp",
+    "DropSimhashIndexOp",
+    "InstallSimpgOp",
+    "UninstallSimpgOp",
+]
+
+
+def _simpg(name: str, *args: Any) -> Function[Any]:
+    return Function(name, *args, packagenames=("simpg",))
+
+
+def _rel(operations: Operations, table_name: str, schema: str | None) -> str:
+    """Quoted, schema-qualified table name, as regclass input text."""
+    prep = operations.impl.dialect.identifier_preparer
+    name = prep.quote(table_name)
+    return f"{prep.quote_schema(schema)}.{name}" if schema else name
+
+
+def _online_bind(operations: Operations, what: str) -> Connection:
+    if operations.migration_context.as_sql:
+        raise SimpgError(
+            f"{what} needs a database connection; it cannot run in offline (--sql) mode"
+        )
+    return operations.get_bind()
+
+
+# -- install / uninstall ---------------------------------------------------------------
+
+_VERSION_SQL = text(
+    "SELECT coalesce("
+    " (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'simpg'),"
+    " (SELECT coalesce(substring(obj_description(n.oid, 'pg_namespace') FROM 'version (\\S+)'),"
+    "                  'unknown')"
+    "  FROM pg_catalog.pg_namespace AS n JOIN pg_catalog.pg_proc AS p ON p.pronamespace = n.oid"
+    "  WHERE n.nspname = 'simpg' AND p.proname = 'hamming' LIMIT 1))"
+)
+
+
+@Operations.register_operation("install_simpg")
+class InstallSimpgOp(MigrateOperation):
+    """Install simpg in the database (no-op when it is installed already)."""
+
+    def __init__(self, *, plain: bool | None = None) -> None:
+        self.plain = plain
+
+    @classmethod
+    def install_simpg(cls, operations: Operations, *, plain: bool | None = None) -> None:
+        """Install simpg: CREATE EXTENSION when the server has the files, else the plain script.
+
+        Args:
+            operations: given by Alembic.
+            plain: True always runs the plain script (managed servers); False requires
+                CREATE EXTENSION; None (default) prefers the extension.
+        """
+        return operations.invoke(cls(plain=plain))
+
+    def reverse(self) -> UninstallSimpgOp:
+        """The operation that undoes this one."""
+        return UninstallSimpgOp(plain=self.plain)
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("install_simpg",)
+
+
+@Operations.register_operation("uninstall_simpg")
+class UninstallSimpgOp(MigrateOperation):
+    """Remove simpg; refuses while any simhash index is recorded in simpg.indexes."""
+
+    def __init__(self, *, plain: bool | None = None) -> None:
+        self.plain = plain
+
+    @classmethod
+    def uninstall_simpg(cls, operations: Operations, *, plain: bool | None = None) -> None:
+        """Remove simpg (DROP EXTENSION, or the plain install's schema).
+
+        Refuses, naming them, while simpg.indexes records indexes or other objects use
+        simpg's functions, so no user data goes with it.
+        """
+        return operations.invoke(cls(plain=plain))
+
+    def reverse(self) -> InstallSimpgOp:
+        """The operation that undoes this one."""
+        return InstallSimpgOp(plain=self.plain)
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("uninstall_simpg",)
+
+
+@Operations.implementation_for(InstallSimpgOp)
+def _install_simpg(operations: Operations, op: InstallSimpgOp) -> None:
+    bind = _online_bind(operations, "install_simpg")
+    version = bind.execute(_VERSION_SQL).scalar()
+    if version is not None:
+        logger.info("simpg %s is already installed", version)
+        return
+    available = bind.execute(
+        text("SELECT 1 FROM pg_catalog.pg_available_extensions WHERE name = 'simpg'")
+    ).scalar()
+    if not op.plain and available:
+        bind.exec_driver_sql("CREATE EXTENSION simpg")
+        return
+    if op.plain is False:
+        raise SimpgError(
+            "the server has no simpg extension files; run 'simpg install-extension' "
+            "on the database host, or use op.install_simpg(plain=True)"
+        )
+    # The plain script, as simpg.schema.install_plain runs it: every name resolved
+    # against pg_catalog and simpg only, for the script and nothing after it.
+    saved = bind.execute(text("SELECT current_setting('search_path')")).scalar()
+    bind.execute(text("SELECT set_config('search_path', 'pg_catalog, pg_temp', true)"))
+    bind.exec_driver_sql("CREATE SCHEMA simpg")
+    # no_parameters: the script holds % signs that are not placeholders
+    bind.exec_driver_sql(simpg_schema.script(), execution_options={"no_parameters": True})
+    bind.exec_driver_sql(
+        f"COMMENT ON SCHEMA simpg IS 'simpg version {simpg_schema.default_version()} "
+        "(installed as a plain script)'",
+        execution_options={"no_parameters": True},
+    )
+    bind.execute(text("SELECT set_config('search_path', :saved, true)"), {"saved": saved})
+
+
+# Objects outside simpg that use simpg's functions, tables or types (a plain install
+# has no extension to make DROP refuse, so look before DROP SCHEMA ... CASCADE).
+_DEPENDENTS_SQL = text("""
+WITH simpg_objects AS (
+    SELECT 'pg_catalog.pg_proc'::regclass AS classid, p.oid FROM pg_catalog.pg_proc AS p
+    WHERE p.pronamespace = 'simpg'::regnamespace
+    UNION ALL
+    SELECT 'pg_catalog.pg_class'::regclass, c.oid FROM pg_catalog.pg_class AS c
+    WHERE c.relnamespace = 'simpg'::regnamespace
+    UNION ALL
+    SELECT 'pg_catalog.pg_type'::regclass, t.oid FROM pg_catalog.pg_type AS t
+    WHERE t.typnamespace = 'simpg'::regnamespace
+)
+SELECT DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) AS what
+FROM pg_catalog.pg_depend AS d
+JOIN simpg_objects AS o ON o.classid = d.refclassid AND o.oid = d.refobjid
+WHERE d.deptype = 'n'
+  AND (CASE d.classid
+        WHEN 'pg_catalog.pg_proc'::regclass THEN
+            (SELECT pronamespace FROM pg_catalog.pg_proc WHERE oid = d.objid)
+        WHEN 'pg_catalog.pg_class'::regclass THEN
+            (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = d.objid)
+        WHEN 'pg_catalog.pg_type'::regclass THEN
+            (SELECT typnamespace FROM pg_catalog.pg_type WHERE oid = d.objid)
+        WHEN 'pg_catalog.pg_attrdef'::regclass THEN
+            (SELECT c.relnamespace FROM pg_catalog.pg_attrdef AS a
+             JOIN pg_catalog.pg_class AS c ON c.oid = a.adrelid WHERE a.oid = d.objid)
+        WHEN 'pg_catalog.pg_policy'::regclass THEN
+            (SELECT c.relnamespace FROM pg_catalog.pg_policy AS a
+             JOIN pg_catalog.pg_class AS c ON c.oid = a.polrelid WHERE a.oid = d.objid)
+        WHEN 'pg_catalog.pg_constraint'::regclass THEN
+            (SELECT connamespace FROM pg_catalog.pg_constraint WHERE oid = d.objid)
+        ELSE 0
+      END) IS DISTINCT FROM 'simpg'::regnamespace
+ORDER BY 1
+""")
+
+
+@Operations.implementation_for(UninstallSimpgOp)
+def _uninstall_simpg(operations: Operations, op: UninstallSimpgOp) -> None:
+    bind = _online_bind(operations, "uninstall_simpg")
+    if bind.execute(_VERSION_SQL).scalar() is None:
+        logger.info("simpg is not installed")
+        return
+    recorded = (
+        bind.execute(
+            text(
+                "SELECT i.indexed_table::text || '.' || quote_ident(i.fingerprint_column) "
+                "FROM simpg.indexes AS i ORDER BY 1"
+            )
+        )
+        .scalars()
+        .all()
+    )
+    if recorded:
+        raise SimpgError(
+            f"simpg.indexes still records {len(recorded)} simhash index(es): "
+            f"{', '.join(recorded)}; "
+            "drop them first with op.drop_simhash_index(table, column)"
+        )
+    extension = bind.execute(
+        text("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'simpg'")
+    ).scalar()
+    if extension:
+        # RESTRICT: PostgreSQL itself refuses while other objects depend on the extension
+        bind.exec_driver_sql("DROP EXTENSION simpg RESTRICT")
+        return
+    # A plain install made by a superuser also has simpg's own event trigger (30_catalog.sql).
+    bind.exec_driver_sql("DROP EVENT TRIGGER IF EXISTS simpg_forget_dropped")
+    users = bind.execute(_DEPENDENTS_SQL).scalars().all()
+    if users:
+        raise SimpgError(f"cannot remove simpg: {len(users)} object(s) use it: {'; '.join(users)}")
+    bind.exec_driver_sql("DROP SCHEMA simpg CASCADE")
+
+
+# -- simhash indexes ---------------------------------------------------------------------
+
+
+@Operations.register_operation("create_simhash_index")
+class CreateSimhashIndexOp(MigrateOperation):
+    """Add a table's prefix columns and B-tree indexes, and record them in simpg.indexes."""
+
+    def __init__(
+        self,
+        table_name: str,
+        column_name: str,
+        *,
+        k: int = 3,
+        blocks: int | None = None,
+        inner_blocks: int | None = None,
+        fingerprint_config: str | None = None,
+        schema: str | None = None,
+        concurrently: bool = False,
+    ) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.k = k
+        self.blocks = blocks
+        self.inner_blocks = inner_blocks
+        self.fingerprint_config = fingerprint_config
+        self.schema = schema
+        self.concurrently = concurrently
+
+    @classmethod
+    def create_simhash_index(
+        cls,
+        operations: Operations,
+        table_name: str,
+        column_name: str,
+        *,
+        k: int = 3,
+        blocks: int | None = None,
+        inner_blocks: int | None = None,
+        fingerprint_config: str | None = None,
+        schema: str | None = None,
+        concurrently: bool = False,
+    ) -> None:
+        """Index a bigint fingerprint column for within-k search (as ``simpg.create_index`` does).
+
+        Args:
+            operations: given by Alembic.
+            table_name: the table.
+            column_name: its bigint fingerprint column.
+            k: largest radius the index answers.
+            blocks: level-1 blocks; None lets SQL pick ``simpg.default_levels(k, rows)``
+                (not with ``concurrently``, where the layout must be known up front).
+            inner_blocks: level-2 blocks, optional.
+            fingerprint_config: identity recorded in simpg.indexes.
+            schema: the table's schema.
+            concurrently: build the B-trees with CREATE INDEX CONCURRENTLY, outside the
+                migration's transaction. Adding the generated columns still rewrites the
+                table under an ACCESS EXCLUSIVE lock (see docs/alembic.md).
+        """
+        return operations.invoke(
+            cls(
+                table_name,
+                column_name,
+                k=k,
+                blocks=blocks,
+                inner_blocks=inner_blocks,
+                fingerprint_config=fingerprint_config,
+                schema=schema,
+                concurrently=concurrently,
+            )
+        )
+
+    @property
+    def layout(self) -> Layout | None:
+        """The layout, when ``blocks`` is given."""
+        if self.blocks is None:
+            return None
+        levels = (self.blocks,) if self.inner_blocks is None else (self.blocks, self.inner_blocks)
+        return Layout(self.k, levels)
+
+    def reverse(self) -> DropSimhashIndexOp:
+        """The operation that undoes this one."""
+        return DropSimhashIndexOp(
+            self.table_name,
+            self.column_name,
+            schema=self.schema,
+            concurrently=self.concurrently,
+            _reverse=self,
+        )
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        levels = self.layout.levels if self.layout else None
+        return ("add_simhash_index", self.schema, self.table_name, self.column_name, self.k, levels)
+
+
+@Operations.register_operation("drop_simhash_index")
+class DropSimhashIndexOp(MigrateOperation):
+    """Remove a simhash index: its prefix columns, B-tree indexes and catalog row."""
+
+    def __init__(
+        self,
+        table_name: str,
+        column_name: str,
+        *,
+        schema: str | None = None,
+        concurrently: bool = False,
+        _reverse: CreateSimhashIndexOp | None = None,
+    ) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.schema = schema
+        self.concurrently = concurrently
+        self._reverse = _reverse
+
+    @classmethod
+    def drop_simhash_index(
+        cls,
+        operations: Operations,
+        table_name: str,
+        column_name: str,
+        *,
+        schema: str | None = None,
+        concurrently: bool = False,
+    ) -> None:
+        """Drop what create_simhash_index made (``simpg.drop_index``).
+
+        Args:
+            operations: given by Alembic.
+            table_name: the table.
+            column_name: its fingerprint column.
+            schema: the table's schema.
+            concurrently: drop the B-trees with DROP INDEX CONCURRENTLY first, outside the
+                migration's transaction; dropping the columns after that is metadata-only.
+        """
+        return operations.invoke(
+            cls(table_name, column_name, schema=schema, concurrently=concurrently)
+        )
+
+    def reverse(self) -> CreateSimhashIndexOp:
+        """The operation that undoes this one."""
+        if self._reverse is None:
+            raise ValueError(
+                f"drop_simhash_index({self.table_name!r}, {self.column_name!r}) is not reversible: "
+                "its layout is unknown"
+            )
+        return self._reverse
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("remove_simhash_index", self.schema, self.table_name, self.column_name)
+
+
+@Operations.implementation_for(CreateSimhashIndexOp)
+def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> None:
+    rel = _rel(operations, op.table_name, op.schema)
+    if not op.concurrently:
+        # One code path with SQL: simpg.create_index adds the same columns and indexes.
+        operations.execute(
+            select(
+                _simpg(
+                    "create_index",
+                    cast(literal(rel, Text), REGCLASS),
+                    literal(op.column_name, Text),
+                    literal(op.k, Integer),
+                    literal(op.blocks, Integer),
+                    literal(op.inner_blocks, Integer),
+                    literal(op.fingerprint_config, Text),
+                )
+            )
+        )
+        return
+    layout = op.layout
+    if layout is None:
+        raise SimpgError("create_simhash_index(concurrently=True) needs blocks=")
+    prep = operations.impl.dialect.identifier_preparer
+    columns = [object_name(op.column_name, f"_p{t}") for t in range(layout.tables)]
+    indexes = [
+        object_name(f"{op.table_name}_{op.column_name}", f"_p{t}_idx") for t in range(layout.tables)
+    ]
+    adds = ", ".join(
+        f"ADD COLUMN {prep.quote(c)} bigint "
+        f"GENERATED ALWAYS AS ({prefix_expression(op.column_name, layout, t)}) STORED"
+        for t, c in enumerate(columns)
+    )
+    with operations.get_context().autocommit_block():
+        # one ALTER, so the table is rewritten once
+        operations.execute(text(f"ALTER TABLE {rel} {adds}"))
+        for column, index in zip(columns, indexes, strict=True):
+            operations.execute(
+                text(
+                    f"CREATE INDEX CONCURRENTLY {prep.quote(index)} ON {rel} ({prep.quote(column)})"
+                )
+            )
+        operations.execute(text(f"ANALYZE {rel} ({', '.join(prep.quote(c) for c in columns)})"))
+        operations.execute(
+            register_statement(rel, op.column_name, layout, columns, indexes, op.fingerprint_config)
+        )
+
+
+@Operations.implementation_for(DropSimhashIndexOp)
+def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
+    rel = _rel(operations, op.table_name, op.schema)
+    drop = select(
+        _simpg("drop_index", cast(literal(rel, Text), REGCLASS), literal(op.column_name, Text))
+    )
+    if not op.concurrently:
+        operations.execute(drop)
+        return
+    bind = _online_bind(operations, "drop_simhash_index(concurrently=True)")
+    names = (
+        bind.execute(
+            text("SELECT unnest((simpg.index_layout(CAST(:rel AS regclass), :col)).index_names)"),
+            {"rel": rel, "col": op.column_name},
+        )
+        .scalars()
+        .all()
+    )
+    prep = operations.impl.dialect.identifier_preparer
+    schema_prefix = f"{prep.quote_schema(op.schema)}." if op.schema else ""
+    with operations.get_context().autocommit_block():
+        for name in names:
+            operations.execute(
+                text(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_prefix}{prep.quote(name)}")
+            )
+        operations.execute(drop)

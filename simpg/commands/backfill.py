@@ -1,0 +1,430 @@
+r"""``simpg backfill``: add fingerprints and a simhash index to an existing, big table.
+
+Three steps, each safe to run while the application keeps reading and writing:
+
+1. ``ALTER TABLE ... ADD COLUMN <fp> bigint`` (nullable, no default: a catalog change,
+   not a rewrite), under ``lock_timeout`` so it never queues behind a long transaction.
+2. Fill the column in batches: keyset pagination on the primary key, one short
+   transaction per batch, only rows whose fingerprint is NULL (so a re-run resumes).
+3. Optionally the index: the generated prefix columns in one ``ALTER TABLE`` (this one
+   rewrites the table under an ACCESS EXCLUSIVE lock, see docs/sqlalchemy.md), then
+   ``CREATE INDEX CONCURRENTLY`` per prefix, ``ANALYZE``, and ``simpg.register_index``.
+
+Example:
+    simpg backfill --dsn "dbname=app" --table articles --text-column body \\
+        --fp-column simhash --k 3 --blocks 5 --progress
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from simpg import bits
+from simpg.commands.install import add_dsn_argument
+from simpg.exc import SimpgError
+from simpg.layout import Layout
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BackfillResult",
+    "IndexResult",
+    "add_fingerprint_column",
+    "backfill_fingerprints",
+    "build_index",
+    "register",
+    "register_prefixes",
+    "run",
+]
+
+
+@dataclass
+class BackfillResult:
+    """What the batched fill did."""
+
+    rows: int = 0  # fingerprints written
+    skipped: int = 0  # rows whose text could not be fingerprinted (left NULL)
+    batches: int = 0
+    seconds: float = 0.0
+    skipped_keys: list[Any] = field(default_factory=list)  # the first few, to look at
+
+
+@dataclass
+class IndexResult:
+    """How long each part of the index build took (the ALTER is the locking part)."""
+
+    layout: str
+    alter_seconds: float
+    index_seconds: float
+    analyze_seconds: float
+
+
+def _ident(*parts: str) -> Any:
+    from psycopg import sql
+
+    return sql.Identifier(*parts)
+
+
+def _table_info(conn: Any, table: str) -> tuple[int, str, list[str]]:
+    """(oid, quoted qualified name, primary key columns) of ``table``."""
+    row = conn.execute(
+        "SELECT to_regclass(%s)::oid, to_regclass(%s)::text", (table, table)
+    ).fetchone()
+    if row is None or row[0] is None:
+        raise SimpgError(f"table {table} does not exist")
+    pk = [
+        r[0]
+        for r in conn.execute(
+            "SELECT a.attname FROM pg_index AS i JOIN pg_attribute AS a "
+            "ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
+            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)",
+            (row[0],),
+        )
+    ]
+    return row[0], row[1], pk
+
+
+def _column_type(conn: Any, oid: int, column: str) -> str | None:
+    row = conn.execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = %s AND attname = %s AND attnum > 0 AND NOT attisdropped",
+        (oid, column),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def add_fingerprint_column(conn: Any, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
+    """Add a nullable bigint fingerprint column if missing; returns whether it was added."""
+    from psycopg import sql
+
+    oid, qualified, _ = _table_info(conn, table)
+    existing = _column_type(conn, oid, column)
+    if existing is not None:
+        if existing != "bigint":
+            raise SimpgError(f"column {qualified}.{column} is {existing}, expected bigint")
+        return False
+    with conn.transaction():
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
+        conn.execute(
+            sql.SQL("ALTER TABLE {} ADD COLUMN {} bigint").format(
+                sql.SQL(qualified), _ident(column)
+            )
+        )
+    return True
+
+
+def backfill_fingerprints(
+    conn: Any,
+    table: str,
+    text_column: str,
+    fp_column: str,
+    *,
+    config: Any = None,
+    batch_size: int = 2000,
+    workers: int | None = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> BackfillResult:
+    """Fingerprint ``text_column`` into ``fp_column`` for every row where it is NULL.
+
+    Keyset pagination on the single-column primary key; one UPDATE (its own short
+    transaction, ``conn`` in autocommit) per batch. Rows whose text cannot be
+    fingerprinted (NULL, empty) stay NULL and are counted in ``skipped``.
+
+    Args:
+        conn: psycopg connection in autocommit mode.
+        table: table name (may be schema-qualified).
+        text_column: the text to fingerprint.
+        fp_column: the bigint fingerprint column.
+        config: FingerprintConfig (default ``FingerprintConfig()``).
+        batch_size: rows per batch (and per transaction).
+        workers: fingerprinting processes (None: one per CPU).
+        progress: called with (rows done, estimated total) after each batch.
+    """
+    from psycopg import sql
+
+    from simpg.fingerprint import fingerprint_many
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
+    oid, qualified, pk = _table_info(conn, table)
+    if len(pk) != 1:
+        raise SimpgError(
+            f"table {qualified} needs a single-column primary key for batching, has {pk or 'none'}"
+        )
+    for column in (text_column, fp_column):
+        if _column_type(conn, oid, column) is None:
+            raise SimpgError(f"column {column} of table {qualified} does not exist")
+    if _column_type(conn, oid, fp_column) != "bigint":
+        raise SimpgError(
+            f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
+            "expected bigint"
+        )
+    key = pk[0]
+    estimate = max(
+        int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]), 0
+    )
+    select_batch = sql.SQL(
+        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {fp} IS NULL "
+        "ORDER BY {key} LIMIT %s"
+    ).format(
+        key=_ident(key), text=_ident(text_column), table=sql.SQL(qualified), fp=_ident(fp_column)
+    )
+    first_batch = sql.SQL(
+        "SELECT {key}, {text} FROM {table} WHERE {fp} IS NULL ORDER BY {key} LIMIT %s"
+    ).format(
+        key=_ident(key), text=_ident(text_column), table=sql.SQL(qualified), fp=_ident(fp_column)
+    )
+    update = sql.SQL(
+        "UPDATE {table} AS t SET {fp} = v.fp "
+        "FROM unnest(%s::{keytype}[], %s::bigint[]) AS v(k, fp) "
+        "WHERE t.{key} = v.k AND t.{fp} IS NULL"
+    ).format(
+        table=sql.SQL(qualified),
+        fp=_ident(fp_column),
+        key=_ident(key),
+        keytype=sql.SQL(_column_type(conn, oid, key) or "bigint"),
+    )
+
+    result = BackfillResult()
+    started = time.perf_counter()
+    last = None
+    while True:
+        rows = (
+            conn.execute(first_batch, (batch_size,))
+            if last is None
+            else conn.execute(select_batch, (last, batch_size))
+        ).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        texts = [text if isinstance(text, str) else "" for _, text in rows]
+        fps = list(fingerprint_many(texts, config, workers=workers, on_error="none"))
+        keys, values = [], []
+        for (k, _), fp in zip(rows, fps, strict=True):
+            if fp is None:
+                result.skipped += 1
+                if len(result.skipped_keys) < 10:
+                    result.skipped_keys.append(k)
+            else:
+                keys.append(k)
+                values.append(bits.to_db(fp))
+        if keys:
+            cur = conn.execute(update, (keys, values))
+            result.rows += cur.rowcount
+        result.batches += 1
+        if progress is not None:
+            progress(result.rows + result.skipped, max(estimate, result.rows + result.skipped))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def build_index(
+    conn: Any,
+    table: str,
+    fp_column: str,
+    *,
+    k: int,
+    blocks: int,
+    inner_blocks: int | None = None,
+    fingerprint_config: str | None = None,
+    lock_timeout: str = "5s",
+) -> IndexResult:
+    """Add the prefix columns (one rewrite), build their B-trees concurrently, and register them.
+
+    ``conn`` must be in autocommit mode (CREATE INDEX CONCURRENTLY cannot run in a
+    transaction block). The ALTER waits at most ``lock_timeout`` for its lock.
+    """
+    from psycopg import sql
+
+    from simpg.sqlalchemy.index import object_name, prefix_expression
+
+    layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
+    oid, qualified, _ = _table_info(conn, table)
+    if _column_type(conn, oid, fp_column) != "bigint":
+        raise SimpgError(
+            f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
+            "expected bigint"
+        )
+    relname = conn.execute("SELECT relname FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]
+    columns = [object_name(fp_column, f"_p{t}") for t in range(layout.tables)]
+    indexes = [object_name(f"{relname}_{fp_column}", f"_p{t}_idx") for t in range(layout.tables)]
+    adds = sql.SQL(", ").join(
+        sql.SQL("ADD COLUMN {} bigint GENERATED ALWAYS AS ({}) STORED").format(
+            _ident(c), sql.SQL(prefix_expression(fp_column, layout, t))
+        )
+        for t, c in enumerate(columns)
+    )
+    t0 = time.perf_counter()
+    with conn.transaction():
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
+        conn.execute(sql.SQL("ALTER TABLE {} {}").format(sql.SQL(qualified), adds))
+    t1 = time.perf_counter()
+    for column, index in zip(columns, indexes, strict=True):
+        conn.execute(
+            sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} ({})").format(
+                _ident(index), sql.SQL(qualified), _ident(column)
+            )
+        )
+    t2 = time.perf_counter()
+    conn.execute(
+        sql.SQL("ANALYZE {} ({})").format(
+            sql.SQL(qualified), sql.SQL(", ").join(map(_ident, columns))
+        )
+    )
+    register_prefixes(conn, oid, fp_column, layout, columns, indexes, fingerprint_config)
+    t3 = time.perf_counter()
+    logger.info("indexed %s.%s (%s)", qualified, fp_column, layout.name)
+    return IndexResult(layout.name, t1 - t0, t2 - t1, t3 - t2)
+
+
+def register_prefixes(
+    conn: Any,
+    oid: int,
+    column: str,
+    layout: Layout,
+    columns: list[str],
+    indexes: list[str],
+    fingerprint_config: str | None,
+) -> None:
+    """``simpg.register_index`` for objects made outside simpg.create_index."""
+    conn.execute(
+        "SELECT simpg.register_index(%s::oid::regclass, %s, %s, %s::integer[], %s::name[], "
+        "%s::name[], %s)",
+        (oid, column, layout.k, list(layout.levels), columns, indexes, fingerprint_config),
+    )
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    """Add ``simpg backfill``."""
+    p = subparsers.add_parser(
+        "backfill",
+        help="add fingerprints (and optionally the index) to an existing big table, in batches",
+    )
+    add_dsn_argument(p)
+    p.add_argument("--table", required=True, help="table (may be schema-qualified)")
+    p.add_argument("--text-column", required=True, help="column holding the text")
+    p.add_argument(
+        "--fp-column", required=True, help="bigint fingerprint column (added if missing)"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=2000, help="rows per batch and transaction (default 2000)"
+    )
+    p.add_argument("--workers", type=int, default=1, help="fingerprinting processes (default 1)")
+    p.add_argument(
+        "--config", help="fingerprint config as JSON, or @FILE (default: FingerprintConfig())"
+    )
+    p.add_argument("--k", type=int, help="also build the simhash index for this radius")
+    p.add_argument(
+        "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
+    )
+    p.add_argument("--inner-blocks", type=int, help="level-2 blocks, optional")
+    p.add_argument(
+        "--lock-timeout",
+        default="5s",
+        help="longest wait for a table lock before giving up (default 5s)",
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="show progress on stderr (default: when a TTY)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _config(value: str | None) -> Any:
+    from simpg.fingerprint import FingerprintConfig
+
+    if value is None:
+        return FingerprintConfig()
+    text = value
+    if value.startswith("@"):
+        with open(value[1:], encoding="utf-8") as f:
+            text = f.read()
+    try:
+        return FingerprintConfig.from_json(text)
+    except (ValueError, TypeError) as err:
+        raise SimpgError(f"invalid --config {value!r}: {err}") from err
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``simpg backfill``."""
+    import psycopg
+
+    if not args.dsn:
+        raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
+    config = _config(args.config)
+    show = args.progress or sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        pct = 100 * done / total if total else 100
+        sys.stderr.write(f"\rsimpg backfill: {done:,}/{total:,} rows ({pct:.0f}%)")
+        sys.stderr.flush()
+
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        added = add_fingerprint_column(
+            conn, args.table, args.fp_column, lock_timeout=args.lock_timeout
+        )
+        filled = backfill_fingerprints(
+            conn,
+            args.table,
+            args.text_column,
+            args.fp_column,
+            config=config,
+            batch_size=args.batch_size,
+            workers=args.workers,
+            progress=progress if show else None,
+        )
+        if show:
+            sys.stderr.write("\n")
+        index = None
+        if args.k is not None:
+            blocks = args.blocks
+            if blocks is None:
+                rows = conn.execute(
+                    "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+                    (args.table,),
+                ).fetchone()[0]
+                blocks = conn.execute(
+                    "SELECT simpg.default_blocks(%s, %s)", (args.k, rows)
+                ).fetchone()[0]
+            index = build_index(
+                conn,
+                args.table,
+                args.fp_column,
+                k=args.k,
+                blocks=blocks,
+                inner_blocks=args.inner_blocks,
+                fingerprint_config=config.identity,
+                lock_timeout=args.lock_timeout,
+            )
+    result = {"column_added": added, **asdict(filled), "index": asdict(index) if index else None}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        rows = [
+            ("column added", "yes" if added else "no (existed)"),
+            ("fingerprints written", f"{filled.rows:,}"),
+            ("rows skipped (no text)", f"{filled.skipped:,}"),
+            ("batches", f"{filled.batches:,}"),
+            ("fill time", f"{filled.seconds:.1f} s"),
+        ]
+        if index:
+            rows += [
+                ("index layout", index.layout),
+                ("ALTER (ACCESS EXCLUSIVE)", f"{index.alter_seconds:.2f} s"),
+                ("CREATE INDEX CONCURRENTLY", f"{index.index_seconds:.1f} s"),
+                ("ANALYZE + register", f"{index.analyze_seconds:.1f} s"),
+            ]
+        width = max(len(name) for name, _ in rows)
+        for name, value in rows:
+            print(f"{name:<{width}}  {value}")
+    return 0

@@ -1,0 +1,59 @@
+"""SQLAlchemy support: the SimHash column type, within-k queries and declared indexes.
+
+Example:
+    >>> from sqlalchemy import BigInteger, String, select
+    >>> from sqlalchemy.orm import DeclarativeBase, mapped_column
+    >>> from simpg.sqlalchemy import SimHash, simhash_index
+    >>> class Base(DeclarativeBase):
+    ...     pass
+    >>> class Article(Base):
+    ...     __tablename__ = "articles"
+    ...     id = mapped_column(BigInteger, primary_key=True)
+    ...     body = mapped_column(String)
+    ...     simhash = mapped_column(SimHash)
+    >>> _ = simhash_index(Article.simhash, k=3, blocks=5)
+    >>> stmt = select(Article).where(Article.simhash.within(0x0123456789ABCDEF, 3))
+"""
+
+from __future__ import annotations
+
+from simpg.sqlalchemy.functions import hamming, permute, prefix_hi, prefix_lo
+from simpg.sqlalchemy.index import (
+    SimHashIndex,
+    index_for,
+    object_name,
+    prefix_expression,
+    register,
+    simhash_index,
+    table_indexes,
+)
+from simpg.sqlalchemy.orm import (
+    FingerprintWriter,
+    fingerprint_on_write,
+    near_duplicates,
+    near_duplicates_async,
+    near_select,
+)
+from simpg.sqlalchemy.types import SimHash
+from simpg.sqlalchemy.urls import url_from_dsn
+
+__all__ = [
+    "FingerprintWriter",
+    "SimHash",
+    "SimHashIndex",
+    "fingerprint_on_write",
+    "hamming",
+    "index_for",
+    "near_duplicates",
+    "near_duplicates_async",
+    "near_select",
+    "object_name",
+    "permute",
+    "prefix_expression",
+    "prefix_hi",
+    "prefix_lo",
+    "register",
+    "simhash_index",
+    "table_indexes",
+    "url_from_dsn",
+]

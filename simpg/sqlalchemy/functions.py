@@ -1,0 +1,62 @@
+"""Typed factories for simpg's SQL functions, always schema-qualified as ``simpg.<name>``.
+
+A registered ``GenericFunction`` would render its bare name (its ``__init__`` resets
+``packagenames``), which only works with ``simpg`` on the search_path; these small
+factories build ``Function(..., packagenames=("simpg",))`` instead (STYLE item 23).
+
+Example:
+    >>> from sqlalchemy import column
+    >>> str(hamming(column("a"), column("b")))
+    'simpg.hamming(a, b)'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Integer, literal_column
+from sqlalchemy.sql.functions import Function
+
+__all__ = ["hamming", "permute", "prefix_hi", "prefix_lo"]
+
+
+def _levels(levels: tuple[int, ...]) -> str:
+    # the text form PostgreSQL gives integer[] ('{4,4}'), cast in SQL
+    return "{" + ",".join(str(m) for m in levels) + "}"
+
+
+def hamming(a: Any, b: Any) -> Function[int]:
+    """``simpg.hamming(a, b)``: the number of differing bits, an integer."""
+    return Function("hamming", a, b, packagenames=("simpg",), type_=Integer())
+
+
+def _layout_function(name: str, fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]:
+    # The layout is structure, not data: rendered inline (the same text as
+    # simpg.prefix_expression) so the planner folds it to constants in every plan.
+    for value in (k, *levels, t):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer layout value, got {value!r}")
+    return Function(
+        name,
+        fp,
+        literal_column(str(k), Integer()),
+        literal_column(f"'{_levels(levels)}'::integer[]"),
+        literal_column(str(t), Integer()),
+        packagenames=("simpg",),
+        type_=BigInteger(),
+    )
+
+
+def permute(fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]:
+    """``simpg.permute(fp, k, levels, t)``: table ``t``'s permuted value (signed bigint)."""
+    return _layout_function("permute", fp, k, levels, t)
+
+
+def prefix_lo(fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]:
+    """``simpg.prefix_lo(fp, k, levels, t)``: lowest permuted value sharing fp's prefix."""
+    return _layout_function("prefix_lo", fp, k, levels, t)
+
+
+def prefix_hi(fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]:
+    """``simpg.prefix_hi(fp, k, levels, t)``: highest permuted value sharing fp's prefix."""
+    return _layout_function("prefix_hi", fp, k, levels, t)

@@ -1,0 +1,349 @@
+"""Declaring a simhash index on a model: ordinary SQLAlchemy schema objects.
+
+``simhash_index(Article.simhash, k=3, blocks=5)`` adds to the table exactly what
+``simpg.create_index`` makes in SQL: one ``bigint`` column per table of the layout,
+``GENERATED ALWAYS AS (simpg.permute(simhash, 3, '{5}'::integer[], t)) STORED``
+(``Computed(..., persisted=True)``), named ``simhash_p<t>``, and one B-tree ``Index``
+``<table>_simhash_p<t>_idx`` on each. ``metadata.create_all`` and Alembic therefore see
+plain schema; an ``after_create`` event records the index in ``simpg.indexes``
+(``simpg.register_index``), so SQL's ``simpg.near`` works on the table too.
+
+The prefix columns are added to the ``Table`` but not mapped: ORM queries never load
+them, and inserts never write them (PostgreSQL computes them).
+
+Example:
+    >>> from sqlalchemy import BigInteger, Column, MetaData, Table
+    >>> t = Table("articles", MetaData(), Column("id", BigInteger, primary_key=True),
+    ...           Column("simhash", BigInteger, nullable=False))
+    >>> spec = simhash_index(t.c.simhash, k=3, blocks=5)
+    >>> spec.layout.tables, spec.prefix_columns[0].name, spec.indexes[0].name
+    (10, 'simhash_p0', 'articles_simhash_p0_idx')
+    >>> str(spec.prefix_columns[0].computed.sqltext)
+    "simpg.permute(simhash, 3, '{5}'::integer[], 0)"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Computed,
+    Index,
+    Integer,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    event,
+    or_,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql.base import RESERVED_WORDS
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement, TextClause
+
+from simpg import bits
+from simpg.exc import SimpgError
+from simpg.layout import Layout, default_blocks
+from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "SimHashIndex",
+    "index_for",
+    "object_name",
+    "prefix_expression",
+    "register",
+    "register_statement",
+    "simhash_index",
+    "table_indexes",
+    "within_clause",
+]
+
+#: Rows that the default layout is sized for when ``blocks`` is not given.
+DEFAULT_ROWS = 10_000_000
+_INFO_KEY = "simpg_index"  # Column.info key of the fingerprint column's SimHashIndex
+# Table -> {fingerprint column name: SimHashIndex}. Not in Table.info, which Alembic
+# renders into create_table().
+_TABLE_SPECS: weakref.WeakKeyDictionary[Table, dict[str, SimHashIndex]] = (
+    weakref.WeakKeyDictionary()
+)
+_NAMEDATALEN = 63
+
+
+def object_name(base: str, suffix: str) -> str:
+    """``base + suffix`` cut to PostgreSQL's 63 bytes like SQL's ``simpg.object_name``.
+
+    A name that is too long keeps the start of ``base``, then ``_`` and 8 hex digits of
+    md5(base), then ``suffix``, so two long names never collide after truncation.
+    """
+    name = base + suffix
+    if len(name.encode()) > _NAMEDATALEN:
+        room = _NAMEDATALEN - len(suffix.encode()) - 9  # 9: "_" and 8 hex digits
+        head = base[: max(room, 0)]
+        while len(head.encode()) > room:  # cut on a character boundary, counted in bytes
+            head = head[:-1]
+        name = head + "_" + hashlib.md5(base.encode()).hexdigest()[:8] + suffix
+    return name
+
+
+def _quote_ident(name: str) -> str:
+    # Any valid quoting works: PostgreSQL stores the parsed expression and prints it
+    # back with its own quote_ident, which is what simpg.register_index compares.
+    if re.fullmatch(r"[a-z_][a-z0-9_]*", name) and name not in RESERVED_WORDS:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def prefix_expression(column: str, layout: Layout, t: int) -> str:
+    """Generation expression of table ``t``'s prefix column (SQL's ``simpg.prefix_expression``)."""
+    levels = "{" + ",".join(str(m) for m in layout.levels) + "}"
+    return f"simpg.permute({_quote_ident(column)}, {layout.k}, '{levels}'::integer[], {t})"
+
+
+@dataclass(frozen=True, eq=False)
+class SimHashIndex:
+    """A simhash index declared on a fingerprint column, and the schema objects it added."""
+
+    table: Table
+    column: Column[Any]
+    layout: Layout
+    prefix_columns: tuple[Column[Any], ...]
+    indexes: tuple[Index, ...]
+    fingerprint_config: str | None = None
+
+    @property
+    def prefix_names(self) -> list[str]:
+        """Names of the prefix columns, in table order."""
+        return [c.name for c in self.prefix_columns]
+
+    @property
+    def index_names(self) -> list[str]:
+        """Names of the B-tree indexes, in table order."""
+        return [str(i.name) for i in self.indexes]
+
+    def config_identity(self) -> str | None:
+        """The fingerprint config recorded in simpg.indexes (from fingerprint_on_write if set)."""
+        if self.fingerprint_config is not None:
+            return self.fingerprint_config
+        writer = self.column.info.get("simpg_fingerprint")
+        return writer.config.identity if writer is not None else None
+
+    def __repr__(self) -> str:
+        return (
+            f"SimHashIndex({self.table.name}.{self.column.name}, k={self.layout.k}, "
+            f"levels={self.layout.levels})"
+        )
+
+
+def _resolve_column(column: Any) -> Column[Any]:
+    """A Table column from a Column or an ORM attribute such as ``Article.simhash``."""
+    prop = getattr(column, "property", None)
+    if prop is not None and getattr(prop, "columns", None):
+        column = prop.columns[0]
+    if not isinstance(column, Column) or not isinstance(column.table, Table):
+        raise SimpgError(f"expected a table column or a mapped column attribute, got {column!r}")
+    return column
+
+
+def simhash_index(
+    column: Any,
+    *,
+    k: int = 3,
+    blocks: int | None = None,
+    inner_blocks: int | None = None,
+    fingerprint_config: str | None = None,
+) -> SimHashIndex:
+    """Declare a simhash index on a fingerprint column: add prefix columns and B-tree indexes.
+
+    Call it once per column, after the model (or ``Table``) is defined and before
+    ``create_all`` or Alembic's autogenerate look at the metadata.
+
+    Args:
+        column: the fingerprint column, e.g. ``Article.simhash`` or ``table.c.simhash``
+            (``SimHash`` or ``BigInteger``).
+        k: the largest radius ``within`` may ask for.
+        blocks: level-1 blocks; default ``simpg.layout.default_blocks(k, 10_000_000)``
+            (5 for k=3: 10 tables, the reference layout).
+        inner_blocks: level-2 blocks (Google's two-level layouts), optional.
+        fingerprint_config: identity recorded in ``simpg.indexes``; default: the config
+            of :func:`simpg.sqlalchemy.fingerprint_on_write` on this column, if any.
+
+    Returns:
+        The :class:`SimHashIndex` (also reachable with :func:`index_for`).
+    """
+    col = _resolve_column(column)
+    table = col.table
+    if not isinstance(col.type, BigInteger) and not isinstance(
+        getattr(col.type, "impl_instance", None), BigInteger
+    ):
+        raise SimpgError(
+            f"column {table.name}.{col.name} is {col.type!r}, expected SimHash or BigInteger"
+        )
+    if _INFO_KEY in col.info:
+        raise SimpgError(f"column {table.name}.{col.name} already has a simhash index")
+    if blocks is None:
+        if inner_blocks is not None:
+            raise SimpgError("inner_blocks needs blocks")
+        blocks = default_blocks(k, DEFAULT_ROWS)
+    layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
+
+    prefix_columns = []
+    indexes = []
+    for t in range(layout.tables):
+        name = object_name(col.name, f"_p{t}")
+        if name in table.c:
+            raise SimpgError(f"table {table.name} already has a column {name}")
+        prefix = Column(
+            name,
+            BigInteger,
+            Computed(prefix_expression(col.name, layout, t), persisted=True),
+            info={"simpg_prefix_of": col.name},
+        )
+        table.append_column(prefix)
+        prefix_columns.append(prefix)
+        indexes.append(Index(object_name(f"{table.name}_{col.name}", f"_p{t}_idx"), prefix))
+    spec = SimHashIndex(
+        table, col, layout, tuple(prefix_columns), tuple(indexes), fingerprint_config
+    )
+    col.info[_INFO_KEY] = spec
+    if table not in _TABLE_SPECS:
+        _TABLE_SPECS[table] = {}
+        event.listen(table, "after_create", _after_create)
+        event.listen(table, "before_drop", _before_drop)
+    _TABLE_SPECS[table][col.name] = spec
+    return spec
+
+
+def table_indexes(table: Table) -> dict[str, SimHashIndex]:
+    """Fingerprint column name -> SimHashIndex declared on ``table`` (empty if none)."""
+    return dict(_TABLE_SPECS.get(table, {}))
+
+
+def index_for(column: Any) -> SimHashIndex:
+    """The SimHashIndex of a fingerprint column (also through aliases and ORM attributes)."""
+    expr = column.__clause_element__() if hasattr(column, "__clause_element__") else column
+    for candidate in getattr(expr, "proxy_set", (expr,)):
+        spec = getattr(candidate, "info", {}).get(_INFO_KEY) if hasattr(candidate, "info") else None
+        if spec is not None:
+            return spec
+    name = getattr(expr, "key", None) or repr(expr)
+    table = getattr(getattr(expr, "table", None), "name", None)
+    raise SimpgError(
+        f"column {table + '.' if table else ''}{name} has no simhash index; "
+        "declare one with simpg.sqlalchemy.simhash_index(column, k=..., blocks=...)"
+    )
+
+
+def _regclass(connection: Connection, table: Table) -> str:
+    # the quoted, schema-qualified name, as regclass input
+    return connection.dialect.identifier_preparer.format_table(table)
+
+
+def register_statement(
+    rel: str,
+    column: str,
+    layout: Layout,
+    prefix_columns: list[str],
+    index_names: list[str],
+    fingerprint_config: str | None,
+) -> TextClause:
+    """``SELECT simpg.register_index(...)`` with typed bound values (renders offline too)."""
+    return text(
+        "SELECT simpg.register_index(CAST(:rel AS regclass), :col, :k, CAST(:levels AS integer[]), "
+        "CAST(:columns AS name[]), CAST(:indexes AS name[]), :config)"
+    ).bindparams(
+        bindparam("rel", rel, Text()),
+        bindparam("col", column, Text()),
+        bindparam("k", layout.k, Integer()),
+        bindparam("levels", list(layout.levels), ARRAY(Integer())),
+        bindparam("columns", list(prefix_columns), ARRAY(Text())),
+        bindparam("indexes", list(index_names), ARRAY(Text())),
+        bindparam("config", fingerprint_config, Text()),
+    )
+
+
+def register(connection: Connection, spec: SimHashIndex) -> None:
+    """Record an index whose columns and B-trees exist in ``simpg.indexes`` (register_index)."""
+    connection.execute(
+        register_statement(
+            _regclass(connection, spec.table),
+            spec.column.name,
+            spec.layout,
+            spec.prefix_names,
+            spec.index_names,
+            spec.config_identity(),
+        )
+    )
+
+
+def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
+    for spec in table_indexes(table).values():
+        register(connection, spec)
+        logger.info("registered simhash index on %s.%s", table.name, spec.column.name)
+
+
+def _before_drop(table: Table, connection: Connection, **kw: Any) -> None:
+    # Forget the catalog rows first: simpg.indexes refers to the table by oid.
+    if connection.execute(text("SELECT to_regclass('simpg.indexes') IS NOT NULL")).scalar():
+        connection.execute(
+            text("DELETE FROM simpg.indexes WHERE indexed_table = CAST(:rel AS regclass)"),
+            {"rel": _regclass(connection, table)},
+        )
+
+
+def _check_k(k: Any, spec: SimHashIndex) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise SimpgError(f"k must be a non-negative integer, got {k!r}")
+    if k > spec.layout.k:
+        raise SimpgError(
+            f"k={k} is above the radius k={spec.layout.k} that the simhash index on "
+            f"{spec.table.name}.{spec.column.name} guarantees"
+        )
+    return k
+
+
+def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
+    """``expr`` within Hamming distance ``k`` of ``other``, through the prefix indexes.
+
+    ``other`` is an unsigned fingerprint (its prefix ranges are computed in Python and
+    sent as literals, so every plan sees the real, narrow ranges), or a SQL expression
+    (ranges computed in SQL with ``simpg.prefix_lo``/``prefix_hi``, e.g. a self-join).
+    """
+    from simpg.sqlalchemy.types import _operand
+
+    spec = index_for(expr)
+    k = _check_k(k, spec)
+    # The prefix columns of the same FROM object as expr (a table or an alias of it).
+    source = getattr(expr, "table", None)
+    if source is None:
+        raise SimpgError(f"within needs a table column, got {expr!r}")
+    prefixes = [source.c[name] for name in spec.prefix_names]
+    layout = spec.layout
+    operand = _operand(other)
+    if operand is other:  # a SQL expression
+        ranges = [
+            p.between(
+                prefix_lo(other, layout.k, layout.levels, t),
+                prefix_hi(other, layout.k, layout.levels, t),
+            )
+            for t, p in enumerate(prefixes)
+        ]
+    else:
+        ranges = [
+            p.between(
+                bindparam(None, lo, BigInteger(), literal_execute=True),
+                bindparam(None, hi, BigInteger(), literal_execute=True),
+            )
+            for p, (lo, hi) in zip(prefixes, layout.prefix_ranges(bits.check(other)), strict=True)
+        ]
+    return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k)

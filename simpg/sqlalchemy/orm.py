@@ -1,0 +1,170 @@
+"""ORM helpers: fingerprint a text attribute on write, find near-duplicates of a text or object.
+
+Example:
+    >>> from simpg.sqlalchemy import fingerprint_on_write, near_duplicates
+    >>> fingerprint_on_write(Article.body, Article.simhash)       # doctest: +SKIP
+    >>> near_duplicates(session, Article, "some text", k=3)        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Select, and_, event, inspect, not_, select
+
+from simpg import bits
+from simpg.exc import SimpgError
+from simpg.sqlalchemy.index import SimHashIndex, _resolve_column, index_for
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.orm import Session
+
+    from simpg.fingerprint import FingerprintConfig
+
+__all__ = [
+    "FingerprintWriter",
+    "fingerprint_on_write",
+    "near_duplicates",
+    "near_duplicates_async",
+    "near_select",
+]
+
+_WRITER_KEY = "simpg_fingerprint"
+
+
+@dataclass(frozen=True)
+class FingerprintWriter:
+    """Fingerprints ``source`` into ``target`` whenever ``source`` is set on an object."""
+
+    source: str
+    target: str
+    config: FingerprintConfig
+
+    def fingerprint(self, text: Any) -> int:
+        """The fingerprint of one text with this writer's config."""
+        from simpg.fingerprint import fingerprint
+
+        return fingerprint(text, self.config)
+
+
+def fingerprint_on_write(
+    source: Any, target: Any, config: FingerprintConfig | None = None
+) -> FingerprintWriter:
+    """Opt in: setting ``source`` (``Article.body``) also sets ``target`` (``Article.simhash``).
+
+    The fingerprint is computed when the attribute is set (in the constructor too), so
+    ``article.simhash`` is there before any flush, e.g. to look for near-duplicates
+    first. Bulk ``insert()`` statements bypass ORM events: fingerprint those yourself
+    (``simpg.fingerprint.fingerprint_many``). Setting ``source`` to None sets ``target``
+    to None.
+
+    Args:
+        source: mapped text attribute.
+        target: mapped fingerprint attribute (``SimHash`` column).
+        config: fingerprint settings; None means ``FingerprintConfig()``.
+    """
+    from simpg.fingerprint import FingerprintConfig
+
+    target_column = _resolve_column(target)
+    writer = FingerprintWriter(source.key, target.key, config or FingerprintConfig())
+
+    def on_set(obj: Any, value: Any, oldvalue: Any, initiator: Any) -> None:
+        setattr(obj, writer.target, None if value is None else writer.fingerprint(value))
+
+    event.listen(source, "set", on_set, propagate=True)
+    target_column.info[_WRITER_KEY] = writer
+    return writer
+
+
+def _indexed_attribute(entity: Any, column: Any) -> tuple[Any, SimHashIndex]:
+    """The fingerprint attribute of ``entity`` to search, and its index."""
+    if column is not None:
+        return column, index_for(column)
+    mapper = inspect(entity).mapper
+    found = [prop.key for prop in mapper.column_attrs if "simpg_index" in prop.columns[0].info]
+    if len(found) != 1:
+        raise SimpgError(
+            f"{mapper.class_.__name__} has {len(found)} simhash-indexed columns; pass column="
+        )
+    attr = getattr(entity, found[0])
+    return attr, index_for(attr)
+
+
+def near_select(
+    entity: Any, target: Any, k: int | None = None, *, column: Any = None
+) -> Select[Any]:
+    """``SELECT entity`` rows within ``k`` of a text, a fingerprint or an object, nearest first.
+
+    Args:
+        entity: a mapped class (or an ``aliased()`` one).
+        target: a text (fingerprinted with the column's ``fingerprint_on_write`` config),
+            an unsigned fingerprint, or an instance of the entity (itself excluded).
+        k: radius; default the index's k.
+        column: the fingerprint attribute, when the entity has several indexed ones.
+
+    Returns:
+        A select ordered by distance then primary key; add ``.limit()`` etc. as needed.
+    """
+    attr, spec = _indexed_attribute(entity, column)
+    mapper = inspect(entity).mapper
+    exclude = None
+    if isinstance(target, str):
+        writer = spec.column.info.get(_WRITER_KEY)
+        if writer is None:
+            raise SimpgError(
+                f"no fingerprint config for {spec.table.name}.{spec.column.name}; "
+                "pass a fingerprint, "
+                "or declare fingerprint_on_write(text_attribute, fingerprint_attribute)"
+            )
+        fp = writer.fingerprint(target)
+    elif isinstance(target, mapper.class_):
+        fp = getattr(target, attr.key)
+        if fp is None:
+            raise SimpgError(f"{target!r} has no fingerprint in {attr.key}")
+        identity = inspect(target).identity
+        if identity is not None:
+            pks = [
+                getattr(entity, mapper.get_property_by_column(c).key) for c in mapper.primary_key
+            ]
+            exclude = not_(and_(*(pk == value for pk, value in zip(pks, identity, strict=True))))
+    else:
+        fp = bits.check(target)
+    stmt = select(entity).where(attr.within(fp, spec.layout.k if k is None else k))
+    if exclude is not None:
+        stmt = stmt.where(exclude)
+    pk_order = [getattr(entity, mapper.get_property_by_column(c).key) for c in mapper.primary_key]
+    return stmt.order_by(attr.distance(fp), *pk_order)
+
+
+def near_duplicates(
+    session: Session,
+    entity: Any,
+    target: Any,
+    k: int | None = None,
+    *,
+    column: Any = None,
+    limit: int | None = None,
+) -> list[Any]:
+    """Run :func:`near_select` in a ``Session``: the objects within ``k``, nearest first."""
+    stmt = near_select(entity, target, k, column=column)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return list(session.scalars(stmt).all())
+
+
+async def near_duplicates_async(
+    session: AsyncSession,
+    entity: Any,
+    target: Any,
+    k: int | None = None,
+    *,
+    column: Any = None,
+    limit: int | None = None,
+) -> list[Any]:
+    """:func:`near_duplicates` for an ``AsyncSession``."""
+    stmt = near_select(entity, target, k, column=column)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return list((await session.scalars(stmt)).all())

@@ -1,0 +1,272 @@
+"""Autogenerate of declared simhash indexes: one op, clean re-runs, upgrade/downgrade cycles."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import pytest
+
+from simpg import bits
+from tests.integration.alembic_env import AlembicEnv
+
+ARTICLES = """
+class Article(Base):
+    __tablename__ = "articles"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    title: Mapped[str] = mapped_column(String(200), index=True)
+    body: Mapped[str] = mapped_column(Text)
+    simhash: Mapped[int] = mapped_column(SimHash, nullable=False)
+
+
+simhash_index(Article.simhash, k=3, blocks={blocks})
+"""
+
+
+def body_of(text: str, fn: str) -> str:
+    return text.split(f"def {fn}()")[1]
+
+
+def catalog(conn) -> list[tuple]:
+    return conn.execute(
+        "SELECT indexed_table::text, fingerprint_column, k, levels, prefix_columns "
+        "FROM simpg.indexes ORDER BY 1, 2"
+    ).fetchall()
+
+
+def assert_clean(env: AlembicEnv) -> None:
+    """A second autogenerate finds nothing, and Alembic warns about nothing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.check()
+        text = env.autogenerate("empty", keep=False)
+    for fn in ("upgrade", "downgrade"):
+        code = [
+            line.strip()
+            for line in body_of(text, fn).split("def ")[0].splitlines()[1:]
+            if line.strip() and not line.strip().startswith(("#", '"""'))
+        ]
+        assert code == ["pass"], text
+
+
+@pytest.fixture
+def env(tmp_path, db):
+    return AlembicEnv(tmp_path, db.dsn)
+
+
+def test_new_model_autogenerates_create_simhash_index(env, db):
+    env.write_models(ARTICLES.format(blocks=5))
+    text = env.autogenerate("articles")
+    # imports the generated file needs, and nothing it must not have
+    assert "import simpg.alembic" in text and "import simpg.sqlalchemy.types" in text
+    assert "sa.Column('simhash', simpg.sqlalchemy.types.SimHash(), nullable=False)" in text
+    assert "simhash_p0" not in text and "Computed" not in text
+    up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
+    assert up.index("op.create_table('articles'") < up.index(
+        "op.create_simhash_index('articles', 'simhash', k=3, blocks=5)"
+    )
+    assert "op.create_index(op.f('ix_articles_title')" in up
+    assert down.index("op.drop_simhash_index('articles', 'simhash')") < down.index(
+        "op.drop_table('articles')"
+    )
+
+    env.upgrade()
+    assert catalog(db.conn) == [
+        ("articles", "simhash", 3, [5], [f"simhash_p{t}" for t in range(10)])
+    ]
+    # the migrated table answers within-k queries exactly, through SQL's simpg.near
+    rng = random.Random(3)
+    fps = [rng.getrandbits(64) for _ in range(300)]
+    with db.conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO articles (title, body, simhash) VALUES ('t', 'b', %s)",
+            [(bits.to_db(fp),) for fp in fps],
+        )
+    q = fps[7] ^ 0b101
+    got = db.conn.execute(
+        "SELECT simhash FROM simpg.near(NULL::articles, %s, 3)", (bits.to_db(q),)
+    ).fetchall()
+    assert sorted(bits.from_db(r[0]) for r in got) == sorted(
+        fp for fp in fps if bits.hamming(fp, q) <= 3
+    )
+
+    env.downgrade("base")
+    assert catalog(db.conn) == []
+    assert db.conn.execute("SELECT to_regclass('articles')").fetchone() == (None,)
+    env.upgrade()
+    assert len(catalog(db.conn)) == 1
+    assert_clean(env)
+
+
+def test_layout_change_drops_and_recreates(env, db):
+    env.write_models(ARTICLES.format(blocks=5))
+    env.autogenerate("v1")
+    env.upgrade()
+    env.write_models(ARTICLES.format(blocks=6))
+    text = env.autogenerate("v2")
+    up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
+    assert up.index("op.drop_simhash_index('articles', 'simhash')") < up.index(
+        "op.create_simhash_index('articles', 'simhash', k=3, blocks=6)"
+    )
+    assert down.index("op.drop_simhash_index('articles', 'simhash')") < down.index(
+        "op.create_simhash_index('articles', 'simhash', k=3, blocks=5)"
+    )
+    assert "add_column" not in text and "drop_column" not in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Alembic warns that the generated columns changed
+        env.upgrade()
+    assert catalog(db.conn)[0][3] == [6] and len(catalog(db.conn)[0][4]) == 20
+    assert_clean(env)
+    env.downgrade("-1")
+    assert catalog(db.conn)[0][3] == [5]
+    env.upgrade()
+    assert_clean(env)
+
+
+def test_removed_index_and_removed_table(env, db):
+    env.write_models(
+        ARTICLES.format(blocks=5)
+        + """
+
+class Note(Base):
+    __tablename__ = "notes"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    fp: Mapped[int] = mapped_column(SimHash)
+
+
+simhash_index(Note.fp, k=1, blocks=3)
+"""
+    )
+    env.autogenerate("v1")
+    env.upgrade()
+    assert len(catalog(db.conn)) == 2
+    # the model drops the index on articles and the notes table altogether
+    env.write_models(ARTICLES.format(blocks=5).split("simhash_index(")[0])
+    text = env.autogenerate("v2")
+    up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
+    assert "op.drop_simhash_index('articles', 'simhash')" in up
+    assert up.index("op.drop_simhash_index('notes', 'fp')") < up.index("op.drop_table('notes')")
+    assert "drop_index" not in up and "drop_column" not in up
+    assert down.index("op.create_table('notes'") < down.index(
+        "op.create_simhash_index('notes', 'fp', k=1, blocks=3)"
+    )
+    assert "fp_p0" not in down
+    env.upgrade()
+    assert catalog(db.conn) == []
+    assert_clean(env)
+    env.downgrade("-1")
+    assert [r[:4] for r in catalog(db.conn)] == [
+        ("articles", "simhash", 3, [5]),
+        ("notes", "fp", 1, [3]),
+    ]
+    env.upgrade()
+    assert_clean(env)
+
+
+def test_index_added_to_an_existing_table(env, db):
+    env.write_models("""
+class Page(Base):
+    __tablename__ = "pages"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+""")
+    env.autogenerate("v1")
+    env.upgrade()
+    db.conn.execute("INSERT INTO pages (body) SELECT 'x' FROM generate_series(1, 50)")
+    env.write_models("""
+class Page(Base):
+    __tablename__ = "pages"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+    simhash: Mapped[int | None] = mapped_column(SimHash)
+
+
+simhash_index(Page.simhash, k=2, blocks=4, inner_blocks=4)
+""")
+    text = env.autogenerate("v2")
+    up = body_of(text, "upgrade")
+    assert up.index(
+        "op.add_column('pages', sa.Column('simhash', simpg.sqlalchemy.types.SimHash()"
+    ) < up.index("op.create_simhash_index('pages', 'simhash', k=2, blocks=4, inner_blocks=4)")
+    assert "import simpg.sqlalchemy.types" in text
+    env.upgrade()
+    assert catalog(db.conn)[0][2:4] == (2, [4, 4])
+    assert_clean(env)
+    env.downgrade("-1")
+    assert catalog(db.conn) == []
+    env.upgrade()
+    assert_clean(env)
+
+
+def test_concurrently_built_index_is_registered(env, db):
+    env.write_models("""
+class Doc(Base):
+    __tablename__ = "docs"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    simhash: Mapped[int] = mapped_column(SimHash, nullable=False)
+""")
+    env.autogenerate("v1")
+    env.upgrade()
+    db.conn.execute("INSERT INTO docs (simhash) SELECT g * 7919 FROM generate_series(1, 500) AS g")
+    env.revision(
+        "online index",
+        """
+        def upgrade():
+            op.create_simhash_index("docs", "simhash", k=3, blocks=5, concurrently=True)
+
+
+        def downgrade():
+            op.drop_simhash_index("docs", "simhash", concurrently=True)
+    """,
+    )
+    env.upgrade()
+    assert catalog(db.conn)[0][:4] == ("docs", "simhash", 3, [5])
+    valid = db.conn.execute(
+        "SELECT count(*) FROM pg_index WHERE indrelid = 'docs'::regclass "
+        "AND indisvalid AND indexrelid::regclass::text LIKE 'docs_simhash_p%'"
+    ).fetchone()
+    assert valid == (10,)
+    # the model now declares what the migration made: nothing to generate
+    env.write_models("""
+class Doc(Base):
+    __tablename__ = "docs"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    simhash: Mapped[int] = mapped_column(SimHash, nullable=False)
+
+
+simhash_index(Doc.simhash, k=3, blocks=5)
+""")
+    assert_clean(env)
+    env.downgrade("-1")
+    assert catalog(db.conn) == []
+    assert db.conn.execute(
+        "SELECT count(*) FROM pg_indexes WHERE tablename = 'docs'"
+    ).fetchone() == (1,)
+
+
+def test_offline_sql_renders_the_operations(env):
+    env.write_models(ARTICLES.format(blocks=5))
+    env.autogenerate("v1")
+    env.revision(
+        "online index",
+        """
+        def upgrade():
+            op.create_simhash_index("articles", "body_fp", k=2, blocks=4, concurrently=True)
+
+
+        def downgrade():
+            pass
+    """,
+    )
+    sql = env.upgrade_sql()
+    assert (
+        "SELECT simpg.create_index(CAST('articles' AS REGCLASS), 'simhash', 3, 5, NULL, NULL)"
+        in sql
+    )
+    assert "COMMIT;" in sql
+    assert "CREATE INDEX CONCURRENTLY articles_body_fp_p5_idx ON articles (body_fp_p5);" in sql
+    assert (
+        "ADD COLUMN body_fp_p0 bigint GENERATED ALWAYS AS "
+        "(simpg.permute(body_fp, 2, '{4}'::integer[], 0)) STORED"
+    ) in sql
+    assert "simpg.register_index(CAST('articles' AS regclass), 'body_fp', 2" in sql

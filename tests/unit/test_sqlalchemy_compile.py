@@ -1,0 +1,189 @@
+"""Compiled SQL of simpg.sqlalchemy, without a database (GeoAlchemy2 eq_sql style)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import BigInteger, Column, MetaData, String, Table, select
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import DeclarativeBase, Mapped, aliased, mapped_column
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from simpg.exc import InvalidFingerprint, SimpgError
+from simpg.sqlalchemy import (
+    SimHash,
+    hamming,
+    index_for,
+    object_name,
+    permute,
+    simhash_index,
+    url_from_dsn,
+)
+
+DIALECT = postgresql.psycopg.dialect()
+
+# k=3 with 5 blocks of 13,13,13,13,12 bits: table t's prefix is the two blocks of the
+# t-th pair in lexicographic order; pairs with the 12-bit block (4) have 25 bits.
+PAIRS = [(0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)]
+PREFIX_BITS = [25 if 4 in pair else 26 for pair in PAIRS]
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Article(Base):
+    __tablename__ = "articles"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    title: Mapped[str] = mapped_column(String)
+    simhash: Mapped[int] = mapped_column(SimHash)
+
+
+SPEC = simhash_index(Article.simhash, k=3, blocks=5)
+
+
+def sql(stmt, literal=False) -> str:
+    kwargs = {"literal_binds": True} if literal else {}
+    return " ".join(str(stmt.compile(dialect=DIALECT, compile_kwargs=kwargs)).split())
+
+
+def test_function_factories_are_schema_qualified():
+    t = Article.__table__
+    assert (
+        sql(select(hamming(t.c.simhash, t.c.id)))
+        == "SELECT simpg.hamming(articles.simhash, articles.id) AS hamming_1 FROM articles"
+    )
+    assert (
+        sql(select(permute(t.c.simhash, 3, (4, 4), 7)))
+        == "SELECT simpg.permute(articles.simhash, 3, '{4,4}'::integer[], 7) AS permute_1 "
+        "FROM articles"
+    )
+
+
+def test_prefix_columns_and_indexes_are_plain_schema():
+    ddl = sql(CreateTable(Article.__table__))
+    for t in range(10):
+        assert (
+            f"simhash_p{t} BIGINT GENERATED ALWAYS AS "
+            f"(simpg.permute(simhash, 3, '{{5}}'::integer[], {t})) STORED"
+        ) in ddl
+    assert (
+        sql(CreateIndex(SPEC.indexes[9]))
+        == "CREATE INDEX articles_simhash_p9_idx ON articles (simhash_p9)"
+    )
+    # not mapped: ORM selects never load them
+    assert "simhash_p0" not in sql(select(Article))
+
+
+def test_within_compiles_to_prefix_ranges_and_hamming():
+    text = sql(select(Article.id).where(Article.simhash.within(0, 3)))
+    ranges = " OR ".join(
+        f"articles.simhash_p{t} BETWEEN __[POSTCOMPILE_param_{2 * t + 1}] "
+        f"AND __[POSTCOMPILE_param_{2 * t + 2}]"
+        for t in range(10)
+    )
+    assert text == (
+        f"SELECT articles.id FROM articles WHERE ({ranges}) "
+        "AND simpg.hamming(articles.simhash, %(param_21)s::BIGINT) <= %(hamming_1)s::INTEGER"
+    )
+
+
+@pytest.mark.parametrize("q", [0, 2**64 - 1])
+def test_within_literal_ranges(q):
+    # q = 0 permutes to 0: [0, 2^(64-p) - 1]; q = all ones permutes to -1: [-2^(64-p), -1]
+    text = sql(select(Article.id).where(Article.simhash.within(q, 2)), literal=True)
+    if q == 0:
+        bounds = [(0, 2 ** (64 - p) - 1) for p in PREFIX_BITS]
+    else:
+        bounds = [(-(2 ** (64 - p)), -1) for p in PREFIX_BITS]
+    ranges = " OR ".join(
+        f"articles.simhash_p{t} BETWEEN {lo} AND {hi}" for t, (lo, hi) in enumerate(bounds)
+    )
+    assert text == (
+        f"SELECT articles.id FROM articles WHERE ({ranges}) "
+        f"AND simpg.hamming(articles.simhash, {0 if q == 0 else -1}) <= 2"
+    )
+
+
+def test_within_an_expression_uses_sql_prefix_bounds():
+    other = aliased(Article)
+    text = sql(select(Article.id, other.id).join(other, Article.simhash.within(other.simhash, 1)))
+    assert (
+        "articles.simhash_p0 BETWEEN simpg.prefix_lo(articles_1.simhash, 3, '{5}'::integer[], 0) "
+        "AND simpg.prefix_hi(articles_1.simhash, 3, '{5}'::integer[], 0)"
+    ) in text
+    assert text.endswith(
+        "AND simpg.hamming(articles.simhash, articles_1.simhash) <= %(hamming_1)s::INTEGER"
+    )
+
+
+def test_within_on_an_alias_uses_the_alias_columns():
+    other = aliased(Article, name="a2")
+    text = sql(select(other.id).where(other.simhash.within(5, 3)))
+    assert "a2.simhash_p9 BETWEEN" in text and "articles." not in text.split("FROM")[1]
+
+
+def test_distance_binds_signed():
+    stmt = select(Article.id).where(Article.simhash.distance(2**63) <= 1)
+    compiled = stmt.compile(dialect=DIALECT)
+    assert compiled.construct_params()["param_1"] == 2**63
+    # the SimHash bind processor sends the signed value
+    processors = compiled._bind_processors
+    assert processors["param_1"](2**63) == -(2**63)
+
+
+def test_k_above_the_layout_names_both_values():
+    with pytest.raises(SimpgError, match=r"k=4 is above the radius k=3 .* articles\.simhash"):
+        Article.simhash.within(1, 4)
+    with pytest.raises(SimpgError, match="k must be a non-negative integer, got -1"):
+        Article.simhash.within(1, -1)
+
+
+def test_bad_fingerprints_are_named():
+    with pytest.raises(InvalidFingerprint, match="got -1"):
+        Article.simhash.within(-1, 3)
+    with pytest.raises(InvalidFingerprint, match=str(2**64)):
+        Article.simhash.distance(2**64)
+
+
+def test_within_needs_an_index():
+    t = Table("plain", MetaData(), Column("fp", SimHash()))
+    with pytest.raises(SimpgError, match="plain.fp has no simhash index"):
+        t.c.fp.within(1, 1)
+
+
+def test_second_declaration_and_bad_type_are_refused():
+    with pytest.raises(SimpgError, match="already has a simhash index"):
+        simhash_index(Article.simhash, k=3, blocks=5)
+    t = Table("texts", MetaData(), Column("fp", String))
+    with pytest.raises(SimpgError, match="expected SimHash or BigInteger"):
+        simhash_index(t.c.fp)
+
+
+def test_default_layout_and_two_levels():
+    t = Table("two", MetaData(), Column("a", BigInteger), Column("b", BigInteger))
+    a = simhash_index(t.c.a)  # default: the layout for ten million rows
+    b = simhash_index(t.c.b, k=3, blocks=4, inner_blocks=4)
+    assert (a.layout.k, a.layout.levels) == (3, (5,))
+    assert b.layout.tables == 16 and b.prefix_names[15] == "b_p15"
+    assert "simpg.permute(b, 3, '{4,4}'::integer[], 15)" in sql(CreateTable(t))
+    assert index_for(t.c.b) is b
+
+
+def test_object_name_shortens_long_names():
+    assert object_name("t_col", "_p0_idx") == "t_col_p0_idx"
+    long = "x" * 70
+    name = object_name(long, "_p12_idx")
+    assert len(name.encode()) <= 63 and name.endswith("_p12_idx") and name.startswith("xxx")
+    assert object_name("y" * 70, "_p12_idx") != name
+
+
+def test_url_from_dsn_keeps_socket_folder():
+    url = url_from_dsn("host=/tmp/sock port=5433 user=app dbname=news")
+    assert url.drivername == "postgresql+psycopg"
+    assert (url.username, url.database, url.query["host"], url.query["port"]) == (
+        "app",
+        "news",
+        "/tmp/sock",
+        "5433",
+    )
+    assert url_from_dsn("dbname=x", async_=True).drivername == "postgresql+psycopg_async"
