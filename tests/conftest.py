@@ -46,6 +46,15 @@ def _selected(config: pytest.Config) -> list[str]:
     return list(chosen)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # pgTAP (tests/pgtap) comes from Debian's package. Install it before any server
+    # starts: apt may upgrade PostgreSQL's own files, which a running server would not
+    # survive. As root (CI, a fresh machine) the suite does it; otherwise it says how.
+    if not _selected(session.config) or "pg15" not in _selected(session.config):
+        return
+    servers.ensure_debian_pgtap()
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return "simpg database servers: " + ", ".join(_selected(config))
 

@@ -74,6 +74,19 @@ def debian_bindir(major: int = 15) -> Path:
     return path
 
 
+def ensure_debian_pgtap(major: int = 15) -> None:
+    """Install Debian's postgresql-NN-pgtap when it is missing and we are root."""
+    if Path(f"/usr/share/postgresql/{major}/extension/pgtap.control").exists():
+        return
+    if not _is_root() or not shutil.which("apt-get"):
+        raise RuntimeError(f"pgTAP is not installed; run: apt-get install postgresql-{major}-pgtap")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", f"postgresql-{major}-pgtap"]
+    if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
+        subprocess.run(install, env=env, check=True, capture_output=True)
+
+
 def start_debian(major: int = 15) -> Server:
     """initdb and start Debian's PostgreSQL in a fresh temporary folder."""
     bindir = debian_bindir(major)

@@ -355,6 +355,20 @@ def _config(value: str | None) -> Any:
         raise SimpgError(f"invalid --config {value!r}: {err}") from err
 
 
+def _check_config_matches_index(conn: Any, table: str, fp_column: str, identity: str) -> None:
+    """Refuse to mix fingerprints of another config into an indexed column."""
+    row = conn.execute(
+        "SELECT fingerprint_config FROM simpg.indexes "
+        "WHERE indexed_table = to_regclass(%s) AND fingerprint_column = %s",
+        (table, fp_column),
+    ).fetchone()
+    if row and row[0] and row[0] != identity:
+        raise SimpgError(
+            f"fingerprint config {identity} does not match the simpg index on {table}.{fp_column}, "
+            f"made with {row[0]}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``simpg backfill``."""
     import psycopg
@@ -370,6 +384,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
+        _check_config_matches_index(conn, args.table, args.fp_column, config.identity)
         added = add_fingerprint_column(
             conn, args.table, args.fp_column, lock_timeout=args.lock_timeout
         )
@@ -387,22 +402,23 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write("\n")
         index = None
         if args.k is not None:
-            blocks = args.blocks
+            blocks, inner_blocks = args.blocks, args.inner_blocks
             if blocks is None:
                 rows = conn.execute(
                     "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
                     (args.table,),
                 ).fetchone()[0]
-                blocks = conn.execute(
-                    "SELECT simpg.default_blocks(%s, %s)", (args.k, rows)
+                levels = conn.execute(
+                    "SELECT simpg.default_levels(%s, %s)", (args.k, rows)
                 ).fetchone()[0]
+                blocks, inner_blocks = levels[0], (levels[1] if len(levels) > 1 else None)
             index = build_index(
                 conn,
                 args.table,
                 args.fp_column,
                 k=args.k,
                 blocks=blocks,
-                inner_blocks=args.inner_blocks,
+                inner_blocks=inner_blocks,
                 fingerprint_config=config.identity,
                 lock_timeout=args.lock_timeout,
             )

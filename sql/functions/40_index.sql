@@ -158,6 +158,15 @@ BEGIN
         RAISE EXCEPTION 'column %.% is %, expected bigint', rel, quote_ident(col), v_type
             USING ERRCODE = 'datatype_mismatch';
     END IF;
+    -- refuse before reading or rewriting anything: the caller must own the table, and
+    -- the column must not be indexed already
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF EXISTS (SELECT FROM simpg.indexes AS i WHERE i.indexed_table = rel AND i.fingerprint_column = col) THEN
+        RAISE EXCEPTION 'column %.% already has a simpg index', rel, quote_ident(col)
+            USING ERRCODE = 'duplicate_object', HINT = 'drop it first with simpg.drop_index(table, column)';
+    END IF;
     IF blocks IS NULL THEN
         IF inner_blocks IS NOT NULL THEN
             RAISE EXCEPTION 'inner_blocks needs blocks' USING ERRCODE = 'invalid_parameter_value';
@@ -181,16 +190,6 @@ BEGIN
         v_adds := v_adds || format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
                                    v_columns[t + 1], simpg.prefix_expression(col, k, v_levels, t));
     END LOOP;
-
-    -- refuse before rewriting anything: the caller must own the table, and the
-    -- column must not be indexed already
-    IF NOT simpg.owns(rel) THEN
-        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    IF EXISTS (SELECT FROM simpg.indexes AS i WHERE i.indexed_table = rel AND i.fingerprint_column = col) THEN
-        RAISE EXCEPTION 'column %.% already has a simpg index', rel, quote_ident(col)
-            USING ERRCODE = 'duplicate_object', HINT = 'drop it first with simpg.drop_index(table, column)';
-    END IF;
 
     EXECUTE format('ALTER TABLE %s %s', rel, array_to_string(v_adds, ', '));
     FOR t IN 0 .. v_tables - 1 LOOP

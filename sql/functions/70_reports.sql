@@ -1,0 +1,439 @@
+-- report functions
+--
+-- All near-duplicate pairs of a table, their clusters (connected components) and
+-- duplicate statistics, computed inside the database from the prefix columns that
+-- simpg.create_index added. Every function here is SECURITY INVOKER (the default):
+-- it reads the table with the caller's rights, so permissions, column privileges and
+-- row-level security apply as to a plain SELECT. Dynamic SQL only ever embeds a
+-- regclass (which quotes and qualifies itself) and names through format('%I').
+--
+-- Exactness: a pair within k shares its prefix in at least one table of the layout
+-- (the pigeonhole principle behind the index). Each table's pass joins the rows whose
+-- prefixes are equal, and reports a pair only from the FIRST table where they are
+-- equal, so every pair within k comes out exactly once, without a DISTINCT.
+
+-- report_layout: the catalog row a report reads, after checking k against it.
+-- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
+-- or a column with no simpg index (simpg.index_layout's error).
+CREATE FUNCTION simpg.report_layout(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS simpg.indexes
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes;
+BEGIN
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_row := simpg.index_layout(rel, col);
+    IF k > v_row.k THEN
+        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
+            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'drop and re-create the index with a larger k';
+    END IF;
+    RETURN v_row;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.report_layout(regclass, integer, name) IS
+    'The simpg.indexes row a report on rel reads; raises if k is null, negative or above the index''s k';
+
+-- report_key: the column that identifies rows in a report, and its type.
+-- Contract: key_column NULL means the single-column primary key. The column must be
+-- NOT NULL and carry a valid, non-partial single-column unique index: pairs are taken
+-- once as key_a < key_b, so two rows with equal keys would silently lose their pair.
+CREATE FUNCTION simpg.report_key(rel regclass, key_column name DEFAULT NULL,
+                                 OUT column_name name, OUT column_type regtype)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_attnum smallint;
+    v_notnull boolean;
+BEGIN
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF key_column IS NULL THEN
+        SELECT a.attname, a.atttypid::regtype INTO column_name, column_type
+        FROM pg_index AS i
+        JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+        WHERE i.indrelid = rel AND i.indisprimary AND i.indnkeyatts = 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'table % has no single-column primary key; name a unique not-null column as key_column', rel
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN;
+    END IF;
+    SELECT a.attname, a.atttypid::regtype, a.attnum, a.attnotnull
+    INTO column_name, column_type, v_attnum, v_notnull
+    FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = key_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(key_column), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF NOT v_notnull OR NOT EXISTS (
+        SELECT FROM pg_index AS i
+        WHERE i.indrelid = rel AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
+          AND i.indkey[0] = v_attnum AND i.indpred IS NULL AND i.indexprs IS NULL
+    ) THEN
+        RAISE EXCEPTION 'key column %.% must be not null and unique (a primary key or a unique index of its own)',
+            rel, quote_ident(key_column)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.report_key(regclass, name) IS
+    'The key column of a report on rel (default: its single-column primary key) and its type; raises unless unique and not null';
+
+-- report_key_type: the type a report returns keys as, when the caller asks for want.
+-- Contract: want may be the key column's own type, text (always lossless), or bigint
+-- for a smallint, integer or bigint key; anything else raises naming the right call.
+CREATE FUNCTION simpg.report_key_type(rel regclass, key_column name, have regtype, want regtype)
+    RETURNS regtype
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF want IS NULL OR want = have OR want = 'text'::regtype
+       OR (want = 'bigint'::regtype AND have IN ('smallint'::regtype, 'integer'::regtype)) THEN
+        RETURN coalesce(want, have);
+    END IF;
+    RAISE EXCEPTION 'key column %.% is %, not %; pass NULL::% as the first argument to get % keys',
+        rel, quote_ident(key_column), have, want, have, have
+        USING ERRCODE = 'datatype_mismatch';
+END
+$$;
+
+COMMENT ON FUNCTION simpg.report_key_type(regclass, name, regtype, regtype) IS
+    'Type a report returns keys as: the key column''s own type, text, or bigint for integer keys; raises otherwise';
+
+-- prefix_join: the FROM/WHERE part shared by the pair queries. r must be a relation
+-- with columns fp, q0 .. q<n-1> (prefix t shifted down to its prefix bits) and a
+-- column named by ident; ident_a < ident_b takes each pair once.
+-- One branch per table t: equal q_t, unequal q_u for every u < t, distance <= k.
+CREATE FUNCTION simpg.prefix_join(select_list text, tables integer, k integer, ident name)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (
+        SELECT pg_catalog.string_agg(
+            pg_catalog.format(
+                'SELECT %s FROM r AS a JOIN r AS b ON b.q%s = a.q%s AND a.%I < b.%I WHERE %ssimpg.hamming(a.fp, b.fp) <= %s',
+                select_list, t, t, ident, ident,
+                (SELECT pg_catalog.string_agg(pg_catalog.format('b.q%s <> a.q%s AND ', u, u), '' ORDER BY u)
+                 FROM pg_catalog.generate_series(0, t - 1) AS u),
+                k),
+            ' UNION ALL ' ORDER BY t)
+        FROM pg_catalog.generate_series(0, tables - 1) AS t
+    );
+
+COMMENT ON FUNCTION simpg.prefix_join(text, integer, integer, name) IS
+    'Internal: UNION ALL of one equal-prefix self-join of r per table, each pair reported from its first table only';
+
+-- prefix_select: "t.<p0> >> s0 AS q0, t.<p1> >> s1 AS q1, ..." for a layout row.
+CREATE FUNCTION simpg.prefix_select(layout simpg.indexes) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (
+        SELECT pg_catalog.string_agg(
+            pg_catalog.format('t.%I >> %s AS q%s', c.col,
+                              64 - simpg.prefix_bits(layout.k, layout.levels, (c.n - 1)::integer), c.n - 1),
+            ', ' ORDER BY c.n)
+        FROM pg_catalog.unnest(layout.prefix_columns) WITH ORDINALITY AS c(col, n)
+    );
+
+COMMENT ON FUNCTION simpg.prefix_select(simpg.indexes) IS
+    'Internal: the select list of every table''s prefix, shifted down to its prefix bits, as q0, q1, ...';
+
+-- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
+-- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
+-- order; every pair of rows within distance k exactly once, rows with equal
+-- fingerprints included, rows with a NULL fingerprint left out. key_type NULL returns
+-- keys in the key column's own type.
+CREATE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
+                                  key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.report_layout(rel, k, col);
+    v_key record := simpg.report_key(rel, key_column);
+    v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+BEGIN
+    -- The CTE reads the table once; each table's pass is a hash join on its prefix.
+    RETURN format(
+        'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
+        v_key.column_name, v_row.fingerprint_column, simpg.prefix_select(v_row), rel,
+        v_row.fingerprint_column,
+        simpg.prefix_join(format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
+                                 v_type, v_type),
+                          cardinality(v_row.prefix_columns), k, 'key'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
+    'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
+
+-- pairs: every pair of rows within distance k, keys as bigint (integer keys).
+-- The planner knows nothing of the CTE's prefix columns and prefers a merge join
+-- whose sorts spill, then JIT-compiles it for its inflated cost estimate; a hash join
+-- per table without JIT is 2.1-2.4x faster on 100k rows (bench/reports.py).
+CREATE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
+    RETURNS TABLE (key_a bigint, key_b bigint, distance integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.pairs_query(rel, k, col, key_column, 'bigint');
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pairs(regclass, integer, name, name) IS
+    'Every pair of rows of rel within Hamming distance k, once each (key_a < key_b), keys of an integer key column as bigint';
+
+-- pairs with a typed first argument: keys of any type, e.g. simpg.pairs(NULL::uuid, 'docs', 3).
+CREATE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
+                            key_column name DEFAULT NULL)
+    RETURNS TABLE (key_a anyelement, key_b anyelement, distance integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.pairs_query(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name) IS
+    'Every pair of rows of rel within Hamming distance k, once each, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
+
+-- fingerprint_clusters: connected components of the distinct fingerprints of rel,
+-- joined by the pairs within distance k.
+-- Contract: one row per distinct fingerprint that has another distinct fingerprint
+-- within k; cluster is the smallest fingerprint of its component. Fingerprints with no
+-- such neighbour are left out (rows that share one fingerprint are near-duplicates all
+-- the same; the callers count them). STABLE on purpose: every statement of a STABLE
+-- function reads the calling query's snapshot, so all passes see the same rows.
+--
+-- Working on distinct fingerprints keeps exact duplicates (often the bulk of a
+-- corpus's duplicates) out of the pair join, which would otherwise grow with the
+-- square of each group. Components: union-find over dense numbers in a PL/pgSQL
+-- array (in place, O(1) per access), union by smaller number, path compression.
+-- bench/reports.py compares it with a recursive CTE (docs/benchmarks.md).
+CREATE FUNCTION simpg.fingerprint_clusters(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS TABLE (fingerprint bigint, cluster bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.report_layout(rel, k, col);
+    v_parent integer[];   -- v_parent[i]: parent of fingerprint number i, NULL for a root
+    v_fp bigint[];        -- v_fp[i]: fingerprint number i (numbered in fingerprint order)
+    v_seen integer[] := '{}';  -- numbers that appear in a pair, in first-seen order
+    v_n integer;
+    v_a integer;
+    v_b integer;
+    v_fa bigint;
+    v_fb bigint;
+    v_ra integer;
+    v_rb integer;
+    v_x integer;
+    v_next integer;
+    v_fps bigint[];
+    v_roots bigint[];
+BEGIN
+    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE format(
+        'WITH d AS (SELECT DISTINCT t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL), '
+        'r AS MATERIALIZED (SELECT d.*, (row_number() OVER (ORDER BY d.fp))::integer AS i FROM d) '
+        'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%s) AS p',
+        v_row.fingerprint_column, simpg.prefix_select(v_row), rel, v_row.fingerprint_column,
+        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_row.prefix_columns), k, 'fp'))
+    LOOP
+        IF v_parent IS NULL THEN
+            v_parent := array_fill(NULL::integer, ARRAY[v_n]);
+            v_fp := array_fill(NULL::bigint, ARRAY[v_n]);
+        END IF;
+        IF v_fp[v_a] IS NULL THEN
+            v_fp[v_a] := v_fa;
+            v_seen := v_seen || v_a;
+        END IF;
+        IF v_fp[v_b] IS NULL THEN
+            v_fp[v_b] := v_fb;
+            v_seen := v_seen || v_b;
+        END IF;
+        v_ra := v_a;
+        WHILE v_parent[v_ra] IS NOT NULL LOOP
+            v_ra := v_parent[v_ra];
+        END LOOP;
+        v_rb := v_b;
+        WHILE v_parent[v_rb] IS NOT NULL LOOP
+            v_rb := v_parent[v_rb];
+        END LOOP;
+        IF v_ra <> v_rb THEN
+            -- the smaller number (smaller fingerprint) stays the root
+            IF v_ra < v_rb THEN
+                v_parent[v_rb] := v_ra;
+                v_rb := v_ra;
+            ELSE
+                v_parent[v_ra] := v_rb;
+                v_ra := v_rb;
+            END IF;
+        END IF;
+        -- path compression: point both walked paths straight at the root
+        FOREACH v_x IN ARRAY ARRAY[v_a, v_b] LOOP
+            WHILE v_parent[v_x] IS NOT NULL AND v_x <> v_ra LOOP
+                v_next := v_parent[v_x];
+                v_parent[v_x] := v_ra;
+                v_x := v_next;
+            END LOOP;
+        END LOOP;
+    END LOOP;
+    IF v_parent IS NULL THEN
+        RETURN;
+    END IF;
+    -- plain arrays for the result: a query that indexed v_fp per row would copy it each time
+    v_fps := array_fill(NULL::bigint, ARRAY[cardinality(v_seen)]);
+    v_roots := array_fill(NULL::bigint, ARRAY[cardinality(v_seen)]);
+    FOR v_i IN 1 .. cardinality(v_seen) LOOP
+        v_x := v_seen[v_i];
+        v_fps[v_i] := v_fp[v_x];
+        WHILE v_parent[v_x] IS NOT NULL LOOP
+            v_x := v_parent[v_x];
+        END LOOP;
+        v_roots[v_i] := v_fp[v_x];
+    END LOOP;
+    RETURN QUERY SELECT u.fp, u.root FROM unnest(v_fps, v_roots) AS u(fp, root);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.fingerprint_clusters(regclass, integer, name) IS
+    'Connected components of rel''s distinct fingerprints under distance <= k: each fingerprint with a neighbour and its cluster''s smallest fingerprint';
+
+-- cluster_rows_query: per row with a fingerprint, its key and its component (the
+-- smallest fingerprint of its cluster, or its own fingerprint when it has no
+-- neighbour at another fingerprint). The outer statements group on comp.
+CREATE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.report_layout(rel, k, col);
+BEGIN
+    RETURN format(
+        'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t '
+        'LEFT JOIN simpg.fingerprint_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name) AS c ON c.fingerprint = t.%I '
+        'WHERE t.%I IS NOT NULL',
+        key_expr, v_row.fingerprint_column, rel, rel, k, v_row.fingerprint_column,
+        v_row.fingerprint_column, v_row.fingerprint_column);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text) IS
+    'Internal: the statement giving each row of rel (key_expr AS key) its cluster component';
+
+-- clusters_query: the statement simpg.clusters runs.
+-- Contract: columns cluster_id, key, size; one row per row of rel that has at least
+-- one other row within k, directly or through a chain of such rows; cluster_id is the
+-- smallest key of the cluster, size its number of rows. Ordered by cluster_id, key.
+CREATE FUNCTION simpg.clusters_query(rel regclass, k integer, col name DEFAULT NULL,
+                                     key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_key record := simpg.report_key(rel, key_column);
+    v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+BEGIN
+    -- first_value over the key order rather than min(): uuid and other types have
+    -- a B-tree order but no min aggregate
+    RETURN format(
+        'SELECT s.cluster_id::%s AS cluster_id, s.key::%s AS key, s.size FROM ('
+        'SELECT first_value(w.key) OVER (PARTITION BY w.comp ORDER BY w.key) AS cluster_id, w.key, '
+        'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
+        'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
+        v_type, v_type, simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name)));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype) IS
+    'The SQL statement that lists the near-duplicate clusters of rel (cluster_id, key, size)';
+
+-- clusters: near-duplicate clusters (connected components), keys as bigint.
+CREATE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
+    RETURNS TABLE (cluster_id bigint, key bigint, size bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, 'bigint');
+END
+$$;
+
+COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name) IS
+    'Near-duplicate clusters of rel (connected components under distance <= k): cluster_id = smallest key, one row per member';
+
+CREATE FUNCTION simpg.clusters(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
+                               key_column name DEFAULT NULL)
+    RETURNS TABLE (cluster_id anyelement, key anyelement, size bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name) IS
+    'Near-duplicate clusters of rel, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
+
+-- cluster_sizes: histogram of cluster sizes; size 1 counts the rows with no
+-- near-duplicate. Needs no key column.
+CREATE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS TABLE (cluster_size bigint, clusters bigint, rows bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT g.n, count(*), sum(g.n)::bigint FROM '
+        '(SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g '
+        'GROUP BY g.n ORDER BY g.n',
+        simpg.cluster_rows_query(rel, k, col, 'NULL'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name) IS
+    'Histogram of near-duplicate cluster sizes of rel under distance <= k (size 1: rows with no near-duplicate)';
+
+-- duplicate_stats: one row summing up the duplicates of rel. Needs no key column.
+-- rows counts the rows with a fingerprint; duplicated_rows those with at least one
+-- other row within k; rows_after_dedup keeps one row per cluster.
+CREATE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS TABLE (rows bigint, duplicated_rows bigint, clusters bigint, largest_cluster bigint,
+                   rows_after_dedup bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT coalesce(sum(g.n), 0)::bigint, coalesce(sum(g.n) FILTER (WHERE g.n > 1), 0)::bigint, '
+        'count(*) FILTER (WHERE g.n > 1), coalesce(max(g.n) FILTER (WHERE g.n > 1), 0)::bigint, count(*) '
+        'FROM (SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g',
+        simpg.cluster_rows_query(rel, k, col, 'NULL'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name) IS
+    'Rows, rows with a near-duplicate within k, clusters, largest cluster, and rows left keeping one per cluster';

@@ -1,0 +1,469 @@
+"""simpg.pairs, simpg.clusters, simpg.cluster_sizes and simpg.duplicate_stats against brute force.
+
+Every answer is compared with a Python popcount over all pairs of rows (and a
+union-find of its own for clusters), on random fingerprints mixed with adversarial
+ones: distance 0 in different rows, bits 0 and 63, negative bigints, pairs whose k
+differing bits sit in k different blocks (found by one table only), k + 1 neighbours
+that must not match, chains that join rows farther apart than k, NULL fingerprints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import uuid
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+import psycopg
+import pytest
+
+from simpg import bits
+from simpg.layout import block_widths
+
+Key = Hashable
+
+
+def flip(fp: int, positions: Iterable[int]) -> int:
+    """fp with the given bits flipped (0 = most significant, as in simpg.layout)."""
+    for p in positions:
+        fp ^= 1 << (63 - p)
+    return fp
+
+
+def block_starts(widths: list[int]) -> list[int]:
+    return list(itertools.accumulate([0, *widths[:-1]]))
+
+
+def adversarial_fingerprints(
+    rng: random.Random, k: int, blocks: int, random_rows: int
+) -> list[int | None]:
+    """Unsigned fingerprints (None = NULL) that probe every way a pair report can go wrong."""
+    widths = block_widths(64, blocks)
+    starts = block_starts(widths)
+    bases = [0, bits.MASK, 1 << 63, (1 << 63) - 1, 0x5555555555555555] + [
+        rng.getrandbits(64) for _ in range(4)
+    ]
+    fps: list[int | None] = []
+    for base in bases:
+        fps += [base, base]  # distance 0 in two rows
+        fps += [flip(base, [0]), flip(base, [63])]  # sign bit and lowest bit
+        # k bits flipped in k different blocks, at block edges: only one table sees the pair
+        for chosen in itertools.islice(itertools.combinations(range(blocks), k), 12):
+            edge = [starts[b] + (widths[b] - 1 if (b + base) % 2 else 0) for b in chosen]
+            fps.append(flip(base, edge))
+        # k + 1 bits flipped: must not pair with base (it may pair with the k-flipped rows)
+        fps.append(flip(base, rng.sample(range(64), k + 1)))
+        # a chain base -> c1 -> c2 with each step k bits: c2 is up to 2k from base
+        c1 = flip(base, rng.sample(range(64), k))
+        fps += [c1, flip(c1, rng.sample(range(64), k))]
+    fps += [rng.getrandbits(64) for _ in range(random_rows)]
+    fps += [None, None]
+    return fps
+
+
+def brute_pairs(rows: dict[Key, int | None], k: int) -> dict[tuple[Key, Key], int]:
+    """{(key_a, key_b): distance} for key_a < key_b and distance <= k."""
+    found = {}
+    items = sorted((key, fp) for key, fp in rows.items() if fp is not None)
+    for (ka, fa), (kb, fb) in itertools.combinations(items, 2):
+        d = bits.hamming(fa, fb)
+        if d <= k:
+            found[(ka, kb)] = d
+    return found
+
+
+def brute_clusters(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
+    """{key: (smallest key of its cluster, cluster size)} for rows in clusters of 2 or more."""
+    parent = {key: key for key, fp in rows.items() if fp is not None}
+
+    def find(x: Key) -> Key:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for a, b in brute_pairs(rows, k):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)  # type: ignore[type-var]
+    members: dict[Key, list[Key]] = {}
+    for key in parent:
+        members.setdefault(find(key), []).append(key)
+    return {
+        key: (min(group), len(group))
+        for group in members.values()
+        if len(group) > 1  # type: ignore[type-var]
+        for key in group
+    }
+
+
+def load(
+    conn: psycopg.Connection,
+    rows: dict[Key, int | None],
+    key_type: str = "bigint",
+    table: str = "docs",
+) -> None:
+    """CREATE TABLE docs (id <key_type> PRIMARY KEY, title text, simhash bigint) with rows."""
+    conn.execute(f"CREATE TABLE {table} (id {key_type} PRIMARY KEY, title text, simhash bigint)")
+    with conn.cursor().copy(f"COPY {table} (id, title, simhash) FROM STDIN") as copy:
+        for key, fp in rows.items():
+            copy.write_row((key, f"title {key}", None if fp is None else bits.to_db(fp)))
+
+
+def keyed(
+    fps: list[int | None], rng: random.Random, make_key: Callable[[int], Key] = lambda i: i
+) -> dict[Key, int | None]:
+    """Give the fingerprints shuffled keys, so key order is unrelated to insertion order."""
+    keys = [make_key(i) for i in rng.sample(range(1, 10 * len(fps)), len(fps))]
+    return dict(zip(keys, fps, strict=True))
+
+
+def sql_pairs(
+    conn: psycopg.Connection, query: str, params: list[Any]
+) -> dict[tuple[Key, Key], int]:
+    got = conn.execute(query, params).fetchall()
+    result = {(a, b): d for a, b, d in got}
+    assert len(result) == len(got), "a pair came out twice"
+    return result
+
+
+# (k of the index, blocks, inner_blocks): one table; one level with C(m, k) tables; two levels
+LAYOUTS = [(0, 1, None), (1, 3, None), (3, 4, None), (3, 6, None), (3, 4, 4), (5, 7, None)]
+
+
+@pytest.mark.parametrize("index_k, blocks, inner", LAYOUTS, ids=lambda v: str(v))
+def test_pairs_equal_brute_force_for_every_k_up_to_the_index(conn, index_k, blocks, inner):
+    rng = random.Random(index_k * 100 + blocks)
+    rows = keyed(adversarial_fingerprints(rng, max(index_k, 1), blocks, random_rows=300), rng)
+    load(conn, rows)
+    conn.execute(
+        "SELECT simpg.create_index('docs', 'simhash', %s, %s, %s)", [index_k, blocks, inner]
+    )
+    for k in range(index_k + 1):
+        expected = brute_pairs(rows, k)
+        got = sql_pairs(conn, "SELECT key_a, key_b, distance FROM simpg.pairs('docs', %s)", [k])
+        assert got == expected, f"k={k}"
+    # the adversarial rows make the answer non-trivial at the index's own k
+    assert any(d == index_k for d in expected.values())
+    assert any(d == 0 for d in expected.values())
+
+
+def test_pairs_on_random_data_with_the_default_layout(conn):
+    rng = random.Random(7)
+    # clusters of near copies among random rows
+    fps: list[int | None] = [rng.getrandbits(64) for _ in range(600)]
+    for i in range(150):
+        fps.append(flip(fps[i] or 0, rng.sample(range(64), rng.randint(0, 4))))
+    rows = keyed(fps, rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3)")
+    for k in (0, 2, 3):
+        assert sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', %s)", [k]) == brute_pairs(rows, k)
+
+
+def test_pairs_join_back_to_titles(conn):
+    rng = random.Random(11)
+    rows = keyed(adversarial_fingerprints(rng, 3, 4, random_rows=50), rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    got = conn.execute(
+        "SELECT a.title, b.title, p.distance FROM simpg.pairs('docs', 3) AS p "
+        "JOIN docs AS a ON a.id = p.key_a JOIN docs AS b ON b.id = p.key_b"
+    ).fetchall()
+    expected = {(f"title {a}", f"title {b}", d) for (a, b), d in brute_pairs(rows, 3).items()}
+    assert set(got) == expected and len(got) == len(expected)
+
+
+KEY_TYPES = [
+    ("integer", "NULL::integer", lambda i: i),
+    ("text", "NULL::text", lambda i: f"doc-{i:06d}"),
+    ("uuid", "NULL::uuid", lambda i: uuid.UUID(int=i * 0x9E3779B97F4A7C15 % (1 << 128))),
+    ("numeric", "NULL::numeric", lambda i: i / 8),
+]
+
+
+@pytest.mark.parametrize("key_type, sample, make_key", KEY_TYPES, ids=[t[0] for t in KEY_TYPES])
+def test_typed_keys(conn, key_type, sample, make_key):
+    rng = random.Random(5)
+    rows = keyed(adversarial_fingerprints(rng, 3, 4, random_rows=80), rng, make_key)
+    load(conn, rows, key_type)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    got = sql_pairs(conn, f"SELECT * FROM simpg.pairs({sample}, 'docs', 3)", [])
+    assert got == brute_pairs(rows, 3)
+    types = conn.execute(
+        f"SELECT pg_typeof(key_a)::text FROM simpg.pairs({sample}, 'docs', 3) LIMIT 1"
+    ).fetchone()
+    assert types == (key_type,)
+    # keys round-trip into a join on the key column with its own type
+    joined = conn.execute(
+        f"SELECT count(*) FROM simpg.pairs({sample}, 'docs', 3) AS p JOIN docs AS d ON d.id = "
+        "p.key_a"
+    ).fetchone()
+    assert joined == (len(got),)
+    clusters = conn.execute(
+        f"SELECT key, cluster_id, size FROM simpg.clusters({sample}, 'docs', 3)"
+    ).fetchall()
+    assert {key: (cid, size) for key, cid, size in clusters} == brute_clusters(rows, 3)
+
+
+def test_text_keys_of_any_key_type(conn):
+    rng = random.Random(6)
+    rows = keyed(
+        adversarial_fingerprints(rng, 2, 3, random_rows=30), rng, lambda i: uuid.UUID(int=i)
+    )
+    load(conn, rows, "uuid")
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 2, 3)")
+    got = sql_pairs(
+        conn,
+        "SELECT key_a::uuid, key_b::uuid, distance FROM simpg.pairs(NULL::text, 'docs', 2)",
+        [],
+    )
+    assert got == brute_pairs(rows, 2)
+
+
+def test_key_column_other_than_the_primary_key(conn):
+    rng = random.Random(8)
+    rows = keyed(adversarial_fingerprints(rng, 2, 3, random_rows=30), rng)
+    load(conn, rows)
+    conn.execute("ALTER TABLE docs ADD COLUMN code bigint")
+    conn.execute("UPDATE docs SET code = -id")
+    conn.execute("ALTER TABLE docs ALTER COLUMN code SET NOT NULL, ADD UNIQUE (code)")
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 2, 3)")
+    got = sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', 2, key_column => 'code')", [])
+    by_code = {-key: fp for key, fp in rows.items()}  # type: ignore[operator]
+    assert got == brute_pairs(by_code, 2)
+
+
+def test_clusters_stats_and_histogram_equal_brute_force(conn):
+    rng = random.Random(9)
+    fps = adversarial_fingerprints(rng, 3, 5, random_rows=400)
+    # a long chain: each link 3 bits from the previous, so ends are far apart
+    chain = [rng.getrandbits(64)]
+    for _ in range(12):
+        chain.append(flip(chain[-1], rng.sample(range(64), 3)))
+    rows = keyed(fps + chain, rng)  # type: ignore[operator]
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
+    for k in (0, 1, 3):
+        expected = brute_clusters(rows, k)
+        got = conn.execute(
+            "SELECT key, cluster_id, size FROM simpg.clusters('docs', %s)", [k]
+        ).fetchall()
+        assert {key: (cid, size) for key, cid, size in got} == expected, f"k={k}"
+        assert len(got) == len(expected)
+        assert [(cid, key) for key, cid, _ in got] == sorted((cid, key) for key, cid, _ in got)
+
+        sizes = Counter(
+            size for _, size in {cid: (cid, size) for cid, size in expected.values()}.values()
+        )
+        with_fp = sum(fp is not None for fp in rows.values())
+        singles = with_fp - len(expected)
+        histogram = conn.execute(
+            "SELECT cluster_size, clusters, rows FROM simpg.cluster_sizes('docs', %s)", [k]
+        ).fetchall()
+        want = ([(1, singles, singles)] if singles else []) + [
+            (s, n, s * n) for s, n in sorted(sizes.items())
+        ]
+        assert histogram == want
+
+        stats = conn.execute("SELECT * FROM simpg.duplicate_stats('docs', %s)", [k]).fetchone()
+        clusters = sum(sizes.values())
+        assert stats == (
+            with_fp,
+            len(expected),
+            clusters,
+            max(sizes, default=0),
+            singles + clusters,
+        )
+    # the chain makes one cluster wider than k at k=3
+    assert any(
+        bits.hamming(rows[a], rows[b]) > 3  # type: ignore[arg-type]
+        for a, (ca, _) in expected.items()
+        for b, (cb, _) in expected.items()
+        if ca == cb
+    )
+
+
+def test_fingerprint_clusters_on_distinct_fingerprints(conn):
+    rng = random.Random(10)
+    rows = keyed(adversarial_fingerprints(rng, 2, 4, random_rows=50), rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 2, 4)")
+    # one node per distinct fingerprint, keyed by its signed value: the cluster is the smallest
+    by_signed = {bits.to_db(fp): fp for fp in rows.values() if fp is not None}
+    expected = {fp: cid for fp, (cid, _) in brute_clusters(by_signed, 2).items()}  # type: ignore[arg-type]
+    got = dict(
+        conn.execute(
+            "SELECT fingerprint, cluster FROM simpg.fingerprint_clusters('docs', 2)"
+        ).fetchall()
+    )
+    assert got == expected
+
+
+def test_empty_table_and_no_pairs(conn):
+    load(conn, {})
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    assert conn.execute("SELECT * FROM simpg.pairs('docs', 3)").fetchall() == []
+    assert conn.execute("SELECT * FROM simpg.clusters('docs', 3)").fetchall() == []
+    assert conn.execute("SELECT * FROM simpg.cluster_sizes('docs', 3)").fetchall() == []
+    assert conn.execute("SELECT * FROM simpg.duplicate_stats('docs', 3)").fetchone() == (
+        0,
+        0,
+        0,
+        0,
+        0,
+    )
+    conn.execute("INSERT INTO docs VALUES (1, 'a', 5), (2, 'b', NULL)")
+    assert conn.execute("SELECT * FROM simpg.duplicate_stats('docs', 3)").fetchone() == (
+        1,
+        0,
+        0,
+        0,
+        1,
+    )
+
+
+def test_reports_see_one_snapshot(conn):
+    """clusters runs several statements; all of them read the calling query's snapshot."""
+    rows = {1: 0, 2: 1, 3: 3}
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 1, 2)")
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        before = conn.execute("SELECT * FROM simpg.clusters('docs', 1)").fetchall()
+        with psycopg.connect(conn.info.dsn, autocommit=True) as other:
+            other.execute("INSERT INTO docs VALUES (4, 'x', 2)")  # bridges 1-2 and 3
+        assert conn.execute("SELECT * FROM simpg.clusters('docs', 1)").fetchall() == before
+    after = conn.execute("SELECT key, cluster_id FROM simpg.clusters('docs', 1)").fetchall()
+    assert sorted(after) == [(1, 1), (2, 1), (3, 1), (4, 1)]
+
+
+def test_pairs_query_is_the_statement_pairs_runs(conn):
+    rng = random.Random(12)
+    rows = keyed(adversarial_fingerprints(rng, 2, 3, random_rows=20), rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 2, 3)")
+    query = conn.execute("SELECT simpg.pairs_query('docs', 2)").fetchone()[0]
+    assert sql_pairs(conn, query, []) == brute_pairs(rows, 2)
+    query = conn.execute("SELECT simpg.clusters_query('docs', 2)").fetchone()[0]
+    got = conn.execute(query).fetchall()
+    assert {key: (cid, size) for cid, key, size in got} == brute_clusters(rows, 2)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            "simpg.pairs('docs', 4)",
+            "k=4 is above the radius k=3 that the simpg index on public.docs.simhash guarantees",
+        ),
+        ("simpg.pairs('docs', -1)", "k must be a non-negative integer, got -1"),
+        ("simpg.pairs('docs', NULL)", "k must be a non-negative integer, got null"),
+        ("simpg.pairs(NULL, 3)", "table must not be null"),
+        ("simpg.pairs('docs', 3, 'title')", "no simpg index on public.docs.title"),
+        ("simpg.pairs('nodocs', 3)", 'relation "nodocs" does not exist'),
+        (
+            "simpg.pairs('docs', 3, key_column => 'title')",
+            "key column public.docs.title must be not null and unique (a primary key or a unique "
+            "index of its own)",
+        ),
+        (
+            "simpg.pairs('docs', 3, key_column => 'nope')",
+            "column nope of table public.docs does not exist",
+        ),
+        (
+            "simpg.pairs(NULL::uuid, 'docs', 3)",
+            "key column public.docs.id is bigint, not uuid; pass NULL::bigint as the first "
+            "argument to get bigint keys",
+        ),
+        (
+            "simpg.clusters('docs', 17)",
+            "k=17 is above the radius k=3 that the simpg index on public.docs.simhash guarantees",
+        ),
+        ("simpg.duplicate_stats('docs', NULL)", "k must be a non-negative integer, got null"),
+        ("simpg.cluster_sizes('plain', 3)", "no simpg index on public.plain"),
+        (
+            "simpg.clusters('nokey', 3)",
+            "table public.nokey has no single-column primary key; name a unique not-null column "
+            "as key_column",
+        ),
+        (
+            "simpg.pairs('textkey', 3)",
+            "key column public.textkey.id is text, not bigint; pass NULL::text as the first "
+            "argument to get text keys",
+        ),
+    ],
+)
+def test_bad_arguments_raise_naming_the_value(conn, call, message):
+    load(conn, {1: 1, 2: 2})
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    conn.execute("CREATE TABLE plain (id bigint PRIMARY KEY, simhash bigint)")
+    conn.execute("CREATE TABLE nokey (a int, b int, simhash bigint, PRIMARY KEY (a, b))")
+    conn.execute("SELECT simpg.create_index('nokey', 'simhash', 3, 4)")
+    conn.execute("CREATE TABLE textkey (id text PRIMARY KEY, simhash bigint)")
+    conn.execute("SELECT simpg.create_index('textkey', 'simhash', 3, 4)")
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute(f"SELECT * FROM {call}").fetchall()
+    assert err.value.diag.message_primary == message
+
+
+def test_the_example_reports_in_the_docs_run_and_dedup_leaves_no_pair(conn):
+    """Every statement of docs/reports.md's example block, on the reference schema."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reports.md").read_text()
+    block = re.search(r"```sql\n(.*?)```", doc, re.DOTALL).group(1)  # type: ignore[union-attr]
+    code = "\n".join(line.split("--")[0] for line in block.splitlines())
+    statements = [s.strip() for s in code.split(";") if s.strip()]
+    conn.execute("""
+        CREATE TABLE simpg_documents (
+            id bigserial PRIMARY KEY, collection text NOT NULL DEFAULT 'default',
+            source text NOT NULL, title text, body text NOT NULL, simhash bigint NOT NULL,
+            fingerprint_config text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now())""")
+    conn.execute("CREATE TABLE pages (page_id uuid PRIMARY KEY, url text, simhash bigint)")
+    rng = random.Random(13)
+    fps = [fp for fp in adversarial_fingerprints(rng, 3, 5, random_rows=100) if fp is not None]
+    with conn.cursor().copy(
+        "COPY simpg_documents (collection, source, title, body, simhash, fingerprint_config) "
+        "FROM STDIN"
+    ) as copy:
+        for i, fp in enumerate(fps):
+            copy.write_row(
+                (f"c{i % 3}", f"f{i}.txt", f"title {i}", "body", bits.to_db(fp), "simpg-fp1:x")
+            )
+    with conn.cursor().copy("COPY pages FROM STDIN") as copy:
+        for i, fp in enumerate(fps):
+            copy.write_row((uuid.UUID(int=i + 1), f"https://example.com/{i}", bits.to_db(fp)))
+    conn.execute("SELECT simpg.create_index('simpg_documents', 'simhash', k => 3, blocks => 5)")
+    conn.execute("SELECT simpg.create_index('pages', 'simhash', 2, 3)")
+    rows = {i + 1: fp for i, fp in enumerate(fps)}
+    kept = conn.execute(
+        "SELECT rows_after_dedup FROM simpg.duplicate_stats('simpg_documents', 3)"
+    ).fetchone()[0]
+    assert len(statements) >= 7
+    results = [
+        conn.execute(s).fetchall()
+        if not s.upper().startswith("DELETE")
+        else conn.execute(s).rowcount
+        for s in statements
+    ]
+    assert len(results[0]) == len(brute_pairs(rows, 3))
+    assert conn.execute("SELECT count(*) FROM simpg_documents").fetchone() == (kept,)
+    assert conn.execute("SELECT count(*) FROM simpg.pairs('simpg_documents', 3)").fetchone() == (0,)
+    assert len(results[-1]) == len(brute_pairs(rows, 2))
+
+
+def test_reports_run_in_a_read_only_transaction(conn):
+    """No temporary tables or writes: reports work on a hot standby or a read-only role."""
+    rows = {1: 0, 2: 1, 3: 7, 4: None}  # 0 and 1 are 1 apart; 7 is 2 from 1
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 1, 2)")
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        assert conn.execute("SELECT * FROM simpg.pairs('docs', 1)").fetchall() == [(1, 2, 1)]
+        assert conn.execute("SELECT key FROM simpg.clusters('docs', 1)").fetchall() == [(1,), (2,)]
+        stats = conn.execute("SELECT * FROM simpg.duplicate_stats('docs', 1)").fetchone()
+        assert stats == (3, 2, 1, 2, 2)

@@ -1,0 +1,340 @@
+"""Security: hostile identifiers, other roles, row-level security, search_path hijacks.
+
+Every simpg function is SECURITY INVOKER and builds its dynamic SQL only from regclass
+values and format('%I'); these tests try to break that from the outside, with real
+login roles that are not superusers. (tests/pgtap/security.sql checks the same
+properties from the catalog: no SECURITY DEFINER, pinned search_path, RLS policies.)
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from simpg import bits
+from tests.integration.test_reports import adversarial_fingerprints, brute_clusters, brute_pairs
+
+HOSTILE = [
+    ("public", 'a"b; drop table sentinel;--', "fp", "id"),
+    ("public", "Robert'); DROP TABLE sentinel;--", "Robert'); DROP TABLE sentinel;--", "Key'Col"),
+    ("public", "MixedCase Table", "Finger Print", "ID"),
+    ("public", "ünï cödé 表", "指纹", "ключ"),
+    ("my.schema", "tbl.name", "fp.col", "key.col"),
+    ("public", "t" * 63, "f" * 63, "k" * 63),  # longest identifiers: prefix column names get hashed
+]
+
+
+@contextmanager
+def login_role(conn: psycopg.Connection, *options: str) -> Iterator[str]:
+    """A fresh LOGIN role (not superuser) that is dropped with everything it owns afterwards."""
+    name = f"simpg_role_{uuid.uuid4().hex[:10]}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN " + " ".join(options)).format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def role_dsn(db, role: str) -> str:
+    return db.pg.server.dsn(db.name, user=role)
+
+
+@pytest.mark.parametrize("schema, table, column, key", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_identifiers(conn, schema, table, column, key):
+    conn.execute("CREATE TABLE sentinel (x int)")
+    if schema != "public":
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    rel = sql.Identifier(schema, table)
+    rel_text = rel.as_string(conn)
+    conn.execute(
+        sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} bigint)").format(
+            rel, sql.Identifier(key), sql.Identifier(column)
+        )
+    )
+    rng = random.Random(len(table))
+    fps = adversarial_fingerprints(rng, 2, 3, random_rows=40)
+    rows = dict(zip(rng.sample(range(1, 5000), len(fps)), fps, strict=True))
+    with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN").format(rel)) as copy:
+        for k, fp in rows.items():
+            copy.write_row((k, None if fp is None else bits.to_db(fp)))
+
+    conn.execute("SELECT simpg.create_index(%s, %s, 2, 3)", [rel_text, column])
+    layout = conn.execute(
+        "SELECT indexed_table = %s::regclass, prefix_columns FROM simpg.index_layout(%s)",
+        [rel_text, rel_text],
+    ).fetchone()
+    assert layout[0] is True and len(layout[1]) == 3
+
+    probe = next(fp for fp in fps if fp is not None)
+    near = conn.execute(
+        sql.SQL("SELECT {} FROM simpg.near(NULL::{}, %s, 2)").format(sql.Identifier(key), rel),
+        [bits.to_db(probe)],
+    ).fetchall()
+    assert {r[0] for r in near} == {
+        k for k, fp in rows.items() if fp is not None and bits.hamming(fp, probe) <= 2
+    }
+    query = conn.execute(
+        "SELECT simpg.near_query(%s, %s, 2)", [rel_text, bits.to_db(probe)]
+    ).fetchone()[0]
+    assert len(conn.execute(query).fetchall()) == len(near)
+
+    pairs = conn.execute(
+        "SELECT key_a, key_b, distance FROM simpg.pairs(%s, 2, %s, %s)", [rel_text, column, key]
+    ).fetchall()
+    assert {(a, b): d for a, b, d in pairs} == brute_pairs(rows, 2)
+    clusters = conn.execute(
+        "SELECT key, cluster_id, size FROM simpg.clusters(%s, 2, %s, %s)", [rel_text, column, key]
+    ).fetchall()
+    assert {k: (c, s) for k, c, s in clusters} == brute_clusters(rows, 2)
+    stats = conn.execute(
+        "SELECT rows, duplicated_rows FROM simpg.duplicate_stats(%s, 2, %s)", [rel_text, column]
+    ).fetchone()
+    assert stats == (sum(fp is not None for fp in fps), len(brute_clusters(rows, 2)))
+    assert (
+        conn.execute("SELECT sum(rows) FROM simpg.cluster_sizes(%s, 2)", [rel_text]).fetchone()[0]
+        == stats[0]
+    )
+
+    conn.execute("SELECT simpg.drop_index(%s, %s)", [rel_text, column])
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone()[0] == 0
+    columns = conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+        "AND NOT attisdropped",
+        [rel_text],
+    ).fetchone()[0]
+    assert columns == 2
+    assert conn.execute("SELECT to_regclass('sentinel') IS NOT NULL").fetchone()[0]
+
+
+def test_hostile_names_as_arguments_are_only_names(conn):
+    conn.execute("CREATE TABLE sentinel (x int)")
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 2, 3)")
+    attacks = [
+        "simhash; DROP TABLE sentinel;--",
+        'simhash"; DROP TABLE sentinel;--',
+        "x') OR true; --",
+    ]
+    for attack in attacks:
+        for call in (
+            "simpg.pairs('docs', 2, %s)",
+            "simpg.clusters('docs', 2, 'simhash', %s)",
+            "simpg.near(NULL::docs, 1, 2, %s)",
+            "simpg.duplicate_stats('docs', 2, %s)",
+        ):
+            with pytest.raises(psycopg.Error) as err:
+                conn.execute(f"SELECT * FROM {call}", [attack]).fetchall()
+            assert attack.split(";")[0].split('"')[0] in err.value.diag.message_primary
+    for attack in ["docs; DROP TABLE sentinel", "docs') ; DROP TABLE sentinel; --"]:
+        with pytest.raises((psycopg.errors.InvalidName, psycopg.errors.UndefinedTable)):
+            conn.execute("SELECT * FROM simpg.pairs(%s, 2)", [attack]).fetchall()
+    assert conn.execute("SELECT to_regclass('sentinel') IS NOT NULL").fetchone()[0]
+
+
+def make_docs(conn: psycopg.Connection, owner: str | None = None) -> dict[int, int | None]:
+    rng = random.Random(3)
+    fps = adversarial_fingerprints(rng, 2, 3, random_rows=30)
+    rows = dict(enumerate(fps, 1))
+    conn.execute(
+        "CREATE TABLE docs (id bigint PRIMARY KEY, owner_name text, body text, simhash bigint)"
+    )
+    with conn.cursor().copy("COPY docs (id, owner_name, body, simhash) FROM STDIN") as copy:
+        for k, fp in rows.items():
+            copy.write_row(
+                (
+                    k,
+                    owner or ("alice" if k % 2 else "bob"),
+                    f"secret {k}",
+                    None if fp is None else bits.to_db(fp),
+                )
+            )
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 2, 3)")
+    return rows
+
+
+READERS = [
+    "SELECT * FROM simpg.pairs('docs', 2)",
+    "SELECT * FROM simpg.pairs(NULL::text, 'docs', 2)",
+    "SELECT * FROM simpg.clusters('docs', 2)",
+    "SELECT * FROM simpg.cluster_sizes('docs', 2)",
+    "SELECT * FROM simpg.duplicate_stats('docs', 2)",
+    "SELECT * FROM simpg.fingerprint_clusters('docs', 2)",
+    "SELECT * FROM simpg.near(NULL::docs, 0, 2)",
+]
+
+
+def test_no_simpg_function_reads_a_table_without_select(db):
+    make_docs(db.conn)
+    with login_role(db.conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+        for query in READERS:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as err:
+                other.execute(query).fetchall()
+            assert "permission denied for table docs" in str(err.value), query
+        # the statement text holds no data; running it is refused the same way
+        text = other.execute("SELECT simpg.pairs_query('docs', 2)").fetchone()[0]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            other.execute(text).fetchall()
+
+
+def test_column_privileges_are_enough_for_reports(db):
+    """A role that may read the key, fingerprint and prefix columns but not the body."""
+    rows = make_docs(db.conn)
+    prefix = db.conn.execute("SELECT prefix_columns FROM simpg.indexes").fetchone()[0]
+    with login_role(db.conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in ["id", "simhash", *prefix])
+        db.conn.execute(
+            sql.SQL("GRANT SELECT ({}) ON docs TO {}").format(cols, sql.Identifier(role))
+        )
+        got = other.execute("SELECT key_a, key_b, distance FROM simpg.pairs('docs', 2)").fetchall()
+        assert {(a, b): d for a, b, d in got} == brute_pairs(rows, 2)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            other.execute("SELECT body FROM docs").fetchall()
+
+
+def test_row_level_security_limits_every_report(db):
+    rows = make_docs(db.conn)
+    db.conn.execute("ALTER TABLE docs ENABLE ROW LEVEL SECURITY")
+    db.conn.execute("CREATE POLICY mine ON docs USING (owner_name = current_user)")
+    with login_role(db.conn) as role:
+        db.conn.execute(sql.SQL("GRANT SELECT ON docs TO {}").format(sql.Identifier(role)))
+        db.conn.execute("UPDATE docs SET owner_name = %s WHERE id %% 3 = 0", [role])
+        visible = {k: fp for k, fp in rows.items() if k % 3 == 0}
+        assert brute_pairs(visible, 2) != brute_pairs(rows, 2)
+        with psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+            got = other.execute(
+                "SELECT key_a, key_b, distance FROM simpg.pairs('docs', 2)"
+            ).fetchall()
+            assert {(a, b): d for a, b, d in got} == brute_pairs(visible, 2)
+            clusters = other.execute(
+                "SELECT key, cluster_id, size FROM simpg.clusters('docs', 2)"
+            ).fetchall()
+            assert {k: (c, s) for k, c, s in clusters} == brute_clusters(visible, 2)
+            stats = other.execute("SELECT rows FROM simpg.duplicate_stats('docs', 2)").fetchone()
+            assert stats == (sum(fp is not None for fp in visible.values()),)
+            near = other.execute("SELECT id FROM simpg.near(NULL::docs, 0, 2)").fetchall()
+            assert {r[0] for r in near} <= set(visible)
+
+
+def test_catalog_rows_belong_to_the_table_owner(db):
+    """simpg.indexes: everyone reads; a role that does not own the table changes nothing."""
+    make_docs(db.conn)
+    with login_role(db.conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+        assert other.execute("SELECT k FROM simpg.indexes").fetchall() == [(2,)]
+        assert other.execute("UPDATE simpg.indexes SET k = 0").rowcount == 0
+        assert other.execute("DELETE FROM simpg.indexes").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            other.execute(
+                "INSERT INTO simpg.indexes (indexed_table, fingerprint_column, k, levels, "
+                "prefix_columns, index_names) VALUES ('docs', 'id', 0, '{1}', '{id}', "
+                "'{docs_pkey}')"
+            )
+        for call in (
+            "simpg.drop_index('docs', 'simhash')",
+            "simpg.create_index('docs', 'id', 1, 2)",
+            "simpg.register_index('docs', 'id', 0, '{1}', '{id}', '{docs_pkey}')",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as err:
+                other.execute(f"SELECT {call}")
+            assert err.value.diag.message_primary == "must be owner of table public.docs"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            other.execute("TRUNCATE simpg.indexes")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            other.execute("ALTER TABLE simpg.indexes DISABLE ROW LEVEL SECURITY")
+    assert db.conn.execute(
+        "SELECT k, cardinality(prefix_columns) FROM simpg.indexes"
+    ).fetchall() == [(2, 3)]
+
+
+def test_search_path_cannot_hijack_simpg(db):
+    """Objects that shadow what simpg calls, first on the caller's search_path, are never used."""
+    rows = make_docs(db.conn)
+    conn = db.conn
+    conn.execute("CREATE SCHEMA evil")
+    conn.execute("CREATE TABLE evil.calls (what text)")
+    conn.execute("GRANT ALL ON SCHEMA evil TO PUBLIC")
+    conn.execute("GRANT ALL ON evil.calls TO PUBLIC")
+    # functions and operators simpg uses, shadowed for exactly the types simpg passes
+    conn.execute("""
+        CREATE FUNCTION evil.bit_count(bit) RETURNS bigint LANGUAGE sql
+            AS $$ INSERT INTO evil.calls VALUES ('bit_count') RETURNING 0::bigint $$;
+        CREATE FUNCTION evil.xor(bigint, bigint) RETURNS bigint LANGUAGE sql
+            AS $$ INSERT INTO evil.calls VALUES ('#') RETURNING 0::bigint $$;
+        CREATE OPERATOR evil.# (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = evil.xor);
+        CREATE FUNCTION evil.shr(bigint, integer) RETURNS bigint LANGUAGE sql
+            AS $$ INSERT INTO evil.calls VALUES ('>>') RETURNING 0::bigint $$;
+        CREATE OPERATOR evil.>> (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = evil.shr);
+        CREATE FUNCTION evil.format(text, VARIADIC text[]) RETURNS text LANGUAGE sql
+            AS $$ INSERT INTO evil.calls VALUES ('format') RETURNING 'SELECT 1' $$;
+        CREATE FUNCTION evil.unnest(name[]) RETURNS SETOF name LANGUAGE sql
+            AS $$ INSERT INTO evil.calls VALUES ('unnest') RETURNING 'x'::name $$;
+        CREATE TABLE evil.pg_index (x int);
+    """)
+    with login_role(conn) as role:
+        conn.execute(sql.SQL("GRANT SELECT ON docs TO {}").format(sql.Identifier(role)))
+        with psycopg.connect(role_dsn(db, role), autocommit=True) as victim:
+            victim.execute("SET search_path = evil, pg_catalog, public")
+            # control: the shadows do catch unqualified calls made on this search_path
+            victim.execute("SELECT 5::bigint # 3::bigint, bit_count(B'1'), 8::bigint >> 1")
+            assert victim.execute("SELECT count(*) FROM evil.calls").fetchone() == (3,)
+            victim.execute("DELETE FROM evil.calls")
+            assert victim.execute("SELECT simpg.hamming(0, 7)").fetchone() == (3,)
+            assert victim.execute("SELECT simpg.permute(-1, 3, '{4}', 1)").fetchone() == (-1,)
+            got = victim.execute(
+                "SELECT key_a, key_b, distance FROM simpg.pairs('public.docs', 2)"
+            ).fetchall()
+            assert {(a, b): d for a, b, d in got} == brute_pairs(rows, 2)
+            clusters = victim.execute(
+                "SELECT key, cluster_id, size FROM simpg.clusters('public.docs', 2)"
+            ).fetchall()
+            assert {k: (c, s) for k, c, s in clusters} == brute_clusters(rows, 2)
+            near = victim.execute(
+                "SELECT count(*) FROM simpg.near(NULL::public.docs, 0, 2)"
+            ).fetchone()[0]
+            assert near == sum(fp is not None and bits.hamming(fp, 0) <= 2 for fp in rows.values())
+    assert conn.execute("SELECT count(*) FROM evil.calls").fetchone() == (0,)
+
+
+def test_extension_refuses_a_schema_owned_by_another_role(pg, bare_db):
+    """A role that pre-creates schema simpg would own the schema simpg installs into and
+    could add overloads that shadow simpg's own calls; installing must refuse."""
+    if not pg.extension_files:
+        pytest.fail("the suite could not write this server's extension folder")
+    conn = bare_db.conn
+    with login_role(conn) as role:
+        conn.execute(
+            sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(
+                sql.Identifier(bare_db.name), sql.Identifier(role)
+            )
+        )
+        with psycopg.connect(role_dsn(bare_db, role), autocommit=True) as mallory:
+            mallory.execute("CREATE SCHEMA simpg")
+        try:
+            with pytest.raises(psycopg.Error):
+                conn.execute("CREATE EXTENSION simpg")
+        finally:
+            conn.execute("DROP EXTENSION IF EXISTS simpg")
+            conn.execute("DROP SCHEMA simpg")
+
+
+def test_the_security_definer_event_trigger_cannot_be_misused(db):
+    """simpg.forget_dropped runs as its owner, but only fires on drops and only removes
+    catalog rows whose table or columns no longer exist."""
+    make_docs(db.conn)
+    with login_role(db.conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            other.execute("SELECT simpg.forget_dropped()")
+        db.conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(role)))
+        other.execute("CREATE TABLE mine (id bigint PRIMARY KEY, simhash bigint, extra int)")
+        other.execute("SELECT simpg.create_index('mine', 'simhash', 1, 2)")
+        other.execute("ALTER TABLE mine DROP COLUMN extra")  # not simpg's: the row stays
+        assert db.conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (2,)
+        other.execute("DROP TABLE mine")
+        left = db.conn.execute("SELECT indexed_table::text FROM simpg.indexes").fetchall()
+        assert left == [("docs",)]
