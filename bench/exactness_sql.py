@@ -75,8 +75,9 @@ def main() -> int:
         report["load_s"] = round(time.perf_counter() - t0, 2)
         conn.execute("ANALYZE articles")
         t0 = time.perf_counter()
-        row = conn.execute("SELECT levels, cardinality(prefix_columns) FROM simpg.create_index('articles', 'simhash', %s)",
-                           [args.k]).fetchone()
+        row = conn.execute(
+            "SELECT levels, cardinality(prefix_columns) FROM simpg.create_index('articles', 'simhash', %s)", [args.k]
+        ).fetchone()
         report["create_index_s"] = round(time.perf_counter() - t0, 2)
         report["levels"], report["tables"] = row
         mismatches, seq_scans, found, latencies = 0, 0, 0, []

@@ -24,7 +24,9 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand of simpg.commands registered."""
-    parser = argparse.ArgumentParser(prog="simpg", description="Exact near-duplicate search with SimHash in PostgreSQL.")
+    parser = argparse.ArgumentParser(
+        prog="simpg", description="Exact near-duplicate search with SimHash in PostgreSQL."
+    )
     parser.add_argument("--version", action="version", version=f"simpg {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what simpg does")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

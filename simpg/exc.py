@@ -14,16 +14,18 @@ class SimpgError(Exception):
     """simpg failed."""
 
     def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (self.__doc__ or "").strip())
+        # The docstring is the default message, in the lowercase style of every error.
+        default = (self.__doc__ or "").strip().rstrip(".")
+        super().__init__(message or default[:1].lower() + default[1:])
 
 
 class InvalidFingerprint(SimpgError, ValueError):
-    """invalid fingerprint"""
+    """Invalid fingerprint."""
 
 
 class InvalidLayout(SimpgError, ValueError):
-    """invalid index layout"""
+    """Invalid index layout."""
 
 
 class ExtensionNotInstalled(SimpgError):
-    """simpg functions not found; run 'simpg install --dsn ...' or op.install_simpg()"""
+    """Simpg is not installed in this database; run 'simpg install --dsn ...' or op.install_simpg()."""

@@ -131,7 +131,7 @@ class Layout:
         remaining = list(range(bits.BITS))
         order: list[int] = []
         prefix = 0
-        for m, choice in zip(self.levels, choices):
+        for m, choice in zip(self.levels, choices, strict=True):
             widths = block_widths(len(remaining), m)
             starts = list(itertools.accumulate([0, *widths]))
             blocks = [remaining[starts[i] : starts[i + 1]] for i in range(m)]

@@ -25,7 +25,7 @@ def test_hamming_equals_python_popcount_on_100k_pairs(conn):
         [a, b],
     ).fetchall()
     got = [r[0] for r in rows]
-    expected = [bits.hamming(x, y) for x, y in zip(a, b)]
+    expected = [bits.hamming(x, y) for x, y in zip(a, b, strict=True)]
     assert len(got) == len(a) > 100_000
     assert got == expected
     assert max(expected) == 64 and min(expected) == 0

@@ -35,7 +35,7 @@ def test_segments_and_prefix_bits_match_for_every_table(conn, kind):
         [ks, m1, m2, ts],
     ).fetchall()
     assert len(rows) == len(tables) > 1000
-    for (layout, t), (segs, prefix, count) in zip(tables, rows):
+    for (layout, t), (segs, prefix, count) in zip(tables, rows, strict=True):
         assert segs == _flat(layout, t), (layout.name, t)
         assert prefix == layout.prefix_bits(t), (layout.name, t)
         assert count == layout.tables
@@ -61,7 +61,7 @@ def test_permute_and_prefix_range_match(conn, kind, per_table):
          [c[0].levels[1] if len(c[0].levels) > 1 else None for c in cases], [c[1] for c in cases]],
     ).fetchall()
     assert len(rows) == len(cases)
-    for (layout, t, fp), (permuted, lo, hi) in zip(cases, rows):
+    for (layout, t, fp), (permuted, lo, hi) in zip(cases, rows, strict=True):
         assert permuted == layout.permute(fp, t), (layout.name, t, fp)
         assert (lo, hi) == layout.prefix_range(fp, t), (layout.name, t, fp)
 

@@ -120,7 +120,8 @@ def test_near_errors_name_the_values(conn):
         ("SELECT simpg.create_index('corpus', 'nope', 3)", "column nope of table public.corpus does not exist"),
         ("SELECT simpg.create_index('corpus', 'fp', 3, 5)", "column public.corpus.fp already has a simpg index"),
         ("SELECT simpg.drop_index('corpus', 'other')", "no simpg index on public.corpus.other"),
-        ("SELECT * FROM simpg.near(1::bigint, 1, 1)", "first argument must be a table row type such as NULL::articles, got bigint"),
+        ("SELECT * FROM simpg.near(1::bigint, 1, 1)",
+         "first argument must be a table row type such as NULL::articles, got bigint"),
     ]
     for sql, message in cases:
         with pytest.raises(psycopg.Error) as err:

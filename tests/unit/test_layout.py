@@ -50,7 +50,7 @@ def test_seed_004_example_table():
     assert lo <= layout.permute(a, t) <= hi
 
 
-@pytest.mark.parametrize("layout", one_level_layouts()[::7] + two_level_layouts()[::31], ids=lambda l: l.name)
+@pytest.mark.parametrize("layout", one_level_layouts()[::7] + two_level_layouts()[::31], ids=lambda lay: lay.name)
 def test_permutation_is_a_bijection_keeping_bit_order_in_blocks(layout):
     for t in range(layout.tables):
         positions = [bits.from_db(layout.permute(1 << (63 - i), t)).bit_length() - 1 for i in range(64)]
@@ -59,7 +59,7 @@ def test_permutation_is_a_bijection_keeping_bit_order_in_blocks(layout):
         assert sum(bin(s.mask & bits.MASK).count("1") for s in segs) == 64
 
 
-@pytest.mark.parametrize("layout", one_level_layouts()[::5] + two_level_layouts()[::23], ids=lambda l: l.name)
+@pytest.mark.parametrize("layout", one_level_layouts()[::5] + two_level_layouts()[::23], ids=lambda lay: lay.name)
 def test_pigeonhole_every_pair_within_k_shares_a_prefix(layout):
     """The guarantee the index rests on, on random pairs at distances 0..k."""
     rng = random.Random(layout.name)
@@ -68,7 +68,8 @@ def test_pigeonhole_every_pair_within_k_shares_a_prefix(layout):
         b = a
         for i in rng.sample(range(64), rng.randint(0, layout.k)):
             b ^= 1 << i
-        assert any(lo <= layout.permute(b, t) <= hi for t, (lo, hi) in enumerate(layout.prefix_ranges(a)))
+        assert any(lo <= layout.permute(b, t) <= hi for t, (lo, hi) in enumerate(layout.prefix_ranges(a))
+        )
 
 
 def test_prefix_range_is_one_contiguous_signed_range():
