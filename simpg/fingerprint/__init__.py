@@ -1,0 +1,63 @@
+"""64-bit SimHash fingerprints of documents (issue 3).
+
+Example:
+    >>> from simpg.fingerprint import FingerprintConfig, fingerprint
+    >>> fp = fingerprint("Near-duplicate documents get nearby fingerprints.")
+    >>> 0 <= fp < 2**64
+    True
+    >>> FingerprintConfig().identity.startswith("simpg-fp1:")
+    True
+"""
+
+from __future__ import annotations
+
+from simpg.fingerprint.api import features, fingerprint, fingerprint_features, get_fingerprinter
+from simpg.fingerprint.batch import fingerprint_many
+from simpg.fingerprint.chinese import ChineseTerms
+from simpg.fingerprint.config import FingerprintConfig
+from simpg.fingerprint.errors import (
+    DecodeError,
+    EmptyDocument,
+    FingerprintError,
+    InvalidConfig,
+    InvalidDocument,
+    NoFeatures,
+)
+from simpg.fingerprint.fingerprinter import Document, Fingerprinter
+from simpg.fingerprint.hashes import HASH_NAMES, fnv1_64, fnv1a64, hash_function, murmur3_64
+from simpg.fingerprint.normalize import normalize, split_scripts, word_text
+from simpg.fingerprint.simhash import BitTally, combine, quantize
+from simpg.fingerprint.tokenize import ENGLISH_STOPWORDS, anchored_shingles, shingles, words
+
+__all__ = [
+    "ENGLISH_STOPWORDS",
+    "HASH_NAMES",
+    "BitTally",
+    "ChineseTerms",
+    "DecodeError",
+    "Document",
+    "EmptyDocument",
+    "FingerprintConfig",
+    "FingerprintError",
+    "Fingerprinter",
+    "InvalidConfig",
+    "InvalidDocument",
+    "NoFeatures",
+    "anchored_shingles",
+    "combine",
+    "features",
+    "fingerprint",
+    "fingerprint_features",
+    "fingerprint_many",
+    "fnv1_64",
+    "fnv1a64",
+    "get_fingerprinter",
+    "hash_function",
+    "murmur3_64",
+    "normalize",
+    "quantize",
+    "shingles",
+    "split_scripts",
+    "word_text",
+    "words",
+]

@@ -1,0 +1,167 @@
+"""SimHash combination: per-bit signed sum of feature weights.
+
+This is the combination of seeds 000 and 001 (Charikar's SimHash as in Google's patent):
+keep one tally per bit, starting at zero; for every feature, **add** its weight to tally
+``i`` when bit ``i`` of the feature hash is 1 and **subtract** it when the bit is 0. The
+fingerprint has bit ``i`` set when tally ``i`` is **> 0**; a tally of exactly 0 (a tie)
+gives 0.
+
+Bit order: bit ``i`` of a feature hash, ``(h >> i) & 1`` with the least significant bit
+as bit 0, counts toward bit ``i`` of the fingerprint. The result is an unsigned Python int
+in ``[0, 2**64)``; use :func:`simpg.bits.to_db` to store it in a PostgreSQL ``bigint``.
+
+Weights are fixed point: each weight is rounded (half to even) to a multiple of
+``1/65536`` and tallies are exact integers, so a fingerprint never depends on the order
+of floating-point additions, the BLAS in use or the machine. Weights must be finite and
+in ``[0, 2**40)``; weights below ``2**-17`` count as zero.
+
+Example:
+    >>> combine([(0b0011, 1.0), (0b0101, 1.0), (0b0110, 1.0)])
+    7
+    >>> combine([(0b01, 2.0), (0b10, 1.0)])
+    1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from simpg.fingerprint.errors import InvalidDocument, NoFeatures
+
+__all__ = ["QUANTUM", "BitTally", "bit_counts", "combine", "quantize", "quantize_array"]
+
+BITS: Final = 64
+QUANTUM: Final = 1 << 16
+_MAX_WEIGHT: Final = 1 << 40
+# Most rows per int64 matrix product; fewer when weights are large, so sums stay < 2**62.
+_BLOCK: Final = 1 << 16
+
+
+def quantize(weight: float) -> int:
+    """Return ``weight`` in fixed-point units of 1/65536 (round half to even)."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise InvalidDocument(f"expected a number as feature weight, got {weight!r}")
+    w = float(weight)
+    if not math.isfinite(w) or not 0.0 <= w < _MAX_WEIGHT:
+        raise InvalidDocument(f"expected a finite feature weight in [0, 2**40), got {weight!r}")
+    return round(w * QUANTUM)
+
+
+# _BYTE_BITS[v, j] is bit j of the byte value v.
+_BYTE_BITS: Final = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+
+
+def bit_counts(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """How many of ``hashes`` have bit i set, for i = 0..63 (LSB first).
+
+    One ``bincount`` per byte of the hashes, then a 256x8 table lookup: about eight times
+    faster than unpacking every bit.
+    """
+    as_bytes = np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8)
+    return np.concatenate([np.bincount(as_bytes[:, i], minlength=256) @ _BYTE_BITS for i in range(8)])
+
+
+def quantize_array(weights: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Vectorised :func:`quantize` (same rounding: half to even) for valid float weights."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.size:
+        lo, hi = float(w.min()), float(w.max())  # NaN propagates into both
+        if not (lo >= 0 and hi < _MAX_WEIGHT):
+            bad = next(x for x in w.tolist() if not (math.isfinite(x) and 0 <= x < _MAX_WEIGHT))
+            raise InvalidDocument(f"expected a finite feature weight in [0, 2**40), got {bad!r}")
+    return np.rint(w * QUANTUM).astype(np.int64)
+
+
+def _bit_matrix(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    # Little-endian bytes + little bit order: column i is bit i of the hash (LSB = 0).
+    as_le = np.ascontiguousarray(hashes, dtype="<u8")
+    return np.unpackbits(as_le.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+
+
+class BitTally:
+    """Exact per-bit tallies, fed in batches; :meth:`value` gives the fingerprint.
+
+    Tallies are Python ints, so any number of features can be added (documents are
+    streamed in chunks) without overflow.
+    """
+
+    __slots__ = ("features", "tallies", "total")
+
+    def __init__(self) -> None:
+        self.tallies = [0] * BITS
+        self.total = 0
+        self.features = 0
+
+    def add_uniform(self, hashes: npt.NDArray[np.uint64], weight_q: int) -> None:
+        """Add every hash with the same fixed-point weight ``weight_q``."""
+        n = len(hashes)
+        if n == 0 or weight_q == 0:
+            return
+        ones = bit_counts(hashes).tolist()
+        tallies = self.tallies
+        for i in range(BITS):
+            tallies[i] += weight_q * (2 * int(ones[i]) - n)
+        self.total += weight_q * n
+        self.features += n
+
+    def add_weighted(self, hashes: npt.NDArray[np.uint64], weights_q: npt.NDArray[np.int64]) -> None:
+        """Add hashes with per-feature fixed-point weights (same length as ``hashes``)."""
+        n = len(hashes)
+        if n == 0:
+            return
+        tallies = self.tallies
+        weights_q = np.asarray(weights_q, dtype=np.int64)
+        block = max(1, min(_BLOCK, (1 << 62) // max(1, int(weights_q.max()))))
+        for lo in range(0, n, block):
+            w = weights_q[lo : lo + block]
+            # Weight of the features with bit i set; the tally is that minus the rest.
+            ones = (w @ _bit_matrix(hashes[lo : lo + block])).tolist()
+            total = int(w.sum())
+            for i in range(BITS):
+                tallies[i] += 2 * int(ones[i]) - total
+            self.total += total
+        self.features += n
+
+    def value(self) -> int:
+        """The fingerprint: bit ``i`` set when tally ``i`` is > 0."""
+        if self.total == 0:
+            raise NoFeatures(
+                "document has no usable features"
+                if self.features == 0
+                else "document has no usable features (all feature weights are 0)"
+            )
+        fp = 0
+        for i, tally in enumerate(self.tallies):
+            if tally > 0:
+                fp |= 1 << i
+        return fp
+
+
+def combine(pairs: Iterable[tuple[int, float]]) -> int:
+    """Fingerprint of ``(feature hash, weight)`` pairs (hashes unsigned 64-bit ints).
+
+    Raises:
+        NoFeatures: when ``pairs`` is empty or every weight is zero.
+        InvalidDocument: for a hash outside ``[0, 2**64)`` or a bad weight.
+    """
+    from simpg.bits import check
+
+    hashes: list[int] = []
+    weights: list[int] = []
+    for pair in pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise InvalidDocument(f"expected (feature hash, weight) pair, got {pair!r}")
+        h, w = pair
+        try:
+            hashes.append(check(h))
+        except ValueError:
+            raise InvalidDocument(f"expected 64-bit feature hash, got {h!r}") from None
+        weights.append(quantize(w))
+    tally = BitTally()
+    tally.add_weighted(np.array(hashes, dtype=np.uint64), np.array(weights, dtype=np.int64))
+    return tally.value()

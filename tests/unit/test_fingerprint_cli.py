@@ -1,0 +1,112 @@
+"""simpg fingerprint: the argparse subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from simpg.bits import to_db
+from simpg.commands import fingerprint as command
+from simpg.exc import SimpgError
+from simpg.fingerprint import FingerprintConfig, fingerprint
+
+
+def run(argv: list[str], stdin: bytes | None = None, monkeypatch: pytest.MonkeyPatch | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="simpg")
+    command.register(parser.add_subparsers())
+    args = parser.parse_args(["fingerprint", *argv])
+    if stdin is not None and monkeypatch is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    result: int = args.func(args)
+    return result
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("The first document, with some words.\n", encoding="utf-8")
+    b.write_text("第二个文档，中文内容。\n", encoding="utf-8")
+    return a, b
+
+
+def test_decimal_default(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = files
+    assert run([str(a), str(b)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [str(fingerprint(a.read_text())), str(fingerprint(b.read_text()))]
+
+
+def test_hex_and_options(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = files
+    run(
+        ["--hex", "--unit", "word", "--ngram", "2", "--hash", "fnv1", "--lang", "en"]
+        + ["--weighting", "binary", str(a)]
+    )
+    cfg = FingerprintConfig(unit="word", ngram=2, hash="fnv1", lang="en", weighting="binary")
+    assert capsys.readouterr().out == f"{fingerprint(a.read_text(), cfg):016x}\n"
+
+
+def test_json_lines(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = files
+    run(["--json", "--top-n", "0", str(a)])
+    record = json.loads(capsys.readouterr().out)
+    cfg = FingerprintConfig(top_n=None)
+    fp = fingerprint(a.read_text(), cfg)
+    assert record == {
+        "source": str(a),
+        "fingerprint": fp,
+        "hex": f"{fp:016x}",
+        "bigint": to_db(fp),
+        "config": cfg.identity,
+    }
+
+
+def test_stdin_lines_and_whole(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    data = b"first line of text\nsecond line\n"
+    run(["--json", "-"], stdin=data, monkeypatch=monkeypatch)
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["line"], r["fingerprint"]) for r in records] == [
+        (1, fingerprint("first line of text")),
+        (2, fingerprint("second line")),
+    ]
+    run(["--whole", "-"], stdin=data, monkeypatch=monkeypatch)
+    assert capsys.readouterr().out == f"{fingerprint(data.decode())}\n"
+
+
+def test_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"abc\xff")
+    with pytest.raises(SimpgError, match=f"invalid utf-8 in '{bad}' at byte offset 3"):
+        run([str(bad)])
+    with pytest.raises(SimpgError, match="cannot read '/nonexistent': No such file or directory"):
+        run(["/nonexistent"])
+    with pytest.raises(SimpgError, match="<stdin> line 2: empty document"):
+        run(["-"], stdin=b"text\n\n", monkeypatch=monkeypatch)
+    with pytest.raises(SimpgError, match="invalid utf-8 in <stdin> line 1 at byte offset 1"):
+        run(["-"], stdin=b"a\xffb\n", monkeypatch=monkeypatch)
+    with pytest.raises(SimpgError, match="no input"):
+        run([])
+
+
+def test_replace_decode_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"abc def\xff ghi")
+    run(["--errors", "replace", str(bad)])
+    expected = fingerprint("abc def\ufffd ghi")
+    assert capsys.readouterr().out == f"{expected}\n"
+
+
+def test_config_file_and_show_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = FingerprintConfig(unit="word", ngram=4)
+    path = tmp_path / "cfg.json"
+    path.write_text(cfg.to_json())
+    run(["--config", str(path), "--show-config"])
+    out = capsys.readouterr().out.splitlines()
+    assert out == [cfg.to_json(), cfg.identity]
+    run(["--config", str(path), "--hash", "murmur3", "--show-config"])
+    assert capsys.readouterr().out.splitlines()[1] == cfg.replace(hash="murmur3").identity

@@ -1,0 +1,86 @@
+"""Normalisation, tokens, shingles and script detection."""
+
+from __future__ import annotations
+
+import pytest
+
+from simpg.fingerprint import (
+    anchored_shingles,
+    normalize,
+    shingles,
+    split_scripts,
+    word_text,
+    words,
+)
+from simpg.fingerprint.normalize import has_han, join_han
+from simpg.fingerprint.tokenize import char_ngrams
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hello,   WORLD!", "hello world"),
+        ("  leading\ttabs\nand\r\nnewlines  ", "leading tabs and newlines"),
+        ("ＦＵＬＬ－ｗｉｄｔｈ ２０２４", "full width 2024"),  # NFKC
+        ("Straße", "strasse"),  # casefold, not lower
+        ("ﬁne ligature", "fine ligature"),
+        ("snake_case stays, dash-splits", "snake_case stays dash splits"),
+        ("don't", "don t"),
+        ("…—“quotes”—…", "quotes"),
+        ("", ""),
+        ("!!! ...", ""),
+    ],
+)
+def test_word_text(text: str, expected: str) -> None:
+    assert word_text(normalize(text)) == expected
+
+
+def test_ascii_fast_path_equals_unicode_path() -> None:
+    text = "The Quick, brown FOX -- jumps! over_the (lazy) dog; 42 times."
+    # Appending a non-ASCII word forces the general path for the same ASCII prefix.
+    assert word_text(normalize(text + " é")) == word_text(normalize(text)) + " é"
+
+
+def test_combining_marks_stay_inside_words() -> None:
+    # Devanagari vowel signs are category Mc/Mn, which Python's \\w does not match.
+    assert words("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+    assert words("Cafe\u0301 noir") == ["café", "noir"]  # NFKC composes e + acute
+
+
+def test_shingles() -> None:
+    toks = ["a", "b", "c", "d"]
+    assert shingles(toks, 3) == ["a b c", "b c d"]
+    assert shingles(toks, 1) == toks
+    assert shingles(toks[:2], 3) == ["a b"]  # shorter than n: one shingle
+    assert shingles([], 3) == []
+    with pytest.raises(ValueError, match="expected n >= 1, got 0"):
+        shingles(toks, 0)
+
+
+def test_char_ngrams() -> None:
+    assert char_ngrams("ab cd", 3) == ["ab ", "b c", " cd"]
+    assert char_ngrams("ab", 5) == ["ab"]
+    assert char_ngrams("", 5) == []
+
+
+def test_anchored_shingles() -> None:
+    toks = "buy cheap pills now free shipping and the best prices".split()
+    kept = anchored_shingles(toks, 2)
+    assert kept == ["pills now", "now free", "shipping and", "and the", "the best"]
+    # No stopword at all: every shingle is kept rather than none.
+    assert anchored_shingles(["cheap", "pills", "online"], 2) == ["cheap pills", "pills online"]
+    assert anchored_shingles(["x", "y"], 2, stopwords={"y"}) == ["x y"]
+
+
+def test_split_scripts() -> None:
+    han, other = split_scripts(normalize("SimHash 算法\n很快，Fast!"))
+    assert han == "算法很快"  # the line break inside the Han run is dropped
+    assert word_text(other) == "simhash fast"
+    assert split_scripts("plain ascii") == ("", "plain ascii")
+    han, _ = split_scripts(normalize("第一段。第二段"))
+    assert han == "第一段\n第二段"  # punctuation ends a run
+
+
+def test_han_helpers() -> None:
+    assert has_han("abc 中") and not has_han("abc") and not has_han("café")
+    assert join_han("中 文\n字 a b") == "中文字 a b"
