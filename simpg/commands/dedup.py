@@ -1,0 +1,227 @@
+"""``simpg dedup PATH``: fingerprint documents, load them into PostgreSQL, report the clusters.
+
+PATH is a folder of text files (``**/*.txt`` unless ``--glob``), a JSONL file or a
+CSV file with a text column (:mod:`simpg.corpus`). The documents go into the reference
+table ``simpg_documents`` (:mod:`simpg.reference`) as one *collection* (default: the
+path), replacing what an earlier run loaded into that collection unless ``--append``.
+The clusters are the connected components of "within k bits" among the collection's
+rows (seed 004), found from the table in one pass (:meth:`SimIndex.clusters`).
+
+Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
+PostgreSQL that simpg starts in a per-user folder and stops when it is done.
+
+Output is a table per cluster for people, or one JSON object with ``--json``. Long
+work shows progress bars on stderr when it is a terminal (or with ``--progress``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from simpg import bits
+from simpg.commands.install import add_dsn_argument
+from simpg.corpus import DEFAULT_GLOB, Document, count_inputs, read_documents
+from simpg.exc import SimpgError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Below this many documents, fingerprinting in worker processes costs more than it saves.
+PARALLEL_FROM = 1000
+
+
+def register(subparsers: Any) -> None:
+    """Add the dedup command."""
+    p = subparsers.add_parser(
+        "dedup", help="find near-duplicate documents in a folder, JSONL or CSV file",
+        description="Fingerprint the documents of PATH, load them into PostgreSQL "
+                    "(table simpg_documents) and print the clusters of near-duplicates.")
+    p.add_argument("path", metavar="PATH", help="folder of text files, .jsonl file, or .csv file")
+    add_dsn_argument(p)
+    add_common_arguments(p)
+    p.add_argument("--collection", help="name of this set of documents (default: PATH)")
+    p.add_argument("--append", action="store_true",
+                   help="keep the collection's earlier documents (default: replace them)")
+    p.add_argument("--glob", default=DEFAULT_GLOB, help=f"files of a folder to read (default: {DEFAULT_GLOB})")
+    p.add_argument("--text-column", help="JSONL key / CSV column of the text (default: text, body or content)")
+    p.add_argument("--title-column", help="JSONL key / CSV column of the title (default: title, if any)")
+    p.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
+                   help="how to split words: auto (Chinese runs through jieba), en, zh (default: auto)")
+    p.add_argument("--workers", type=int, help="fingerprinting processes (default: one per CPU for "
+                                                f"{PARALLEL_FROM}+ documents)")
+    p.set_defaults(func=run)
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """-k, --json and --progress, shared with ``simpg near``."""
+    p.add_argument("-k", "--distance", dest="k", type=int, default=3,
+                   help="largest number of differing bits (default: 3, the table's limit)")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
+
+
+def database_dsn(args: argparse.Namespace) -> str:
+    """--dsn / $SIMPG_DSN, else the embedded default server (started on demand)."""
+    if args.dsn:
+        return str(args.dsn)
+    from simpg.embedded import data_dir, embedded_dsn
+
+    logger.info("no --dsn or SIMPG_DSN: using the embedded PostgreSQL in %s", data_dir())
+    return embedded_dsn()
+
+
+def progress(items: Iterable[T], args: argparse.Namespace, total: int | None, desc: str) -> Iterator[T]:
+    """``items`` with a tqdm bar on stderr when it is a terminal or --progress was given."""
+    show = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
+    if not show:
+        yield from items
+        return
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    yield from tqdm(items, total=total, desc=desc, unit="doc", file=sys.stderr, leave=False)
+
+
+def _fingerprint(docs: list[Document], args: argparse.Namespace, config: Any) -> list[int | None]:
+    from simpg.fingerprint import fingerprint_many
+
+    workers = args.workers or (None if len(docs) >= PARALLEL_FROM else 1)
+    inputs = ({"title": d.title, "body": d.body} if d.title else d.body for d in docs)
+    return list(progress(fingerprint_many(inputs, config, workers=workers, on_error="none"),
+                         args, len(docs), "fingerprinting"))
+
+
+def _read(args: argparse.Namespace) -> list[Document]:
+    total = count_inputs(args.path, args.glob)
+    docs = read_documents(args.path, pattern=args.glob, text_column=args.text_column,
+                          title_column=args.title_column)
+    return list(progress(docs, args, total, "reading"))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read, fingerprint, load, cluster, report."""
+    import psycopg
+    from psycopg import sql
+
+    from simpg.fingerprint import FingerprintConfig
+    from simpg.psycopg import SimIndex
+    from simpg.psycopg._common import radius
+    from simpg.reference import TABLE, ensure_reference_schema
+
+    collection = args.collection or os.fspath(Path(args.path))
+    docs = _read(args)
+    config = FingerprintConfig(lang=args.lang)
+    fps = _fingerprint(docs, args, config)
+    kept = [(d, fp) for d, fp in zip(docs, fps, strict=True) if fp is not None]
+    skipped = [d.source for d, fp in zip(docs, fps, strict=True) if fp is None]
+    if skipped:
+        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        print(f"simpg: skipped {len(skipped)} document(s) without usable text: {shown}", file=sys.stderr)
+
+    with psycopg.connect(database_dsn(args), autocommit=True) as conn:
+        ensure_reference_schema(conn)
+        index = SimIndex(conn, TABLE, "simhash")
+        k = radius(args.k, index.info)  # refuse a bad k before loading anything
+        identity = config.identity
+        with conn.transaction():
+            if args.append:
+                others = [r[0] for r in conn.execute(
+                    "SELECT DISTINCT fingerprint_config FROM simpg_documents WHERE collection = %s "
+                    "AND fingerprint_config <> %s", [collection, identity])]
+                if others:
+                    raise SimpgError(f"collection {collection!r} holds fingerprints made with config "
+                                     f"{others[0]}, not {identity}; drop --append to replace it")
+            else:
+                conn.execute("DELETE FROM simpg_documents WHERE collection = %s", [collection])
+            if kept:
+                index.add([fp for _, fp in kept], columns={
+                    "collection": [collection] * len(kept),
+                    "source": [d.source for d, _ in kept],
+                    "title": [d.title for d, _ in kept],
+                    "body": [d.body for d, _ in kept],
+                    "fingerprint_config": [identity] * len(kept),
+                })
+        where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
+        clusters = index.clusters(k, where=where)
+        total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s",
+                             [collection]).fetchone()
+        members = sorted({i for c in clusters for i in c})
+        rows = {r[0]: r for r in conn.execute(
+            "SELECT id, source, title, left(body, 300), simhash FROM simpg_documents WHERE id = ANY(%s)",
+            [members])}
+    report = _report(collection, int(total[0]) if total else 0, k, clusters, rows, skipped)
+    if args.json:
+        json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(report))
+    return 0
+
+
+def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
+            rows: Mapping[Any, Sequence[Any]], skipped: list[str]) -> dict[str, Any]:
+    out = []
+    for ids in clusters:
+        first = bits.from_db(rows[ids[0]][4])
+        docs = []
+        for id_ in ids:
+            _, source, title, preview, simhash = rows[id_]
+            fp = bits.from_db(simhash)
+            docs.append({"id": id_, "source": source, "title": title, "simhash": fp,
+                         "distance": bits.hamming(first, fp), "preview": " ".join(preview.split())})
+        out.append({"size": len(ids), "documents": docs})
+    return {"collection": collection, "documents": documents, "k": k,
+            "clustered_documents": sum(len(c) for c in clusters), "clusters": out, "skipped": skipped}
+
+
+def _width(text: str) -> int:
+    """Terminal columns of ``text``: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns (with an ellipsis), padded to exactly that."""
+    if _width(text) > width:
+        out, used = [], 0
+        for c in text:
+            w = _width(c)
+            if used + w > width - 1:
+                break
+            out.append(c)
+            used += w
+        text = "".join(out) + "\u2026"
+    return text + " " * (width - _width(text))
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as text: a summary line, then one small table per cluster."""
+    clusters = report["clusters"]
+    lines = [
+        f"{report['documents']} documents in collection {report['collection']!r}: "
+        f"{len(clusters)} cluster(s) of near-duplicates within {report['k']} bits, "
+        f"{report['clustered_documents']} documents in them",
+    ]
+    if not clusters:
+        lines.append("no near-duplicates found")
+    width = shutil.get_terminal_size((100, 24)).columns
+    for number, cluster in enumerate(clusters, start=1):
+        docs = cluster["documents"]
+        id_w = max(2, *(len(str(d["id"])) for d in docs))
+        src_w = min(max(6, *(_width(d["source"]) for d in docs)), 48)
+        text_w = max(width - id_w - src_w - 14, 20)
+        lines += ["", f"cluster {number} ({cluster['size']} documents)",
+                  f"  {'id':>{id_w}}  {'bits':>4}  {'source':<{src_w}}  text"]
+        for d in docs:
+            text = d["title"] + ": " + d["preview"] if d["title"] else d["preview"]
+            lines.append(f"  {d['id']:>{id_w}}  {d['distance']:>4}  {_fit(d['source'], src_w)}  "
+                         f"{_fit(text, text_w)}".rstrip())
+    return "\n".join(lines) + "\n"

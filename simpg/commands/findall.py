@@ -1,0 +1,145 @@
+"""``simpg find-all`` and ``simpg find-clusters``: seomoz/simhash-cpp's binaries, exact.
+
+Both read decimal fingerprints, one per line, and print newline-separated JSON
+arrays, like ``simhash-find-all`` and ``simhash-find-clusters`` (seed 004), with the
+same options (``--blocks``, ``--distance``, ``--input``, ``--output``, ``-`` for
+stdin/stdout). Two differences, both on purpose:
+
+* every input line is a row: a fingerprint given twice is a pair ``[x, x]`` at
+  distance 0 (seomoz keeps a set of fingerprints and drops those pairs);
+* output is sorted (pairs by ``(a, b)``, clusters largest first, members ascending),
+  so runs can be compared with ``diff``.
+
+``--lines`` prints 1-based input line numbers instead of fingerprints, which tells
+repeated fingerprints apart. No database is involved: this is
+:mod:`simpg.psycopg.allpairs` on the fingerprints given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from typing import IO, Any
+
+import numpy as np
+
+from simpg.exc import InvalidFingerprint, SimpgError
+from simpg.layout import Layout
+
+
+def register(subparsers: Any) -> None:
+    """Add find-all and find-clusters."""
+    for name, func, text in (
+        ("find-all", run_find_all, "print every pair of fingerprints within --distance bits"),
+        ("find-clusters", run_find_clusters,
+         "print the clusters (connected components) of fingerprints within --distance bits"),
+    ):
+        p = subparsers.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}; "
+                                  "reads decimal fingerprints, one per line, prints JSON arrays.")
+        p.add_argument("-d", "--distance", type=int, required=True, metavar="BITS",
+                       help="largest number of differing bits")
+        p.add_argument("-b", "--blocks", type=int, metavar="BLOCKS",
+                       help="blocks of the permuted tables (more than --distance; default: "
+                            "chosen for the input size)")
+        p.add_argument("-i", "--input", default="-", help="file of fingerprints ('-' for stdin, the default)")
+        p.add_argument("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
+        p.add_argument("--lines", action="store_true",
+                       help="print input line numbers (from 1) instead of fingerprints")
+        p.set_defaults(func=func)
+
+
+def read_fingerprints(lines: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Fingerprints and their 1-based line numbers; blank lines are skipped.
+
+    Raises:
+        InvalidFingerprint: a line that is not a decimal in ``[0, 2**64)``, naming it.
+    """
+    values: list[int] = []
+    numbers: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise InvalidFingerprint(
+                f"line {number}: expected a decimal 64-bit fingerprint, got {text!r:.40}") from None
+        if not 0 <= value < 2**64:
+            raise InvalidFingerprint(f"line {number}: expected 64-bit fingerprint in [0, 2**64), got {value}")
+        values.append(value)
+        numbers.append(number)
+    return np.array(values, dtype=np.uint64), np.array(numbers, dtype=np.int64)
+
+
+def _layout(args: argparse.Namespace, n: int) -> Layout | None:
+    from simpg.psycopg import allpairs
+
+    if args.distance < 0:
+        raise SimpgError(f"--distance must be 0 or more, got {args.distance}")
+    if args.blocks is None:
+        return allpairs.pairs_layout(args.distance, n)
+    if args.blocks <= args.distance:
+        raise SimpgError(f"--blocks ({args.blocks}) must be more than --distance ({args.distance})")
+    return Layout(args.distance, (args.blocks,))
+
+
+def _open_in(path: str) -> IO[str]:
+    return sys.stdin if path == "-" else open(path, encoding="utf-8")
+
+
+def _open_out(path: str) -> IO[str]:
+    return sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
+
+
+def run_find_all(args: argparse.Namespace) -> int:
+    """Print ``[a, b]`` for every pair of input rows within --distance bits."""
+    from simpg.psycopg import allpairs
+
+    source = _open_in(args.input)
+    try:
+        fps, numbers = read_fingerprints(source)
+    finally:
+        if source is not sys.stdin:
+            source.close()
+    layout = _layout(args, len(fps))
+    chunks = list(allpairs.pair_chunks(fps, args.distance, layout))
+    i = np.concatenate([c[0] for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
+    j = np.concatenate([c[1] for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
+    labels = numbers if args.lines else fps
+    a, b = labels[i], labels[j]
+    a, b = np.minimum(a, b), np.maximum(a, b)
+    order = np.lexsort((b, a))
+    out = _open_out(args.output)
+    try:
+        out.writelines(f"[{x}, {y}]\n" for x, y in zip(a[order].tolist(), b[order].tolist(), strict=True))
+        out.flush()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def run_find_clusters(args: argparse.Namespace) -> int:
+    """Print each cluster (connected component of two or more rows) as a JSON array."""
+    from simpg.psycopg import allpairs
+
+    source = _open_in(args.input)
+    try:
+        fps, numbers = read_fingerprints(source)
+    finally:
+        if source is not sys.stdin:
+            source.close()
+    layout = _layout(args, len(fps))
+    labels = numbers if args.lines else fps
+    groups = [np.sort(labels[rows]).tolist() for rows in allpairs.clusters(fps, args.distance, layout)]
+    groups.sort(key=lambda g: (-len(g), g[0]))
+    out = _open_out(args.output)
+    try:
+        out.writelines("[" + ", ".join(map(str, g)) + "]\n" for g in groups)
+        out.flush()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0

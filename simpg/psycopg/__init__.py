@@ -1,0 +1,26 @@
+"""simpg for psycopg 3: index handles (sync and async), the all-pairs engine, Fingerprint.
+
+Example:
+    >>> from simpg.psycopg import SimIndex
+    >>> docs = SimIndex(conn, "docs", "simhash")  # doctest: +SKIP
+    >>> docs.near_many([0x0123456789ABCDEF, 42], k=3)  # doctest: +SKIP
+    [[Neighbor(id=1, distance=0)], []]
+"""
+
+from __future__ import annotations
+
+from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg.aio import AsyncSimIndex
+from simpg.psycopg.index import SimIndex
+from simpg.psycopg.register import Fingerprint, register_simpg, register_simpg_async
+
+__all__ = [
+    "AsyncSimIndex",
+    "Fingerprint",
+    "IndexStats",
+    "Neighbor",
+    "Pair",
+    "SimIndex",
+    "register_simpg",
+    "register_simpg_async",
+]

@@ -1,0 +1,265 @@
+"""What the sync and async handles share: result types, input checks, error translation.
+
+Everything here is free of I/O, so :class:`~simpg.psycopg.SimIndex` and
+:class:`~simpg.psycopg.AsyncSimIndex` differ only in ``await``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+import psycopg
+from psycopg import errors
+
+from simpg import bits
+from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, SimpgError
+from simpg.layout import Layout
+from simpg.psycopg import allpairs
+from simpg.psycopg.queries import INTEGER_TYPES, IndexInfo
+
+__all__ = ["IndexStats", "Neighbor", "Pair"]
+
+
+class Neighbor(NamedTuple):
+    """A row found by a lookup: its id and its Hamming distance to the query."""
+
+    id: Any
+    distance: int
+
+
+class Pair(NamedTuple):
+    """Two rows within distance ``k`` of each other (``a < b`` for integer ids)."""
+
+    a: Any
+    b: Any
+    distance: int
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """What :meth:`SimIndex.stats` reports about one indexed column."""
+
+    table: str
+    column: str
+    id_column: str | None
+    layout: Layout
+    rows: int
+    rows_exact: bool
+    table_bytes: int
+    index_bytes: dict[str, int]
+    prefix_columns: tuple[str, ...]
+    fingerprint_config: str | None
+    created_at: datetime | None
+
+    @property
+    def total_index_bytes(self) -> int:
+        """Size of all prefix indexes together."""
+        return sum(self.index_bytes.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "table": self.table, "column": self.column, "id_column": self.id_column,
+            "layout": self.layout.name, "k": self.layout.k, "levels": list(self.layout.levels),
+            "tables": self.layout.tables, "rows": self.rows, "rows_exact": self.rows_exact,
+            "table_bytes": self.table_bytes, "index_bytes": self.index_bytes,
+            "total_index_bytes": self.total_index_bytes, "prefix_columns": list(self.prefix_columns),
+            "fingerprint_config": self.fingerprint_config,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+        }
+
+
+# -- errors ---------------------------------------------------------------------------
+
+# simpg's SQL functions raise these with messages meant for people; pass them on as
+# SimpgError so callers (and the CLI) need to catch one family only.
+_CLEAR_SQLSTATES = (errors.InvalidParameterValue, errors.UndefinedObject, errors.UndefinedColumn,
+                    errors.UndefinedTable, errors.DuplicateObject, errors.DatatypeMismatch,
+                    errors.NullValueNotAllowed, errors.AmbiguousColumn, errors.InsufficientPrivilege,
+                    errors.InvalidObjectDefinition)
+
+
+def translate(err: psycopg.Error) -> Exception:
+    """A SimpgError for the database errors whose message says it all, else ``err``."""
+    if isinstance(err, (errors.UndefinedFunction, errors.InvalidSchemaName)) and "simpg" in str(err):
+        return ExtensionNotInstalled()
+    if isinstance(err, _CLEAR_SQLSTATES):
+        diag = err.diag
+        message = diag.message_primary or str(err)
+        if diag.message_hint:
+            message += f"; {diag.message_hint}"
+        return SimpgError(message)
+    return err
+
+
+def id_column(primary_key: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+    """The single-column primary key; ``(None, None)`` when there is none (see :func:`with_ids`)."""
+    if len(primary_key) != 1:
+        return None, None
+    return primary_key[0]
+
+
+def with_ids(info: IndexInfo) -> IndexInfo:
+    """``info`` if lookups can name rows, else an error saying to name the id column."""
+    if not info.id_column:
+        raise SimpgError(
+            f"table {info.table} has no single-column primary key; pass id_column= to name the id column"
+        )
+    return info
+
+
+# -- inputs ---------------------------------------------------------------------------
+
+def fingerprint(value: Any) -> int:
+    """An unsigned 64-bit fingerprint, or InvalidFingerprint naming the value."""
+    return bits.check(value)
+
+
+def fingerprint_array(values: Any) -> np.ndarray:
+    """Unsigned fingerprints as ``uint64`` (ints checked one by one; see allpairs)."""
+    if isinstance(values, (str, bytes)) or values is None:
+        raise InvalidFingerprint(f"expected a sequence of 64-bit fingerprints, got {values!r:.60}")
+    return allpairs.as_fingerprints(values)
+
+
+def radius(k: Any, info: IndexInfo) -> int:
+    """``k`` (default: the index's radius), checked against the index."""
+    from simpg.psycopg.queries import check_k
+
+    return check_k(info.layout.k if k is None else k, info)
+
+
+def extra_columns(columns: Mapping[str, Sequence[Any]] | None, n: int) -> tuple[list[str], list[Sequence[Any]]]:
+    """Names and value lists of the extra columns of add(), each of length ``n``."""
+    if not columns:
+        return [], []
+    names, values = [], []
+    for name, col in columns.items():
+        if not isinstance(name, str):
+            raise SimpgError(f"column names must be strings, got {name!r}")
+        col = col if isinstance(col, Sequence) and not isinstance(col, (str, bytes)) else list(col)
+        if len(col) != n:
+            raise SimpgError(f"column {name!r} has {len(col)} values for {n} fingerprints")
+        names.append(name)
+        values.append(col)
+    return names, values
+
+
+def stored_config(info: IndexInfo) -> tuple[Any, str | None]:
+    """The index's fingerprint config (a FingerprintConfig when stored as JSON) and identity."""
+    text = info.fingerprint_config
+    if not text:
+        return None, None
+    from simpg.fingerprint import FingerprintConfig, InvalidConfig
+
+    try:
+        config = FingerprintConfig.from_json(text)
+    except InvalidConfig:
+        return None, text  # an identity string only
+    return config, config.identity
+
+
+def text_config(config: Any, info: IndexInfo) -> Any:
+    """The config to fingerprint texts with: the given one or the index's, never a mismatch."""
+    from simpg.fingerprint import FingerprintConfig
+
+    stored, identity = stored_config(info)
+    if config is None:
+        if identity is not None and stored is None:
+            raise SimpgError(
+                f"the simpg index on {info.label} was made with fingerprint config {identity}; "
+                "pass that config to fingerprint texts"
+            )
+        return stored or FingerprintConfig()
+    if not isinstance(config, FingerprintConfig):
+        raise SimpgError(f"expected FingerprintConfig, got {config!r}")
+    if identity is not None and config.identity != identity:
+        raise SimpgError(
+            f"fingerprint config {config.identity} differs from {identity}, "
+            f"the one the simpg index on {info.label} was made with"
+        )
+    return config
+
+
+def config_text(config: Any) -> str | None:
+    """What create() stores in simpg.indexes.fingerprint_config: the config's JSON."""
+    if config is None:
+        return None
+    from simpg.fingerprint import FingerprintConfig
+
+    if not isinstance(config, FingerprintConfig):
+        raise SimpgError(f"expected FingerprintConfig, got {config!r}")
+    return str(config.to_json())
+
+
+# -- results --------------------------------------------------------------------------
+
+def group_near_many(rows: Iterable[Sequence[Any]], count: int) -> list[list[Neighbor]]:
+    """``(query number from 1, id, distance)`` rows to one list of neighbours per query."""
+    out: list[list[Neighbor]] = [[] for _ in range(count)]
+    for n, id_, distance in rows:
+        out[n - 1].append(Neighbor(id_, distance))
+    return out
+
+
+def integer_ids(info: IndexInfo) -> bool:
+    """Whether pairs() can fetch ids through the binary-COPY fast path."""
+    return info.id_type in INTEGER_TYPES
+
+
+def join_parts(parts: list[tuple[np.ndarray, np.ndarray]], integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One ``(ids, fingerprints)`` pair of arrays from the fetched parts."""
+    if not parts:
+        return np.empty(0, dtype=np.int64 if integer else object), np.empty(0, dtype=np.uint64)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def pair_arrays(ids: np.ndarray, fps: np.ndarray, k: int,
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Chunks of ``(ids a, ids b, distances)`` over every pair within ``k``."""
+    layout = allpairs.pairs_layout(k, len(fps))
+    numeric = ids.dtype != object
+    for i, j, d in allpairs.pair_chunks(fps, k, layout):
+        a, b = ids[i], ids[j]
+        if numeric:
+            a, b = np.minimum(a, b), np.maximum(a, b)
+        yield a, b, d
+
+
+def pairs_from_arrays(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[Pair]:
+    """One chunk of :func:`pair_arrays` as Pair tuples of Python values."""
+    a, b, d = chunk
+    return [Pair(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), d.tolist(), strict=True)]
+
+
+def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int) -> list[list[Any]]:
+    """Connected components (size >= 2) as lists of ids, largest first."""
+    groups = allpairs.clusters(fps, k, allpairs.pairs_layout(k, len(fps)))
+    out = []
+    for rows in groups:
+        members = ids[rows].tolist()
+        try:
+            members.sort()
+        except TypeError:  # ids without an order: keep the table's
+            pass
+        out.append(members)
+    out.sort(key=lambda c: -len(c))
+    return out
+
+
+def make_stats(info: IndexInfo, row: Sequence[Any], exact: bool) -> IndexStats:
+    """IndexStats from a :func:`~simpg.psycopg.queries.stats_query` row."""
+    rows, table_bytes, index_sizes = row
+    _, identity = stored_config(info)
+    return IndexStats(
+        table=f"{info.schema}.{info.table}", column=info.column, id_column=info.id_column,
+        layout=info.layout, rows=int(rows), rows_exact=exact, table_bytes=int(table_bytes),
+        index_bytes=dict(zip(info.index_names, map(int, index_sizes), strict=True)),
+        prefix_columns=info.prefix_columns, fingerprint_config=identity, created_at=info.created_at,
+    )

@@ -1,0 +1,237 @@
+"""A handle on one indexed fingerprint column, for psycopg 3's async connections.
+
+The same API as :class:`simpg.psycopg.SimIndex`, with ``await``; the SQL comes from
+:mod:`simpg.psycopg.queries` and the checks from :mod:`simpg.psycopg._common`, so the
+two handles cannot drift apart. The in-memory work of :meth:`AsyncSimIndex.pairs` and
+:meth:`AsyncSimIndex.clusters` runs in a worker thread, off the event loop.
+
+Example:
+    >>> import psycopg
+    >>> from simpg.psycopg import AsyncSimIndex
+    >>> conn = await psycopg.AsyncConnection.connect("dbname=app", autocommit=True)  # doctest: +SKIP
+    >>> docs = AsyncSimIndex(conn, "docs", "simhash")  # doctest: +SKIP
+    >>> await docs.near(0x0123456789ABCDEF, 3)  # doctest: +SKIP
+    [Neighbor(id=1, distance=0)]
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from simpg.exc import SimpgError
+from simpg.layout import Layout
+from simpg.psycopg import _common, queries
+from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg.queries import IndexInfo
+
+__all__ = ["AsyncSimIndex"]
+
+
+class AsyncSimIndex:
+    """Near-duplicate search on ``table.column`` through its simpg index (asyncio).
+
+    Args:
+        conn: a psycopg 3 AsyncConnection.
+        table: the table, optionally schema-qualified.
+        column: the bigint fingerprint column.
+        id_column: the column returned as the row's id; default: the primary key.
+        prepare: prepare the lookup statements on the server.
+    """
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], table: str, column: str = "simhash", *,
+                 id_column: str | None = None, prepare: bool = True) -> None:
+        if not isinstance(table, str) or not table:
+            raise SimpgError(f"expected a table name, got {table!r}")
+        if not isinstance(column, str) or not column:
+            raise SimpgError(f"expected a column name, got {column!r}")
+        self.conn = conn
+        self.table = table
+        self.column = column
+        self.id_column = id_column
+        self.prepare = prepare
+        self._info: IndexInfo | None = None
+        self._statements: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"AsyncSimIndex({self.table!r}, {self.column!r})"
+
+    async def info(self) -> IndexInfo:
+        """The index's catalog entry (read on first use; see :meth:`refresh`)."""
+        return self._info or await self.refresh()
+
+    async def layout(self) -> Layout:
+        """The index layout."""
+        return (await self.info()).layout
+
+    async def refresh(self) -> IndexInfo:
+        """Read the index layout and the id column again from the database."""
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute(queries.CATALOG_SQL, [self.table, self.column])
+                catalog = await cur.fetchone()
+                assert catalog is not None
+                pk_sql, type_sql = queries.id_column_sql()
+                if self.id_column is None:
+                    await cur.execute(pk_sql, [self.table])
+                    name, type_ = _common.id_column(await cur.fetchall())
+                else:
+                    await cur.execute(type_sql, [self.table, self.id_column])
+                    row = await cur.fetchone()
+                    if row is None:
+                        raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
+                    name, type_ = self.id_column, row[0]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        self._info = IndexInfo.from_rows(catalog, name, type_)
+        self._statements = {}
+        return self._info
+
+    def _statement(self, info: IndexInfo, name: str) -> bytes:
+        # Composing the SQL of a 10-table OR costs more than the lookup's planning:
+        # do it once per layout, as bytes.
+        if name not in self._statements:
+            build = queries.near_sql if name == "near" else queries.near_many_sql
+            self._statements[name] = build(info).as_bytes(self.conn)
+        return self._statements[name]
+
+    async def create(self, k: int = 3, blocks: int | None = None, inner_blocks: int | None = None, *,
+                     config: Any = None) -> Layout:
+        """Index the column (``simpg.create_index``); returns the layout chosen."""
+        stored = _common.config_text(config)
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute("SELECT simpg.create_index(%s::regclass, %s, %s, %s, %s, %s)",
+                                  [self.table, self.column, k, blocks, inner_blocks, stored])
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        return (await self.refresh()).layout
+
+    async def drop(self) -> None:
+        """Remove the index (``simpg.drop_index``)."""
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        self._info = None
+
+    async def add(self, fingerprints: Iterable[int] | np.ndarray | None = None, *,
+                  texts: Iterable[Any] | None = None, config: Any = None,
+                  columns: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None) -> int:
+        """Bulk-load rows through COPY, all or nothing (see :meth:`SimIndex.add`)."""
+        info = await self.info()
+        if (fingerprints is None) == (texts is None):
+            raise SimpgError("pass either fingerprints or texts")
+        if fingerprints is not None:
+            fps = _common.fingerprint_array(fingerprints)
+        else:
+            from simpg.fingerprint import fingerprint_many
+
+            docs = list(texts)  # type: ignore[arg-type]
+            cfg = _common.text_config(config, info)
+            n_workers = workers if workers is not None else (1 if len(docs) < 2000 else None)
+            fps = await asyncio.to_thread(
+                lambda: np.array(list(fingerprint_many(docs, cfg, workers=n_workers)), dtype=np.uint64))
+        names, values = _common.extra_columns(columns, len(fps))
+        try:
+            async with self.conn.transaction(), self.conn.cursor() as cur:
+                if not names:
+                    async with cur.copy(queries.copy_in_sql(info, names)) as copy:
+                        await copy.write(queries.binary_copy_payload([fps.view(np.int64)]))
+                else:
+                    async with cur.copy(queries.copy_in_sql(info, names, binary=False)) as copy:
+                        for row in zip(fps.view(np.int64).tolist(), *values, strict=True):
+                            await copy.write_row(row)
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        return len(fps)
+
+    async def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
+        """Rows within distance ``k`` of ``fingerprint``, nearest first (then by id)."""
+        info = _common.with_ids(await self.info())
+        fp = _common.fingerprint(fingerprint)
+        k = _common.radius(k, info)
+        async with self.conn.cursor(binary=True) as cur:
+            await cur.execute(self._statement(info, "near"), queries.near_params(info, fp, k), prepare=self.prepare)
+            return [Neighbor(id_, d) for id_, d in await cur.fetchall()]
+
+    async def near_many(self, fingerprints: Iterable[int] | np.ndarray,
+                        k: int | None = None) -> list[list[Neighbor]]:
+        """:meth:`near` for many fingerprints in one statement (one round trip)."""
+        info = _common.with_ids(await self.info())
+        fps = _common.fingerprint_array(fingerprints)
+        k = _common.radius(k, info)
+        if not len(fps):
+            return []
+        outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
+            cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
+            await cur.execute(queries.NEAR_MANY_SETTINGS_SQL)
+            saved = await cur.fetchone()
+            await cur.execute(self._statement(info, "near_many"), queries.near_many_params(info, fps, k),
+                              prepare=self.prepare)
+            rows = await cur.fetchall()
+            if outer and saved:  # the local settings would outlive the savepoint
+                await cur.execute(queries.RESTORE_SETTINGS_SQL, saved[:2])
+        return _common.group_near_many(rows, len(fps))
+
+    async def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, fingerprints)`` of every row with a fingerprint (see :meth:`SimIndex.fetch_all`)."""
+        info = _common.with_ids(await self.info())
+        integer = _common.integer_ids(info)
+        outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        parts = []
+        try:
+            async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
+                cur.adapters.register_loader("bytea", queries.RawByteaLoader)
+                if not outer:
+                    await cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                await cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)])
+                row = await cur.fetchone()
+                for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
+                    await cur.execute(queries.fetch_sql(info, first, end, where))
+                    ids, fps = await cur.fetchone() or (None, None)
+                    parts.append(queries.parse_fetch(ids, fps, integer))
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        return _common.join_parts(parts, integer)
+
+    async def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
+                          ) -> AsyncIterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`pairs` as numpy chunks ``(ids a, ids b, distances)``."""
+        k = _common.radius(k, await self.info())
+        ids, fps = await self.fetch_all(where)
+        chunks = _common.pair_arrays(ids, fps, k)
+        while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+            yield chunk
+
+    async def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> AsyncIterator[Pair]:
+        """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimIndex.pairs`)."""
+        async for chunk in self.pair_arrays(k, where):
+            for pair in _common.pairs_from_arrays(chunk):
+                yield pair
+
+    async def clusters(self, k: int | None = None, where: sql.Composable | None = None) -> list[list[Any]]:
+        """Connected components with two or more rows, largest first (see :meth:`SimIndex.clusters`)."""
+        k = _common.radius(k, await self.info())
+        ids, fps = await self.fetch_all(where)
+        return await asyncio.to_thread(_common.clusters_of, ids, fps, k)
+
+    async def stats(self, exact: bool = True) -> IndexStats:
+        """Rows, layout, sizes and fingerprint config of the index."""
+        info = await self.info()
+        statement, params = queries.stats_query(info, exact)
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute(statement, params)
+                row = await cur.fetchone()
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        assert row is not None
+        return _common.make_stats(info, row, exact)

@@ -1,0 +1,302 @@
+"""A handle on one indexed fingerprint column, for psycopg 3 (sync).
+
+Example:
+    >>> import psycopg
+    >>> from simpg.psycopg import SimIndex
+    >>> conn = psycopg.connect("dbname=app", autocommit=True)  # doctest: +SKIP
+    >>> docs = SimIndex(conn, "docs", "simhash")  # doctest: +SKIP
+    >>> docs.create(k=3)  # doctest: +SKIP
+    Layout(k=3, levels=(4,))
+    >>> docs.add([0x0123456789ABCDEF, 0x0123456789ABCDEE])  # doctest: +SKIP
+    2
+    >>> docs.near(0x0123456789ABCDEF, 1)  # doctest: +SKIP
+    [Neighbor(id=1, distance=0), Neighbor(id=2, distance=1)]
+    >>> list(docs.pairs(3))  # doctest: +SKIP
+    [Pair(a=1, b=2, distance=1)]
+
+Fingerprints are unsigned Python ints in ``[0, 2**64)`` (or ``uint64`` numpy arrays);
+the handle converts them to the signed bigint PostgreSQL stores. ``k`` defaults to the
+index's radius and may not exceed it. The handle reads the index layout once from
+``simpg.indexes``; call :meth:`SimIndex.refresh` after the index was dropped and
+re-created elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from simpg.exc import SimpgError
+from simpg.layout import Layout
+from simpg.psycopg import _common, queries
+from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg.queries import IndexInfo
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SimIndex"]
+
+
+class SimIndex:
+    """Near-duplicate search on ``table.column`` through its simpg index.
+
+    Args:
+        conn: a psycopg 3 connection. Statements run in its current transaction
+            (add() and create() open a savepoint or transaction of their own).
+        table: the table, optionally schema-qualified (``"public.docs"``).
+        column: the bigint fingerprint column.
+        id_column: the column returned as the row's id; default: the table's
+            single-column primary key.
+        prepare: prepare the lookup statements on the server (turn off behind a
+            pooler that cannot keep prepared statements, e.g. PgBouncer in
+            transaction mode before 1.21).
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], table: str, column: str = "simhash", *,
+                 id_column: str | None = None, prepare: bool = True) -> None:
+        if not isinstance(table, str) or not table:
+            raise SimpgError(f"expected a table name, got {table!r}")
+        if not isinstance(column, str) or not column:
+            raise SimpgError(f"expected a column name, got {column!r}")
+        self.conn = conn
+        self.table = table
+        self.column = column
+        self.id_column = id_column
+        self.prepare = prepare
+        self._info: IndexInfo | None = None
+        self._statements: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"SimIndex({self.table!r}, {self.column!r})"
+
+    # -- catalog ------------------------------------------------------------------
+
+    @property
+    def info(self) -> IndexInfo:
+        """The index's catalog entry (read on first use; see :meth:`refresh`)."""
+        return self._info or self.refresh()
+
+    @property
+    def layout(self) -> Layout:
+        """The index layout."""
+        return self.info.layout
+
+    def refresh(self) -> IndexInfo:
+        """Read the index layout and the id column again from the database."""
+        try:
+            with self.conn.cursor() as cur:
+                catalog = cur.execute(queries.CATALOG_SQL, [self.table, self.column]).fetchone()
+                assert catalog is not None
+                pk_sql, type_sql = queries.id_column_sql()
+                if self.id_column is None:
+                    name, type_ = _common.id_column(cur.execute(pk_sql, [self.table]).fetchall())
+                else:
+                    row = cur.execute(type_sql, [self.table, self.id_column]).fetchone()
+                    if row is None:
+                        raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
+                    name, type_ = self.id_column, row[0]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        self._info = IndexInfo.from_rows(catalog, name, type_)
+        self._statements = {}
+        return self._info
+
+    def _statement(self, info: IndexInfo, name: str) -> bytes:
+        # Composing the SQL of a 10-table OR costs more than the lookup's planning:
+        # do it once per layout, as bytes.
+        if name not in self._statements:
+            build = queries.near_sql if name == "near" else queries.near_many_sql
+            self._statements[name] = build(info).as_bytes(self.conn)
+        return self._statements[name]
+
+    def create(self, k: int = 3, blocks: int | None = None, inner_blocks: int | None = None, *,
+               config: Any = None) -> Layout:
+        """Index the column (``simpg.create_index``); returns the layout chosen.
+
+        Args:
+            k: the largest distance lookups may ask for.
+            blocks: blocks of the first level; None lets simpg size it from the rows.
+            inner_blocks: blocks of a second level (Google's two-level layouts).
+            config: the :class:`~simpg.fingerprint.FingerprintConfig` of the stored
+                fingerprints, recorded so that add(texts=...) uses the same one.
+        """
+        stored = _common.config_text(config)
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT simpg.create_index(%s::regclass, %s, %s, %s, %s, %s)",
+                            [self.table, self.column, k, blocks, inner_blocks, stored])
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        return self.refresh().layout
+
+    def drop(self) -> None:
+        """Remove the index (``simpg.drop_index``): its prefix columns, B-trees and catalog row."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        self._info = None
+
+    # -- loading --------------------------------------------------------------------
+
+    def add(self, fingerprints: Iterable[int] | np.ndarray | None = None, *,
+            texts: Iterable[Any] | None = None, config: Any = None,
+            columns: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None) -> int:
+        """Bulk-load rows through COPY, all or nothing; returns the number of rows.
+
+        Args:
+            fingerprints: unsigned fingerprints (ints or a ``uint64`` array).
+            texts: documents to fingerprint instead (str, UTF-8 bytes or field mappings).
+            config: fingerprint config for ``texts``; default: the index's, else
+                ``FingerprintConfig()``. A config other than the index's is an error.
+            columns: other columns of the new rows, name -> one value per row.
+            workers: processes for fingerprinting ``texts`` (default: 1 for fewer than
+                2000 texts, else one per CPU).
+        """
+        fps = self._fingerprints_to_add(fingerprints, texts, config, workers)
+        names, values = _common.extra_columns(columns, len(fps))
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                if not names:
+                    with cur.copy(queries.copy_in_sql(self.info, names)) as copy:
+                        copy.write(queries.binary_copy_payload([fps.view(np.int64)]))
+                else:
+                    # Text COPY: psycopg adapts each extra value from its Python type.
+                    with cur.copy(queries.copy_in_sql(self.info, names, binary=False)) as copy:
+                        for row in zip(fps.view(np.int64).tolist(), *values, strict=True):
+                            copy.write_row(row)
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        return len(fps)
+
+    def _fingerprints_to_add(self, fingerprints: Any, texts: Any, config: Any,
+                             workers: int | None) -> np.ndarray:
+        if (fingerprints is None) == (texts is None):
+            raise SimpgError("pass either fingerprints or texts")
+        if fingerprints is not None:
+            return _common.fingerprint_array(fingerprints)
+        from simpg.fingerprint import fingerprint_many
+
+        docs = list(texts)
+        cfg = _common.text_config(config, self.info)
+        if workers is None:
+            workers = 1 if len(docs) < 2000 else None
+        return np.array(list(fingerprint_many(docs, cfg, workers=workers)), dtype=np.uint64)
+
+    # -- lookups --------------------------------------------------------------------
+
+    def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
+        """Rows within distance ``k`` of ``fingerprint``, nearest first (then by id)."""
+        info = _common.with_ids(self.info)
+        fp = _common.fingerprint(fingerprint)
+        k = _common.radius(k, info)
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self._statement(info, "near"), queries.near_params(info, fp, k), prepare=self.prepare)
+            return [Neighbor(id_, d) for id_, d in cur.fetchall()]
+
+    def near_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Neighbor]]:
+        """:meth:`near` for many fingerprints in one statement (one round trip).
+
+        Returns:
+            One list per query, in query order, each nearest first.
+        """
+        info = _common.with_ids(self.info)
+        fps = _common.fingerprint_array(fingerprints)
+        k = _common.radius(k, info)
+        if not len(fps):
+            return []
+        # Planner settings local to a transaction (see simpg.psycopg.queries): inside the
+        # caller's transaction that is a savepoint, and the old values are put back.
+        outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
+            cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
+            saved = cur.execute(queries.NEAR_MANY_SETTINGS_SQL).fetchone()
+            cur.execute(self._statement(info, "near_many"), queries.near_many_params(info, fps, k),
+                        prepare=self.prepare)
+            rows = cur.fetchall()
+            if outer and saved:
+                cur.execute(queries.RESTORE_SETTINGS_SQL, saved[:2])
+        return _common.group_near_many(rows, len(fps))
+
+    # -- whole table ----------------------------------------------------------------
+
+    def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, fingerprints)`` of every row with a fingerprint, as numpy arrays.
+
+        Integer ids come as int64, others as an object array; fingerprints as
+        unsigned ``uint64``. One statement per 2 GiB of table (see
+        :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
+        """
+        info = _common.with_ids(self.info)
+        integer = _common.integer_ids(info)
+        outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        parts = []
+        try:
+            with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
+                cur.adapters.register_loader("bytea", queries.RawByteaLoader)
+                if not outer:  # one snapshot across the statements
+                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                row = cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)]).fetchone()
+                for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
+                    ids, fps = cur.execute(queries.fetch_sql(info, first, end, where)).fetchone() or (None, None)
+                    parts.append(queries.parse_fetch(ids, fps, integer))
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        return _common.join_parts(parts, integer)
+
+    def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`pairs` as numpy chunks ``(ids a, ids b, distances)``.
+
+        Checks ``k`` and reads the rows at once; the pairs are computed as you iterate.
+        """
+        k = _common.radius(k, self.info)
+        ids, fps = self.fetch_all(where)
+        return _common.pair_arrays(ids, fps, k)
+
+    def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> Iterator[Pair]:
+        """Every pair of rows within distance ``k``, each once, streamed.
+
+        Reads ``(id, fingerprint)`` once, then runs seed 001's single pass over
+        permuted tables in memory (:mod:`simpg.psycopg.allpairs`). Rows with equal
+        fingerprints are pairs at distance 0. Integer ids come as ``a < b``.
+
+        Args:
+            k: largest distance (default: the index's radius).
+            where: only rows meeting this condition on the table alias ``t``, e.g.
+                ``sql.SQL("t.collection = {}").format("news")``.
+        """
+        chunks = self.pair_arrays(k, where)
+        return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
+
+    def clusters(self, k: int | None = None, where: sql.Composable | None = None) -> list[list[Any]]:
+        """Connected components of the "within k" graph with two or more rows, largest first.
+
+        Each cluster is a sorted list of ids; a row joins a cluster when it is within
+        ``k`` of at least one member (seed 004), so two members may be further apart.
+        """
+        k = _common.radius(k, self.info)
+        ids, fps = self.fetch_all(where)
+        return _common.clusters_of(ids, fps, k)
+
+    def stats(self, exact: bool = True) -> IndexStats:
+        """Rows, layout, sizes and fingerprint config of the index.
+
+        Args:
+            exact: count the rows (a full scan) rather than use the planner's estimate.
+        """
+        info = self.info
+        statement, params = queries.stats_query(info, exact)
+        try:
+            with self.conn.cursor() as cur:
+                row = cur.execute(statement, params).fetchone()
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        assert row is not None
+        return _common.make_stats(info, row, exact)

@@ -1,0 +1,172 @@
+"""``simpg dedup``: the sample corpus, JSONL and CSV inputs, bad input, and the embedded default."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from simpg import bits
+from simpg.cli import main
+from simpg.fingerprint import FingerprintConfig, fingerprint
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+
+
+def expected_clusters(texts: dict[str, str], k: int, config: FingerprintConfig | None = None) -> set[frozenset[str]]:
+    """Connected components by brute force over fingerprint() of each text."""
+    fps = {name: fingerprint(text, config) for name, text in texts.items()}
+    parent = {n: n for n in fps}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for a, b in itertools.combinations(fps, 2):
+        if bits.hamming(fps[a], fps[b]) <= k:
+            parent[find(a)] = find(b)
+    groups: dict[str, set[str]] = {}
+    for n in fps:
+        groups.setdefault(find(n), set()).add(n)
+    return {frozenset(g) for g in groups.values() if len(g) > 1}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--json")  # type: ignore[attr-defined]
+    assert code == 0, err
+    report = json.loads(out)
+    files = sorted(CORPUS.glob("*.txt"))
+    texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in files}
+    assert report["documents"] == len(files)
+    got = {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]}
+    assert got == expected_clusters(texts, 3)
+    assert len(got) >= 5  # the README promises several groups of near-duplicates
+    for cluster in report["clusters"]:
+        first = cluster["documents"][0]
+        for d in cluster["documents"]:
+            assert d["simhash"] == fingerprint(texts[d["source"]])
+            assert d["distance"] == bits.hamming(first["simhash"], d["simhash"])
+    # rows landed in the reference table, with the config identity
+    with psycopg.connect(db.dsn) as conn:  # type: ignore[attr-defined]
+        rows = conn.execute("SELECT count(*), min(fingerprint_config) FROM simpg_documents").fetchone()
+    assert rows == (len(files), FingerprintConfig().identity)
+
+
+def test_sample_corpus_table_and_rerun_replaces(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "-k", "2")  # type: ignore[attr-defined]
+    assert code == 0
+    assert out.splitlines()[0].startswith(f"{len(list(CORPUS.glob('*.txt')))} documents in collection")
+    assert "cluster 1 (" in out and "  id  bits  source" in out
+    code, again, _ = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "-k", "2")  # type: ignore[attr-defined]
+    assert again.splitlines()[0] == out.splitlines()[0]  # replaced, not doubled
+    code, appended, _ = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--append", "--json")  # type: ignore[attr-defined]
+    report = json.loads(appended)
+    assert report["documents"] == 2 * len(list(CORPUS.glob("*.txt")))
+    assert all(c["size"] % 2 == 0 for c in report["clusters"])  # every document now has its copy
+
+
+def test_jsonl_and_csv(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    base = "the committee met on tuesday and agreed to repaint the old fence around the park " * 3
+    texts = {"a": base, "b": base + "today", "c": "something else entirely about green tea " * 4, "d": ""}
+    jsonl = tmp_path / "docs.jsonl"
+    lines = [json.dumps({"title": f"t{n}", "content": t} if t else {"content": "  "}) for n, t in texts.items()]
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, "dedup", str(jsonl), "--dsn", db.dsn, "--json")  # type: ignore[attr-defined]
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["skipped"] == [f"{jsonl}:4"] and "skipped 1 document" in err
+    docs = {d["source"]: d for c in report["clusters"] for d in c["documents"]}
+    wanted = expected_clusters({f"{jsonl}:{i}": {"title": f"t{n}", "body": t}  # type: ignore[misc]
+                                for i, (n, t) in enumerate(texts.items(), start=1) if t}, 3)
+    assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == wanted
+    assert all(d["title"].startswith("t") for d in docs.values())
+
+    csv_file = tmp_path / "docs.csv"
+    csv_file.write_text("id,body\n1,\"" + base + "\"\n2,\"" + base + "today\"\n", encoding="utf-8")
+    code, out, err = run(capsys, "dedup", str(csv_file), "--dsn", db.dsn, "--json", "--text-column", "body")  # type: ignore[attr-defined]
+    assert code == 0, err
+    sources = [d["source"] for c in json.loads(out)["clusters"] for d in c["documents"]]
+    assert sorted(sources) == [f"{csv_file}:1", f"{csv_file}:2"]
+
+
+def test_bad_inputs(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn)
+    assert (code, err) == (1, f"simpg: no documents in {folder} (no files match '**/*.txt')\n")
+    (folder / "good.txt").write_text("fine text here", encoding="utf-8")
+    (folder / "bad.txt").write_bytes("caf\u00e9 ".encode() + b"\xff\xfe rest")
+    code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn)
+    assert code == 1
+    assert err == f"simpg: {folder / 'bad.txt'}: invalid utf-8 at byte offset 6 (byte 0xff)\n"
+    code, _, err = run(capsys, "dedup", str(tmp_path / "nope"), "--dsn", dsn)
+    assert (code, err) == (1, f"simpg: no such file or folder: {tmp_path / 'nope'}\n")
+    (tmp_path / "x.pdf").write_bytes(b"%PDF")
+    code, _, err = run(capsys, "dedup", str(tmp_path / "x.pdf"), "--dsn", dsn)
+    assert code == 1 and "expected a folder, a .jsonl file or a .csv file" in err
+    bad_json = tmp_path / "bad.jsonl"
+    bad_json.write_text('{"text": "ok"}\n{"text": 5}\n', encoding="utf-8")
+    code, _, err = run(capsys, "dedup", str(bad_json), "--dsn", dsn)
+    assert (code, err) == (1, f"simpg: {bad_json}:2: field 'text' is not a string: 5\n")
+    (folder / "bad.txt").unlink()
+    code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "-k", "4")
+    assert code == 1 and "k=4 is above the radius k=3" in err
+    with psycopg.connect(dsn) as conn:  # refused before loading anything
+        assert conn.execute("SELECT count(*) FROM simpg_documents").fetchone() == (0,)
+
+
+def test_unreachable_server(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn",
+                         f"host={tmp_path} port=1 dbname=x connect_timeout=2")
+    assert code == 1 and out == ""
+    assert err.startswith("simpg: database error: connection") and err.count("\n") == 1
+
+
+def test_embedded_default(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    os.chmod(tmp_path, 0o755)  # the embedded server runs as its own OS user when we are root
+    monkeypatch.setenv("SIMPG_HOME", str(home))
+    monkeypatch.delenv("SIMPG_DSN", raising=False)
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
+    assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == expected_clusters(texts, 3)
+    assert (home / "pgdata").is_dir()
+    code, out, err = run(capsys, "near", "--file", str(CORPUS / "en-cookies-original.txt"), "--json")
+    assert code == 0, err
+    found = {n["source"] for n in json.loads(out)[0]["neighbors"]}
+    assert os.fspath(CORPUS / "en-cookies-original.txt") in found
+
+
+def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> None:
+    from simpg.exc import ExtensionNotInstalled
+    from simpg.psycopg import SimIndex
+    from simpg.reference import ensure_reference_schema
+
+    assert ensure_reference_schema(conn) is True
+    assert ensure_reference_schema(conn) is False
+    columns = conn.execute(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_name = 'simpg_documents' AND column_name NOT LIKE 'simhash_p%' ORDER BY ordinal_position"
+    ).fetchall()
+    assert columns == [
+        ("id", "bigint", "NO"), ("collection", "text", "NO"), ("source", "text", "NO"), ("title", "text", "YES"),
+        ("body", "text", "NO"), ("simhash", "bigint", "NO"), ("fingerprint_config", "text", "NO"),
+        ("created_at", "timestamp with time zone", "NO"),
+    ]
+    assert SimIndex(conn, "simpg_documents").layout.name == "k3:5"
+    with pytest.raises(ExtensionNotInstalled):
+        ensure_reference_schema(bare_db.conn)  # type: ignore[attr-defined]

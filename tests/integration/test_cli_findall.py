@@ -1,0 +1,109 @@
+"""``simpg find-all`` / ``find-clusters``: seomoz-compatible output, exact, duplicates kept."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from simpg import bits
+from tests.integration.test_cli_dedup import run
+
+
+def sample(seed: int) -> list[int]:
+    rng = random.Random(seed)
+    base = [rng.getrandbits(64) for _ in range(150)]
+    out = list(base)
+    for i, b in enumerate(base[:60]):
+        for p in rng.sample(range(64), i % 6):
+            b ^= 1 << p
+        out.append(b)
+    out += base[:4] + [0, 2**63, 2**64 - 1, 2**64 - 2]
+    rng.shuffle(out)
+    return out
+
+
+def feed(monkeypatch: pytest.MonkeyPatch, values: list[int], extra: str = "") -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{v}\n" for v in values) + extra))
+
+
+@pytest.mark.parametrize("blocks", [None, "4", "6"])
+def test_find_all_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                     blocks: str | None) -> None:
+    values = sample(1)
+    feed(monkeypatch, values, "\n")
+    code, out, err = run(capsys, "find-all", "--distance", "3", *(["--blocks", blocks] if blocks else []))
+    assert (code, err) == (0, "")
+    got = [tuple(json.loads(line)) for line in out.splitlines()]
+    expected = sorted((min(a, b), max(a, b)) for a, b in itertools.combinations(values, 2)
+                      if bits.hamming(a, b) <= 3)
+    assert got == expected  # one line per pair of input rows, duplicates as [x, x]
+    assert any(a == b for a, b in got)
+
+
+def test_find_all_lines_and_files(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                  tmp_path: Path) -> None:
+    values = sample(2)
+    src = tmp_path / "in.txt"
+    src.write_text("".join(f"{v}\n" for v in values), encoding="utf-8")
+    dst = tmp_path / "out.txt"
+    code, out, _ = run(capsys, "find-all", "-d", "2", "-i", str(src), "-o", str(dst), "--lines")
+    assert (code, out) == (0, "")
+    got = [tuple(json.loads(line)) for line in dst.read_text().splitlines()]
+    expected = [(i + 1, j + 1) for i, j in itertools.combinations(range(len(values)), 2)
+                if bits.hamming(values[i], values[j]) <= 2]
+    assert got == expected
+
+
+def test_find_clusters_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    values = sample(3)
+    feed(monkeypatch, values)
+    code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines")
+    assert code == 0
+    got = {frozenset(json.loads(line)) for line in out.splitlines()}
+    parent = list(range(len(values)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for i, j in itertools.combinations(range(len(values)), 2):
+        if bits.hamming(values[i], values[j]) <= 3:
+            parent[find(i)] = find(j)
+    groups: dict[int, set[int]] = {}
+    for i in range(len(values)):
+        groups.setdefault(find(i), set()).add(i + 1)
+    assert got == {frozenset(g) for g in groups.values() if len(g) > 1}
+    sizes = [len(json.loads(line)) for line in out.splitlines()]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_find_clusters_prints_fingerprints(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    feed(monkeypatch, [0x00FF, 0x00EF, 0xFF00, 0xEF00, 0x3333, 0x00FF])
+    code, out, _ = run(capsys, "find-clusters", "-d", "1")
+    assert (code, out) == (0, "[239, 255, 255]\n[61184, 65280]\n")
+
+
+@pytest.mark.parametrize("argv, stdin, message", [
+    (["-d", "3"], "12\nabc\n", "simpg: line 2: expected a decimal 64-bit fingerprint, got 'abc'\n"),
+    (["-d", "3"], "-1\n", "simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got -1\n"),
+    (["-d", "3"], f"{2**64}\n", f"simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got {2**64}\n"),
+    (["-d", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than --distance (3)\n"),
+    (["-d", "-1"], "1\n", "simpg: --distance must be 0 or more, got -1\n"),
+    (["-d", "17"], "1\n", "simpg: k must be an integer from 0 to 16, got 17\n"),
+])
+def test_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                   argv: list[str], stdin: str, message: str) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code, out, err = run(capsys, "find-all", *argv)
+    assert (code, out, err) == (1, "", message)
+
+
+def test_missing_input_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "find-clusters", "-d", "3", "-i", str(tmp_path / "none.txt"))
+    assert code == 1 and err.startswith("simpg: [Errno 2] No such file or directory")

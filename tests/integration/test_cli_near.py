@@ -1,0 +1,67 @@
+"""``simpg near``: fingerprints and texts looked up in the reference table or any indexed table."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from simpg import bits
+from simpg.cli import main
+from simpg.fingerprint import fingerprint
+from tests.integration.test_cli_dedup import CORPUS, run
+
+
+def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    assert main(["dedup", str(CORPUS), "--dsn", dsn, "--json"]) == 0
+    capsys.readouterr()
+    path = CORPUS / "zh-green-tea.txt"
+    fp = fingerprint(path.read_text(encoding="utf-8"))
+    code, out, err = run(capsys, "near", str(fp), hex(fp), "--file", str(path), "--dsn", dsn, "--json", "-k", "3")
+    assert code == 0, err
+    results = json.loads(out)
+    assert [r["fingerprint"] for r in results] == [fp, fp, fp]
+    texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
+    expected = sorted((bits.hamming(fingerprint(t), fp), s) for s, t in texts.items()
+                      if bits.hamming(fingerprint(t), fp) <= 3)
+    for r in results:
+        assert [(n["distance"], n["source"]) for n in r["neighbors"]] == expected
+    code, out, _ = run(capsys, "near", "--text", texts[os.fspath(path)], "--dsn", dsn)
+    assert code == 0 and "within 3 bits" in out and os.fspath(path) in out
+
+
+def test_near_on_another_table(conn: object, db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    conn.execute("CREATE TABLE items (id integer PRIMARY KEY, fp bigint)")  # type: ignore[attr-defined]
+    conn.execute("INSERT INTO items VALUES (1, 7), (2, 6), (3, -1)")  # type: ignore[attr-defined]
+    conn.execute("SELECT simpg.create_index('items', 'fp', 2, 4)")  # type: ignore[attr-defined]
+    code, out, err = run(capsys, "near", "7", "18446744073709551615", "--table", "items", "--column", "fp",
+                         "-k", "1", "--json", "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert code == 0, err
+    assert [[(n["id"], n["distance"]) for n in r["neighbors"]] for r in json.loads(out)] == [[(1, 0), (2, 1)], [(3, 0)]]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-1"], "simpg: expected 64-bit fingerprint in [0, 2**64), got -1\n"),
+    (["0xZZ"], "simpg: expected 64-bit fingerprint, got '0xZZ'\n"),
+    ([str(2**64)], f"simpg: expected 64-bit fingerprint in [0, 2**64), got {2**64}\n"),
+    ([], "simpg: nothing to look up; give fingerprints, --text or --file\n"),
+])
+def test_near_bad_input(db: object, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, "near", *argv, "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert (code, out, err) == (1, "", message)
+
+
+def test_near_without_index_or_bad_k(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "near", "5", "--table", "nothing_here", "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert code == 1 and 'relation "nothing_here" does not exist' in err
+    assert main(["dedup", str(CORPUS), "--dsn", db.dsn]) == 0  # type: ignore[attr-defined]
+    capsys.readouterr()
+    code, _, err = run(capsys, "near", "5", "-k", "9", "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert code == 1 and err.startswith("simpg: k=9 is above the radius k=3")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok \xc3\x28")
+    code, _, err = run(capsys, "near", "--file", str(bad), "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert (code, err) == (1, f"simpg: {bad}: invalid utf-8 at byte offset 3 (byte 0xc3)\n")

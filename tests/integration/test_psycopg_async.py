@@ -1,0 +1,65 @@
+"""AsyncSimIndex against brute force, and its errors: the async twin of test_psycopg_index."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+import pytest
+
+from simpg import bits
+from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
+from simpg.layout import Layout
+from simpg.psycopg import AsyncSimIndex, Fingerprint, register_simpg_async
+from tests.integration.test_psycopg_index import brute_clusters, brute_near, brute_pairs, corpus
+
+
+@pytest.mark.parametrize("layout", [Layout(3, (5,)), Layout(3, (4, 4))], ids=lambda layout: layout.name)
+async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> None:
+    rows, queries = corpus(21, layout.k, n=200)
+    async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
+        index = AsyncSimIndex(conn, "docs")
+        assert await index.create(layout.k, *layout.levels) == layout
+        assert await index.add(np.array(rows, dtype=np.uint64)) == len(rows)
+        for k in (0, layout.k):
+            expected = [brute_near(rows, q, k) for q in queries]
+            assert [await index.near(q, k) for q in queries] == expected
+            assert await index.near_many(queries, k) == expected
+            pairs = [p async for p in index.pairs(k)]
+            assert len(pairs) == len(set(pairs)) and set(pairs) == brute_pairs(rows, k)
+            clusters = await index.clusters(k)
+            assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_clusters(len(rows), brute_pairs(rows, k))
+        stats = await index.stats()
+        assert (stats.rows, stats.layout) == (len(rows), layout)
+        assert await index.layout() == layout
+
+
+async def test_async_errors(db: object) -> None:
+    async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
+        index = AsyncSimIndex(conn, "docs")
+        with pytest.raises(SimpgError, match="no simpg index"):
+            await index.near(1)
+        await index.create(2, 4)
+        with pytest.raises(InvalidLayout, match="k=3 is above the radius k=2"):
+            await index.near(1, 3)
+        with pytest.raises(InvalidLayout, match="k=3 is above"):
+            [p async for p in index.pairs(3)]
+        with pytest.raises(InvalidFingerprint, match="got -1"):
+            await index.near_many([5, -1])
+        with pytest.raises(InvalidFingerprint):
+            await index.add([1, 2**64])
+        assert (await index.stats()).rows == 0
+        await index.drop()
+        with pytest.raises(SimpgError, match="no simpg index"):
+            await index.refresh()
+
+
+async def test_register_simpg_async(db: object, bare_db: object) -> None:
+    async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        await register_simpg_async(conn)
+        cur = await conn.execute("SELECT %s::bigint", [Fingerprint(2**63 + 1)])
+        assert await cur.fetchone() == (bits.to_db(2**63 + 1),)
+    async with await psycopg.AsyncConnection.connect(bare_db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        with pytest.raises(ExtensionNotInstalled):
+            await register_simpg_async(conn)

@@ -1,0 +1,285 @@
+"""SimIndex (psycopg, sync) against brute force on a real PostgreSQL, for several layouts."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+
+from simpg import bits
+from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
+from simpg.layout import Layout
+from simpg.psycopg import Fingerprint, Neighbor, Pair, SimIndex, register_simpg
+
+LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,))]
+
+
+def flip(value: int, positions: list[int]) -> int:
+    for p in positions:
+        value ^= 1 << p
+    return value
+
+
+def corpus(seed: int, k: int, n: int = 400) -> tuple[list[int], list[int]]:
+    """Rows (random, planted neighbours at 0..k+1 bits of the queries, duplicates,
+    values >= 2**63, bit 0 and bit 63 flips) and the queries they were planted around."""
+    rng = random.Random(seed)
+    rows = [rng.getrandbits(64) for _ in range(n)]
+    queries = [rng.getrandbits(64) for _ in range(12)] + [0, 2**64 - 1, 1 << 63]
+    for q in queries:
+        for d in range(k + 2):
+            rows.append(flip(q, rng.sample(range(64), d)))
+        rows.append(q)  # a second row with distance 0: equal fingerprints in two rows
+        rows.append(flip(q, [0]))
+        rows.append(flip(q, [63]))
+    queries += rows[:3]  # some queries that are rows themselves
+    rng.shuffle(rows)
+    return rows, queries
+
+
+def make_table(conn: psycopg.Connection, layout: Layout, rows: list[int], name: str = "docs") -> SimIndex:
+    conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, simhash bigint, note text)")
+    index = SimIndex(conn, name, "simhash")
+    with conn.cursor() as cur, cur.copy(f"COPY {name} (id, simhash) FROM STDIN") as copy:
+        for i, fp in enumerate(rows, start=1):
+            copy.write_row((i, bits.to_db(fp)))
+    inner = layout.levels[1] if len(layout.levels) > 1 else None
+    assert index.create(layout.k, layout.levels[0], inner) == layout
+    return index
+
+
+def brute_near(rows: list[int], q: int, k: int) -> list[Neighbor]:
+    found = [Neighbor(i, bits.hamming(fp, q)) for i, fp in enumerate(rows, start=1) if bits.hamming(fp, q) <= k]
+    return sorted(found, key=lambda n: (n.distance, n.id))
+
+
+def brute_pairs(rows: list[int], k: int) -> set[Pair]:
+    return {Pair(i + 1, j + 1, bits.hamming(rows[i], rows[j]))
+            for i, j in itertools.combinations(range(len(rows)), 2) if bits.hamming(rows[i], rows[j]) <= k}
+
+
+def brute_clusters(n_rows: int, pairs: set[Pair]) -> list[list[int]]:
+    parent = {x: x for x in range(1, n_rows + 1)}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for p in pairs:
+        a, b = find(p.a), find(p.b)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for x in parent:
+        groups.setdefault(find(x), []).append(x)
+    return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+def test_lookups_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, layout: Layout) -> None:
+    rows, queries = corpus(layout.tables, layout.k)
+    index = make_table(conn, layout, rows)
+    for k in range(layout.k + 1):
+        expected = [brute_near(rows, q, k) for q in queries]
+        assert [index.near(q, k) for q in queries] == expected
+        assert index.near_many(queries, k) == expected
+        assert index.near_many(np.array(queries, dtype=np.uint64), k) == expected
+        pairs = list(index.pairs(k))
+        assert len(pairs) == len(set(pairs))
+        assert set(pairs) == brute_pairs(rows, k)
+        clusters = index.clusters(k)
+        assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_clusters(len(rows), brute_pairs(rows, k))
+    # k defaults to the index's radius
+    assert index.near(queries[0]) == brute_near(rows, queries[0], layout.k)
+
+
+def test_pairs_of_equal_fingerprints_and_rows_without_one(conn: psycopg.Connection) -> None:
+    fp = 2**63 + 12345  # stored as a negative bigint
+    index = make_table(conn, Layout(3, (5,)), [fp, fp, fp, flip(fp, [63]), 77])
+    conn.execute("INSERT INTO docs (id, simhash) VALUES (6, NULL)")
+    assert set(index.pairs(0)) == {Pair(1, 2, 0), Pair(1, 3, 0), Pair(2, 3, 0)}
+    assert index.clusters(1) == [[1, 2, 3, 4]]
+    assert index.near(fp, 0) == [Neighbor(1, 0), Neighbor(2, 0), Neighbor(3, 0)]
+    ids, fps = index.fetch_all()
+    assert sorted(ids.tolist()) == [1, 2, 3, 4, 5]
+
+
+def test_where_limits_pairs_and_clusters(conn: psycopg.Connection) -> None:
+    index = make_table(conn, Layout(3, (5,)), [10, 11, 10, 11])
+    conn.execute("UPDATE docs SET note = CASE WHEN id <= 2 THEN 'a' ELSE 'b' END")
+    where = sql.SQL("t.note = {}").format(sql.Literal("a"))
+    assert list(index.pairs(1, where=where)) == [Pair(1, 2, 1)]
+    assert index.clusters(1, where=where) == [[1, 2]]
+
+
+def test_add_fingerprints_and_columns(conn: psycopg.Connection) -> None:
+    conn.execute("CREATE TABLE notes (id bigserial PRIMARY KEY, simhash bigint, note text NOT NULL)")
+    index = SimIndex(conn, "notes")
+    index.create(3, 4)
+    assert index.add(np.array([1, 2**64 - 1], dtype=np.uint64), columns={"note": ["x", "y"]}) == 2
+    assert index.add([2**63], columns={"note": ["z"]}) == 1
+    stored = conn.execute("SELECT simhash, note FROM notes ORDER BY id").fetchall()
+    assert stored == [(1, "x"), (-1, "y"), (-(2**63), "z")]
+    with pytest.raises(SimpgError, match="column 'note' has 1 values for 2 fingerprints"):
+        index.add([5, 6], columns={"note": ["only one"]})
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64, None, "7", 1.5])
+def test_add_is_all_or_nothing(conn: psycopg.Connection, bad: object) -> None:
+    index = make_table(conn, Layout(3, (4,)), [1, 2])
+    conn.execute("CREATE TABLE more (id bigserial PRIMARY KEY, simhash bigint)")
+    more = SimIndex(conn, "more")
+    more.create(3, 4)
+    more.add([5])
+    with pytest.raises(InvalidFingerprint, match="expected 64-bit fingerprint"):
+        more.add([6, 7, bad, 8])
+    assert conn.execute("SELECT count(*) FROM more").fetchone() == (1,)
+    assert len(index.near(1, 3)) == 2
+
+
+def test_add_texts_uses_the_index_config(conn: psycopg.Connection) -> None:
+    from simpg.fingerprint import FingerprintConfig, fingerprint
+
+    conn.execute("CREATE TABLE texts (id bigserial PRIMARY KEY, simhash bigint, body text)")
+    index = SimIndex(conn, "texts")
+    config = FingerprintConfig(ngram=2)
+    index.create(3, 4, config=config)
+    docs = ["the quick brown fox jumps over the lazy dog", "a completely different sentence about tea"]
+    index.add(texts=docs, columns={"body": docs})
+    stored = [bits.from_db(r[0]) for r in conn.execute("SELECT simhash FROM texts ORDER BY id")]
+    assert stored == [fingerprint(d, config) for d in docs]
+    assert index.stats().fingerprint_config == config.identity
+    with pytest.raises(SimpgError, match="differs from"):
+        index.add(texts=docs, config=FingerprintConfig(ngram=3))
+
+
+def test_stats(conn: psycopg.Connection) -> None:
+    layout = Layout(3, (4, 4))
+    index = make_table(conn, layout, list(range(100)))
+    stats = index.stats()
+    assert (stats.rows, stats.rows_exact, stats.layout) == (100, True, layout)
+    assert stats.table == "public.docs" and stats.id_column == "id"
+    assert len(stats.index_bytes) == layout.tables
+    assert all(size > 0 for size in stats.index_bytes.values())
+    assert stats.total_index_bytes == sum(stats.index_bytes.values())
+    assert stats.as_dict()["layout"] == "k3:4x4"
+    assert index.stats(exact=False).rows_exact is False
+
+
+def test_create_drop_and_refresh(conn: psycopg.Connection) -> None:
+    index = make_table(conn, Layout(3, (4,)), [1, 2, 3])
+    with pytest.raises(SimpgError, match="already has a simpg index"):
+        index.create(3, 5)
+    index.drop()
+    with pytest.raises(SimpgError, match=r"no simpg index on (public\.)?docs\.simhash"):
+        index.near(1, 3)
+    assert index.create(2, 5) == Layout(2, (5,))
+    assert index.near(1, 2) == brute_near([1, 2, 3], 1, 2)
+    # another handle re-creates the index with another layout; refresh() picks it up
+    other = SimIndex(conn, "docs")
+    other.drop()
+    other.create(3, 6)
+    assert index.refresh().layout == Layout(3, (6,))
+
+
+def test_bad_input_is_named(conn: psycopg.Connection) -> None:
+    index = make_table(conn, Layout(3, (4,)), [1, 2, 3])
+    with pytest.raises(InvalidLayout, match="k=4 is above the radius k=3 .* docs.simhash"):
+        index.near(1, 4)
+    with pytest.raises(InvalidLayout, match="k=4 is above"):
+        index.near_many([1], 4)
+    with pytest.raises(InvalidLayout, match="k=4 is above"):
+        index.pairs(4)
+    with pytest.raises(InvalidLayout, match="non-negative integer, got -1"):
+        index.near(1, -1)
+    with pytest.raises(InvalidLayout, match="non-negative integer, got '2'"):
+        index.near(1, "2")  # type: ignore[arg-type]
+    for bad in (None, -1, 2**64, "1", 1.0, True):
+        with pytest.raises(InvalidFingerprint, match="expected 64-bit fingerprint"):
+            index.near(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidFingerprint, match="expected 64-bit fingerprint"):
+            index.near_many([1, bad])  # type: ignore[list-item]
+    with pytest.raises(InvalidFingerprint, match="expected a sequence"):
+        index.near_many("123")  # type: ignore[arg-type]
+    assert index.near_many([]) == []
+
+
+def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
+    conn.execute("CREATE TABLE plain (id bigint PRIMARY KEY, simhash bigint)")
+    with pytest.raises(SimpgError, match=r"no simpg index on (public\.)?plain\.simhash"):
+        SimIndex(conn, "plain").near(1)
+    with pytest.raises(SimpgError, match='relation "missing" does not exist'):
+        SimIndex(conn, "missing").near(1)
+    conn.execute("CREATE TABLE nokey (simhash bigint, label text)")
+    nokey = SimIndex(conn, "nokey")
+    nokey.create(3, 4)
+    with pytest.raises(SimpgError, match="no single-column primary key; pass id_column="):
+        nokey.near(1)
+    conn.execute("INSERT INTO nokey VALUES (5, 'five'), (4, 'four'), (5, 'five again')")
+    named = SimIndex(conn, "nokey", id_column="label")
+    assert named.near(5, 1) == [Neighbor("five", 0), Neighbor("five again", 0), Neighbor("four", 1)]
+    # ids without an integer type come in the table's order, not sorted
+    assert {(frozenset((p.a, p.b)), p.distance) for p in named.pairs(1)} == {
+        (frozenset(("five", "five again")), 0), (frozenset(("five", "four")), 1),
+        (frozenset(("five again", "four")), 1)}
+    assert sorted(named.clusters(1)[0]) == ["five", "five again", "four"]
+    with pytest.raises(SimpgError, match="column nothing of table nokey does not exist"):
+        SimIndex(conn, "nokey", id_column="nothing").near(1)
+
+
+def test_schema_qualified_and_quoted_names(conn: psycopg.Connection) -> None:
+    conn.execute('CREATE SCHEMA "My Schema"')
+    conn.execute('CREATE TABLE "My Schema"."Docs" ("Id" integer PRIMARY KEY, "Fp" bigint)')
+    conn.execute('INSERT INTO "My Schema"."Docs" VALUES (1, 10), (2, 11), (3, -1)')
+    index = SimIndex(conn, '"My Schema"."Docs"', "Fp")
+    index.create(3, 4)
+    assert index.near(10, 1) == [Neighbor(1, 0), Neighbor(2, 1)]
+    assert list(index.pairs(1)) == [Pair(1, 2, 1)]
+    assert index.stats().table == "My Schema.Docs"
+
+
+def test_near_many_in_a_transaction_keeps_the_callers_settings(db: object) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    with psycopg.connect(dsn) as conn:  # not autocommit: a transaction is open
+        conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
+        conn.execute("INSERT INTO docs SELECT i, i FROM generate_series(1, 50) AS i")
+        index = SimIndex(conn, "docs")
+        index.create(3, 4)
+        conn.execute("SET LOCAL enable_seqscan = on")
+        assert index.near_many([1, 2], 0) == [[Neighbor(1, 0)], [Neighbor(2, 0)]]
+        assert conn.execute("SHOW enable_seqscan").fetchone() == ("on",)
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        conn.rollback()
+
+
+def test_unprepared_handle(conn: psycopg.Connection) -> None:
+    rows, queries = corpus(9, 3, n=50)
+    make_table(conn, Layout(3, (4,)), rows)
+    index = SimIndex(conn, "docs", prepare=False)
+    assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+
+
+def test_register_simpg_sends_fingerprints_signed(conn: psycopg.Connection) -> None:
+    register_simpg(conn)
+    assert conn.execute("SELECT %s::bigint, %s", [Fingerprint(2**63), Fingerprint(5)]).fetchone() == (-(2**63), 5)
+    with conn.cursor(binary=True) as cur:
+        assert cur.execute("SELECT %s", [Fingerprint(2**64 - 1)]).fetchone() == (-1,)
+    assert repr(Fingerprint(3)) == "Fingerprint(3)" and Fingerprint(2**64 - 1).db == -1
+    with pytest.raises(InvalidFingerprint, match="got -1"):
+        Fingerprint(-1)
+    # plain ints are untouched: no loader on int8
+    assert conn.execute("SELECT 9223372036854775807::bigint").fetchone() == (2**63 - 1,)
+
+
+def test_register_simpg_without_simpg(bare_db: object) -> None:
+    conn = bare_db.conn  # type: ignore[attr-defined]
+    with pytest.raises(ExtensionNotInstalled, match="simpg is not installed"):
+        register_simpg(conn)
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
+    with pytest.raises(ExtensionNotInstalled):
+        SimIndex(conn, "docs").near(1)

@@ -1,0 +1,208 @@
+"""The in-memory all-pairs engine against brute force (Python popcount), on random and adversarial data."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from simpg import bits
+from simpg.exc import InvalidFingerprint, InvalidLayout
+from simpg.layout import Layout
+from simpg.psycopg import allpairs
+from simpg.psycopg.queries import RangeMaker
+
+LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,)), Layout(1, (2,)), Layout(0, (1,))]
+
+
+def flip(value: int, positions: list[int]) -> int:
+    for p in positions:
+        value ^= 1 << p
+    return value
+
+
+def adversarial(seed: int, n: int = 80, max_k: int = 4) -> list[int]:
+    """Random fingerprints with planted neighbours at 0..max_k+1 bits, duplicates,
+    values >= 2**63 (negative in PostgreSQL), and flips of bit 0 and bit 63."""
+    rng = random.Random(seed)
+    base = [rng.getrandbits(64) for _ in range(n)]
+    out = list(base)
+    for i, b in enumerate(base[: n // 2]):
+        d = i % (max_k + 2)
+        out.append(flip(b, rng.sample(range(64), d)))
+    out += base[:5]  # the same fingerprint in two rows
+    out += [0, 1, 1 << 63, (1 << 63) | 1, 2**64 - 1, 2**64 - 2, 1 << 62, 0]
+    out += [flip(base[0], [0]), flip(base[1], [63]), flip(base[2], [0, 63]), flip(base[3], [0, 31, 63])]
+    rng.shuffle(out)
+    return out
+
+
+def brute_pairs(fps: list[int], k: int) -> set[tuple[int, int, int]]:
+    return {(i, j, bits.hamming(fps[i], fps[j]))
+            for i, j in itertools.combinations(range(len(fps)), 2) if bits.hamming(fps[i], fps[j]) <= k}
+
+
+def brute_clusters(n: int, edges: set[tuple[int, int, int]]) -> set[frozenset[int]]:
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j, _ in edges:
+        parent[find(i)] = find(j)
+    groups: dict[int, set[int]] = {}
+    for x in range(n):
+        groups.setdefault(find(x), set()).add(x)
+    return {frozenset(g) for g in groups.values() if len(g) > 1}
+
+
+def engine_pairs(fps: list[int], k: int, layout: Layout | None) -> list[tuple[int, int, int]]:
+    return [(int(i), int(j), int(d)) for a, b, c in allpairs.pair_chunks(fps, k, layout)
+            for i, j, d in zip(a, b, c, strict=True)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pairs_equal_brute_force_for_every_k(layout: Layout, seed: int) -> None:
+    fps = adversarial(seed, max_k=layout.k)
+    for k in range(layout.k + 1):
+        got = engine_pairs(fps, k, layout)
+        assert len(got) == len(set(got)), "a pair was reported twice"
+        assert all(i < j for i, j, _ in got)
+        assert set(got) == brute_pairs(fps, k)
+
+
+def test_pairs_with_the_default_layout_and_many_duplicates() -> None:
+    rng = random.Random(7)
+    base = [rng.getrandbits(64) for _ in range(30)]
+    fps = [base[i % 30] for i in range(300)] + [flip(base[0], [5])] * 20
+    got = engine_pairs(fps, 3, None)
+    assert len(got) == len(set(got))
+    assert set(got) == brute_pairs(fps, 3)
+
+
+def test_pairs_accept_signed_int64_arrays() -> None:
+    fps = adversarial(4)
+    signed = np.array([bits.to_db(f) for f in fps], dtype=np.int64)
+    assert set(engine_pairs(signed, 3, Layout(3, (5,)))) == brute_pairs(fps, 3)  # type: ignore[arg-type]
+
+
+def test_larger_random_set_with_planted_pairs() -> None:
+    rng = np.random.default_rng(11)
+    fps = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    planted = []
+    for d in range(5):
+        for _ in range(20):
+            i = int(rng.integers(len(fps)))
+            v = flip(int(fps[i]), rng.choice(64, d, replace=False).tolist())
+            planted.append((i, v, d))
+    all_fps = np.concatenate([fps, np.array([v for _, v, _ in planted], dtype=np.uint64)])
+    got = {(int(i), int(j)) for a, b, _ in allpairs.pair_chunks(all_fps, 3) for i, j in zip(a, b, strict=True)}
+    for n, (i, _, d) in enumerate(planted):
+        assert ((i, len(fps) + n) in got) == (d <= 3)
+    # every reported pair is within 3 bits
+    values = [int(x) for x in all_fps]
+    assert all(bits.hamming(values[i], values[j]) <= 3 for i, j in got)
+
+
+def test_k_above_the_layout_is_an_error() -> None:
+    with pytest.raises(InvalidLayout, match="k=4 is above the radius k=3"):
+        list(allpairs.pair_chunks([1, 2], 4, Layout(3, (5,))))
+    with pytest.raises(InvalidLayout, match="non-negative"):
+        list(allpairs.pair_chunks([1, 2], -1, Layout(3, (5,))))
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64, None, "12", 1.5, True])
+def test_bad_fingerprints_are_named(bad: object) -> None:
+    with pytest.raises(InvalidFingerprint, match="expected 64-bit fingerprint"):
+        list(allpairs.pair_chunks([1, bad], 3))
+
+
+def test_bad_arrays_are_refused() -> None:
+    with pytest.raises(InvalidFingerprint, match="float64"):
+        allpairs.as_fingerprints(np.zeros(3))
+    with pytest.raises(InvalidFingerprint, match="1-D"):
+        allpairs.as_fingerprints(np.zeros((2, 2), dtype=np.uint64))
+
+
+def test_empty_and_single_inputs() -> None:
+    assert list(allpairs.pair_chunks([], 3)) == []
+    assert list(allpairs.pair_chunks([5], 3)) == []
+    assert allpairs.clusters([], 3) == []
+    assert allpairs.clusters([5], 3) == []
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+def test_permute_matches_layout(layout: Layout) -> None:
+    fps = adversarial(5)
+    arr = np.array(fps, dtype=np.uint64)
+    for t in range(layout.tables):
+        got = allpairs.permute(arr, layout, t).view(np.int64).tolist()
+        assert got == [layout.permute(f, t) for f in fps]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+def test_prefix_masks_decide_shared_prefixes(layout: Layout) -> None:
+    fps = adversarial(6)
+    masks = allpairs.prefix_masks(layout)
+    for a, b in itertools.pairwise(fps):
+        for t in range(layout.tables):
+            same = layout.prefix_range(a, t) == layout.prefix_range(b, t)
+            assert same == ((a ^ b) & masks[t] == 0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+def test_range_maker_matches_layout(layout: Layout) -> None:
+    fps = adversarial(8)
+    maker = RangeMaker(layout)
+    arrays = maker.arrays(np.array(fps, dtype=np.uint64))
+    for n, fp in enumerate(fps):
+        expected = [x for r in layout.prefix_ranges(fp) for x in r]
+        assert maker.flat(fp) == expected
+        assert [int(a[n]) for a in arrays] == expected
+
+
+def test_component_labels_on_chains_and_stars() -> None:
+    rng = random.Random(3)
+    n = 500
+    # a long chain in shuffled order (worst case for naive label propagation), stars, pairs
+    order = list(range(200))
+    rng.shuffle(order)
+    edges = list(itertools.pairwise(order))
+    edges += [(250, x) for x in range(251, 300)]
+    edges += [(x, x + 1) for x in range(300, 400, 2)]
+    rng.shuffle(edges)
+    i = np.array([e[0] for e in edges])
+    j = np.array([e[1] for e in edges])
+    labels = allpairs.component_labels(n, i, j)
+    expected = brute_clusters(n, {(a, b, 0) for a, b in edges})
+    got: dict[int, set[int]] = {}
+    for node, label in enumerate(labels.tolist()):
+        got.setdefault(label, set()).add(node)
+    assert {frozenset(g) for g in got.values() if len(g) > 1} == expected
+    assert all(labels[x] == min(g) for g in expected for x in g)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_clusters_equal_brute_force(seed: int) -> None:
+    fps = adversarial(seed)
+    for k in range(4):
+        got = {frozenset(int(x) for x in c) for c in allpairs.clusters(fps, k)}
+        assert got == brute_clusters(len(fps), brute_pairs(fps, k))
+
+
+def test_clusters_are_ordered_largest_first() -> None:
+    fps = [0, 1, 3, 2**40, 2**40 + 1, 7]
+    groups = allpairs.clusters(fps, 1)
+    assert [len(g) for g in groups] == sorted((len(g) for g in groups), reverse=True)
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 6])
+def test_pairs_layout_has_the_radius(k: int) -> None:
+    for rows in (0, 10, 10**6, 10**8):
+        assert allpairs.pairs_layout(k, rows).k == k
