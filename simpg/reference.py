@@ -43,7 +43,7 @@ CREATE TABLE simpg_documents (
 CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
 """
 
-INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 3, blocks => 5);  -- 10 tables\n"
+INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);  -- 15 tables\n"
 
 
 def ensure_reference_schema(conn: psycopg.Connection) -> bool:

@@ -40,7 +40,7 @@ def upgrade() -> None:
     op.create_index(
         "simpg_documents_collection_idx", "simpg_documents", ["collection"], unique=False
     )
-    op.create_simhash_index("simpg_documents", "simhash", k=3, blocks=5)
+    op.create_simhash_index("simpg_documents", "simhash", k=4, blocks=6)
 
 
 def downgrade() -> None:

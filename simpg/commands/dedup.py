@@ -31,6 +31,7 @@ from simpg import bits
 from simpg.commands.install import add_dsn_argument
 from simpg.corpus import DEFAULT_GLOB, Document, count_inputs, read_documents
 from simpg.exc import SimpgError
+from simpg.fingerprint import DEFAULT_K
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +65,8 @@ def register(subparsers: Any) -> None:
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """-k, --json and --progress, shared with ``simpg near``."""
-    p.add_argument("-k", "--distance", dest="k", type=int, default=3,
-                   help="largest number of differing bits (default: 3, the table's limit)")
+    p.add_argument("-k", "--distance", dest="k", type=int, default=DEFAULT_K,
+                   help=f"largest number of differing bits (default: {DEFAULT_K}, the reference table's limit)")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from simpg.fingerprint.api import features, fingerprint, fingerprint_features, get_fingerprinter
 from simpg.fingerprint.batch import fingerprint_many
 from simpg.fingerprint.chinese import ChineseTerms
-from simpg.fingerprint.config import FingerprintConfig
+from simpg.fingerprint.config import DEFAULT_K, FingerprintConfig
 from simpg.fingerprint.errors import (
     DecodeError,
     EmptyDocument,
@@ -30,6 +30,7 @@ from simpg.fingerprint.simhash import BitTally, combine, quantize
 from simpg.fingerprint.tokenize import ENGLISH_STOPWORDS, anchored_shingles, shingles, words
 
 __all__ = [
+    "DEFAULT_K",
     "ENGLISH_STOPWORDS",
     "HASH_NAMES",
     "BitTally",

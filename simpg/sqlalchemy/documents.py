@@ -16,7 +16,7 @@ compares all three on a real server):
         created_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
-    SELECT simpg.create_index('simpg_documents', 'simhash', k => 3, blocks => 5);
+    SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);
 """
 
 from __future__ import annotations
@@ -54,5 +54,5 @@ class Document(DocumentsBase):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
-simhash_index(Document.simhash, k=3, blocks=5)
+simhash_index(Document.simhash, k=4, blocks=6)
 metadata = DocumentsBase.metadata

@@ -121,8 +121,8 @@ def test_bad_inputs(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Pa
     code, _, err = run(capsys, "dedup", str(bad_json), "--dsn", dsn)
     assert (code, err) == (1, f"simpg: {bad_json}:2: field 'text' is not a string: 5\n")
     (folder / "bad.txt").unlink()
-    code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "-k", "4")
-    assert code == 1 and "k=4 is above the radius k=3" in err
+    code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "-k", "5")
+    assert code == 1 and "k=5 is above the radius k=4" in err
     with psycopg.connect(dsn) as conn:  # refused before loading anything
         assert conn.execute("SELECT count(*) FROM simpg_documents").fetchone() == (0,)
 
@@ -167,6 +167,6 @@ def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> N
         ("body", "text", "NO"), ("simhash", "bigint", "NO"), ("fingerprint_config", "text", "NO"),
         ("created_at", "timestamp with time zone", "NO"),
     ]
-    assert SimIndex(conn, "simpg_documents").layout.name == "k3:5"
+    assert SimIndex(conn, "simpg_documents").layout.name == "k4:6"
     with pytest.raises(ExtensionNotInstalled):
         ensure_reference_schema(bare_db.conn)  # type: ignore[attr-defined]

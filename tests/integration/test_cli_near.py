@@ -30,7 +30,7 @@ def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> Non
     for r in results:
         assert [(n["distance"], n["source"]) for n in r["neighbors"]] == expected
     code, out, _ = run(capsys, "near", "--text", texts[os.fspath(path)], "--dsn", dsn)
-    assert code == 0 and "within 3 bits" in out and os.fspath(path) in out
+    assert code == 0 and "within 4 bits" in out and os.fspath(path) in out
 
 
 def test_near_on_another_table(conn: object, db: object, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,7 +60,7 @@ def test_near_without_index_or_bad_k(db: object, capsys: pytest.CaptureFixture[s
     assert main(["dedup", str(CORPUS), "--dsn", db.dsn]) == 0  # type: ignore[attr-defined]
     capsys.readouterr()
     code, _, err = run(capsys, "near", "5", "-k", "9", "--dsn", db.dsn)  # type: ignore[attr-defined]
-    assert code == 1 and err.startswith("simpg: k=9 is above the radius k=3")
+    assert code == 1 and err.startswith("simpg: k=9 is above the radius k=4")
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok \xc3\x28")
     code, _, err = run(capsys, "near", "--file", str(bad), "--dsn", db.dsn)  # type: ignore[attr-defined]

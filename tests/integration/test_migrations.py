@@ -37,7 +37,7 @@ CREATE TABLE simpg_documents (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
-SELECT simpg.create_index('simpg_documents', 'simhash', k => 3, blocks => 5);
+SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);
 """
 
 
