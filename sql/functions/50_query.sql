@@ -1,5 +1,34 @@
 -- query functions
 
+-- checked_layout: the catalog row a query or report reads, after checking k against it.
+-- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
+-- or a column with no simpg index (simpg.index_layout's error).
+CREATE FUNCTION simpg.checked_layout(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS simpg.indexes
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes;
+BEGIN
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_row := simpg.index_layout(rel, col);
+    IF k > v_row.k THEN
+        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
+            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'drop and re-create the index with a larger k';
+    END IF;
+    RETURN v_row;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_layout(regclass, integer, name) IS
+    'The simpg.indexes row a report on rel reads; raises if k is null, negative or above the index''s k';
+
 -- near_query: the statement simpg.near runs, for EXPLAIN and for reports that want it.
 -- Contract: raises for a NULL fingerprint, k < 0, k above the layout's radius, or a
 -- column with no simpg index. The prefix ranges are literals, so each table's
@@ -19,17 +48,7 @@ BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    v_row := simpg.index_layout(rel, col);
-    IF k > v_row.k THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
-            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'drop and re-create the index with a larger k';
-    END IF;
+    v_row := simpg.checked_layout(rel, k, col);
     FOR t IN 0 .. cardinality(v_row.prefix_columns) - 1 LOOP
         v_permuted := simpg.apply_segments(fp, simpg.table_segments(v_row.k, v_row.levels, t));
         v_low_mask := ~(-1::bigint << (64 - simpg.prefix_bits(v_row.k, v_row.levels, t)));

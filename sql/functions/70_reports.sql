@@ -12,34 +12,7 @@
 -- prefixes are equal, and reports a pair only from the FIRST table where they are
 -- equal, so every pair within k comes out exactly once, without a DISTINCT.
 
--- report_layout: the catalog row a report reads, after checking k against it.
--- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
--- or a column with no simpg index (simpg.index_layout's error).
-CREATE FUNCTION simpg.report_layout(rel regclass, k integer, col name DEFAULT NULL)
-    RETURNS simpg.indexes
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_row simpg.indexes;
-BEGIN
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    v_row := simpg.index_layout(rel, col);
-    IF k > v_row.k THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
-            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'drop and re-create the index with a larger k';
-    END IF;
-    RETURN v_row;
-END
-$$;
 
-COMMENT ON FUNCTION simpg.report_layout(regclass, integer, name) IS
-    'The simpg.indexes row a report on rel reads; raises if k is null, negative or above the index''s k';
 
 -- report_key: the column that identifies rows in a report, and its type.
 -- Contract: key_column NULL means the single-column primary key. The column must be
@@ -161,7 +134,7 @@ CREATE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_row simpg.indexes := simpg.report_layout(rel, k, col);
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
 BEGIN
@@ -236,7 +209,7 @@ CREATE FUNCTION simpg.fingerprint_clusters(rel regclass, k integer, col name DEF
     SET jit = off
 AS $$
 DECLARE
-    v_row simpg.indexes := simpg.report_layout(rel, k, col);
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
     v_parent integer[];   -- v_parent[i]: parent of fingerprint number i, NULL for a root
     v_fp bigint[];        -- v_fp[i]: fingerprint number i (numbered in fingerprint order)
     v_seen integer[] := '{}';  -- numbers that appear in a pair, in first-seen order
@@ -328,7 +301,7 @@ CREATE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_row simpg.indexes := simpg.report_layout(rel, k, col);
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
     RETURN format(
         'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t '

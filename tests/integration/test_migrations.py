@@ -17,28 +17,16 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine
 
-from simpg import schema
+from simpg import reference, schema
 from simpg.sqlalchemy import url_from_dsn
 from simpg.sqlalchemy.documents import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 INI = ROOT / "migrations" / "alembic.ini"
 
-# The reference schema exactly as the team brief states it.
-REFERENCE_DDL = """
-CREATE TABLE simpg_documents (
-    id bigserial PRIMARY KEY,
-    collection text NOT NULL DEFAULT 'default',
-    source text NOT NULL,
-    title text,
-    body text NOT NULL,
-    simhash bigint NOT NULL,
-    fingerprint_config text NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
-SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);
-"""
+# The reference schema as the CLI creates it (simpg.reference): the migrations and the
+# SQLAlchemy model must give exactly the same table.
+REFERENCE_DDL = reference.DDL + reference.INDEX_SQL
 
 
 def snapshot(conn: psycopg.Connection) -> dict[str, object]:
