@@ -87,8 +87,22 @@ def ensure_debian_pgtap(major: int = 15) -> None:
         subprocess.run(install, env=env, check=True, capture_output=True)
 
 
-def start_debian(major: int = 15) -> Server:
-    """initdb and start Debian's PostgreSQL in a fresh temporary folder."""
+#: The test servers' settings: fast rather than durable (a test's data is thrown away).
+TEST_SETTINGS: dict[str, str] = {
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "shared_buffers": "256MB",
+    "max_connections": "100",
+}
+
+
+def start_debian(major: int = 15, settings: dict[str, str] | None = None) -> Server:
+    """initdb and start Debian's PostgreSQL in a fresh temporary folder.
+
+    ``settings`` are the server's -c options (default :data:`TEST_SETTINGS`); the
+    benchmarks pass their own (bench/pgserver.py).
+    """
     bindir = debian_bindir(major)
     os_user = _ensure_os_user(TEST_OS_USER) if _is_root() else None
     base = Path(tempfile.mkdtemp(prefix=f"simpg-pg{major}-"))
@@ -103,12 +117,12 @@ def start_debian(major: int = 15) -> Server:
                   "-E", "UTF8", "--locale=C"], os_user),
         check=True, capture_output=True,
     )
-    options = (f"-c listen_addresses='' -c unix_socket_directories='{sockdir}' -p 5432 "
-               "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-               "-c shared_buffers=256MB -c max_connections=100")
+    options = f"-c listen_addresses='' -c unix_socket_directories='{sockdir}' -p 5432 " + " ".join(
+        f"-c {name}={value}" for name, value in (settings or TEST_SETTINGS).items()
+    )
     subprocess.run(
         _as_user([str(bindir / "pg_ctl"), "-D", str(datadir), "-o", options, "-l", str(base / "log"),
-                  "-w", "-t", "60", "start"], os_user),
+                  "-w", "-t", "120", "start"], os_user),
         check=True, capture_output=True,
     )
 
