@@ -162,7 +162,7 @@ def _layouts(k: int) -> list[Layout]:
     for m1 in range(k + 1, bits.BITS + 1):
         if math.comb(m1, k) > MAX_TABLES:
             break
-        candidates = [(m1,)]
+        candidates: list[tuple[int, ...]] = [(m1,)]
         if k > 0:  # with k = 0 one table already matches all 64 bits
             candidates += [
                 (m1, m2)

@@ -139,7 +139,7 @@ def install_extension_files(pg_config: str | None = None, sharedir: str | Path |
             (target / name).write_text(text, encoding="utf-8")
     except PermissionError as err:
         raise SimpgError(
-            f"cannot write {target}: {err.strerror.lower()}; run as a user who can, "
+            f"cannot write {target}: {(err.strerror or str(err)).lower()}; run as a user who can, "
             "or install without files: simpg install --plain --dsn ..."
         ) from err
     logger.info("installed simpg extension files into %s", target)

@@ -12,7 +12,7 @@ autogenerate run stays empty.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +93,7 @@ def _strip(
             return _same_table(op, schema, table, default_schema) and op.column_name in columns
         return False
 
-    def keep_columns(items: list[Any]) -> list[Any]:
+    def keep_columns(items: Sequence[Any]) -> list[Any]:
         return [c for c in items if not (isinstance(c, Column) and c.name in columns)]
 
     kept = []
@@ -162,17 +162,17 @@ def compare_simhash_indexes(
 
     declared: dict[Key, SimHashIndex] = {}
     compared_tables: set[tuple[str | None, str]] = set()
-    for table in autogen_context.sorted_tables:
-        schema = norm(table.schema)
+    for model_table in autogen_context.sorted_tables:
+        schema = norm(model_table.schema)
         if schema not in schemas:
             continue
-        if not autogen_context.run_name_filters(table.name, "table", {"schema_name": table.schema}):
+        if not autogen_context.run_name_filters(model_table.name, "table", {"schema_name": model_table.schema}):
             continue
-        if not autogen_context.run_object_filters(table, table.name, "table", False, None):
+        if not autogen_context.run_object_filters(model_table, model_table.name, "table", False, None):
             continue
-        compared_tables.add((schema, table.name))
-        for column, spec in table_indexes(table).items():
-            declared[(schema, table.name, column)] = spec
+        compared_tables.add((schema, model_table.name))
+        for column, declared_spec in table_indexes(model_table).items():
+            declared[(schema, model_table.name, column)] = declared_spec
 
     catalog = {
         key: row

@@ -404,13 +404,13 @@ def run(args: argparse.Namespace) -> int:
         if args.k is not None:
             blocks, inner_blocks = args.blocks, args.inner_blocks
             if blocks is None:
-                rows = conn.execute(
+                (rows,) = conn.execute(
                     "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
                     (args.table,),
-                ).fetchone()[0]
-                levels = conn.execute(
+                ).fetchone() or (0,)
+                (levels,) = conn.execute(
                     "SELECT simpg.default_levels(%s, %s)", (args.k, rows)
-                ).fetchone()[0]
+                ).fetchone() or ([blocks],)
                 blocks, inner_blocks = levels[0], (levels[1] if len(levels) > 1 else None)
             index = build_index(
                 conn,
