@@ -89,6 +89,16 @@ def _open_in(path: str) -> IO[str]:
     return sys.stdin if path == "-" else open(path, encoding="utf-8")
 
 
+def _read_input(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
+    """Fingerprints and their input line numbers, from --input or stdin."""
+    source = _open_in(args.input)
+    try:
+        return read_fingerprints(source)
+    finally:
+        if source is not sys.stdin:
+            source.close()
+
+
 def _open_out(path: str) -> IO[str]:
     return sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
 
@@ -97,12 +107,7 @@ def run_find_all(args: argparse.Namespace) -> int:
     """Print ``[a, b]`` for every pair of input rows within --distance bits."""
     from simpg.psycopg import allpairs
 
-    source = _open_in(args.input)
-    try:
-        fps, numbers = read_fingerprints(source)
-    finally:
-        if source is not sys.stdin:
-            source.close()
+    fps, numbers = _read_input(args)
     layout = _layout(args, len(fps))
     chunks = list(allpairs.pair_chunks(fps, args.distance, layout))
     i = np.concatenate([c[0] for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
@@ -125,12 +130,7 @@ def run_find_clusters(args: argparse.Namespace) -> int:
     """Print each cluster (connected component of two or more rows) as a JSON array."""
     from simpg.psycopg import allpairs
 
-    source = _open_in(args.input)
-    try:
-        fps, numbers = read_fingerprints(source)
-    finally:
-        if source is not sys.stdin:
-            source.close()
+    fps, numbers = _read_input(args)
     layout = _layout(args, len(fps))
     labels = numbers if args.lines else fps
     groups = [np.sort(labels[rows]).tolist() for rows in allpairs.clusters(fps, args.distance, layout)]
