@@ -3,10 +3,12 @@
 For a table of N random fingerprints indexed by simpg (k=3, 5 blocks: 10 tables),
 this prints, with ratios:
 
-1. single lookups: the statement SimIndex.near sends (OR of prefix ranges, prepared)
-   against a UNION of per-table range scans and against ranges computed in SQL;
-2. batched lookups: SimIndex.near_many (unnest + LATERAL OR) against a LATERAL
-   UNION ALL of per-table scans, at several batch sizes;
+1. single lookups: the statement SimIndex.near sends (OR of prefix ranges, prepared),
+   on a plain connection and on a lookup connection (SimIndex.connect: one generic
+   plan), against a UNION of per-table range scans and against ranges computed in SQL;
+2. batched lookups: SimIndex.near_many (per table, one join of the queries sorted by
+   prefix; UNION of the tables) against a LATERAL OR of ranges per query (its form
+   before 0.1.1) and a LATERAL UNION ALL of per-table scans, at several batch sizes;
 3. reading (id, fingerprint) of every row: string_agg(int8send) (what fetch_all
    uses) against array_agg and a binary COPY;
 4. all pairs within k: SimIndex.pairs() (fetch + numpy pass) against a pure-SQL
@@ -60,7 +62,8 @@ def pct(values: list[float], p: float) -> float:
     return values[min(int(len(values) * p), len(values) - 1)]
 
 
-def single_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int], all_fps: np.ndarray) -> None:
+def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, qs: list[int],
+                   all_fps: np.ndarray) -> None:
     info = index.info
     n = info.layout.tables
     t = sql.Identifier
@@ -87,6 +90,7 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int], all
 
     variants = {
         "SimIndex.near (OR of ranges, prepared)": lambda q: index.near(q, 3),
+        "SimIndex.connect(...).near (generic plan)": lambda q: tuned.near(q, 3),
         "UNION of per-table scans, prepared": lambda q: [
             tuple(r) for r in conn.execute(union, union_params(q), prepare=True).fetchall()],
         "OR, ranges computed in SQL, prepared": lambda q: [
@@ -98,7 +102,7 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int], all
         index.near(q, 3)
     order = list(variants.items())
     for i, q in enumerate(qs):
-        for name, run in order[i % 3:] + order[: i % 3]:  # rotate who goes first
+        for name, run in order[i % len(order):] + order[: i % len(order)]:  # rotate who goes first
             if "SQL" in name and i >= 200:
                 continue  # planning runs PL/pgSQL each time: a few hundred samples are enough
             t0 = time.perf_counter()
@@ -120,44 +124,76 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int], all
               f"{statistics.median(lat) / base:.2f} | {same} |")
 
 
-def batched_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int]) -> None:
-    info = index.info
+def lateral_or_sql(info: Any) -> sql.Composed:
+    """near_many's statement before 0.1.1: per query, a LATERAL BitmapOr of all ranges."""
     n = info.layout.tables
     t = sql.Identifier
-    names = ["q"] + [f"{s}{i}" for i in range(n) for s in ("lo", "hi")]
+    names = ["q"] + [f"{side}{i}" for i in range(n) for side in ("lo", "hi")]
+    cond = sql.SQL(" OR ").join(sql.SQL("x.{} BETWEEN u.{} AND u.{}").format(t(c), t(f"lo{i}"), t(f"hi{i}"))
+                                for i, c in enumerate(info.prefix_columns))
+    return sql.SQL("SELECT u.n, r.id, r.distance FROM unnest({a}) WITH ORDINALITY AS u({names}, n) "
+                   "CROSS JOIN LATERAL (SELECT x.{id} AS id, simpg.hamming(x.{fp}, u.q) AS distance "
+                   "FROM {rel} AS x WHERE ({cond}) AND simpg.hamming(x.{fp}, u.q) <= %s) AS r "
+                   "ORDER BY 1, 3, 2").format(
+        a=sql.SQL(", ").join(sql.SQL("%s::bigint[]") for _ in names), names=sql.SQL(", ").join(t(x) for x in names),
+        id=t(info.id_column), fp=t(info.column), rel=info.relation, cond=cond)
+
+
+def lateral_union_all_sql(info: Any) -> sql.Composed:
+    """Per query, a LATERAL UNION ALL of one range scan per table, made distinct."""
+    n = info.layout.tables
+    t = sql.Identifier
+    names = ["q"] + [f"{side}{i}" for i in range(n) for side in ("lo", "hi")]
     branches = sql.SQL(" UNION ALL ").join(
         sql.SQL("SELECT x.{id} AS id, simpg.hamming(x.{fp}, u.q) AS distance FROM {rel} AS x "
                 "WHERE x.{p} BETWEEN u.{lo} AND u.{hi} AND simpg.hamming(x.{fp}, u.q) <= %s")
         .format(id=t(info.id_column), fp=t(info.column), rel=info.relation, p=t(c), lo=t(f"lo{i}"), hi=t(f"hi{i}"))
         for i, c in enumerate(info.prefix_columns))
-    union_all = sql.SQL("SELECT DISTINCT u.n, r.id, r.distance FROM unnest({a}) WITH ORDINALITY AS u({names}, n) "
-                        "CROSS JOIN LATERAL ({b}) AS r ORDER BY 1, 3, 2").format(
+    return sql.SQL("SELECT DISTINCT u.n, r.id, r.distance FROM unnest({a}) WITH ORDINALITY AS u({names}, n) "
+                   "CROSS JOIN LATERAL ({b}) AS r ORDER BY 1, 3, 2").format(
         a=sql.SQL(", ").join(sql.SQL("%s::bigint[]") for _ in names),
         names=sql.SQL(", ").join(t(x) for x in names), b=branches)
+
+
+def batched_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int]) -> None:
+    """near_many's statement against the two per-query forms, same batch, same transaction settings."""
+    info = index.info
+    n = info.layout.tables
+    per_query = {"LATERAL OR per query (before 0.1.1)": (lateral_or_sql(info), 1),
+                 "LATERAL UNION ALL per query": (lateral_union_all_sql(info), n)}
     print("\n## Batched lookups (k=3)\n\n"
-          "| batch | near_many lookups/s | LATERAL UNION ALL lookups/s | ratio | same answers |"
-          "\n|---|---|---|---|---|")
+          "| batch | near_many lookups/s | " + " | ".join(f"{v} lookups/s" for v in per_query)
+          + " | near_many speed-up | same answers |\n|---|---|---|---|---|---|")
     index.near_many(np.array(qs, dtype=np.uint64), 3)  # warm pass
     for size in (100, 1000, 10000):
         batch = np.array(qs[:size], dtype=np.uint64)
-        index.near_many(batch, 3)  # prepares the statement
-        t0 = time.perf_counter()
-        api = index.near_many(batch, 3)
-        api_s = time.perf_counter() - t0
-        params = queries.near_many_params(info, batch, 3)
-        params = params[:-1] + [params[-1]] * n
-        with conn.transaction(), conn.cursor(binary=True) as cur:
-            cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
-            cur.execute(queries.NEAR_MANY_SETTINGS_SQL)
-            cur.execute(union_all, params, prepare=True)
+        arrays = [queries.Int8Array(batch.view(np.int64)), *map(queries.Int8Array, info.ranges.arrays(batch))]
+
+        def run(statement: sql.Composed, k_params: int, arrays: list[Any] = arrays) -> list[Any]:
+            # what near_many does around its statement: a transaction with local settings
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
+                cur.execute(queries.NEAR_MANY_SETTINGS.sql)
+                return cur.execute(statement, arrays + [Int8(3)] * k_params, prepare=True).fetchall()
+
+        api = index.near_many(batch, 3)  # prepares the statement
+        best = {"api": float("inf"), **{name: float("inf") for name in per_query}}
+        same = True
+        for _ in range(3):  # best of 3, taking turns
             t0 = time.perf_counter()
-            rows = cur.execute(union_all, params, prepare=True).fetchall()
-            other_s = time.perf_counter() - t0
-        other: list[list[tuple[Any, int]]] = [[] for _ in range(size)]
-        for q_n, id_, d in rows:
-            other[q_n - 1].append((id_, d))
-        same = [[tuple(x) for x in a] for a in api] == other
-        print(f"| {size} | {size / api_s:.0f} | {size / other_s:.0f} | {other_s / api_s:.2f} | {same} |")
+            index.near_many(batch, 3)
+            best["api"] = min(best["api"], time.perf_counter() - t0)
+            for name, (statement, k_params) in per_query.items():
+                t0 = time.perf_counter()
+                rows = run(statement, k_params)
+                best[name] = min(best[name], time.perf_counter() - t0)
+                other: list[list[tuple[Any, int]]] = [[] for _ in range(size)]
+                for q_n, id_, d in rows:
+                    other[q_n - 1].append((id_, d))
+                same = same and [[tuple(x) for x in a] for a in api] == other
+        rates = [size / best[name] for name in per_query]
+        print(f"| {size} | {size / best['api']:.0f} | " + " | ".join(f"{r:.0f}" for r in rates)
+              + f" | {size / best['api'] / rates[0]:.2f} | {same} |")
 
 
 def fetching(conn: psycopg.Connection, index: SimIndex) -> None:
@@ -255,7 +291,8 @@ def main() -> None:
         _, all_fps = index.fetch_all()
         print(f"# simpg.psycopg design choices: {name}, {len(all_fps)} rows, layout {index.layout.name}, "
               f"{len(qs)} queries")
-        single_lookups(conn, index, qs, all_fps)
+        with SimIndex.connect(args.dsn, name) as tuned:
+            single_lookups(conn, index, tuned, qs, all_fps)
         batched_lookups(conn, index, qs * (10000 // len(qs) + 1))
         fetching(conn, index)
         all_pairs(conn, index, not args.no_sql_pairs)

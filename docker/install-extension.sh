@@ -10,8 +10,8 @@
 #   DESTDIR    prefix for staged installs, as with make install
 #
 # Writes simpg.control, simpg--<version>.sql (sql/functions/*.sql joined in name
-# order, byte for byte what `simpg install-extension` and `make install` write) and
-# every upgrade script.
+# order, byte for byte what `simpg install-extension` and `make install` write),
+# every upgrade script and the install scripts of earlier versions.
 set -eu
 LC_ALL=C  # glob order = byte order, as Python's sorted()
 export LC_ALL
@@ -42,9 +42,11 @@ mv "$tmp" "$target/simpg--$version.sql"
 
 cp "$sql_dir/simpg.control" "$target/simpg.control"
 chmod 644 "$target/simpg.control"
-for upgrade in "$sql_dir"/simpg--*--*.sql; do
-    [ -e "$upgrade" ] || continue
-    cp "$upgrade" "$target/"
-    chmod 644 "$target/$(basename "$upgrade")"
+# upgrade scripts, and the install scripts of earlier versions as released
+for script in "$sql_dir"/simpg--*.sql; do
+    [ -e "$script" ] || continue
+    [ "$(basename "$script")" = "simpg--$version.sql" ] && continue  # made above, from the parts
+    cp "$script" "$target/"
+    chmod 644 "$target/$(basename "$script")"
 done
 echo "installed simpg $version extension files into $target"

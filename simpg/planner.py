@@ -3,7 +3,7 @@
 Every layout of :mod:`simpg.layout` answers "within distance k" exactly; they differ
 in cost. More tables mean longer prefixes, so fewer *candidates* (rows read and
 compared per lookup), but each table costs a generated column (8 bytes of heap per
-row), a B-tree (about 22.5 bytes per row when built), write work on every insert and
+row), a B-tree (about 20.3 bytes per row when built), write work on every insert and
 build time. The planner lists the designs worth considering and recommends one:
 
 * **Designs**: one level (``m`` blocks choosing ``m - k``: C(m, m - k) tables) and
@@ -25,9 +25,10 @@ build time. The planner lists the designs worth considering and recommends one:
   ``log2(rows)``, about one candidate per table, e.g. ``k3:5`` (10 tables, 25-26 bit
   prefixes) from about 400k to 200M rows for k=3, then k3:4x4 and k3:6.
 * **Bytes per row**: 8 bytes of heap per table (a stored bigint column; measured
-  8.1 to 9.0 with page packing) and 22.5 bytes of B-tree per table (16-byte index
-  tuple + 4-byte line pointer in leaf pages filled to the default fillfactor 90;
-  measured 22.49 with ``pg_indexes_size`` after ``simpg.create_index`` on 1M rows).
+  8.1 to 9.0 with page packing) and 20.3 bytes of B-tree per table (16-byte index
+  tuple + 4-byte line pointer in leaf pages filled completely, the fillfactor 100 that
+  ``simpg.create_index`` builds with; measured 20.27 with ``pg_indexes_size`` on 1M
+  rows, against 22.49 at PostgreSQL's default fillfactor 90).
   Random inserts after the build leave leaf pages about 70% full, about 29 bytes.
 
 ``simpg.plan(k, rows)`` and ``simpg.default_levels(k, rows)`` in SQL
@@ -68,8 +69,8 @@ __all__ = [
 CANDIDATES_PER_PROBE = 4
 #: Heap bytes per row of one stored bigint prefix column.
 HEAP_BYTES_PER_TABLE = 8.0
-#: B-tree bytes per row of one prefix index built by CREATE INDEX (fillfactor 90).
-INDEX_BYTES_PER_TABLE = 22.5
+#: B-tree bytes per row of one prefix index built by simpg.create_index (fillfactor 100).
+INDEX_BYTES_PER_TABLE = 20.3
 #: The listing stops at the first design expecting fewer candidates per lookup.
 STOP_CANDIDATES = Fraction(1, 100)
 

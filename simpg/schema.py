@@ -101,7 +101,9 @@ def extension_files() -> dict[str, str]:
     files = {f"{EXTENSION}.control": (folder / f"{EXTENSION}.control").read_text(encoding="utf-8")}
     files[f"{EXTENSION}--{version}.sql"] = extension_script()
     for entry in folder.iterdir():
-        if re.fullmatch(rf"{EXTENSION}--[\d.]+--[\d.]+\.sql", entry.name):
+        # upgrade scripts, and the install scripts of earlier versions, kept as released
+        # so that CREATE EXTENSION simpg VERSION '0.1.0' and its upgrades stay possible
+        if re.fullmatch(rf"{EXTENSION}--[\d.]+(--[\d.]+)?\.sql", entry.name) and entry.name not in files:
             files[entry.name] = entry.read_text(encoding="utf-8")
     return files
 

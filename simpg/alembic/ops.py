@@ -31,7 +31,12 @@ from sqlalchemy.sql.functions import Function
 from simpg import schema as simpg_schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.sqlalchemy.index import object_name, prefix_expression, register_statement
+from simpg.sqlalchemy.index import (
+    object_name,
+    prefix_expression,
+    prefix_index_sql,
+    register_statement,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -423,9 +428,7 @@ def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> N
         operations.execute(text(f"ALTER TABLE {rel} {adds}"))
         for column, index in zip(columns, indexes, strict=True):
             operations.execute(
-                text(
-                    f"CREATE INDEX CONCURRENTLY {prep.quote(index)} ON {rel} ({prep.quote(column)})"
-                )
+                text(prefix_index_sql(prep.quote(index), rel, prep.quote(column), concurrently=True))
             )
         operations.execute(text(f"ANALYZE {rel} ({', '.join(prep.quote(c) for c in columns)})"))
         operations.execute(

@@ -243,7 +243,7 @@ def build_index(
     """
     from psycopg import sql
 
-    from simpg.sqlalchemy.index import object_name, prefix_expression
+    from simpg.sqlalchemy.index import object_name, prefix_expression, prefix_index_sql
 
     layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
     oid, qualified, _ = _table_info(conn, table)
@@ -268,8 +268,11 @@ def build_index(
     t1 = time.perf_counter()
     for column, index in zip(columns, indexes, strict=True):
         conn.execute(
-            sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} ({})").format(
-                _ident(index), sql.SQL(qualified), _ident(column)
+            sql.SQL(
+                prefix_index_sql(
+                    _ident(index).as_string(conn), qualified, _ident(column).as_string(conn),
+                    concurrently=True,
+                )
             )
         )
     t2 = time.perf_counter()

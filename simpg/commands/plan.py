@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         "candidates/lookup: rows read per lookup on uniform fingerprints (sum of rows / 2^prefix)"
     )
-    print("B/row: stored prefix columns (heap) and B-trees as built (fillfactor 90);")
+    print("B/row: stored prefix columns (heap) and B-trees as built (fillfactor 100);")
     print("       random inserts later leave B-tree pages ~70% full: ~29 index B/row per table")
     print(f"cost: tables + candidates/{planner.CANDIDATES_PER_PROBE}, in B-tree probes; * = lowest")
     print(f"create it: {_create_call(best)}")

@@ -10,17 +10,21 @@ Example:
 from __future__ import annotations
 
 from simpg.psycopg._common import IndexStats, Neighbor, Pair
-from simpg.psycopg.aio import AsyncSimIndex
-from simpg.psycopg.index import SimIndex
+from simpg.psycopg.aio import AsyncSimIndex, configure_lookups_async
+from simpg.psycopg.index import SimIndex, configure_lookups
+from simpg.psycopg.queries import LOOKUP_SETTINGS
 from simpg.psycopg.register import Fingerprint, register_simpg, register_simpg_async
 
 __all__ = [
+    "LOOKUP_SETTINGS",
     "AsyncSimIndex",
     "Fingerprint",
     "IndexStats",
     "Neighbor",
     "Pair",
     "SimIndex",
+    "configure_lookups",
+    "configure_lookups_async",
     "register_simpg",
     "register_simpg_async",
 ]

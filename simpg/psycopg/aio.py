@@ -30,7 +30,18 @@ from simpg.psycopg import _common, queries
 from simpg.psycopg._common import IndexStats, Neighbor, Pair
 from simpg.psycopg.queries import IndexInfo
 
-__all__ = ["AsyncSimIndex"]
+__all__ = ["AsyncSimIndex", "configure_lookups_async"]
+
+
+async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    """:func:`~simpg.psycopg.configure_lookups` for an async connection."""
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    try:
+        await conn.execute(queries.LOOKUP_SETTINGS_SQL)
+        if idle and not conn.autocommit:
+            await conn.commit()
+    except psycopg.Error as err:
+        raise _common.translate(err) from err
 
 
 class AsyncSimIndex:
@@ -57,9 +68,38 @@ class AsyncSimIndex:
         self.prepare = prepare
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
+        self._owns_conn = False
 
     def __repr__(self) -> str:
         return f"AsyncSimIndex({self.table!r}, {self.column!r})"
+
+    @classmethod
+    async def connect(cls, conninfo: str, table: str, column: str = "simhash", *,
+                      id_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimIndex:
+        """A handle on a connection of its own, set up for lookups (see :meth:`SimIndex.connect`)."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        try:
+            await configure_lookups_async(conn)
+            handle = cls(conn, table, column, id_column=id_column, prepare=prepare)
+        except BaseException:
+            await conn.close()
+            raise
+        handle._owns_conn = True
+        return handle
+
+    async def close(self) -> None:
+        """Close the connection if :meth:`connect` opened it."""
+        if self._owns_conn:
+            await self.conn.close()
+
+    async def __aenter__(self) -> AsyncSimIndex:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     async def info(self) -> IndexInfo:
         """The index's catalog entry (read on first use; see :meth:`refresh`)."""
@@ -169,16 +209,17 @@ class AsyncSimIndex:
         k = _common.radius(k, info)
         if not len(fps):
             return []
+        settings = queries.NEAR_MANY_SETTINGS
         outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
         async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
             cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
-            await cur.execute(queries.NEAR_MANY_SETTINGS_SQL)
+            await cur.execute(settings.sql)
             saved = await cur.fetchone()
             await cur.execute(self._statement(info, "near_many"), queries.near_many_params(info, fps, k),
                               prepare=self.prepare)
             rows = await cur.fetchall()
             if outer and saved:  # the local settings would outlive the savepoint
-                await cur.execute(queries.RESTORE_SETTINGS_SQL, saved[:2])
+                await cur.execute(settings.restore_sql, saved[: settings.count])
         return _common.group_near_many(rows, len(fps))
 
     async def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -192,12 +233,17 @@ class AsyncSimIndex:
                 cur.adapters.register_loader("bytea", queries.RawByteaLoader)
                 if not outer:
                     await cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                settings = queries.FETCH_SETTINGS
+                await cur.execute(settings.sql)
+                saved = await cur.fetchone()
                 await cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)])
                 row = await cur.fetchone()
                 for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
                     await cur.execute(queries.fetch_sql(info, first, end, where))
                     ids, fps = await cur.fetchone() or (None, None)
                     parts.append(queries.parse_fetch(ids, fps, integer))
+                if outer and saved:
+                    await cur.execute(settings.restore_sql, saved[: settings.count])
         except psycopg.Error as err:
             raise _common.translate(err) from err
         return _common.join_parts(parts, integer)

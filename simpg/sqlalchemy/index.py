@@ -61,7 +61,9 @@ __all__ = [
     "SimHashIndex",
     "index_for",
     "object_name",
+    "PREFIX_INDEX_FILLFACTOR",
     "prefix_expression",
+    "prefix_index_sql",
     "register",
     "register_statement",
     "simhash_index",
@@ -108,6 +110,19 @@ def prefix_expression(column: str, layout: Layout, t: int) -> str:
     """Generation expression of table ``t``'s prefix column (SQL's ``simpg.prefix_expression``)."""
     levels = "{" + ",".join(str(m) for m in layout.levels) + "}"
     return f"simpg.permute({_quote_ident(column)}, {layout.k}, '{levels}'::integer[], {t})"
+
+
+#: Fill factor of the prefix B-trees, as simpg.create_index builds them. Their keys are
+#: random, so the 10% that PostgreSQL's default of 90 leaves free for ascending inserts
+#: only makes the built index bigger; later random inserts split pages either way.
+PREFIX_INDEX_FILLFACTOR = 100
+
+
+def prefix_index_sql(index: str, table: str, column: str, *, concurrently: bool = False) -> str:
+    """``CREATE INDEX`` of one prefix B-tree, as simpg.create_index writes it (names quoted)."""
+    how = " CONCURRENTLY" if concurrently else ""
+    return (f"CREATE INDEX{how} {index} ON {table} ({column}) "
+            f"WITH (fillfactor = {PREFIX_INDEX_FILLFACTOR})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,7 +226,8 @@ def simhash_index(
         )
         table.append_column(prefix)
         prefix_columns.append(prefix)
-        indexes.append(Index(object_name(f"{table.name}_{col.name}", f"_p{t}_idx"), prefix))
+        indexes.append(Index(object_name(f"{table.name}_{col.name}", f"_p{t}_idx"), prefix,
+                             postgresql_with={"fillfactor": PREFIX_INDEX_FILLFACTOR}))
     spec = SimHashIndex(
         table, col, layout, tuple(prefix_columns), tuple(indexes), fingerprint_config
     )

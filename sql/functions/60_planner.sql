@@ -88,7 +88,7 @@ DECLARE
     -- keep in step with simpg/planner.py
     c_per_probe constant integer := 4;       -- CANDIDATES_PER_PROBE
     c_heap constant float8 := 8.0;           -- HEAP_BYTES_PER_TABLE
-    c_index constant float8 := 22.5;         -- INDEX_BYTES_PER_TABLE
+    c_index constant float8 := 20.3;         -- INDEX_BYTES_PER_TABLE
     c_stop constant integer := 100;          -- STOP_CANDIDATES = 1/100
     c_two64 constant numeric := 2::numeric ^ 64;
     v_design record;

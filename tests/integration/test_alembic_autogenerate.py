@@ -264,7 +264,10 @@ def test_offline_sql_renders_the_operations(env):
         in sql
     )
     assert "COMMIT;" in sql
-    assert "CREATE INDEX CONCURRENTLY articles_body_fp_p5_idx ON articles (body_fp_p5);" in sql
+    assert (
+        "CREATE INDEX CONCURRENTLY articles_body_fp_p5_idx ON articles (body_fp_p5) "
+        "WITH (fillfactor = 100);" in sql
+    )
     assert (
         "ADD COLUMN body_fp_p0 bigint GENERATED ALWAYS AS "
         "(simpg.permute(body_fp, 2, '{4}'::integer[], 0)) STORED"

@@ -16,6 +16,7 @@ from simpg import schema
 from simpg.alembic import CreateSimhashIndexOp, DropSimhashIndexOp, InstallSimpgOp, UninstallSimpgOp
 from simpg.exc import SimpgError
 from simpg.sqlalchemy import url_from_dsn
+from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
 
 
 @contextmanager
@@ -133,3 +134,9 @@ def test_schema_qualified_table(db):
         op.create_simhash_index("Items", "fp", k=1, blocks=3, schema="news", concurrently=True)
     row = db.conn.execute("SELECT indexed_table::text, index_names FROM simpg.indexes").fetchone()
     assert row == ('news."Items"', [f"Items_fp_p{t}_idx" for t in range(3)])
+    # the online path builds the B-trees as simpg.create_index does (fillfactor 100)
+    options = db.conn.execute(
+        "SELECT c.reloptions FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid "
+        "WHERE x.indrelid = 'news.\"Items\"'::regclass AND NOT x.indisprimary"
+    ).fetchall()
+    assert options == [([f"fillfactor={PREFIX_INDEX_FILLFACTOR}"],)] * 3

@@ -14,7 +14,7 @@ from simpg.exc import ExtensionNotInstalled
 OBJECTS = """
 SELECT 'function ' || p.oid::regprocedure::text || ' ' || p.provolatile::text || p.proisstrict::text
        || p.proparallel::text || ' secdef=' || p.prosecdef::text || ' config=' || coalesce(p.proconfig::text, '')
-       || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+       || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '') || ' body=' || md5(p.prosrc)
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'simpg'
 UNION ALL
 SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
@@ -44,7 +44,7 @@ def test_create_extension_after_install_extension_command(bare_db, capsys):
     assert main(["install-extension", "--pg-config", str(server.pg_config)]) == 0
     assert "CREATE EXTENSION simpg" in capsys.readouterr().out
     bare_db.conn.execute("CREATE EXTENSION simpg")
-    assert schema.installed_version(bare_db.conn) == schema.default_version() == "0.1.0"
+    assert schema.installed_version(bare_db.conn) == schema.default_version() == "0.1.1"
     assert bare_db.conn.execute("SELECT simpg.hamming(0, -1)").fetchone()[0] == 64
 
 
@@ -54,7 +54,7 @@ def test_plain_script_gives_the_same_objects_as_the_extension(pg, bare_db, db, c
     plain = objects(bare_db.conn)
     assert len(plain) > 40
     assert plain == objects(db.conn)  # db: the template, installed with CREATE EXTENSION where possible
-    assert schema.installed_version(bare_db.conn) == "0.1.0"
+    assert schema.installed_version(bare_db.conn) == "0.1.1"
     # a second install is refused clearly, and the CLI says it is already there
     assert main(["install", "--dsn", bare_db.dsn]) == 0
     assert "already installed" in capsys.readouterr().out
@@ -63,22 +63,31 @@ def test_plain_script_gives_the_same_objects_as_the_extension(pg, bare_db, db, c
 def test_install_chooses_extension_when_files_are_present(pg, bare_db):
     version = schema.install(bare_db.conn)
     kind = bare_db.conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simpg'").fetchone()[0]
-    assert version == "0.1.0" and kind == (1 if pg.extension_files else 0)
+    assert version == "0.1.1" and kind == (1 if pg.extension_files else 0)
 
 
 def test_alter_extension_update_from_0_1_0(pg, bare_db, capsys):
     schema.install_extension_files(sharedir=pg.server.sharedir)
     conn = bare_db.conn
-    conn.execute("CREATE EXTENSION simpg VERSION '0.1.0'")
-    before = objects(conn)
+    conn.execute("CREATE EXTENSION simpg")
+    fresh = objects(conn)
+    conn.execute("DROP EXTENSION simpg")
+    conn.execute("CREATE EXTENSION simpg VERSION '0.1.0'")  # the script as released
+    assert objects(conn) != fresh
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")
+    conn.execute("INSERT INTO docs SELECT i, i * 7919 FROM generate_series(1, 100) AS i")
+    conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
     assert main(["upgrade", "--dsn", bare_db.dsn, "--to", "0.1.1"]) == 0
     assert "0.1.0 -> 0.1.1" in capsys.readouterr().out
     assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simpg'").fetchone()[0] == "0.1.1"
-    assert objects(conn) == before
-    # and a fresh install straight to 0.1.1 (0.1.0 script + upgrade) is the same too
-    conn.execute("DROP EXTENSION simpg")
-    conn.execute("CREATE EXTENSION simpg VERSION '0.1.1'")
-    assert objects(conn) == before
+    assert objects(conn) == fresh  # every function body included
+    # an index made by 0.1.0 keeps working, and new ones get 0.1.1's B-trees
+    assert conn.execute("SELECT id FROM simpg.near(NULL::docs, 7919 * 3, 0)").fetchall() == [(3,)]
+    conn.execute("CREATE TABLE more (id bigint PRIMARY KEY, fp bigint)")
+    conn.execute("SELECT simpg.create_index('more', 'fp', 3, 5)")
+    options = conn.execute("SELECT DISTINCT c.reloptions FROM pg_index AS x JOIN pg_class AS c "
+                           "ON c.oid = x.indexrelid WHERE x.indrelid = 'more'::regclass AND NOT x.indisprimary")
+    assert options.fetchall() == [(["fillfactor=100"],)]
 
 
 def test_missing_simpg_says_how_to_install(bare_db, capsys):

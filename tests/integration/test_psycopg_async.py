@@ -34,6 +34,24 @@ async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> No
         assert await index.layout() == layout
 
 
+
+async def test_async_lookup_connection(db: object) -> None:
+    rows, queries = corpus(22, 3, n=200)
+    async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
+        index = AsyncSimIndex(conn, "docs")
+        await index.create(3, 5)
+        await index.add(rows)
+    async with await AsyncSimIndex.connect(db.dsn, "docs") as index:  # type: ignore[attr-defined]
+        cur = await index.conn.execute("SHOW plan_cache_mode")
+        assert await cur.fetchone() == ("force_generic_plan",)
+        expected = [brute_near(rows, q, 3) for q in queries]
+        for _ in range(2):
+            assert [await index.near(q, 3) for q in queries] == expected
+        assert await index.near_many(queries, 3) == expected
+        assert set([p async for p in index.pairs(3)]) == brute_pairs(rows, 3)
+    assert index.conn.closed
+
 async def test_async_errors(db: object) -> None:
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")

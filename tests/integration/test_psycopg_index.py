@@ -13,7 +13,7 @@ from psycopg import sql
 from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import Fingerprint, Neighbor, Pair, SimIndex, register_simpg
+from simpg.psycopg import LOOKUP_SETTINGS, Fingerprint, Neighbor, Pair, SimIndex, register_simpg
 
 LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,))]
 
@@ -283,3 +283,70 @@ def test_register_simpg_without_simpg(bare_db: object) -> None:
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
     with pytest.raises(ExtensionNotInstalled):
         SimIndex(conn, "docs").near(1)
+
+
+def test_create_index_builds_full_prefix_btrees(conn: psycopg.Connection) -> None:
+    # simpg.create_index and the Python DDL (SQLAlchemy, Alembic, backfill) agree
+    from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
+
+    make_table(conn, Layout(3, (5,)), [1, 2, 3])
+    options = conn.execute(
+        "SELECT c.reloptions FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid "
+        "WHERE x.indrelid = 'docs'::regclass AND NOT x.indisprimary"
+    ).fetchall()
+    assert options == [([f"fillfactor={PREFIX_INDEX_FILLFACTOR}"],)] * 10
+
+
+def test_near_many_keeps_rows_that_share_an_id(conn: psycopg.Connection) -> None:
+    # id_column need not be unique: each row is its own answer, as near() returns it
+    conn.execute("CREATE TABLE tagged (id bigint PRIMARY KEY, tag text, simhash bigint)")
+    fps = [5, 5, 5 ^ (1 << 63), 7, 2**64 - 1]
+    conn.execute("INSERT INTO tagged SELECT i, 't' || (i %% 2), fp FROM unnest(%s::bigint[]) "
+                 "WITH ORDINALITY AS u(fp, i)", [[bits.to_db(f) for f in fps]])
+    SimIndex(conn, "tagged").create(3, 5)
+    index = SimIndex(conn, "tagged", id_column="tag")
+    queries = [5, 6, 2**64 - 2, 1 << 40]
+    many = index.near_many(queries, 3)
+    assert many == [index.near(q, 3) for q in queries]
+    assert many[0] == [Neighbor("t0", 0), Neighbor("t1", 0), Neighbor("t0", 1), Neighbor("t1", 1)]
+
+
+def test_lookup_connection(db: object) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    rows, queries = corpus(11, 3, n=300)
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        make_table(setup, Layout(3, (5,)), rows)
+    with SimIndex.connect(dsn, "docs") as index:
+        conn = index.conn
+        settings = dict(conn.execute(
+            "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+            [list(LOOKUP_SETTINGS)]).fetchall())
+        assert settings == LOOKUP_SETTINGS
+        for _ in range(2):  # the second round runs the generic plans
+            assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+        assert conn.execute("SELECT generic_plans FROM pg_prepared_statements "
+                            "WHERE statement LIKE '%BETWEEN%' AND statement NOT LIKE '%unnest%'").fetchone()[0] > 0
+        assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+        # whole-table reads still scan the table, whatever the session says
+        assert set(index.pairs(3)) == brute_pairs(rows, 3)
+        with conn.transaction():
+            index.fetch_all()
+            assert conn.execute("SHOW enable_seqscan").fetchone() == ("off",)
+    assert conn.closed
+
+
+def test_configure_lookups_leaves_the_connection_idle(db: object) -> None:
+    from simpg.psycopg import configure_lookups
+
+    with psycopg.connect(db.dsn) as conn:  # type: ignore[attr-defined]  # not autocommit
+        configure_lookups(conn)
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_generic_plan",)
+    with psycopg.connect(db.dsn) as conn, SimIndex(conn, "docs") as index:  # type: ignore[attr-defined]
+        assert index.conn is conn
+    assert conn.closed  # by psycopg's with block: a handle closes only what it opened
+    index = SimIndex(psycopg.connect(db.dsn), "docs")  # type: ignore[attr-defined]
+    index.close()
+    assert not index.conn.closed
+    index.conn.close()
+

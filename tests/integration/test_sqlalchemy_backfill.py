@@ -11,6 +11,7 @@ import pytest
 from simpg import bits
 from simpg.cli import main
 from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()
 
@@ -78,6 +79,11 @@ def test_backfill_then_index(db, capsys):
         "AND indisvalid AND NOT indisprimary"
     ).fetchone()[0]
     assert valid == 10
+    options = db.conn.execute(
+        "SELECT DISTINCT c.reloptions FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid "
+        "WHERE x.indrelid = 'items'::regclass AND NOT x.indisprimary"
+    ).fetchall()
+    assert options == [([f"fillfactor={PREFIX_INDEX_FILLFACTOR}"],)]  # as simpg.create_index builds
     fps = [bits.from_db(v) for v in stored.values() if v is not None]
     for q in fps[:20] + [fps[0] ^ 0b111, fps[1] ^ (1 << 63)]:
         got = db.conn.execute(

@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_version_lives_only_in_the_control_file():
     control = (ROOT / "sql" / "simpg.control").read_text()
-    assert re.search(r"default_version = '0\.1\.0'", control)
-    assert schema.default_version() == "0.1.0"
+    assert re.search(r"default_version = '0\.1\.1'", control)
+    assert schema.default_version() == "0.1.1"
     assert "trusted = true" in control and "relocatable = false" in control and "schema = 'simpg'" in control
 
 
@@ -26,8 +26,20 @@ def test_parts_end_with_a_newline_so_cat_and_python_agree():
 
 def test_extension_files_hold_control_install_and_upgrade_scripts():
     files = schema.extension_files()
-    assert set(files) >= {"simpg.control", "simpg--0.1.0.sql", "simpg--0.1.0--0.1.1.sql"}
-    assert files["simpg--0.1.0.sql"].startswith("-- simpg")
+    assert set(files) == {"simpg.control", "simpg--0.1.1.sql", "simpg--0.1.0.sql", "simpg--0.1.0--0.1.1.sql"}
+    assert files["simpg--0.1.1.sql"] == schema.extension_script()
+    assert files["simpg--0.1.0.sql"].startswith("-- simpg")  # as released, kept for upgrades
+
+
+def test_upgrade_script_replaces_functions_with_their_current_text():
+    # each function the upgrade replaces is byte for byte its definition in sql/functions/,
+    # so an updated install equals a fresh one (test_install compares them on a server)
+    upgrade = (ROOT / "sql" / "simpg--0.1.0--0.1.1.sql").read_text()
+    replaced = re.findall(r"^CREATE OR REPLACE FUNCTION .*?^\$\$;\n", upgrade, re.S | re.M)
+    assert replaced
+    current = schema.extension_script()
+    for definition in replaced:
+        assert definition.replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", 1) in current
 
 
 def test_plain_script_drops_psql_guards_only():
