@@ -40,6 +40,8 @@ __all__ = [
     "install_extension_files",
     "install_plain",
     "installed_version",
+    "upgrade_path",
+    "upgrade_plain",
     "require_installed",
     "script",
     "sql_dir",
@@ -89,9 +91,34 @@ def extension_script() -> str:
 def script(version: str | None = None) -> str:
     """The full install script of ``version`` (default: the current one), runnable as SQL."""
     version = version or default_version()
-    if version != default_version():
+    if version == default_version():
+        return _strip_psql_commands(extension_script())
+    released = sql_dir() / f"{EXTENSION}--{version}.sql"
+    if not re.fullmatch(r"[\d.]+", version) or not released.is_file():
         raise SimpgError(f"no install script for simpg {version}; this package has {default_version()}")
-    return _strip_psql_commands(extension_script())
+    return _strip_psql_commands(released.read_text(encoding="utf-8"))
+
+
+def upgrade_path(start: str, target: str) -> list[str]:
+    """The upgrade scripts (file names) that lead from ``start`` to ``target``, shortest first found."""
+    steps: dict[str, list[str]] = {}
+    for entry in sorted(sql_dir().iterdir(), key=lambda e: e.name):
+        match = re.fullmatch(rf"{EXTENSION}--([\d.]+)--([\d.]+)\.sql", entry.name)
+        if match:
+            steps.setdefault(match.group(1), []).append(match.group(2))
+    paths: dict[str, list[str]] = {start: []}
+    frontier = [start]
+    while frontier and target not in paths:
+        nxt = []
+        for version in frontier:
+            for after in steps.get(version, []):
+                if after not in paths:
+                    paths[after] = [*paths[version], f"{EXTENSION}--{version}--{after}.sql"]
+                    nxt.append(after)
+        frontier = nxt
+    if target not in paths:
+        raise SimpgError(f"no upgrade path from simpg {start} to {target} in this package")
+    return paths[target]
 
 
 def extension_files() -> dict[str, str]:
@@ -181,24 +208,50 @@ def require_installed(conn: psycopg.Connection) -> str:
     return version
 
 
-def install_plain(conn: psycopg.Connection) -> str:
+def install_plain(conn: psycopg.Connection, version: str | None = None) -> str:
     """Run the install script as plain SQL, in one transaction; returns the version.
 
     For servers where CREATE EXTENSION simpg is impossible. The objects are the same
     as the extension's, owned by the connected role; the schema's comment records the
-    version, since there is no pg_extension row.
+    version, since there is no pg_extension row. ``version`` installs an earlier
+    release this package keeps (default: the current one).
     """
     existing = installed_version(conn)
     if existing is not None:
         raise SimpgError(f"simpg {existing} is already installed in this database")
-    version = default_version()
+    version = version or default_version()
+    text = script(version)
     with conn.transaction():
         # Resolve every name of the script against pg_catalog and simpg only.
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         conn.execute("CREATE SCHEMA simpg")
-        conn.execute(script().encode())  # bytes: a whole script, sent without placeholders
-        conn.execute(f"COMMENT ON SCHEMA simpg IS 'simpg version {version} (installed as a plain script)'")
+        conn.execute(text.encode())  # bytes: a whole script, sent without placeholders
+        _record_plain_version(conn, version)
     return version
+
+
+def _record_plain_version(conn: psycopg.Connection, version: str) -> None:
+    conn.execute(f"COMMENT ON SCHEMA simpg IS 'simpg version {version} (installed as a plain script)'")
+
+
+def upgrade_plain(conn: psycopg.Connection, to: str | None = None) -> tuple[str, str]:
+    """Update a plain-script install with the upgrade scripts, in one transaction.
+
+    What ``ALTER EXTENSION simpg UPDATE`` does for the extension: each script of the
+    path from the installed version to ``to`` (default: the current one) runs in
+    order, and the schema's comment records the new version. Returns (from, to).
+    """
+    current = require_installed(conn)
+    target = to or default_version()
+    if current == target:
+        return current, target
+    path = upgrade_path(current, target)
+    with conn.transaction():
+        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+        for name in path:
+            conn.execute(_strip_psql_commands((sql_dir() / name).read_text(encoding="utf-8")).encode())
+        _record_plain_version(conn, target)
+    return current, target
 
 
 def install(conn: psycopg.Connection, *, plain: bool | None = None) -> str:

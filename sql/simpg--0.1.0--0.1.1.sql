@@ -174,3 +174,25 @@ BEGIN
     ORDER BY d.ordinality;
 END
 $$;
+
+-- layout_is: new; simpg.psycopg's lookups check the layout they were made for.
+CREATE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels integer[])
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM FROM simpg.indexes AS i
+    WHERE i.indexed_table = rel AND i.fingerprint_column = col
+      AND i.k = layout_is.k AND i.levels = layout_is.levels;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
+            rel, quote_ident(col), k, array_to_string(levels, 'x')
+            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimIndex.refresh())';
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[]) IS
+    'True if rel.col''s simpg index has this k and levels, else an error (SQLSTATE SPG01) telling a client to read the layout again';

@@ -36,9 +36,11 @@ def register(subparsers: Any) -> None:
     files.add_argument("--pg-config", help="pg_config of the target server (default: on PATH)")
     files.set_defaults(func=run_install_extension)
 
-    upgrade = subparsers.add_parser("upgrade", help="ALTER EXTENSION simpg UPDATE")
+    upgrade = subparsers.add_parser(
+        "upgrade", help="ALTER EXTENSION simpg UPDATE (a plain install: the same upgrade scripts)")
     add_dsn_argument(upgrade)
-    upgrade.add_argument("--to", help="target version (default: the newest the server has)")
+    upgrade.add_argument("--to", help="target version (default: the newest the server has, "
+                                      "or this package's for a plain install)")
     upgrade.set_defaults(func=run_upgrade)
 
 
@@ -75,13 +77,17 @@ def run_install_extension(args: argparse.Namespace) -> int:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
-    """ALTER EXTENSION simpg UPDATE [TO version]."""
+    """ALTER EXTENSION simpg UPDATE [TO version], or the upgrade scripts on a plain install."""
     from psycopg import sql
 
     with _connect(args) as conn:
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simpg'").fetchone()
         if row is None:
-            raise SimpgError("simpg is not installed as an extension here; nothing to upgrade")
+            if schema.installed_version(conn) is None:
+                raise SimpgError("simpg is not installed here; nothing to upgrade")
+            before, after = schema.upgrade_plain(conn, args.to)
+            print(f"simpg {before} -> {after} (plain script)")
+            return 0
         if args.to:
             conn.execute(sql.SQL("ALTER EXTENSION simpg UPDATE TO {}").format(sql.Literal(args.to)))
         else:

@@ -19,7 +19,7 @@ from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import allpairs
-from simpg.psycopg.queries import INTEGER_TYPES, IndexInfo
+from simpg.psycopg.queries import INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo
 
 __all__ = ["IndexStats", "Neighbor", "Pair"]
 
@@ -87,13 +87,35 @@ def translate(err: psycopg.Error) -> Exception:
     """A SimpgError for the database errors whose message says it all, else ``err``."""
     if isinstance(err, (errors.UndefinedFunction, errors.InvalidSchemaName)) and "simpg" in str(err):
         return ExtensionNotInstalled()
-    if isinstance(err, _CLEAR_SQLSTATES):
+    if isinstance(err, _CLEAR_SQLSTATES) or err.sqlstate == LAYOUT_CHANGED:
         diag = err.diag
         message = diag.message_primary or str(err)
         if diag.message_hint:
             message += f"; {diag.message_hint}"
         return SimpgError(message)
     return err
+
+
+def layout_changed(err: psycopg.Error) -> bool:
+    """Whether ``err`` says the index may have another layout than a handle read.
+
+    simpg.layout_is says so; a prefix column that no longer exists (the index was
+    dropped, or re-created with fewer tables) fails the statement before it runs.
+    """
+    return err.sqlstate == LAYOUT_CHANGED or isinstance(err, errors.UndefinedColumn)
+
+
+def layout_changed_error(info: IndexInfo) -> SimpgError:
+    """What a lookup says when the layout changed and the error aborted the caller's transaction."""
+    return SimpgError(
+        f"the simpg index on {info.label} changed since this handle read its layout ({info.layout.name}); "
+        "roll back and call again (the handle reads the layout anew)"
+    )
+
+
+def aborted(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether the connection's transaction failed (nothing more runs until a rollback)."""
+    return conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
 
 
 def id_column(primary_key: list[tuple[str, str]]) -> tuple[str | None, str | None]:

@@ -17,8 +17,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -31,6 +31,8 @@ from simpg.psycopg._common import IndexStats, Neighbor, Pair
 from simpg.psycopg.queries import IndexInfo
 
 __all__ = ["AsyncSimIndex", "configure_lookups_async"]
+
+_T = TypeVar("_T")
 
 
 async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -194,33 +196,50 @@ class AsyncSimIndex:
 
     async def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
         """Rows within distance ``k`` of ``fingerprint``, nearest first (then by id)."""
-        info = _common.with_ids(await self.info())
         fp = _common.fingerprint(fingerprint)
-        k = _common.radius(k, info)
-        async with self.conn.cursor(binary=True) as cur:
-            await cur.execute(self._statement(info, "near"), queries.near_params(info, fp, k), prepare=self.prepare)
-            return [Neighbor(id_, d) for id_, d in await cur.fetchall()]
+
+        async def run(info: IndexInfo) -> list[Neighbor]:
+            params = queries.near_params(info, fp, _common.radius(k, info))
+            async with self.conn.cursor(binary=True) as cur:
+                await cur.execute(self._statement(info, "near"), params, prepare=self.prepare)
+                return [Neighbor(id_, d) for id_, d in await cur.fetchall()]
+
+        return await self._lookup(run)
 
     async def near_many(self, fingerprints: Iterable[int] | np.ndarray,
                         k: int | None = None) -> list[list[Neighbor]]:
         """:meth:`near` for many fingerprints in one statement (one round trip)."""
-        info = _common.with_ids(await self.info())
         fps = _common.fingerprint_array(fingerprints)
-        k = _common.radius(k, info)
-        if not len(fps):
-            return []
-        settings = queries.NEAR_MANY_SETTINGS
-        outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-            cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
-            await cur.execute(settings.sql)
-            saved = await cur.fetchone()
-            await cur.execute(self._statement(info, "near_many"), queries.near_many_params(info, fps, k),
-                              prepare=self.prepare)
-            rows = await cur.fetchall()
-            if outer and saved:  # the local settings would outlive the savepoint
-                await cur.execute(settings.restore_sql, saved[: settings.count])
-        return _common.group_near_many(rows, len(fps))
+
+        async def run(info: IndexInfo) -> list[list[Neighbor]]:
+            params = queries.near_many_params(info, fps, _common.radius(k, info))
+            if not len(fps):
+                return []
+            settings = queries.NEAR_MANY_SETTINGS
+            outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
+                cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
+                await cur.execute(settings.sql)
+                saved = await cur.fetchone()
+                await cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
+                rows = await cur.fetchall()
+                if outer and saved:  # the local settings would outlive the savepoint
+                    await cur.execute(settings.restore_sql, saved[: settings.count])
+            return _common.group_near_many(rows, len(fps))
+
+        return await self._lookup(run)
+
+    async def _lookup(self, run: Callable[[IndexInfo], Awaitable[_T]]) -> _T:
+        # See SimIndex._lookup: a layout changed since it was read is read again, once.
+        try:
+            return await run(_common.with_ids(await self.info()))
+        except psycopg.Error as err:
+            if not _common.layout_changed(err):
+                raise _common.translate(err) from err
+            stale, self._info = self._info, None
+            if _common.aborted(self.conn):
+                raise (_common.layout_changed_error(stale) if stale else _common.translate(err)) from err
+        return await run(_common.with_ids(await self.refresh()))
 
     async def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, fingerprints)`` of every row with a fingerprint (see :meth:`SimIndex.fetch_all`)."""

@@ -17,15 +17,15 @@ Example:
 Fingerprints are unsigned Python ints in ``[0, 2**64)`` (or ``uint64`` numpy arrays);
 the handle converts them to the signed bigint PostgreSQL stores. ``k`` defaults to the
 index's radius and may not exceed it. The handle reads the index layout once from
-``simpg.indexes``; call :meth:`SimIndex.refresh` after the index was dropped and
-re-created elsewhere.
+``simpg.indexes``; every lookup statement checks it (``simpg.layout_is``), so after the
+index was re-created elsewhere with another layout the handle reads it again by itself.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -40,6 +40,8 @@ from simpg.psycopg.queries import IndexInfo
 logger = logging.getLogger(__name__)
 
 __all__ = ["SimIndex", "configure_lookups"]
+
+_T = TypeVar("_T")
 
 
 def configure_lookups(conn: psycopg.Connection[Any]) -> None:
@@ -249,12 +251,15 @@ class SimIndex:
 
     def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
         """Rows within distance ``k`` of ``fingerprint``, nearest first (then by id)."""
-        info = _common.with_ids(self.info)
         fp = _common.fingerprint(fingerprint)
-        k = _common.radius(k, info)
-        with self.conn.cursor(binary=True) as cur:
-            cur.execute(self._statement(info, "near"), queries.near_params(info, fp, k), prepare=self.prepare)
-            return [Neighbor(id_, d) for id_, d in cur.fetchall()]
+
+        def run(info: IndexInfo) -> list[Neighbor]:
+            params = queries.near_params(info, fp, _common.radius(k, info))
+            with self.conn.cursor(binary=True) as cur:
+                cur.execute(self._statement(info, "near"), params, prepare=self.prepare)
+                return [Neighbor(id_, d) for id_, d in cur.fetchall()]
+
+        return self._lookup(run)
 
     def near_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Neighbor]]:
         """:meth:`near` for many fingerprints in one statement (one round trip).
@@ -262,24 +267,41 @@ class SimIndex:
         Returns:
             One list per query, in query order, each nearest first.
         """
-        info = _common.with_ids(self.info)
         fps = _common.fingerprint_array(fingerprints)
-        k = _common.radius(k, info)
-        if not len(fps):
-            return []
-        # Planner settings local to a transaction (see simpg.psycopg.queries): inside the
-        # caller's transaction that is a savepoint, and the old values are put back.
-        settings = queries.NEAR_MANY_SETTINGS
-        outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-            cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
-            saved = cur.execute(settings.sql).fetchone()
-            cur.execute(self._statement(info, "near_many"), queries.near_many_params(info, fps, k),
-                        prepare=self.prepare)
-            rows = cur.fetchall()
-            if outer and saved:
-                cur.execute(settings.restore_sql, saved[: settings.count])
-        return _common.group_near_many(rows, len(fps))
+
+        def run(info: IndexInfo) -> list[list[Neighbor]]:
+            params = queries.near_many_params(info, fps, _common.radius(k, info))
+            if not len(fps):
+                return []
+            # Planner settings local to a transaction (see simpg.psycopg.queries): inside
+            # the caller's transaction that is a savepoint, and the old values are put back.
+            settings = queries.NEAR_MANY_SETTINGS
+            outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
+                cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
+                saved = cur.execute(settings.sql).fetchone()
+                cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
+                rows = cur.fetchall()
+                if outer and saved:
+                    cur.execute(settings.restore_sql, saved[: settings.count])
+            return _common.group_near_many(rows, len(fps))
+
+        return self._lookup(run)
+
+    def _lookup(self, run: Callable[[IndexInfo], _T]) -> _T:
+        # The statements carry simpg.layout_is: if the index was re-created with another
+        # layout since this handle read it, read it again and run the lookup once more.
+        # When the error aborted the caller's transaction, the next call reads it.
+        try:
+            return run(_common.with_ids(self.info))
+        except psycopg.Error as err:
+            if not _common.layout_changed(err):
+                raise _common.translate(err) from err
+            stale, self._info = self._info, None
+            if _common.aborted(self.conn):
+                raise (_common.layout_changed_error(stale) if stale else _common.translate(err)) from err
+            logger.info("simpg index on %s.%s changed its layout; reading it again", self.table, self.column)
+        return run(_common.with_ids(self.refresh()))
 
     # -- whole table ----------------------------------------------------------------
 

@@ -54,6 +54,7 @@ __all__ = [
     "CATALOG_SQL",
     "FETCH_BLOCKS",
     "INTEGER_TYPES",
+    "LAYOUT_CHANGED",
     "LOOKUP_SETTINGS",
     "LOOKUP_SETTINGS_SQL",
     "IndexInfo",
@@ -70,6 +71,7 @@ __all__ = [
     "fetch_ranges",
     "fetch_sql",
     "id_column_sql",
+    "layout_guard",
     "near_many_params",
     "near_many_sql",
     "near_params",
@@ -223,10 +225,27 @@ def near_sql(info: IndexInfo) -> sql.Composed:
         sql.SQL("t.{} BETWEEN %s AND %s").format(sql.Identifier(col)) for col in info.prefix_columns)
     return sql.SQL(
         "SELECT t.{id}, simpg.hamming(t.{fp}, %s) AS distance FROM {rel} AS t "
-        "WHERE ({cond}) AND simpg.hamming(t.{fp}, %s) <= %s "
+        "WHERE ({cond}) AND simpg.hamming(t.{fp}, %s) <= %s AND {guard} "
         "ORDER BY distance, t.{id}"
     ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
-             cond=cond)
+             cond=cond, guard=layout_guard(info))
+
+
+#: SQLSTATE of simpg.layout_is: the index no longer has the layout a statement was made for.
+LAYOUT_CHANGED = "SPG01"
+
+
+def layout_guard(info: IndexInfo) -> sql.Composed:
+    """``simpg.layout_is(...)`` for this layout, put in each lookup statement.
+
+    A lookup made for the layout fails (SQLSTATE :data:`LAYOUT_CHANGED`) once the index
+    was re-created with another one, instead of reading other permutations under the
+    same column names. PostgreSQL runs it once per statement (a one-time filter).
+    """
+    levels = "{" + ",".join(map(str, info.layout.levels)) + "}"
+    return sql.SQL("simpg.layout_is({}::regclass, {}, {}, {}::integer[])").format(
+        sql.Literal(regclass_text(info)), sql.Literal(info.column), sql.Literal(info.layout.k),
+        sql.Literal(levels))
 
 
 def near_params(info: IndexInfo, fp: int, k: int) -> list[int]:
@@ -253,8 +272,9 @@ def near_many_sql(info: IndexInfo) -> sql.Composed:
                  prefix=sql.Identifier(col), ones=sql.Literal(info.ranges.ones(t)))
         for t, col in enumerate(info.prefix_columns)
     ]
-    return sql.SQL("SELECT s.n, s.id, s.distance FROM ({arms}) AS s ORDER BY s.n, s.distance, s.id").format(
-        arms=sql.SQL(" UNION ").join(arms))
+    return sql.SQL("SELECT s.n, s.id, s.distance FROM ({arms}) AS s WHERE {guard} "
+                   "ORDER BY s.n, s.distance, s.id").format(arms=sql.SQL(" UNION ").join(arms),
+                                                            guard=layout_guard(info))
 
 
 #: Session settings of a connection that serves simpg lookups (SimIndex.connect,

@@ -29,6 +29,33 @@ $$;
 COMMENT ON FUNCTION simpg.checked_layout(regclass, integer, name) IS
     'The simpg.indexes row a report on rel reads; raises if k is null, negative or above the index''s k';
 
+-- layout_is: true when rel.col's simpg index has exactly this layout, else an error with
+-- SQLSTATE SPG01. Clients that keep a layout in memory (simpg.psycopg's handles) put it
+-- in their lookups, evaluated once per statement: an index dropped and re-created with
+-- another layout reuses the prefix column names for other permutations, and a lookup
+-- with the old ranges would silently miss rows. simpg.psycopg reads the layout again
+-- and repeats the lookup when it sees SPG01.
+CREATE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels integer[])
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM FROM simpg.indexes AS i
+    WHERE i.indexed_table = rel AND i.fingerprint_column = col
+      AND i.k = layout_is.k AND i.levels = layout_is.levels;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
+            rel, quote_ident(col), k, array_to_string(levels, 'x')
+            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimIndex.refresh())';
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[]) IS
+    'True if rel.col''s simpg index has this k and levels, else an error (SQLSTATE SPG01) telling a client to read the layout again';
+
 -- near_query: the statement simpg.near runs, for EXPLAIN and for reports that want it.
 -- Contract: raises for a NULL fingerprint, k < 0, k above the layout's radius, or a
 -- column with no simpg index. The prefix ranges are literals, so each table's

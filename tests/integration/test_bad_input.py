@@ -292,7 +292,7 @@ def test_cli_missing_database(capsys, pg):
 
 def test_cli_upgrade_without_extension(capsys, bare_db):
     line = run_cli(capsys, "upgrade", "--dsn", bare_db.dsn)
-    assert line == "simpg: simpg is not installed as an extension here; nothing to upgrade"
+    assert line == "simpg: simpg is not installed here; nothing to upgrade"
 
 
 def test_cli_upgrade_to_unknown_version_keeps_everything(capsys, db, pg):

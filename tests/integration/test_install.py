@@ -9,7 +9,7 @@ import pytest
 
 from simpg import schema
 from simpg.cli import main
-from simpg.exc import ExtensionNotInstalled
+from simpg.exc import ExtensionNotInstalled, SimpgError
 
 OBJECTS = """
 SELECT 'function ' || p.oid::regprocedure::text || ' ' || p.provolatile::text || p.proisstrict::text
@@ -90,12 +90,31 @@ def test_alter_extension_update_from_0_1_0(pg, bare_db, capsys):
     assert options.fetchall() == [(["fillfactor=100"],)]
 
 
+def test_plain_install_upgrades_with_the_same_scripts(bare_db, db, capsys):
+    conn = bare_db.conn
+    assert schema.install_plain(conn, version="0.1.0") == "0.1.0"
+    assert schema.installed_version(conn) == "0.1.0"
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")
+    conn.execute("INSERT INTO docs SELECT i, i * 7919 FROM generate_series(1, 100) AS i")
+    conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+    assert main(["upgrade", "--dsn", bare_db.dsn]) == 0
+    assert "0.1.0 -> 0.1.1 (plain script)" in capsys.readouterr().out
+    assert schema.installed_version(conn) == "0.1.1"
+    assert objects(conn) == objects(db.conn)  # a fresh 0.1.1, function bodies included
+    assert conn.execute("SELECT id FROM simpg.near(NULL::docs, 7919 * 5, 0)").fetchall() == [(5,)]
+    assert schema.upgrade_plain(conn) == ("0.1.1", "0.1.1")  # nothing left to do
+    with pytest.raises(SimpgError, match="no upgrade path from simpg 0.1.1 to 9.9.9"):
+        schema.upgrade_plain(conn, "9.9.9")
+    with pytest.raises(SimpgError, match="no install script for simpg 0.0.1"):
+        schema.script("0.0.1")
+
+
 def test_missing_simpg_says_how_to_install(bare_db, capsys):
     with pytest.raises(ExtensionNotInstalled) as err:
         schema.require_installed(bare_db.conn)
     assert "CREATE EXTENSION simpg" in str(err.value) and "simpg install" in str(err.value)
     assert main(["upgrade", "--dsn", bare_db.dsn]) == 1
-    assert capsys.readouterr().err.strip() == "simpg: simpg is not installed as an extension here; nothing to upgrade"
+    assert capsys.readouterr().err.strip() == "simpg: simpg is not installed here; nothing to upgrade"
 
 
 def test_every_function_is_commented_and_plpgsql_pins_search_path(conn):

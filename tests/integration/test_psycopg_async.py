@@ -50,6 +50,16 @@ async def test_async_lookup_connection(db: object) -> None:
             assert [await index.near(q, 3) for q in queries] == expected
         assert await index.near_many(queries, 3) == expected
         assert set([p async for p in index.pairs(3)]) == brute_pairs(rows, 3)
+        # re-created elsewhere with more, then fewer tables: the handle follows
+        async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as other:  # type: ignore[attr-defined]
+            for blocks in (6, 4):
+                await AsyncSimIndex(other, "docs").drop()
+                await AsyncSimIndex(other, "docs").create(3, blocks)
+                assert [await index.near(q, 3) for q in queries] == expected
+                assert await index.layout() == Layout(3, (blocks,))
+            await AsyncSimIndex(other, "docs").drop()
+            await AsyncSimIndex(other, "docs").create(3, 5)
+            assert await index.near_many(queries, 3) == expected
     assert index.conn.closed
 
 async def test_async_errors(db: object) -> None:

@@ -350,3 +350,43 @@ def test_configure_lookups_leaves_the_connection_idle(db: object) -> None:
     assert not index.conn.closed
     index.conn.close()
 
+
+
+def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> None:
+    # the prefix columns keep their names but hold other permutations: the old ranges
+    # would miss rows; the lookups notice (simpg.layout_is) and read the layout again
+    dsn = db.dsn  # type: ignore[attr-defined]
+    rows, queries = corpus(13, 3, n=300)
+    with psycopg.connect(dsn, autocommit=True) as other:
+        make_table(other, Layout(3, (5,)), rows)
+        with SimIndex.connect(dsn, "docs") as index, psycopg.connect(dsn) as in_tx:
+            stale = SimIndex(in_tx, "docs")
+            assert index.near(queries[0], 3) == brute_near(rows, queries[0], 3)
+            assert stale.layout == Layout(3, (5,))
+            SimIndex(other, "docs").drop()
+            SimIndex(other, "docs").create(3, 6)
+            assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+            assert index.layout == Layout(3, (6,))
+            index.refresh()  # and back, for near_many
+            SimIndex(other, "docs").drop()
+            SimIndex(other, "docs").create(3, 4, 4)
+            assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+            assert index.layout == Layout(3, (4, 4))
+            # in a transaction of the caller's, near_many's savepoint keeps it usable ...
+            assert stale.near_many(queries[:3], 3) == [brute_near(rows, q, 3) for q in queries[:3]]
+            assert stale.layout == Layout(3, (4, 4))
+            in_tx.rollback()
+            for blocks in (6, 5):  # more tables (simpg.layout_is fails), then fewer (columns gone)
+                SimIndex(other, "docs").drop()
+                SimIndex(other, "docs").create(3, blocks)
+                in_tx.execute("SELECT 1")  # open a transaction
+                # ... while near's error aborts it: said clearly, nothing guessed
+                with pytest.raises(SimpgError, match=r"docs\.simhash changed since this handle read its layout"):
+                    stale.near(queries[0], 3)
+                in_tx.rollback()
+                assert stale.near(queries[0], 3) == brute_near(rows, queries[0], 3)
+                assert stale.layout == Layout(3, (blocks,))
+                in_tx.rollback()
+            SimIndex(other, "docs").drop()
+            with pytest.raises(SimpgError, match="no simpg index on"):
+                index.near(queries[0], 3)
