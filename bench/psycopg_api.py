@@ -292,6 +292,11 @@ def main() -> None:
         print(f"# simpg.psycopg design choices: {name}, {len(all_fps)} rows, layout {index.layout.name}, "
               f"{len(qs)} queries")
         with SimIndex.connect(args.dsn, name) as tuned:
+            # a new server process maps shared memory page by page on first touch: let it
+            # touch the table and its indexes once, as the test's own connection has
+            tuned.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            tuned.conn.execute("SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
+                               "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
             single_lookups(conn, index, tuned, qs, all_fps)
         batched_lookups(conn, index, qs * (10000 // len(qs) + 1))
         fetching(conn, index)
