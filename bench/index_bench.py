@@ -519,11 +519,14 @@ def main() -> None:
                 "lookups_per_second": len(unsigned) / t[0],
                 "exact": check_exact(fps, qs[: args.check], results[: args.check], k),
             }
-        # One connection keeps one core busy; two lookup connections, one thread each,
-        # take the batches in turn (psycopg waits for the server without the GIL).
+        # One connection keeps one core busy; two lookup connections, one thread each
+        # (a connection serves one thread at a time), take every other batch (psycopg
+        # waits for the server without the GIL).
         handles = [lookup_api, second]
         with ThreadPoolExecutor(len(handles)) as pool, timer() as t:
-            answers = list(pool.map(lambda i: handles[i % 2].near_many(batches[i], k), range(len(batches))))
+            shares = list(pool.map(lambda h: [handles[h].near_many(b, k) for b in batches[h :: len(handles)]],
+                                   range(len(handles))))
+        answers = [shares[i % len(handles)][i // len(handles)] for i in range(len(batches))]
         results = [[nb.id for nb in hits] for answer in answers for hits in answer]
         batched["Python API SimIndex.near_many (1000 per call), 2 lookup connections in 2 threads"] = {
             "lookups_per_second": len(unsigned) / t[0],
