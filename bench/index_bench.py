@@ -18,7 +18,7 @@ queries, every figure next to its baseline and prints the ratios:
 
 Usage:
     python bench/index_bench.py                      # 1M rows, k=3, own server (~5-10 min)
-    python bench/index_bench.py --rows 10000000      # the 10M figures (about an hour)
+    python bench/index_bench.py --rows 10000000      # the 10M figures (about 15 min with the peers)
     python bench/index_bench.py --dsn "host=... dbname=..."  # a server of your own
 
 Results: a Markdown report on stdout and JSON in bench/results/.

@@ -48,7 +48,7 @@ def configure_lookups(conn: psycopg.Connection[Any]) -> None:
     """Give ``conn``'s session the settings of a lookup connection (``LOOKUP_SETTINGS``).
 
     A prepared :meth:`SimIndex.near` then runs one generic plan instead of being
-    planned at every call (about 0.1 ms less per lookup at 10M rows, docs/benchmarks.md).
+    planned at every call (0.08 ms less per lookup at 10M rows, docs/benchmarks.md).
     The settings are session-wide: use them on connections that serve simpg lookups,
     e.g. as a psycopg_pool ``configure`` callback, not on one that runs your other
     queries (they would all get generic plans and no sequential scans). Call it on an

@@ -27,7 +27,8 @@ The lookups (docs/python.md shows their plans on a 10M-row table):
   caller's) with ``enable_seqscan`` and ``jit`` off locally
   (:data:`NEAR_MANY_SETTINGS`), the same choice ``simpg.near`` makes with its
   ``SET enable_seqscan = off``. Measured against the previous form, one LATERAL OR
-  of ranges per query (a BitmapOr each): 22% more lookups per second at 10M rows.
+  of ranges per query (a BitmapOr each): 22% more lookups per second at 10M rows
+  with 1,000 queries per call, 1.9 times as many at 1M with 10,000, 0.81 times with 100.
 """
 
 from __future__ import annotations
