@@ -336,7 +336,7 @@ def main() -> None:
         server = pgserver.start()
         schema.install_extension_files(sharedir=server.sharedir)
         dsn = server.dsn()
-        report["server"] = {"settings": pgserver.SETTINGS}
+        report["server"] = {"settings": pgserver.SETTINGS, "huge_pages_in_use": pgserver.huge_pages_in_use()}
     conn = psycopg.connect(dsn, autocommit=True)
     schema.install(conn)
     report["server"]["version"] = conn.execute("SHOW server_version").fetchone()[0]
@@ -611,8 +611,11 @@ def render(r: dict) -> str:
     load_avg = ""
     if "load_average_start" in r:
         load_avg = f", load average {r['load_average_start'][0]:.1f} at start and {r['load_average_end'][0]:.1f} at end"
+    pages = r.get("server", {}).get("huge_pages_in_use")
+    huge = "" if pages is None else (f", shared buffers in {pages:,} huge pages" if pages else ", no huge pages")
     lines = [
-        f"### {n:,} rows, k={r['k']} ({r['started']} to {r.get('finished')}, {r['machine']['cpus']} CPUs{load_avg})",
+        f"### {n:,} rows, k={r['k']} ({r['started']} to {r.get('finished')}, {r['machine']['cpus']} CPUs{load_avg}"
+        f"{huge})",
         "",
     ]
     load = r["load"]

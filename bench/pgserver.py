@@ -28,6 +28,11 @@ SETTINGS: dict[str, str] = {
     "max_wal_size": "16GB",
     "checkpoint_timeout": "30min",
     "jit": "off",
+    # Shared buffers in 2 MB pages when the kernel has them reserved (as root:
+    # `sysctl -w vm.nr_hugepages=3300` for 6GB), else 4 KB pages. Index lookups are
+    # TLB and cache misses on index pages: at 10M rows huge pages made a lookup 0.21
+    # instead of 0.28 ms. The reports say which it was (huge_pages_in_use).
+    "huge_pages": "try",
     "max_connections": "20",
 }
 
@@ -35,3 +40,14 @@ SETTINGS: dict[str, str] = {
 def start(major: int = 15, settings: dict[str, str] | None = None) -> servers.Server:
     """initdb and start Debian's PostgreSQL ``major`` with :data:`SETTINGS` (or ``settings``)."""
     return servers.start_debian(major, settings=settings or SETTINGS)
+
+
+def huge_pages_in_use() -> int:
+    """Huge pages taken (reserved or used) on this machine now, from /proc/meminfo; 0 if none."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    except OSError:
+        return 0
+    def pages(key: str) -> int:
+        return int(info.get(key, "0").split()[0])
+    return pages("HugePages_Total") - pages("HugePages_Free") + pages("HugePages_Rsvd")
