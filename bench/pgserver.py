@@ -30,8 +30,8 @@ SETTINGS: dict[str, str] = {
     "jit": "off",
     # Shared buffers in 2 MB pages when the kernel has them reserved (as root:
     # `sysctl -w vm.nr_hugepages=3300` for 6GB), else 4 KB pages. Index lookups are
-    # TLB and cache misses on index pages: at 10M rows huge pages made a lookup 0.21
-    # instead of 0.28 ms. The reports say which it was (huge_pages_in_use).
+    # TLB and cache misses on index pages: at 10M rows huge pages made a lookup 0.242
+    # instead of 0.278 ms. The reports say which it was (huge_pages_in_use).
     "huge_pages": "try",
     "max_connections": "20",
 }
