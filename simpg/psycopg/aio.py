@@ -212,9 +212,10 @@ class AsyncSimIndex:
         fps = _common.fingerprint_array(fingerprints)
 
         async def run(info: IndexInfo) -> list[list[Neighbor]]:
-            params = queries.near_many_params(info, fps, _common.radius(k, info))
+            radius = _common.radius(k, info)
             if not len(fps):
                 return []
+            params = queries.near_many_params(info, fps, radius)
             settings = queries.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:

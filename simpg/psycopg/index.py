@@ -270,9 +270,10 @@ class SimIndex:
         fps = _common.fingerprint_array(fingerprints)
 
         def run(info: IndexInfo) -> list[list[Neighbor]]:
-            params = queries.near_many_params(info, fps, _common.radius(k, info))
+            radius = _common.radius(k, info)
             if not len(fps):
                 return []
+            params = queries.near_many_params(info, fps, radius)
             # Planner settings local to a transaction (see simpg.psycopg.queries): inside
             # the caller's transaction that is a savepoint, and the old values are put back.
             settings = queries.NEAR_MANY_SETTINGS

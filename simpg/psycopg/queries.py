@@ -187,18 +187,19 @@ class RangeMaker:
 
     def lows(self, fps: np.ndarray) -> list[np.ndarray]:
         """Per table, the ``lo`` array (int64) of many unsigned fingerprints."""
-        return self.arrays(fps)[::2]
+        out = []
+        for segs, low, _ in self._tables:
+            permuted = np.zeros(len(fps), dtype=np.uint64)
+            for src, mask, dst in segs:
+                permuted |= ((fps >> np.uint64(src)) & np.uint64(mask)) << np.uint64(dst)
+            out.append((permuted >> np.uint64(low) << np.uint64(low)).view(np.int64))
+        return out
 
     def arrays(self, fps: np.ndarray) -> list[np.ndarray]:
         """Per table, the ``lo`` and ``hi`` arrays (int64) of many unsigned fingerprints."""
         out = []
-        for segs, low, ones in self._tables:
-            permuted = np.zeros(len(fps), dtype=np.uint64)
-            for src, mask, dst in segs:
-                permuted |= ((fps >> np.uint64(src)) & np.uint64(mask)) << np.uint64(dst)
-            lo = permuted >> np.uint64(low) << np.uint64(low)
-            hi = lo | np.uint64(ones)
-            out += [lo.view(np.int64), hi.view(np.int64)]
+        for t, lo in enumerate(self.lows(fps)):
+            out += [lo, lo | np.int64(self.ones(t))]  # the low bits of lo are 0: | is +
         return out
 
 
