@@ -10,7 +10,9 @@ queries, every figure next to its baseline and prints the ratios:
   and single-lookup p50/p99 with a prepared statement;
 * on the recommended design: single lookups through the Python API (when
   simpg.psycopg.SimIndex exists), raw prepared SQL, ``simpg.near()``, and a
-  sequential scan (``simpg.hamming`` over the whole table); batched lookups/s;
+  sequential scan (``simpg.hamming`` over the whole table); the API again with the
+  client on one CPU and the server processes on the others, with and without
+  ``busy_wait``; batched lookups/s;
   every answer checked against brute force (numpy popcount over all rows);
 * all pairs within k: the API's ``pairs()`` (when it exists) and a numpy
   sort-and-group, against seomoz's C++ ``find_all`` (simhash-pybind) and the
@@ -223,6 +225,39 @@ def time_in_turns(variants: dict[str, Callable[[int], Any]], queries: list[int],
     return {name: (percentiles(lat[name]), results[name]) for name in names}
 
 
+def pinned_turns(SimIndex: Any, dsn: str, table: str, k: int, queries: list[int]) -> dict[str, tuple[dict, list]]:
+    """Single lookups with the client on one CPU and the lookup connections' server
+    processes on the others, as with the server on a host of its own: a lookup
+    connection against one that polls for the answer (busy_wait), taking turns.
+
+    Empty when this process cannot pin the server processes (a server elsewhere).
+    """
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        return {}
+    handles = {"lookup connection (SimIndex.connect)": SimIndex.connect(dsn, table, "fp"),
+               "lookup connection polling for the answer (busy_wait=0.001)":
+                   SimIndex.connect(dsn, table, "fp", busy_wait=0.001)}
+    try:
+        for handle in handles.values():
+            os.sched_setaffinity(handle.conn.info.backend_pid, cpus[1:])
+            prewarm(handle.conn, table)
+    except OSError as err:  # not a local server, or not ours to pin
+        say(f"cannot pin the server processes ({err}); skipping the pinned comparison")
+        for handle in handles.values():
+            handle.close()
+        return {}
+    os.sched_setaffinity(0, cpus[:1])
+    try:
+        variants = {name: (lambda q, h=handle: [nb.id for nb in h.near(bits.from_db(q), k)])
+                    for name, handle in handles.items()}
+        return time_in_turns(variants, queries)
+    finally:
+        os.sched_setaffinity(0, cpus)
+        for handle in handles.values():
+            handle.close()
+
+
 def check_exact(fps: np.ndarray, queries: list[int], results: list[list[int]], k: int) -> dict:
     """Compare id sets with brute force; ids are row number + 1."""
     wrong = 0
@@ -420,14 +455,16 @@ def main() -> None:
     # -- the recommended design: lookups every way ------------------------------------------
     lookups: dict[str, Any] = {}
     lookup = RawLookup(conn, best_table, best, k)
-    say("recommended design: raw prepared lookups")
     prewarm(conn, best_table)
-    with generic_plans(conn):
-        stats, results = time_lookups(lookup, queries[: args.queries])
-    lookups["raw prepared SQL"] = {
-        **stats,
-        "exact": check_exact(fps, queries[: args.check], results[: args.check], k),
-    }
+    SimIndex = api_class()
+    if SimIndex is None:  # without the API, raw SQL on its own (with it, in turns below)
+        say("recommended design: raw prepared lookups")
+        with generic_plans(conn):
+            stats, results = time_lookups(lookup, queries[: args.queries])
+        lookups["raw prepared SQL"] = {
+            **stats,
+            "exact": check_exact(fps, queries[: args.check], results[: args.check], k),
+        }
     say("recommended design: simpg.near()")
     near_cur = conn.cursor()
     near_q = f"SELECT id FROM simpg.near(NULL::{best_table}, %s, {k})"
@@ -455,7 +492,6 @@ def main() -> None:
         "exact": check_exact(fps, queries[:seq_n], results, k),
     }
 
-    SimIndex = api_class()
     api = SimIndex(conn, best_table, "fp") if SimIndex is not None else None
     if api is not None:
         # The API against raw SQL, taking turns query by query: on a shared machine,
@@ -466,18 +502,27 @@ def main() -> None:
                         "max_parallel_workers_per_gather = 0"):
             raw_conn.execute(f"SET {setting}")
         lookup_api = SimIndex.connect(dsn, best_table, "fp")
-        prewarm(raw_conn, best_table)
-        prewarm(lookup_api.conn, best_table)
+        polling_api = SimIndex.connect(dsn, best_table, "fp", busy_wait=0.001)
+        for c in (raw_conn, lookup_api.conn, polling_api.conn):
+            prewarm(c, best_table)
         turns = {
             "raw prepared SQL": RawLookup(raw_conn, best_table, best, k),
             "Python API SimIndex.near, lookup connection (SimIndex.connect: generic plan)":
                 lambda q: [nb.id for nb in lookup_api.near(bits.from_db(q), k)],
+            "Python API SimIndex.near, lookup connection polling for the answer (busy_wait=0.001)":
+                lambda q: [nb.id for nb in polling_api.near(bits.from_db(q), k)],
             "Python API SimIndex.near, plain connection (planned per call)":
                 lambda q: [nb.id for nb in api.near(bits.from_db(q), k)],
         }
         for name, (stats, results) in time_in_turns(turns, queries[: args.queries]).items():
             lookups[name] = {**stats, "exact": check_exact(fps, queries[: args.check], results[: args.check], k)}
         raw_conn.close()
+        polling_api.close()
+        say("recommended design: client and server processes on separate CPUs")
+        pinned = pinned_turns(SimIndex, dsn, best_table, k, queries[: args.queries])
+        report["lookups_pinned"] = {
+            name: {**stats, "exact": check_exact(fps, queries[: args.check], results[: args.check], k)}
+            for name, (stats, results) in pinned.items()}
     report["lookups"] = lookups
 
     # batched
@@ -665,6 +710,18 @@ def render(r: dict) -> str:
             f"| {ex.get('wrong', '?')} wrong of {ex.get('queries', '?')} |"
         )
     lines.append("")
+    if r.get("lookups_pinned"):
+        lines += [
+            "| single lookup, client on CPU 0, server processes on the other CPUs "
+            "| p50 ms | p99 ms | scan p50 / this p50 | exact |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for key, v in r["lookups_pinned"].items():
+            lines.append(
+                f"| {key} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} | {seq['p50_ms'] / v['p50_ms']:,.0f}x "
+                f"| {v['exact']['wrong']} wrong of {v['exact']['queries']} |"
+            )
+        lines.append("")
     lines += ["| batched lookups | lookups/s | exact |", "|---|---:|---|"]
     for key, v in r["batched"].items():
         lines.append(

@@ -4,8 +4,9 @@ For a table of N random fingerprints indexed by simpg (k=3, 5 blocks: 10 tables)
 this prints, with ratios:
 
 1. single lookups: the statement SimIndex.near sends (OR of prefix ranges, prepared),
-   on a plain connection and on a lookup connection (SimIndex.connect: one generic
-   plan), against a UNION of per-table range scans and against ranges computed in SQL;
+   on a plain connection, on a lookup connection (SimIndex.connect: one generic
+   plan) and on one that polls for the answer (busy_wait=0.001), against a UNION of
+   per-table range scans and against ranges computed in SQL;
 2. batched lookups: SimIndex.near_many (per table, one join of the queries sorted by
    prefix; UNION of the tables) against a LATERAL OR of ranges per query (its form
    before 0.1.1) and a LATERAL UNION ALL of per-table scans, at several batch sizes;
@@ -62,7 +63,7 @@ def pct(values: list[float], p: float) -> float:
     return values[min(int(len(values) * p), len(values) - 1)]
 
 
-def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, qs: list[int],
+def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, polling: SimIndex, qs: list[int],
                    all_fps: np.ndarray) -> None:
     info = index.info
     n = info.layout.tables
@@ -91,6 +92,7 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, q
     variants = {
         "SimIndex.near (OR of ranges, prepared)": lambda q: index.near(q, 3),
         "SimIndex.connect(...).near (generic plan)": lambda q: tuned.near(q, 3),
+        "SimIndex.connect(..., busy_wait=0.001).near (polls for the answer)": lambda q: polling.near(q, 3),
         "UNION of per-table scans, prepared": lambda q: [
             tuple(r) for r in conn.execute(union, union_params(q), prepare=True).fetchall()],
         "OR, ranges computed in SQL, prepared": lambda q: [
@@ -291,13 +293,16 @@ def main() -> None:
         _, all_fps = index.fetch_all()
         print(f"# simpg.psycopg design choices: {name}, {len(all_fps)} rows, layout {index.layout.name}, "
               f"{len(qs)} queries")
-        with SimIndex.connect(args.dsn, name) as tuned:
+        with SimIndex.connect(args.dsn, name) as tuned, \
+                SimIndex.connect(args.dsn, name, busy_wait=0.001) as polling:
             # a new server process maps shared memory page by page on first touch: let it
             # touch the table and its indexes once, as the test's own connection has
-            tuned.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            tuned.conn.execute("SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
-                               "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
-            single_lookups(conn, index, tuned, qs, all_fps)
+            for handle in (tuned, polling):
+                handle.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+                handle.conn.execute(
+                    "SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
+                    "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
+            single_lookups(conn, index, tuned, polling, qs, all_fps)
         batched_lookups(conn, index, qs * (10000 // len(qs) + 1))
         fetching(conn, index)
         all_pairs(conn, index, not args.no_sql_pairs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from simpg.psycopg._common import IndexStats, Neighbor, Pair
 from simpg.psycopg.aio import AsyncSimIndex, configure_lookups_async
+from simpg.psycopg.busywait import BusyWaitConnection
 from simpg.psycopg.index import SimIndex, configure_lookups
 from simpg.psycopg.queries import LOOKUP_SETTINGS
 from simpg.psycopg.register import Fingerprint, register_simpg, register_simpg_async
@@ -18,6 +19,7 @@ from simpg.psycopg.register import Fingerprint, register_simpg, register_simpg_a
 __all__ = [
     "LOOKUP_SETTINGS",
     "AsyncSimIndex",
+    "BusyWaitConnection",
     "Fingerprint",
     "IndexStats",
     "Neighbor",

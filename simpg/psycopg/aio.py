@@ -64,6 +64,7 @@ class AsyncSimIndex:
         if not isinstance(column, str) or not column:
             raise SimpgError(f"expected a column name, got {column!r}")
         self.conn = conn
+        queries.register_dumpers(conn)  # the bigint[] parameters of lookups
         self.table = table
         self.column = column
         self.id_column = id_column
@@ -219,7 +220,6 @@ class AsyncSimIndex:
             settings = queries.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-                cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
                 await cur.execute(settings.sql)
                 saved = await cur.fetchone()
                 await cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)

@@ -35,6 +35,7 @@ from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import _common, queries
 from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.queries import IndexInfo
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class SimIndex:
         if not isinstance(column, str) or not column:
             raise SimpgError(f"expected a column name, got {column!r}")
         self.conn = conn
+        queries.register_dumpers(conn)  # the bigint[] parameters of lookups
         self.table = table
         self.column = column
         self.id_column = id_column
@@ -98,18 +100,26 @@ class SimIndex:
 
     @classmethod
     def connect(cls, conninfo: str, table: str, column: str = "simhash", *, id_column: str | None = None,
-                prepare: bool = True, **kwargs: Any) -> SimIndex:
+                prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> SimIndex:
         """A handle on a connection of its own, set up for lookups (:func:`configure_lookups`).
 
         The connection is in autocommit mode; :meth:`close` (or leaving a ``with``
-        block) closes it. ``kwargs`` go to :func:`psycopg.connect`.
+        block) closes it. ``kwargs`` go to :func:`psycopg.connect`. ``busy_wait``:
+        seconds to poll for each answer before sleeping (a
+        :class:`~simpg.psycopg.busywait.BusyWaitConnection`); 0, the default, waits as
+        psycopg does. 0.001 takes about 35 µs off a lookup, while a client core spins.
 
         Example:
             >>> with SimIndex.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
             ...     docs.near(0x0123456789ABCDEF, 3)
         """
+        busy_wait = check_busy_wait(busy_wait)
         try:
-            conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
+            if busy_wait:
+                conn: psycopg.Connection[Any] = BusyWaitConnection.connect(conninfo, autocommit=True, **kwargs)
+                conn.busy_wait = busy_wait  # type: ignore[attr-defined]
+            else:
+                conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
         except psycopg.Error as err:
             raise _common.translate(err) from err
         try:
@@ -279,7 +289,6 @@ class SimIndex:
             settings = queries.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-                cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
                 saved = cur.execute(settings.sql).fetchone()
                 cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
                 rows = cur.fetchall()

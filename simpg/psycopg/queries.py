@@ -79,6 +79,7 @@ __all__ = [
     "near_sql",
     "parse_fetch",
     "regclass_text",
+    "register_dumpers",
     "stats_query",
 ]
 
@@ -157,49 +158,71 @@ class RangeMaker:
     """Each table's signed ``[lo, hi]`` prefix range of a query, fast.
 
     The same values as :meth:`Layout.prefix_range` (tested), with the permutations
-    unpacked once: a lookup computes them on every call.
+    unpacked once and cut to the bits that land in each table's prefix (the rest are
+    zero in ``lo`` anyway): a lookup computes them on every call.
     """
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._tables = []
         for t in range(layout.tables):
-            segs = tuple((s.src_shift, s.mask & bits.MASK, s.dst_shift) for s in layout.segments(t))
             low = bits.BITS - layout.prefix_bits(t)
-            self._tables.append((segs, low, (1 << low) - 1))
+            prefix_segments = []
+            for s in layout.segments(t):
+                mask = s.mask & bits.MASK
+                cut = max(0, low - s.dst_shift)  # bits of this run that land below the prefix
+                if cut < mask.bit_length():
+                    prefix_segments.append((s.src_shift + cut, mask >> cut, s.dst_shift + cut))
+            self._tables.append((tuple(prefix_segments), (1 << low) - 1))
+        n = len(self._tables)
+        # bigint[] in PostgreSQL's binary array format: ndim 1, no nulls, element type
+        # int8, n elements from 1, then (length 8, value) per element.
+        self._array = struct.Struct(">iiiii" + "iq" * n)
+        self._array_header = (1, 0, 20, n, 1)
+
+    def lows(self, fp: int) -> list[int]:
+        """Each table's ``lo`` (signed) for one unsigned fingerprint."""
+        out = []
+        for segs, _ in self._tables:
+            lo = 0
+            for src, mask, dst in segs:
+                lo |= ((fp >> src) & mask) << dst
+            out.append(lo - (1 << 64) if lo >> 63 else lo)
+        return out
+
+    def lows_array(self, fp: int) -> Int8Array:
+        """:meth:`lows` as a ready-made ``bigint[]`` parameter (what ``near`` sends)."""
+        items = []
+        for lo in self.lows(fp):
+            items += (8, lo)
+        return Int8Array.from_payload(self._array.pack(*self._array_header, *items))
 
     def flat(self, fp: int) -> list[int]:
         """``[lo0, hi0, lo1, hi1, ...]`` as signed bigints for one unsigned fingerprint."""
         out = []
-        for segs, low, ones in self._tables:
-            permuted = 0
-            for src, mask, dst in segs:
-                permuted |= ((fp >> src) & mask) << dst
-            lo = permuted >> low << low
-            hi = lo | ones
-            out.append(lo - (1 << 64) if lo >> 63 else lo)
-            out.append(hi - (1 << 64) if hi >> 63 else hi)
+        for lo, (_, ones) in zip(self.lows(fp), self._tables, strict=True):
+            out += (lo, lo | ones)  # the low bits of lo are 0: | is +, also when negative
         return out
 
     def ones(self, t: int) -> int:
         """``hi - lo`` of table ``t``'s ranges: the bits below its prefix, all set."""
-        return self._tables[t][2]
+        return self._tables[t][1]
 
-    def lows(self, fps: np.ndarray) -> list[np.ndarray]:
+    def lows_many(self, fps: np.ndarray) -> list[np.ndarray]:
         """Per table, the ``lo`` array (int64) of many unsigned fingerprints."""
         out = []
-        for segs, low, _ in self._tables:
-            permuted = np.zeros(len(fps), dtype=np.uint64)
+        for segs, _ in self._tables:
+            lo = np.zeros(len(fps), dtype=np.uint64)
             for src, mask, dst in segs:
-                permuted |= ((fps >> np.uint64(src)) & np.uint64(mask)) << np.uint64(dst)
-            out.append((permuted >> np.uint64(low) << np.uint64(low)).view(np.int64))
+                lo |= ((fps >> np.uint64(src)) & np.uint64(mask)) << np.uint64(dst)
+            out.append(lo.view(np.int64))
         return out
 
     def arrays(self, fps: np.ndarray) -> list[np.ndarray]:
         """Per table, the ``lo`` and ``hi`` arrays (int64) of many unsigned fingerprints."""
         out = []
-        for t, lo in enumerate(self.lows(fps)):
-            out += [lo, lo | np.int64(self.ones(t))]  # the low bits of lo are 0: | is +
+        for t, lo in enumerate(self.lows_many(fps)):
+            out += [lo, lo | np.int64(self.ones(t))]
         return out
 
 
@@ -222,12 +245,18 @@ def check_k(k: Any, info: IndexInfo) -> int:
 
 
 def near_sql(info: IndexInfo) -> sql.Composed:
-    """One lookup: parameters ``q, lo0, hi0, ..., q, k`` (see :func:`near_params`)."""
+    """One lookup: named parameters ``q``, ``lows`` and ``k`` (see :func:`near_params`).
+
+    Table ``t``'s range is ``lows[t + 1]`` plus the layout's constant width, so a
+    lookup sends three parameters whatever the number of tables.
+    """
     cond = sql.SQL(" OR ").join(
-        sql.SQL("t.{} BETWEEN %s AND %s").format(sql.Identifier(col)) for col in info.prefix_columns)
+        sql.SQL("t.{col} BETWEEN %(lows)s[{i}] AND %(lows)s[{i}] + {ones}").format(
+            col=sql.Identifier(col), i=sql.Literal(t + 1), ones=sql.Literal(info.ranges.ones(t)))
+        for t, col in enumerate(info.prefix_columns))
     return sql.SQL(
-        "SELECT t.{id}, simpg.hamming(t.{fp}, %s) AS distance FROM {rel} AS t "
-        "WHERE ({cond}) AND simpg.hamming(t.{fp}, %s) <= %s AND {guard} "
+        "SELECT t.{id}, simpg.hamming(t.{fp}, %(q)s) AS distance FROM {rel} AS t "
+        "WHERE ({cond}) AND simpg.hamming(t.{fp}, %(q)s) <= %(k)s AND {guard} "
         "ORDER BY distance, t.{id}"
     ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
              cond=cond, guard=layout_guard(info))
@@ -250,10 +279,13 @@ def layout_guard(info: IndexInfo) -> sql.Composed:
         sql.Literal(levels))
 
 
-def near_params(info: IndexInfo, fp: int, k: int) -> list[int]:
-    """Parameters of :func:`near_sql` for an unsigned fingerprint."""
-    q = Int8(bits.to_db(fp))
-    return [q, *map(Int8, info.ranges.flat(fp)), q, Int8(k)]
+def near_params(info: IndexInfo, fp: int, k: int) -> dict[str, Any]:
+    """Parameters of :func:`near_sql` for an unsigned fingerprint.
+
+    The handles register :class:`Int8ArrayBinaryDumper` on their connection
+    (:func:`register_dumpers`), which ``lows`` needs.
+    """
+    return {"q": Int8(bits.to_db(fp)), "lows": info.ranges.lows_array(fp), "k": Int8(k)}
 
 
 def near_many_sql(info: IndexInfo) -> sql.Composed:
@@ -330,7 +362,7 @@ def near_many_params(info: IndexInfo, fps: np.ndarray, k: int) -> list[Any]:
     numbers = np.arange(1, len(fps) + 1, dtype=np.int64)
     signed = fps.view(np.int64)
     params: list[Any] = []
-    for lo in info.ranges.lows(fps):
+    for lo in info.ranges.lows_many(fps):
         order = np.argsort(lo, kind="stable")
         params += [Int8Array(numbers[order]), Int8Array(signed[order]), Int8Array(lo[order]), Int8(k)]
     return params
@@ -450,26 +482,47 @@ def binary_copy_payload(columns: Sequence[np.ndarray]) -> bytes:
 
 
 class Int8Array:
-    """An int64 numpy array sent as a binary ``bigint[]`` parameter (no Python loop)."""
+    """A ``bigint[]`` parameter, already in PostgreSQL's binary array format.
 
-    __slots__ = ("values",)
+    Built from an int64 numpy array without a Python loop, or by
+    :meth:`RangeMaker.lows_array`. Needs :class:`Int8ArrayBinaryDumper` registered
+    (:func:`register_dumpers`).
+    """
+
+    __slots__ = ("payload",)
 
     def __init__(self, values: np.ndarray) -> None:
-        self.values = np.ascontiguousarray(values, dtype=np.int64)
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        n = len(values)
+        # ndim, has-nulls flag, element type (int8), then length and lower bound.
+        header = struct.pack(">iiiii", 1, 0, 20, n, 1)
+        items = np.empty(n, dtype=[("len", ">i4"), ("v", ">i8")])
+        items["len"] = 8
+        items["v"] = values
+        self.payload = header + items.tobytes()
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> Int8Array:
+        """Wrap bytes that are already a binary ``bigint[]``."""
+        array = cls.__new__(cls)
+        array.payload = payload
+        return array
 
 
 class Int8ArrayBinaryDumper(Dumper):
-    """Dump :class:`Int8Array` in PostgreSQL's binary array format."""
+    """Dump :class:`Int8Array` as the ``bigint[]`` it holds."""
 
     format = Format.BINARY
     oid = 1016  # int8[]
 
     def dump(self, obj: Int8Array) -> bytes:
-        """Header, then (length 8, big-endian value) per element, built by numpy."""
-        n = len(obj.values)
-        # ndim, has-nulls flag, element type (int8), then length and lower bound.
-        header = struct.pack(">iiiii", 1, 0, 20, n, 1)
-        items = np.empty(n, dtype=[("len", ">i4"), ("v", ">i8")])
-        items["len"] = 8
-        items["v"] = obj.values
-        return header + items.tobytes()
+        """The payload as it is."""
+        return obj.payload
+
+
+def register_dumpers(conn: Any) -> None:
+    """Teach ``conn`` (sync or async) to send :class:`Int8Array` parameters.
+
+    Only objects of that class are affected, so this is safe on a caller's connection.
+    """
+    conn.adapters.register_dumper(Int8Array, Int8ArrayBinaryDumper)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import signal
 
 import numpy as np
 import psycopg
@@ -13,7 +14,7 @@ from psycopg import sql
 from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import LOOKUP_SETTINGS, Fingerprint, Neighbor, Pair, SimIndex, register_simpg
+from simpg.psycopg import LOOKUP_SETTINGS, BusyWaitConnection, Fingerprint, Neighbor, Pair, SimIndex, register_simpg
 
 LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,))]
 
@@ -311,13 +312,15 @@ def test_near_many_keeps_rows_that_share_an_id(conn: psycopg.Connection) -> None
     assert many[0] == [Neighbor("t0", 0), Neighbor("t1", 0), Neighbor("t0", 1), Neighbor("t1", 1)]
 
 
-def test_lookup_connection(db: object) -> None:
+@pytest.mark.parametrize("busy_wait", [0, 0.001])
+def test_lookup_connection(db: object, busy_wait: float) -> None:
     dsn = db.dsn  # type: ignore[attr-defined]
     rows, queries = corpus(11, 3, n=300)
     with psycopg.connect(dsn, autocommit=True) as setup:
         make_table(setup, Layout(3, (5,)), rows)
-    with SimIndex.connect(dsn, "docs") as index:
+    with SimIndex.connect(dsn, "docs", busy_wait=busy_wait) as index:
         conn = index.conn
+        assert isinstance(conn, BusyWaitConnection) == bool(busy_wait)
         settings = dict(conn.execute(
             "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
             [list(LOOKUP_SETTINGS)]).fetchall())
@@ -333,6 +336,47 @@ def test_lookup_connection(db: object) -> None:
             index.fetch_all()
             assert conn.execute("SHOW enable_seqscan").fetchone() == ("off",)
     assert conn.closed
+
+
+def test_busy_wait_connection_behaves_like_psycopg(db: object) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    rows, queries = corpus(12, 3, n=200)
+    with BusyWaitConnection.connect(dsn, autocommit=True) as conn:
+        index = make_table(conn, Layout(3, (4,)), rows)
+        assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+        assert index.add([5, 6], columns={"id": [10_001, 10_002]}) == 2  # COPY
+        # longer than the budget: the rest of the wait is psycopg's
+        conn.busy_wait = 0.0005
+        assert conn.execute("SELECT pg_sleep(0.02), 7").fetchone() == ("", 7)
+        assert conn.execute("SELECT count(*) FROM generate_series(1, 200000)").fetchone() == (200_000,)
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            conn.execute("SELECT 1 / 0")
+        with conn.transaction():  # server-side cancellation reaches a polling client too
+            conn.execute("SET LOCAL statement_timeout = '10ms'")
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                conn.execute("SELECT pg_sleep(1)")
+            raise psycopg.Rollback
+        conn.busy_wait = 0  # waits as psycopg does
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        conn.busy_wait = -1
+        with pytest.raises(SimpgError, match="busy_wait must be a number of seconds from 0 to 1, got -1"):
+            conn.execute("SELECT 1")
+        conn.busy_wait = 1.0
+        # Ctrl-C while polling: the statement is cancelled and the connection stays usable
+        def interrupt(*_: object) -> None:
+            raise KeyboardInterrupt
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            with pytest.raises(KeyboardInterrupt):
+                conn.execute("SELECT pg_sleep(3)")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert conn.execute("SELECT 2").fetchone() == (2,)
+    for bad in [-0.1, 2, "1ms", True, None]:
+        with pytest.raises(SimpgError, match=f"got {bad!r}"):
+            SimIndex.connect(dsn, "docs", busy_wait=bad)  # type: ignore[arg-type]
 
 
 def test_configure_lookups_leaves_the_connection_idle(db: object) -> None:

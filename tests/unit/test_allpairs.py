@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import struct
 
 import numpy as np
 import pytest
@@ -165,6 +166,13 @@ def test_range_maker_matches_layout(layout: Layout) -> None:
         expected = [x for r in layout.prefix_ranges(fp) for x in r]
         assert maker.flat(fp) == expected
         assert [int(a[n]) for a in arrays] == expected
+        # what near sends: a binary bigint[] of each table's lo
+        payload = maker.lows_array(fp).payload
+        ndim, nulls, oid, length, lower = struct.unpack_from(">iiiii", payload)
+        items = struct.unpack_from(">" + "iq" * length, payload, 20)
+        assert (ndim, nulls, oid, length, lower) == (1, 0, 20, layout.tables, 1)
+        assert len(payload) == 20 + 12 * length
+        assert items[0::2] == (8,) * length and list(items[1::2]) == expected[0::2]
 
 
 def test_component_labels_on_chains_and_stars() -> None:
