@@ -6,7 +6,9 @@ this prints, with ratios:
 1. single lookups: the statement SimIndex.near sends (OR of prefix ranges, prepared),
    on a plain connection, on a lookup connection (SimIndex.connect: one generic
    plan) and on one that polls for the answer (busy_wait=0.001), against a UNION of
-   per-table range scans and against ranges computed in SQL;
+   per-table range scans and against ranges computed in SQL; then busy_wait by CPU
+   placement (client and server on any CPU, or on separate ones) and by the time
+   between lookups;
 2. batched lookups: SimIndex.near_many (per table, one join of the queries sorted by
    prefix; UNION of the tables) against a LATERAL OR of ranges per query (its form
    before 0.1.1) and a LATERAL UNION ALL of per-table scans, at several batch sizes;
@@ -27,6 +29,7 @@ The table is created (and kept) when missing: ``b<rows>``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -124,6 +127,42 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, p
         same = answers[name] == ref[: len(answers[name])]
         print(f"| {name} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | "
               f"{statistics.median(lat) / base:.2f} | {same} |")
+
+
+def busy_wait_placement(tuned: SimIndex, polling: SimIndex, qs: list[int]) -> None:
+    """A lookup connection against one polling for the answer (busy_wait=0.001), with
+    lookups back to back or spaced out, first with client and server processes on any
+    CPU, then with the client on CPU 0 and both server processes on the others (as
+    with the server on a host of its own). Polling takes the client's wake-up out of
+    each round trip; on a shared CPU it may hold up the server process woken there.
+    """
+    cpus = sorted(os.sched_getaffinity(0))
+    print("\n## Polling for the answer (busy_wait) by CPU placement and spacing\n")
+    print("| placement | time between lookups | lookup connection p50 / p90 ms "
+          "| busy_wait=0.001 p50 / p90 ms | p50 ratio |")
+    print("|---|---|---|---|---|")
+    for placement in ("any CPU", "client on CPU 0, server on the others"):
+        if placement != "any CPU":
+            if len(cpus) < 2:
+                break
+            for handle in (tuned, polling):
+                os.sched_setaffinity(handle.conn.info.backend_pid, cpus[1:])
+            os.sched_setaffinity(0, cpus[:1])
+        for gap in (0.0, 0.0005, 0.002):
+            lat: dict[str, list[float]] = {"tuned": [], "polling": []}
+            for i, q in enumerate(qs[:1000]):
+                for name, handle in (("tuned", tuned), ("polling", polling))[:: 1 if i % 2 else -1]:
+                    if gap:
+                        time.sleep(gap)
+                    t0 = time.perf_counter()
+                    handle.near(q, 3)
+                    lat[name].append(time.perf_counter() - t0)
+            a, b = (statistics.median(lat[x]) for x in ("tuned", "polling"))
+            print(f"| {placement} | {gap * 1e3:g} ms | {a * 1e3:.3f} / {pct(lat['tuned'], 0.9) * 1e3:.3f} "
+                  f"| {b * 1e3:.3f} / {pct(lat['polling'], 0.9) * 1e3:.3f} | {b / a:.2f} |")
+    os.sched_setaffinity(0, cpus)
+    for handle in (tuned, polling):
+        os.sched_setaffinity(handle.conn.info.backend_pid, cpus)
 
 
 def lateral_or_sql(info: Any) -> sql.Composed:
@@ -303,6 +342,7 @@ def main() -> None:
                     "SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
                     "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
             single_lookups(conn, index, tuned, polling, qs, all_fps)
+            busy_wait_placement(tuned, polling, qs)
         batched_lookups(conn, index, qs * (10000 // len(qs) + 1))
         fetching(conn, index)
         all_pairs(conn, index, not args.no_sql_pairs)
