@@ -148,6 +148,15 @@ def busy_wait_placement(tuned: SimIndex, polling: SimIndex, qs: list[int]) -> No
             for handle in (tuned, polling):
                 os.sched_setaffinity(handle.conn.info.backend_pid, cpus[1:])
             os.sched_setaffinity(0, cpus[:1])
+        trips: dict[str, list[float]] = {"tuned": [], "polling": []}
+        for i in range(2000):  # the round trip alone: a prepared SELECT 1
+            for name, handle in (("tuned", tuned), ("polling", polling))[:: 1 if i % 2 else -1]:
+                t0 = time.perf_counter()
+                handle.conn.execute("SELECT 1", prepare=True).fetchall()
+                trips[name].append(time.perf_counter() - t0)
+        a, b = (statistics.median(trips[x]) for x in ("tuned", "polling"))
+        print(f"| {placement} | round trip of a prepared SELECT 1, back to back | {a * 1e3:.3f} "
+              f"| {b * 1e3:.3f} | {b / a:.2f} |")
         for gap in (0.0, 0.0005, 0.002):
             lat: dict[str, list[float]] = {"tuned": [], "polling": []}
             for i, q in enumerate(qs[:1000]):

@@ -7,13 +7,12 @@ costs about 60 µs (a prepared ``SELECT 1`` takes 84 µs that way and 25 µs pol
 :class:`BusyWaitConnection` polls the socket without sleeping for up to
 :attr:`~BusyWaitConnection.busy_wait` seconds, then falls back to psycopg's own wait.
 
-The price is CPU: the client thread spins for as long as the server works on a short
-statement. It pays where the server does not run on the client's cores (another
-host, or processes pinned apart): 40 to 70 µs less per lookup there. With client and
-server sharing two cores it can do harm: the kernel may wake the server process on
-the core the client spins on, where it waits out the budget (p90 1.2 ms instead of
-0.26 ms when lookups came 0.5 ms apart). Nor in asyncio: spinning would block the
-event loop, so there is no async twin.
+Use it only where the server does not run on the client's CPUs (another host, or
+processes pinned apart): there a lookup took 0.79-0.88 times as long at 1M rows. With
+client and server sharing two CPUs, the kernel may wake the server process on the CPU
+where the client spins, and the lookup waits out the budget (p90 1.19 instead of 0.29
+ms with lookups 0.5 ms apart; docs/python.md). The client's CPU is busy meanwhile.
+There is no async twin: spinning would block the event loop.
 
 Example:
     >>> from psycopg_pool import ConnectionPool  # doctest: +SKIP

@@ -107,7 +107,7 @@ class SimIndex:
         block) closes it. ``kwargs`` go to :func:`psycopg.connect`. ``busy_wait``:
         seconds to poll for each answer before sleeping (a
         :class:`~simpg.psycopg.busywait.BusyWaitConnection`); 0, the default, waits as
-        psycopg does. 0.001 takes about 35 µs off a lookup, while a client core spins.
+        psycopg does. Only for a server on other CPUs than this client (see there).
 
         Example:
             >>> with SimIndex.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
