@@ -263,6 +263,7 @@ def test_unprepared_handle(conn: psycopg.Connection) -> None:
     make_table(conn, Layout(3, (4,)), rows)
     index = SimIndex(conn, "docs", prepare=False)
     assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+    assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
 
 
 def test_register_simpg_sends_fingerprints_signed(conn: psycopg.Connection) -> None:
