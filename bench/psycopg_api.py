@@ -127,6 +127,25 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, p
         same = answers[name] == ref[: len(answers[name])]
         print(f"| {name} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | "
               f"{statistics.median(lat) / base:.2f} | {same} |")
+    # Python time to build one lookup's parameters: near's three against 0.1.0's 23
+    forms = {
+        "q, k and one binary bigint[] of range starts (near_params)":
+            lambda q: queries.near_params(info, q, 3),
+        "23 separate int8 parameters (0.1.0)":
+            lambda q: [Int8(bits.to_db(q)), *map(Int8, info.ranges.flat(q)), Int8(bits.to_db(q)), Int8(3)],
+    }
+    print("\n| building the parameters of one lookup | µs (best of 5) |\n|---|---|")
+    for name, build in forms.items():
+        best = min(timeit_each(build, qs) for _ in range(5))
+        print(f"| {name} | {best * 1e6:.1f} |")
+
+
+def timeit_each(fn: Any, items: list[int]) -> float:
+    """Mean seconds of ``fn(item)`` over ``items``."""
+    t0 = time.perf_counter()
+    for item in items:
+        fn(item)
+    return (time.perf_counter() - t0) / len(items)
 
 
 def busy_wait_placement(tuned: SimIndex, polling: SimIndex, qs: list[int]) -> None:

@@ -2,8 +2,8 @@
 
 A single ``near`` is a round trip of a few hundred microseconds. psycopg waits for
 the answer in ``poll()``, so the client thread sleeps and the kernel wakes it when the
-bytes arrive; on the 2-core virtual machines of docs/benchmarks.md that wake-up alone
-costs about 60 µs (a prepared ``SELECT 1`` takes 84 µs that way and 25 µs polled).
+bytes arrive; on the 2-core virtual machines of docs/benchmarks.md that wake-up is a
+large part of a round trip (a prepared ``SELECT 1`` took 0.097 ms so, 0.060 polled).
 :class:`BusyWaitConnection` polls the socket without sleeping for up to
 :attr:`~BusyWaitConnection.busy_wait` seconds, then falls back to psycopg's own wait.
 
