@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import Row
+from psycopg.waiting import Ready
 
 from simpg.exc import SimpgError
 
@@ -42,9 +43,9 @@ RV = TypeVar("RV")
 #: 0.2-0.4 ms, so 1 ms covers nearly all of them and bounds the CPU burnt on others.
 DEFAULT_BUSY_WAIT = 0.001
 
-# psycopg's generators yield what they wait for and take what is ready as these flags
-# (psycopg's Wait and Ready enums have the values of selectors.EVENT_READ/EVENT_WRITE).
-_READ, _WRITE = 1, 2
+# psycopg's generators yield what they wait for (Wait) and take what is ready (Ready):
+# flags with the values of selectors.EVENT_READ and EVENT_WRITE.
+_READ, _WRITE = int(Ready.R), int(Ready.W)
 _BROKEN = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
@@ -71,24 +72,25 @@ class BusyWaitConnection(psycopg.Connection[Row]):
         budget = check_busy_wait(self.busy_wait)
         if not budget:
             return super().wait(gen, *args, **kwargs)
+        fileno = self.pgconn.socket
         poller = select.poll()
-        poller.register(self.pgconn.socket, select.POLLIN | select.POLLOUT)
         deadline = time.perf_counter() + budget
         try:
             waiting_for = next(gen)
+            poller.register(fileno, _poll_mask(waiting_for))
             try:
                 while time.perf_counter() < deadline:
                     events = poller.poll(0)
                     if not events:
+                        # The server process may have been woken on this very CPU: let it run.
                         os.sched_yield()
                         continue
                     event = events[0][1]
                     if event & _BROKEN:
                         break  # psycopg's wait reports a closed or broken socket
-                    ready = waiting_for & ((_READ if event & select.POLLIN else 0)
-                                           | (_WRITE if event & select.POLLOUT else 0))
-                    if ready:
-                        waiting_for = gen.send(ready)
+                    ready = (_READ if event & select.POLLIN else 0) | (_WRITE if event & select.POLLOUT else 0)
+                    waiting_for = gen.send(Ready(ready))
+                    poller.modify(fileno, _poll_mask(waiting_for))
             except KeyboardInterrupt:
                 # As psycopg's wait does on Ctrl-C: cancel the statement and finish the
                 # exchange, so that the connection is not left busy.
@@ -102,6 +104,11 @@ class BusyWaitConnection(psycopg.Connection[Row]):
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         return super().wait(_resume(gen, waiting_for), *args, **kwargs)
+
+
+def _poll_mask(waiting_for: int) -> int:
+    """poll() events for what a psycopg generator waits for."""
+    return (select.POLLIN if waiting_for & _READ else 0) | (select.POLLOUT if waiting_for & _WRITE else 0)
 
 
 def _resume(gen: Generator[int, int, RV], waiting_for: int) -> Generator[int, int, RV]:
