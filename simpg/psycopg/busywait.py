@@ -3,16 +3,15 @@
 A single ``near`` is a round trip of a few hundred microseconds. psycopg waits for
 the answer in ``poll()``, so the client thread sleeps and the kernel wakes it when the
 bytes arrive; on the 2-core virtual machines of docs/benchmarks.md that wake-up is a
-large part of a round trip (a prepared ``SELECT 1`` took 0.097 ms so, 0.060 polled).
+large part of a round trip (a prepared ``SELECT 1`` took 0.101 ms so, 0.064 polled).
 :class:`BusyWaitConnection` polls the socket without sleeping for up to
 :attr:`~BusyWaitConnection.busy_wait` seconds, then falls back to psycopg's own wait.
 
-Use it only where the server does not run on the client's CPUs (another host, or
-processes pinned apart): there a lookup took 0.79-0.88 times as long at 1M rows. With
-client and server sharing two CPUs, the kernel may wake the server process on the CPU
-where the client spins, and the lookup waits out the budget (p90 1.19 instead of 0.29
-ms with lookups 0.5 ms apart; docs/python.md). The client's CPU is busy meanwhile.
-There is no async twin: spinning would block the event loop.
+Use it where the server does not run on the client's CPUs (another host, or processes
+pinned apart): there a lookup took 0.80-0.82 times as long at 1M rows. Where client
+and server share two CPUs it gained only with lookups back to back (0.81), and lost
+5% with lookups 0.5 or 2 ms apart (docs/python.md). The client's CPU is busy
+meanwhile. There is no async twin: spinning would block the event loop.
 
 Example:
     >>> from psycopg_pool import ConnectionPool  # doctest: +SKIP
