@@ -45,7 +45,10 @@ DEFAULT_BUSY_WAIT = 0.001
 # psycopg's generators yield what they wait for (Wait) and take what is ready (Ready):
 # flags with the values of selectors.EVENT_READ and EVENT_WRITE.
 _READ, _WRITE = int(Ready.R), int(Ready.W)
-_BROKEN = select.POLLERR | select.POLLHUP | select.POLLNVAL
+# Windows has neither poll() nor sched_yield(): there the connection waits as psycopg does.
+_CAN_POLL = hasattr(select, "poll")
+_BROKEN = (select.POLLERR | select.POLLHUP | select.POLLNVAL) if _CAN_POLL else 0
+_yield_cpu = getattr(os, "sched_yield", lambda: None)
 
 
 def check_busy_wait(seconds: Any) -> float:
@@ -69,7 +72,7 @@ class BusyWaitConnection(psycopg.Connection[Row]):
     def wait(self, gen: Generator[int, int, RV], *args: Any, **kwargs: Any) -> RV:
         """Drive ``gen`` (psycopg's protocol generator), polling first, then psycopg's wait."""
         budget = check_busy_wait(self.busy_wait)
-        if not budget:
+        if not budget or not _CAN_POLL:
             return super().wait(gen, *args, **kwargs)
         fileno = self.pgconn.socket
         poller = select.poll()
@@ -82,7 +85,7 @@ class BusyWaitConnection(psycopg.Connection[Row]):
                     events = poller.poll(0)
                     if not events:
                         # The server process may have been woken on this very CPU: let it run.
-                        os.sched_yield()
+                        _yield_cpu()
                         continue
                     event = events[0][1]
                     if event & _BROKEN:
