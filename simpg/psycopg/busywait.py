@@ -25,12 +25,12 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Generator
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.abc import PQGen
 from psycopg.rows import Row
-from psycopg.waiting import Ready
+from psycopg.waiting import Ready, Wait
 
 from simpg.exc import SimpgError
 
@@ -69,7 +69,7 @@ class BusyWaitConnection(psycopg.Connection[Row]):
     #: or on a subclass for a pool's ``connection_class``.
     busy_wait: float = DEFAULT_BUSY_WAIT
 
-    def wait(self, gen: Generator[int, int, RV], *args: Any, **kwargs: Any) -> RV:
+    def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
         """Drive ``gen`` (psycopg's protocol generator), polling first, then psycopg's wait."""
         budget = check_busy_wait(self.busy_wait)
         if not budget or not _CAN_POLL:
@@ -113,7 +113,7 @@ def _poll_mask(waiting_for: int) -> int:
     return (select.POLLIN if waiting_for & _READ else 0) | (select.POLLOUT if waiting_for & _WRITE else 0)
 
 
-def _resume(gen: Generator[int, int, RV], waiting_for: int) -> Generator[int, int, RV]:
+def _resume(gen: PQGen[RV], waiting_for: Wait) -> PQGen[RV]:
     """``gen`` continued from a yield already taken: yields ``waiting_for`` first."""
     while True:
         ready = yield waiting_for

@@ -192,14 +192,14 @@ class RangeMaker:
 
     def lows_array(self, fp: int) -> Int8Array:
         """:meth:`lows` as a ready-made ``bigint[]`` parameter (what ``near`` sends)."""
-        items = []
+        items: list[int] = []
         for lo in self.lows(fp):
             items += (8, lo)
         return Int8Array.from_payload(self._array.pack(*self._array_header, *items))
 
     def flat(self, fp: int) -> list[int]:
         """``[lo0, hi0, lo1, hi1, ...]`` as signed bigints for one unsigned fingerprint."""
-        out = []
+        out: list[int] = []
         for lo, (_, ones) in zip(self.lows(fp), self._tables, strict=True):
             out += (lo, lo | ones)  # the low bits of lo are 0: | is +, also when negative
         return out
