@@ -9,9 +9,10 @@ The lookups (docs/python.md shows their plans on a 10M-row table):
 * ``near``: one statement, an OR of the index's prefix ranges plus the exact
   ``simpg.hamming(...) <= k`` filter; PostgreSQL turns the OR into a BitmapOr of one
   B-tree range scan per table, which also de-duplicates rows found through several
-  tables. The ranges are computed here (Python) and sent as parameters; the
-  statement is prepared (parsed once; PostgreSQL still plans each call, since a
-  generic plan of a range between parameters would be a sequential scan).
+  tables. Each table's range start is computed here (Python) and all of them are
+  sent as one binary ``bigint[]`` (3 parameters in all, not 23: half the Python
+  time); the statement is prepared (parsed once; on an ordinary connection
+  PostgreSQL still plans each call, a lookup connection runs one generic plan).
   Measured against a UNION of per-table scans, which plans three times
   slower (0.3 ms against 0.1 ms), and against ranges computed in SQL, which makes the
   planner run the PL/pgSQL layout functions at every call.
