@@ -225,6 +225,11 @@ def time_in_turns(variants: dict[str, Callable[[int], Any]], queries: list[int],
     return {name: (percentiles(lat[name]), results[name]) for name in names}
 
 
+def api_ids(handle: Any, k: int) -> Callable[[int], list[int]]:
+    """A single lookup through the API for a signed query: the ids it returns."""
+    return lambda q: [nb.id for nb in handle.near(bits.from_db(q), k)]
+
+
 def pinned_turns(SimIndex: Any, dsn: str, table: str, k: int, queries: list[int]) -> dict[str, tuple[dict, list]]:
     """Single lookups with the client on one CPU and the lookup connections' server
     processes on the others, as with the server on a host of its own: a lookup
@@ -249,8 +254,7 @@ def pinned_turns(SimIndex: Any, dsn: str, table: str, k: int, queries: list[int]
         return {}
     os.sched_setaffinity(0, cpus[:1])
     try:
-        variants = {name: (lambda q, h=handle: [nb.id for nb in h.near(bits.from_db(q), k)])
-                    for name, handle in handles.items()}
+        variants = {name: api_ids(handle, k) for name, handle in handles.items()}
         return time_in_turns(variants, queries)
     finally:
         os.sched_setaffinity(0, cpus)
@@ -508,11 +512,11 @@ def main() -> None:
         turns = {
             "raw prepared SQL": RawLookup(raw_conn, best_table, best, k),
             "Python API SimIndex.near, lookup connection (SimIndex.connect: generic plan)":
-                lambda q: [nb.id for nb in lookup_api.near(bits.from_db(q), k)],
+                api_ids(lookup_api, k),
             "Python API SimIndex.near, lookup connection polling for the answer (busy_wait=0.001)":
-                lambda q: [nb.id for nb in polling_api.near(bits.from_db(q), k)],
+                api_ids(polling_api, k),
             "Python API SimIndex.near, plain connection (planned per call)":
-                lambda q: [nb.id for nb in api.near(bits.from_db(q), k)],
+                api_ids(api, k),
         }
         for name, (stats, results) in time_in_turns(turns, queries[: args.queries]).items():
             lookups[name] = {**stats, "exact": check_exact(fps, queries[: args.check], results[: args.check], k)}
@@ -656,6 +660,19 @@ def main() -> None:
     say(f"wrote {out}")
 
 
+def lookup_table(title: str, lookups: dict[str, Any], scan_p50_ms: float) -> list[str]:
+    """Markdown rows of single-lookup timings, each against the sequential scan."""
+    lines = [f"| {title} | p50 ms | p99 ms | scan p50 / this p50 | exact |", "|---|---:|---:|---:|---|"]
+    for key, v in lookups.items():
+        ex = v.get("exact", {})
+        lines.append(
+            f"| {key} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} "
+            f"| {scan_p50_ms / v['p50_ms']:,.0f}x "
+            f"| {ex.get('wrong', '?')} wrong of {ex.get('queries', '?')} |"
+        )
+    return [*lines, ""]
+
+
 def render(r: dict) -> str:
     """The report as Markdown tables."""
     n = r["rows"]
@@ -704,30 +721,10 @@ def render(r: dict) -> str:
         )
     lines.append("")
     seq = next(v for key, v in r["lookups"].items() if key.startswith("sequential"))
-    lines += [
-        "| single lookup | p50 ms | p99 ms | scan p50 / this p50 | exact |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for key, v in r["lookups"].items():
-        ex = v.get("exact", {})
-        lines.append(
-            f"| {key} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} "
-            f"| {seq['p50_ms'] / v['p50_ms']:,.0f}x "
-            f"| {ex.get('wrong', '?')} wrong of {ex.get('queries', '?')} |"
-        )
-    lines.append("")
+    lines += lookup_table("single lookup", r["lookups"], seq["p50_ms"])
     if r.get("lookups_pinned"):
-        lines += [
-            "| single lookup, client on CPU 0, server processes on the other CPUs "
-            "| p50 ms | p99 ms | scan p50 / this p50 | exact |",
-            "|---|---:|---:|---:|---|",
-        ]
-        for key, v in r["lookups_pinned"].items():
-            lines.append(
-                f"| {key} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} | {seq['p50_ms'] / v['p50_ms']:,.0f}x "
-                f"| {v['exact']['wrong']} wrong of {v['exact']['queries']} |"
-            )
-        lines.append("")
+        lines += lookup_table("single lookup, client on CPU 0, server processes on the other CPUs",
+                              r["lookups_pinned"], seq["p50_ms"])
     lines += ["| batched lookups | lookups/s | exact |", "|---|---:|---|"]
     for key, v in r["batched"].items():
         lines.append(

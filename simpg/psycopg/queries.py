@@ -176,10 +176,9 @@ class RangeMaker:
                     prefix_segments.append((s.src_shift + cut, mask >> cut, s.dst_shift + cut))
             self._tables.append((tuple(prefix_segments), (1 << low) - 1))
         n = len(self._tables)
-        # bigint[] in PostgreSQL's binary array format: ndim 1, no nulls, element type
-        # int8, n elements from 1, then (length 8, value) per element.
-        self._array = struct.Struct(">iiiii" + "iq" * n)
-        self._array_header = (1, 0, 20, n, 1)
+        # a binary bigint[] of n elements: the header, then (length 8, value) per element
+        self._array = struct.Struct(_INT8_ARRAY_HEADER + "iq" * n)
+        self._array_header = int8_array_header(n)
 
     def lows(self, fp: int) -> list[int]:
         """Each table's ``lo`` (signed) for one unsigned fingerprint."""
@@ -482,6 +481,18 @@ def binary_copy_payload(columns: Sequence[np.ndarray]) -> bytes:
     return _COPY_SIGNATURE + b"\x00" * 8 + rows.tobytes() + b"\xff\xff"
 
 
+#: struct format of the header of a one-dimensional binary array.
+_INT8_ARRAY_HEADER = ">iiiii"
+
+
+def int8_array_header(n: int) -> tuple[int, int, int, int, int]:
+    """Header of a binary ``bigint[]`` of ``n`` elements.
+
+    ndim 1, no nulls, element type int8 (oid 20), then the length and lower bound 1.
+    """
+    return (1, 0, 20, n, 1)
+
+
 class Int8Array:
     """A ``bigint[]`` parameter, already in PostgreSQL's binary array format.
 
@@ -495,8 +506,7 @@ class Int8Array:
     def __init__(self, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=np.int64)
         n = len(values)
-        # ndim, has-nulls flag, element type (int8), then length and lower bound.
-        header = struct.pack(">iiiii", 1, 0, 20, n, 1)
+        header = struct.pack(_INT8_ARRAY_HEADER, *int8_array_header(n))
         items = np.empty(n, dtype=[("len", ">i4"), ("v", ">i8")])
         items["len"] = 8
         items["v"] = values
