@@ -178,7 +178,7 @@ $$;
 -- layout_is: new; simpg.psycopg's lookups check the layout they were made for.
 CREATE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels integer[])
     RETURNS boolean
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

@@ -26,7 +26,7 @@ from psycopg import sql
 
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import _common, queries
+from simpg.psycopg import _common, lookup, queries
 from simpg.psycopg._common import IndexStats, Neighbor, Pair
 from simpg.psycopg.queries import IndexInfo
 
@@ -71,6 +71,7 @@ class AsyncSimIndex:
         self.prepare = prepare
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
+        self._near: lookup.NearStatement | None = None
         self._owns_conn = False
 
     def __repr__(self) -> str:
@@ -134,6 +135,12 @@ class AsyncSimIndex:
         self._info = IndexInfo.from_rows(catalog, name, type_)
         self._statements = {}
         return self._info
+
+    def _near_statement(self, info: IndexInfo) -> lookup.NearStatement:
+        # One per layout: a handle that read the layout again prepares a new one.
+        if self._near is None or self._near.info is not info:
+            self._near = lookup.NearStatement(info, self.conn, self.prepare)
+        return self._near
 
     def _statement(self, info: IndexInfo, name: str) -> bytes:
         # Composing the SQL of a 10-table OR costs more than the lookup's planning:
@@ -200,7 +207,12 @@ class AsyncSimIndex:
         fp = _common.fingerprint(fingerprint)
 
         async def run(info: IndexInfo) -> list[Neighbor]:
-            params = queries.near_params(info, fp, _common.radius(k, info))
+            radius = _common.radius(k, info)
+            async with self.conn.lock:  # the fast path where it means the same (simpg.psycopg.lookup)
+                if lookup.usable(self.conn, info):
+                    statement = self._near_statement(info)
+                    return await self.conn.wait(lookup.near_gen(statement, self.conn, statement.params(fp, radius)))
+            params = queries.near_params(info, fp, radius)
             async with self.conn.cursor(binary=True) as cur:
                 await cur.execute(self._statement(info, "near"), params, prepare=self.prepare)
                 return [Neighbor(id_, d) for id_, d in await cur.fetchall()]

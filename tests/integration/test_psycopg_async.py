@@ -91,3 +91,31 @@ async def test_register_simpg_async(db: object, bare_db: object) -> None:
     async with await psycopg.AsyncConnection.connect(bare_db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         with pytest.raises(ExtensionNotInstalled):
             await register_simpg_async(conn)
+
+
+async def test_async_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
+    # the async twin of test_near_skips_the_cursor_only_where_it_means_the_same
+    rows, queries = corpus(23, 3, n=100)
+    expected = [brute_near(rows, q, 3) for q in queries]
+    statements = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'simpg_near_%'"
+    async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
+        index = AsyncSimIndex(conn, "docs")
+        await index.create(3, 5)
+        await index.add(rows)
+        assert [await index.near(q, 3) for q in queries] == expected
+        assert await (await conn.execute(statements)).fetchone() == (1,)
+        await conn.execute("DEALLOCATE ALL")
+        assert [await index.near(q, 3) for q in queries] == expected
+        assert await (await conn.execute(statements)).fetchone() == (1,)
+        async with conn.pipeline():  # psycopg's cursor
+            assert [await index.near(q, 3) for q in queries] == expected
+    async with await psycopg.AsyncConnection.connect(db.dsn) as conn:  # type: ignore[attr-defined]
+        index = AsyncSimIndex(conn, "docs")
+        await index.refresh()
+        await conn.rollback()
+        assert await index.near(queries[0], 3) == expected[0]  # idle: the cursor opens the transaction
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        assert await (await conn.execute(statements)).fetchone() == (0,)
+        assert [await index.near(q, 3) for q in queries] == expected
+        assert await (await conn.execute(statements)).fetchone() == (1,)

@@ -87,7 +87,9 @@ def test_lookups_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, 
     index = make_table(conn, layout, rows)
     for k in range(layout.k + 1):
         expected = [brute_near(rows, q, k) for q in queries]
-        assert [index.near(q, k) for q in queries] == expected
+        assert [index.near(q, k) for q in queries] == expected  # libpq fast path (simpg.psycopg.lookup)
+        with conn.pipeline():  # psycopg's cursor
+            assert [index.near(q, k) for q in queries] == expected
         assert index.near_many(queries, k) == expected
         assert index.near_many(np.array(queries, dtype=np.uint64), k) == expected
         pairs = list(index.pairs(k))
@@ -435,3 +437,72 @@ def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> 
             SimIndex(other, "docs").drop()
             with pytest.raises(SimpgError, match="no simpg index on"):
                 index.near(queries[0], 3)
+
+
+def near_statements(conn: psycopg.Connection) -> list[str]:
+    return [name for (name,) in conn.execute(
+        "SELECT name FROM pg_prepared_statements WHERE name LIKE 'simpg_near_%' ORDER BY name").fetchall()]
+
+
+def test_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
+    # integer ids, autocommit or a transaction already open: simpg.psycopg.lookup sends a
+    # statement prepared under its own name; anywhere else psycopg's cursor runs it
+    dsn = db.dsn  # type: ignore[attr-defined]
+    rows, queries = corpus(14, 3, n=100)
+    expected = [brute_near(rows, q, 3) for q in queries]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        index = make_table(conn, Layout(3, (5,)), rows)
+        assert [index.near(q, 3) for q in queries] == expected
+        assert len(near_statements(conn)) == 1
+        # the server forgot it (as after a pool's DISCARD ALL): prepared again, same rows
+        conn.execute("DEALLOCATE ALL")
+        assert [index.near(q, 3) for q in queries] == expected
+        assert len(near_statements(conn)) == 1
+        # NULL and repeated ids in a nullable id column: ordered as the cursor's ORDER BY
+        conn.execute("ALTER TABLE docs ADD COLUMN ref integer")
+        conn.execute("UPDATE docs SET ref = CASE WHEN id % 3 = 0 THEN NULL ELSE -(id % 7) END")
+        by_ref = SimIndex(conn, "docs", id_column="ref")
+        fast = [by_ref.near(q, 3) for q in queries]
+        with conn.pipeline():
+            assert [by_ref.near(q, 3) for q in queries] == fast
+        refs = [n.id for found in fast for n in found]
+        assert None in refs and -6 in refs and all(isinstance(r, int) for r in refs if r is not None)
+        for found in fast:
+            assert [n.distance for n in found] == sorted(n.distance for n in found)
+    with psycopg.connect(dsn) as conn:  # not autocommit
+        index = SimIndex(conn, "docs")
+        index.refresh()  # reading the layout opened a transaction
+        conn.rollback()
+        assert index.near(queries[0], 3) == expected[0]
+        # idle: psycopg's cursor ran it and opened the transaction the caller expects
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        assert near_statements(conn) == []
+        assert index.near(queries[1], 3) == expected[1]  # now in a transaction: skips the cursor
+        assert len(near_statements(conn)) == 1
+        conn.execute("DEALLOCATE ALL")  # lost inside a transaction: an error, nothing guessed
+        with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+            index.near(queries[1], 3)
+        with pytest.raises(psycopg.errors.InFailedSqlTransaction):  # as psycopg says it
+            index.near(queries[1], 3)
+        conn.rollback()
+        assert [index.near(q, 3) for q in queries] == expected
+        conn.rollback()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # text ids: the cursor
+        conn.execute("CREATE TABLE named (name text PRIMARY KEY, simhash bigint)")
+        conn.execute("INSERT INTO named SELECT 'row ' || id, simhash FROM docs")
+        SimIndex(conn, "named").create(3, 5)
+        named = [Neighbor(f"row {n.id}", n.distance) for n in expected[0]]
+        # ordered by the database (C collation in these servers: byte order)
+        assert SimIndex(conn, "named").near(queries[0], 3) == sorted(named, key=lambda n: (n.distance, n.id))
+        assert near_statements(conn) == []
+
+
+def test_one_handle_shared_by_threads(conn: psycopg.Connection) -> None:
+    # the fast path holds the connection's lock, as psycopg's cursor does
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows, queries = corpus(15, 3, n=100)
+    index = make_table(conn, Layout(3, (5,)), rows)
+    work = queries * 20
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda q: index.near(q, 3), work)) == [brute_near(rows, q, 3) for q in work]
