@@ -8,7 +8,8 @@ this prints, with ratios:
    plan) and on one that polls for the answer (busy_wait=0.001), against a UNION of
    per-table range scans and against ranges computed in SQL; then busy_wait by CPU
    placement (client and server on any CPU, or on separate ones) and by the time
-   between lookups;
+   between lookups; and on lookup connections, near's libpq fast path against
+   psycopg's cursor, with the layout checked once per plan or at every execution;
 2. batched lookups: SimIndex.near_many (per table, one join of the queries sorted by
    prefix; UNION of the tables) against a LATERAL OR of ranges per query (its form
    before 0.1.1) and a LATERAL UNION ALL of per-table scans, at several batch sizes;
@@ -41,7 +42,7 @@ from psycopg import sql
 from psycopg.types.numeric import Int8
 
 from simpg import bits
-from simpg.psycopg import SimIndex, allpairs, queries
+from simpg.psycopg import Neighbor, SimIndex, allpairs, lookup, queries
 
 
 def make_table(conn: psycopg.Connection, name: str, rows: int) -> None:
@@ -138,6 +139,83 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, p
     for name, build in forms.items():
         best = min(timeit_each(build, qs) for _ in range(5))
         print(f"| {name} | {best * 1e6:.1f} |")
+
+
+#: simpg.layout_is as it was declared before (STABLE): checked at every execution.
+STABLE_GUARD = "bench_layout_is_stable"
+
+
+def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None:
+    """SimIndex.near on a lookup connection: the libpq fast path against psycopg's cursor,
+    each with the layout checked once per plan (immutable simpg.layout_is) or at every
+    execution (a STABLE copy of it), taking turns. All on one connection: which CPU
+    the server process runs on, next to the client or not, moves a lookup by more
+    than these differences."""
+    handle = SimIndex.connect(dsn, name)
+    prewarm(handle.conn, name)
+    info = handle.info
+    definition = handle.conn.execute(
+        "SELECT pg_get_functiondef('simpg.layout_is(regclass, name, integer, integer[])'::regprocedure)").fetchone()[0]
+    handle.conn.execute(definition.replace("simpg.layout_is(", f"public.{STABLE_GUARD}(", 1)
+                        .replace("layout_is.", f"{STABLE_GUARD}.").replace("IMMUTABLE", "STABLE"))
+
+    def fast(handle: SimIndex, stable: bool) -> Any:
+        statement = lookup.NearStatement(info, handle.conn, prepare=True)
+        if stable:
+            statement.query = statement.query.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
+        return lambda q: handle.conn.wait(lookup.near_gen(statement, handle.conn, statement.params(q, 3)))
+
+    def cursor(handle: SimIndex, stable: bool) -> Any:
+        statement = queries.near_sql(info).as_bytes(handle.conn)
+        if stable:
+            statement = statement.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
+
+        def run(q: int) -> list[Neighbor]:
+            with handle.conn.cursor(binary=True) as cur:
+                cur.execute(statement, queries.near_params(info, q, 3), prepare=True)
+                return [Neighbor(i, d) for i, d in cur.fetchall()]
+        return run
+
+    variants = {
+        "SimIndex.connect(...).near: libpq fast path, layout checked per plan (this version)":
+            lambda q: handle.near(q, 3),
+        "libpq fast path, layout checked at every execution": fast(handle, True),
+        "psycopg cursor and ORDER BY, layout checked per plan": cursor(handle, False),
+        "psycopg cursor and ORDER BY, layout checked at every execution (SimIndex.near before)":
+            cursor(handle, True),
+    }
+    results: dict[str, list[float]] = {v: [] for v in variants}
+    answers: dict[str, list[Any]] = {v: [] for v in variants}
+    order = list(variants.items())
+    for i, q in enumerate(qs * 2):
+        for label, run in order[i % len(order):] + order[: i % len(order)]:
+            t0 = time.perf_counter()
+            got = run(q)
+            elapsed = time.perf_counter() - t0
+            if i >= 100:
+                results[label].append(elapsed)
+            if i < len(qs):
+                answers[label].append(got)
+    ref = answers[order[0][0]]
+    for q, got in zip(qs, ref, strict=True):
+        d = np.bitwise_count(all_fps ^ np.uint64(q))
+        assert len(got) == int((d <= 3).sum()), "API answer differs from a scan of all rows"
+    base = statistics.median(results[order[-1][0]])
+    print("\n## Single lookups on lookup connections: fast path and layout check (k=3)\n")
+    print("| variant | p50 ms | p90 ms | p99 ms | p50 ratio to before | same answers |\n|---|---|---|---|---|---|")
+    for label, lat in results.items():
+        print(f"| {label} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | {pct(lat, .99) * 1e3:.3f} | "
+              f"{statistics.median(lat) / base:.2f} | {answers[label] == ref} |")
+    handle.conn.execute(f"DROP FUNCTION public.{STABLE_GUARD}")
+    handle.close()
+
+
+def prewarm(conn: psycopg.Connection, name: str) -> None:
+    """pg_prewarm the table and its indexes from this connection: a new server process
+    maps shared memory page by page on first touch."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    conn.execute("SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
+                 "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
 
 
 def timeit_each(fn: Any, items: list[int]) -> float:
@@ -345,6 +423,7 @@ def main() -> None:
     parser.add_argument("--table")
     parser.add_argument("--queries", type=int, default=3000)
     parser.add_argument("--no-sql-pairs", action="store_true", help="skip the (slow) pure-SQL all-pairs variant")
+    parser.add_argument("--only-paths", action="store_true", help="only the fast path / layout check comparison")
     args = parser.parse_args()
     name = args.table or f"b{args.rows}"
     with psycopg.connect(args.dsn, autocommit=True) as conn:
@@ -360,17 +439,16 @@ def main() -> None:
         _, all_fps = index.fetch_all()
         print(f"# simpg.psycopg design choices: {name}, {len(all_fps)} rows, layout {index.layout.name}, "
               f"{len(qs)} queries")
+        if args.only_paths:
+            lookup_paths(args.dsn, name, qs, all_fps)
+            return
         with SimIndex.connect(args.dsn, name) as tuned, \
                 SimIndex.connect(args.dsn, name, busy_wait=0.001) as polling:
-            # a new server process maps shared memory page by page on first touch: let it
-            # touch the table and its indexes once, as the test's own connection has
             for handle in (tuned, polling):
-                handle.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-                handle.conn.execute(
-                    "SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
-                    "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
+                prewarm(handle.conn, name)
             single_lookups(conn, index, tuned, polling, qs, all_fps)
             busy_wait_placement(tuned, polling, qs)
+        lookup_paths(args.dsn, name, qs, all_fps)
         batched_lookups(conn, index, qs * (10000 // len(qs) + 1))
         fetching(conn, index)
         all_pairs(conn, index, not args.no_sql_pairs)
