@@ -2,7 +2,7 @@
 
 A lookup at 10M rows is a round trip of a few tenths of a millisecond, and psycopg's
 cursor (adapting the parameters, the prepared-statement cache, loading the rows)
-was an eighth of it. For tables with integer ids the handles skip the cursor: the
+was about a tenth of it. For tables with integer ids the handles skip the cursor: the
 parameters are already bytes in the binary format (:class:`NearStatement`), the
 statement is prepared once under a name of its own, and :func:`near_gen` drives
 ``PQsendQueryPrepared`` with psycopg's own protocol generator, so the connection's
