@@ -91,12 +91,11 @@ def near_gen(statement: NearStatement, conn: psycopg.Connection[Any] | psycopg.A
     open that the error would have aborted.
     """
     pgconn = conn.pgconn
-    encoding = conn.info.encoding
     for attempt in (1, 2):
         if statement.name and not statement.prepared:
             pgconn.send_prepare(statement.name, statement.query, param_types=_PARAM_TYPES)
             try:
-                _check((yield from generators.execute(pgconn)), ExecStatus.COMMAND_OK, encoding)
+                _check((yield from generators.execute(pgconn)), ExecStatus.COMMAND_OK, conn)
             except BaseException:
                 statement.rename()  # interrupted, the server may have it: never send a name twice
                 raise
@@ -107,7 +106,7 @@ def near_gen(statement: NearStatement, conn: psycopg.Connection[Any] | psycopg.A
             pgconn.send_query_params(statement.query, params, param_types=_PARAM_TYPES, param_formats=_BINARY,
                                      result_format=Format.BINARY)
         try:
-            result = _check((yield from generators.execute(pgconn)), ExecStatus.TUPLES_OK, encoding)
+            result = _check((yield from generators.execute(pgconn)), ExecStatus.TUPLES_OK, conn)
         except errors.InvalidSqlStatementName:
             statement.prepared = False
             if attempt == 2 or pgconn.transaction_status == TransactionStatus.INERROR:
@@ -130,11 +129,12 @@ def _nearest_first(row: Neighbor) -> tuple[int, bool, int]:
     return row.distance, row.id is None, row.id or 0
 
 
-def _check(results: list[Any], status: ExecStatus, encoding: str) -> Any:
+def _check(results: list[Any], status: ExecStatus,
+           conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> Any:
     """The one result of a statement, or the error it carries, as psycopg raises it."""
     result = results[-1]
     if result.status != status:
         if result.status == ExecStatus.FATAL_ERROR:
-            raise errors.error_from_result(result, encoding=encoding)
+            raise errors.error_from_result(result, encoding=conn.info.encoding)
         raise psycopg.InterfaceError(f"unexpected result {ExecStatus(result.status).name} from a simpg lookup")
     return result
