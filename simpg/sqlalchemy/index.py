@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Computed,
     Index,
@@ -42,6 +43,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     event,
+    literal_column,
     or_,
     text,
 )
@@ -49,6 +51,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import RESERVED_WORDS
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement, TextClause
+from sqlalchemy.sql.functions import Function
 
 from simpg import bits
 from simpg.exc import SimpgError
@@ -60,6 +63,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "SimHashIndex",
     "index_for",
+    "layout_guard",
     "object_name",
     "PREFIX_INDEX_FILLFACTOR",
     "prefix_expression",
@@ -362,4 +366,30 @@ def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
             )
             for p, (lo, hi) in zip(prefixes, layout.prefix_ranges(bits.check(other)), strict=True)
         ]
-    return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k)
+    return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k, layout_guard(spec))
+
+
+def layout_guard(spec: SimHashIndex) -> Function[bool]:
+    """``simpg.layout_is(table, column, k, levels)`` for the layout the model declares.
+
+    A query whose ranges come from the model fails (SQLSTATE ``SPG01``, "no longer the
+    ... layout") when the database's index has another layout, instead of reading other
+    permutations under the same column names and missing rows. All its arguments are
+    constants, so PostgreSQL checks it once, when it plans the statement.
+    """
+    table = spec.table
+    rel = ".".join(_quote_ident(part) for part in (table.schema, table.name) if part)
+    return Function(
+        "layout_is",
+        literal_column(_sql_string(rel) + "::regclass"),
+        literal_column(_sql_string(spec.column.name) + "::name"),
+        literal_column(str(spec.layout.k), Integer()),
+        literal_column(_sql_string("{" + ",".join(map(str, spec.layout.levels)) + "}") + "::integer[]"),
+        packagenames=("simpg",),
+        type_=Boolean(),
+    )
+
+
+def _sql_string(value: str) -> str:
+    """A standard SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"

@@ -275,3 +275,41 @@ def test_long_names_match_sql(db):
         for r in db.conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")
     }
     assert reg == spec.index_names and set(reg) <= real
+
+
+def test_within_refuses_an_index_recreated_with_another_layout(db):
+    # the model says k3:5; re-created in SQL as k3:6, the first ten prefix columns keep
+    # their names but hold other permutations: within() says so instead of missing rows
+    import sqlalchemy.exc
+
+    class GuardBase(DeclarativeBase):
+        pass
+
+    class Doc(GuardBase):
+        __tablename__ = "guarded docs"
+        id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+        simhash: Mapped[int] = mapped_column(SimHash)
+
+    simhash_index(Doc.simhash, k=3, blocks=5)
+    rng = random.Random(7)
+    fps = adversarial_rows([0x0123456789ABCDEF, bits.MASK], rng)
+    rows = list(enumerate(fps, start=1))
+    engine = create_engine(url_from_dsn(db.dsn))
+    GuardBase.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.execute(insert(Doc).values([{"id": i, "simhash": fp} for i, fp in rows]))
+        session.commit()
+        within = select(Doc.id).where(Doc.simhash.within(0x0123456789ABCDEF, 3))
+        assert set(session.scalars(within)) == brute(rows, 0x0123456789ABCDEF, 3)
+        session.execute(text("SELECT simpg.drop_index('\"guarded docs\"', 'simhash')"))
+        session.execute(text("SELECT simpg.create_index('\"guarded docs\"', 'simhash', 3, 6)"))
+        session.commit()
+        with pytest.raises(sqlalchemy.exc.DBAPIError, match="no longer the k=3 blocks=5 layout"):
+            session.scalars(within).all()
+        session.rollback()
+        # with the model's layout again, the same statement answers
+        session.execute(text("SELECT simpg.drop_index('\"guarded docs\"', 'simhash')"))
+        session.execute(text("SELECT simpg.create_index('\"guarded docs\"', 'simhash', 3, 5)"))
+        session.commit()
+        assert set(session.scalars(within)) == brute(rows, 0x0123456789ABCDEF, 3)
+    engine.dispose()

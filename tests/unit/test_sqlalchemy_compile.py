@@ -39,6 +39,8 @@ class Article(Base):
 
 
 SPEC = simhash_index(Article.simhash, k=3, blocks=5)
+# every within() carries it: the model's layout, checked against simpg.indexes
+GUARD = "simpg.layout_is('articles'::regclass, 'simhash'::name, 3, '{5}'::integer[])"
 
 
 def sql(stmt, literal=False) -> str:
@@ -83,7 +85,8 @@ def test_within_compiles_to_prefix_ranges_and_hamming():
     )
     assert text == (
         f"SELECT articles.id FROM articles WHERE ({ranges}) "
-        "AND simpg.hamming(articles.simhash, %(param_21)s::BIGINT) <= %(hamming_1)s::INTEGER"
+        "AND simpg.hamming(articles.simhash, %(param_21)s::BIGINT) <= %(hamming_1)s::INTEGER "
+        f"AND {GUARD}"
     )
 
 
@@ -100,7 +103,7 @@ def test_within_literal_ranges(q):
     )
     assert text == (
         f"SELECT articles.id FROM articles WHERE ({ranges}) "
-        f"AND simpg.hamming(articles.simhash, {0 if q == 0 else -1}) <= 2"
+        f"AND simpg.hamming(articles.simhash, {0 if q == 0 else -1}) <= 2 AND {GUARD}"
     )
 
 
@@ -112,8 +115,18 @@ def test_within_an_expression_uses_sql_prefix_bounds():
         "AND simpg.prefix_hi(articles_1.simhash, 3, '{5}'::integer[], 0)"
     ) in text
     assert text.endswith(
-        "AND simpg.hamming(articles.simhash, articles_1.simhash) <= %(hamming_1)s::INTEGER"
+        f"AND simpg.hamming(articles.simhash, articles_1.simhash) <= %(hamming_1)s::INTEGER AND {GUARD}"
     )
+
+
+def test_the_layout_guard_names_the_table_as_postgresql_reads_it():
+    # constants only, so PostgreSQL checks it when it plans; names quoted where needed
+    odd = Table("Odd 'name'", MetaData(schema="My Schema"), Column("id", BigInteger, primary_key=True),
+                Column("fp", SimHash, nullable=False))
+    spec = simhash_index(odd.c.fp, k=2, blocks=4, inner_blocks=3)
+    assert sql(select(odd.c.id).where(odd.c.fp.within(1, 2))).endswith(
+        "AND simpg.layout_is('\"My Schema\".\"Odd ''name''\"'::regclass, 'fp'::name, 2, '{4,3}'::integer[])")
+    assert spec.layout.levels == (4, 3)
 
 
 def test_within_on_an_alias_uses_the_alias_columns():
