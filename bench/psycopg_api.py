@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from index_bench import prewarm  # bench/ is the script's folder, so on sys.path
 from psycopg import sql
 from psycopg.types.numeric import Int8
 
@@ -159,13 +160,13 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
     handle.conn.execute(definition.replace("simpg.layout_is(", f"public.{STABLE_GUARD}(", 1)
                         .replace("layout_is.", f"{STABLE_GUARD}.").replace("IMMUTABLE", "STABLE"))
 
-    def fast(handle: SimIndex, stable: bool) -> Any:
+    def fast(stable: bool) -> Any:
         statement = lookup.NearStatement(info, handle.conn, prepare=True)
         if stable:
             statement.query = statement.query.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
         return lambda q: handle.conn.wait(lookup.near_gen(statement, handle.conn, statement.params(q, 3)))
 
-    def cursor(handle: SimIndex, stable: bool) -> Any:
+    def cursor(stable: bool) -> Any:
         statement = queries.near_sql(info).as_bytes(handle.conn)
         if stable:
             statement = statement.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
@@ -179,10 +180,9 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
     variants = {
         "SimIndex.connect(...).near: libpq fast path, layout checked per plan (this version)":
             lambda q: handle.near(q, 3),
-        "libpq fast path, layout checked at every execution": fast(handle, True),
-        "psycopg cursor and ORDER BY, layout checked per plan": cursor(handle, False),
-        "psycopg cursor and ORDER BY, layout checked at every execution (SimIndex.near before)":
-            cursor(handle, True),
+        "libpq fast path, layout checked at every execution": fast(True),
+        "psycopg cursor and ORDER BY, layout checked per plan": cursor(False),
+        "psycopg cursor and ORDER BY, layout checked at every execution (SimIndex.near before)": cursor(True),
     }
     results: dict[str, list[float]] = {v: [] for v in variants}
     answers: dict[str, list[Any]] = {v: [] for v in variants}
@@ -208,14 +208,6 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
               f"{statistics.median(lat) / base:.2f} | {answers[label] == ref} |")
     handle.conn.execute(f"DROP FUNCTION public.{STABLE_GUARD}")
     handle.close()
-
-
-def prewarm(conn: psycopg.Connection, name: str) -> None:
-    """pg_prewarm the table and its indexes from this connection: a new server process
-    maps shared memory page by page on first touch."""
-    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-    conn.execute("SELECT pg_prewarm(c.oid) FROM pg_class AS c WHERE c.oid = %s::regclass OR c.oid IN "
-                 "(SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)", [name, name])
 
 
 def timeit_each(fn: Any, items: list[int]) -> float:
