@@ -74,6 +74,7 @@ AS $$
 DECLARE
     v_row simpg.indexes;
     v_ranges text[] := '{}';
+    v_order record;     -- table t's bit_order and prefix_bits: one table_order call a table
     v_permuted bigint;
     v_low_mask bigint;  -- the bits after table t's prefix
 BEGIN
@@ -82,8 +83,9 @@ BEGIN
     END IF;
     v_row := simpg.checked_layout(rel, k, col);
     FOR t IN 0 .. cardinality(v_row.prefix_columns) - 1 LOOP
-        v_permuted := simpg.apply_segments(fp, simpg.table_segments(v_row.k, v_row.levels, t));
-        v_low_mask := ~(-1::bigint << (64 - simpg.prefix_bits(v_row.k, v_row.levels, t)));
+        v_order := simpg.table_order(v_row.k, v_row.levels, t);
+        v_permuted := simpg.apply_segments(fp, simpg.order_segments(v_order.bit_order));
+        v_low_mask := ~(-1::bigint << (64 - v_order.prefix_bits));
         v_ranges := v_ranges || format('t.%I BETWEEN %s AND %s', v_row.prefix_columns[t + 1],
                                        v_permuted & ~v_low_mask, v_permuted | v_low_mask);
     END LOOP;

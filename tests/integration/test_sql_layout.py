@@ -94,3 +94,15 @@ def test_table_out_of_range(conn):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="table must be from 0 to 19, got 20"):
         conn.execute("SELECT simpg.permute(1, 3, '{6}', 20)")
     assert Layout(3, (6,)).tables == 20
+
+
+def test_binomial_is_exact_up_to_64(conn):
+    # plain SQL over numeric factorials (inlined into table_order): every C(n, r) it can be asked
+    import math
+
+    rows = conn.execute(
+        "SELECT n, r, simpg.binomial(n, r) FROM generate_series(0, 64) AS n, generate_series(-1, 65) AS r"
+    ).fetchall()
+    assert len(rows) == 65 * 67
+    assert [v for _, _, v in rows] == [math.comb(n, r) if 0 <= r <= n else 0 for n, r, _ in rows]
+    assert conn.execute("SELECT simpg.binomial(NULL, 2), simpg.binomial(5, NULL)").fetchone() == (None, None)

@@ -35,8 +35,15 @@ def test_upgrade_script_replaces_functions_with_their_current_text():
     # each function the upgrade replaces is byte for byte its definition in sql/functions/,
     # so an updated install equals a fresh one (test_install compares them on a server)
     upgrade = (ROOT / "sql" / "simpg--0.1.0--0.1.1.sql").read_text()
-    defined = re.findall(r"^CREATE (?:OR REPLACE )?FUNCTION .*?^\$\$;\n", upgrade, re.S | re.M)
-    assert len(defined) == 3  # create_index and plan replaced, layout_is added
+    starts = [m.start() for m in re.finditer(r"^CREATE (?:OR REPLACE )?FUNCTION ", upgrade, re.M)]
+    defined = []
+    for start, end in zip(starts, [*starts[1:], len(upgrade)], strict=True):
+        chunk = upgrade[start:end]  # a definition ends with its $$ body or its SQL RETURN body
+        body_end = re.search(r"^\$\$;\n" if "AS $$" in chunk else r"^    RETURN .*?;\n", chunk, re.S | re.M)
+        assert body_end is not None, chunk[:80]
+        defined.append(chunk[: body_end.end()])
+    # replaced: create_index, plan, binomial, table_segments, near_query; added: layout_is, order_segments
+    assert len(defined) == 7
     current = schema.extension_script()
     for definition in defined:
         assert definition.replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", 1) in current
