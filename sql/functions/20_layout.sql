@@ -5,7 +5,7 @@
 -- A layout is (k, levels): levels[1] blocks at level 1, optionally levels[2] at level 2.
 
 -- binomial is plain SQL so that it is inlined into its callers: table_order calls it in
--- its loops, and as a PL/pgSQL function it was a third of table_order's time. Exact for
+-- its loops, where as a PL/pgSQL function it took about a quarter of the time. Exact for
 -- every n <= 64 (factorial is numeric). Not STRICT: a strict SQL function whose body has
 -- CASE is not inlined; NULL in gives NULL out all the same.
 CREATE FUNCTION simpg.binomial(n integer, r integer) RETURNS bigint
