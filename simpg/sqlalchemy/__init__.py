@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from simpg.sqlalchemy.functions import hamming, permute, prefix_hi, prefix_lo
+from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import (
     SimHashIndex,
     index_for,
@@ -44,6 +44,7 @@ __all__ = [
     "fingerprint_on_write",
     "hamming",
     "index_for",
+    "layout_is",
     "near_duplicates",
     "near_duplicates_async",
     "near_select",

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, literal_column
+from sqlalchemy import BigInteger, Boolean, Integer, literal_column
 from sqlalchemy.sql.functions import Function
 
-__all__ = ["hamming", "permute", "prefix_hi", "prefix_lo"]
+__all__ = ["hamming", "layout_is", "permute", "prefix_hi", "prefix_lo"]
 
 
 def _levels(levels: tuple[int, ...]) -> str:
@@ -60,3 +60,25 @@ def prefix_lo(fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]
 def prefix_hi(fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]:
     """``simpg.prefix_hi(fp, k, levels, t)``: highest permuted value sharing fp's prefix."""
     return _layout_function("prefix_hi", fp, k, levels, t)
+
+
+def layout_is(rel: str, column: str, k: int, levels: tuple[int, ...]) -> Function[bool]:
+    """``simpg.layout_is(rel, column, k, levels)``: true, or an error (SQLSTATE SPG01).
+
+    ``rel`` is the table as ``regclass`` reads it (quoted, optionally schema-qualified).
+    Every argument is rendered as a constant, so PostgreSQL checks it when it plans.
+    """
+    return Function(
+        "layout_is",
+        literal_column(_sql_string(rel) + "::regclass"),
+        literal_column(_sql_string(column) + "::name"),
+        literal_column(str(k), Integer()),
+        literal_column(f"'{_levels(levels)}'::integer[]"),
+        packagenames=("simpg",),
+        type_=Boolean(),
+    )
+
+
+def _sql_string(value: str) -> str:
+    """A standard SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"

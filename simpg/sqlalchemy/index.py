@@ -33,7 +33,6 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
-    Boolean,
     Column,
     Computed,
     Index,
@@ -43,7 +42,6 @@ from sqlalchemy import (
     and_,
     bindparam,
     event,
-    literal_column,
     or_,
     text,
 )
@@ -51,12 +49,11 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import RESERVED_WORDS
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement, TextClause
-from sqlalchemy.sql.functions import Function
 
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout, default_blocks
-from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
+from simpg.sqlalchemy.functions import _levels, hamming, layout_is, prefix_hi, prefix_lo
 
 logger = logging.getLogger(__name__)
 
@@ -112,8 +109,7 @@ def _quote_ident(name: str) -> str:
 
 def prefix_expression(column: str, layout: Layout, t: int) -> str:
     """Generation expression of table ``t``'s prefix column (SQL's ``simpg.prefix_expression``)."""
-    levels = "{" + ",".join(str(m) for m in layout.levels) + "}"
-    return f"simpg.permute({_quote_ident(column)}, {layout.k}, '{levels}'::integer[], {t})"
+    return f"simpg.permute({_quote_ident(column)}, {layout.k}, '{_levels(layout.levels)}'::integer[], {t})"
 
 
 #: Fill factor of the prefix B-trees, as simpg.create_index builds them. Their keys are
@@ -369,7 +365,7 @@ def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
     return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k, layout_guard(spec))
 
 
-def layout_guard(spec: SimHashIndex) -> Function[bool]:
+def layout_guard(spec: SimHashIndex) -> ColumnElement[bool]:
     """``simpg.layout_is(table, column, k, levels)`` for the layout the model declares.
 
     A query whose ranges come from the model fails (SQLSTATE ``SPG01``, "no longer the
@@ -379,17 +375,4 @@ def layout_guard(spec: SimHashIndex) -> Function[bool]:
     """
     table = spec.table
     rel = ".".join(_quote_ident(part) for part in (table.schema, table.name) if part)
-    return Function(
-        "layout_is",
-        literal_column(_sql_string(rel) + "::regclass"),
-        literal_column(_sql_string(spec.column.name) + "::name"),
-        literal_column(str(spec.layout.k), Integer()),
-        literal_column(_sql_string("{" + ",".join(map(str, spec.layout.levels)) + "}") + "::integer[]"),
-        packagenames=("simpg",),
-        type_=Boolean(),
-    )
-
-
-def _sql_string(value: str) -> str:
-    """A standard SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
+    return layout_is(rel, spec.column.name, spec.layout.k, spec.layout.levels)
