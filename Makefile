@@ -5,8 +5,9 @@ EXTENSION = simpg
 EXTVERSION = $(shell grep default_version sql/$(EXTENSION).control | sed -e "s/default_version[[:space:]]*=[[:space:]]*'\([^']*\)'/\1/")
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
-# upgrade scripts, and the install scripts of earlier versions as released
-DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
+# upgrade scripts, and the install scripts (and secondary control files) of earlier
+# versions as released
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql)) $(wildcard sql/$(EXTENSION)--*.control)
 EXTRA_CLEAN = $(DATA_built) $(EXTENSION).control
 
 PG_CONFIG ?= pg_config

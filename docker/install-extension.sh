@@ -42,8 +42,9 @@ mv "$tmp" "$target/simpg--$version.sql"
 
 cp "$sql_dir/simpg.control" "$target/simpg.control"
 chmod 644 "$target/simpg.control"
-# upgrade scripts, and the install scripts of earlier versions as released
-for script in "$sql_dir"/simpg--*.sql; do
+# upgrade scripts, and the install scripts (and secondary control files) of earlier
+# versions as released
+for script in "$sql_dir"/simpg--*.sql "$sql_dir"/simpg--*.control; do
     [ -e "$script" ] || continue
     [ "$(basename "$script")" = "simpg--$version.sql" ] && continue  # made above, from the parts
     cp "$script" "$target/"

@@ -39,6 +39,8 @@ __all__ = [
     "install",
     "install_extension_files",
     "install_plain",
+    "psql_script",
+    "version_comment_sql",
     "installed_version",
     "upgrade_path",
     "upgrade_plain",
@@ -130,7 +132,8 @@ def extension_files() -> dict[str, str]:
     for entry in folder.iterdir():
         # upgrade scripts, and the install scripts of earlier versions, kept as released
         # so that CREATE EXTENSION simpg VERSION '0.1.0' and its upgrades stay possible
-        if re.fullmatch(rf"{EXTENSION}--[\d.]+(--[\d.]+)?\.sql", entry.name) and entry.name not in files:
+        # (and their secondary control files: simpg--0.1.0.control names its schema)
+        if re.fullmatch(rf"{EXTENSION}--[\d.]+((--[\d.]+)?\.sql|\.control)", entry.name) and entry.name not in files:
             files[entry.name] = entry.read_text(encoding="utf-8")
     return files
 
@@ -224,14 +227,25 @@ def install_plain(conn: psycopg.Connection, version: str | None = None) -> str:
     with conn.transaction():
         # Resolve every name of the script against pg_catalog and simpg only.
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
-        conn.execute("CREATE SCHEMA simpg")
+        if version == "0.1.0":  # its script expects the schema (the extension made it then)
+            conn.execute("CREATE SCHEMA simpg")
         conn.execute(text.encode())  # bytes: a whole script, sent without placeholders
-        _record_plain_version(conn, version)
+        conn.execute(version_comment_sql(version))
     return version
 
 
-def _record_plain_version(conn: psycopg.Connection, version: str) -> None:
-    conn.execute(f"COMMENT ON SCHEMA simpg IS 'simpg version {version} (installed as a plain script)'")
+def version_comment_sql(version: str) -> str:
+    """The statement that records a plain install's version (no pg_extension row there)."""
+    return f"COMMENT ON SCHEMA simpg IS 'simpg version {version} (installed as a plain script)';\n"
+
+
+def psql_script() -> str:
+    """The install script as ``simpg sql`` prints it for psql: one transaction, version recorded.
+
+    The script itself makes schema simpg and pins ``search_path`` for the transaction, so
+    ``simpg sql | psql`` installs exactly what ``simpg install --plain`` does.
+    """
+    return "BEGIN;\n" + script() + version_comment_sql(default_version()) + "COMMIT;\n"
 
 
 def upgrade_plain(conn: psycopg.Connection, to: str | None = None) -> tuple[str, str]:
@@ -250,7 +264,7 @@ def upgrade_plain(conn: psycopg.Connection, to: str | None = None) -> tuple[str,
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         for name in path:
             conn.execute(_strip_psql_commands((sql_dir() / name).read_text(encoding="utf-8")).encode())
-        _record_plain_version(conn, target)
+        conn.execute(version_comment_sql(target))
     return current, target
 
 

@@ -153,14 +153,11 @@ def _install_simpg(operations: Operations, op: InstallSimpgOp) -> None:
     # against pg_catalog and simpg only, for the script and nothing after it.
     saved = bind.execute(text("SELECT current_setting('search_path')")).scalar()
     bind.execute(text("SELECT set_config('search_path', 'pg_catalog, pg_temp', true)"))
-    bind.exec_driver_sql("CREATE SCHEMA simpg")
-    # no_parameters: the script holds % signs that are not placeholders
+    # no_parameters: the script holds % signs that are not placeholders (it makes schema
+    # simpg itself, and pins search_path for the rest of the transaction)
     bind.exec_driver_sql(simpg_schema.script(), execution_options={"no_parameters": True})
-    bind.exec_driver_sql(
-        f"COMMENT ON SCHEMA simpg IS 'simpg version {simpg_schema.default_version()} "
-        "(installed as a plain script)'",
-        execution_options={"no_parameters": True},
-    )
+    bind.exec_driver_sql(simpg_schema.version_comment_sql(simpg_schema.default_version()),
+                         execution_options={"no_parameters": True})
     bind.execute(text("SELECT set_config('search_path', :saved, true)"), {"saved": saved})
 
 
@@ -191,9 +188,9 @@ WHERE d.deptype = 'n'
         WHEN 'pg_catalog.pg_attrdef'::regclass THEN
             (SELECT c.relnamespace FROM pg_catalog.pg_attrdef AS a
              JOIN pg_catalog.pg_class AS c ON c.oid = a.adrelid WHERE a.oid = d.objid)
-        WHEN 'pg_catalog.pg_policy'::regclass THEN
-            (SELECT c.relnamespace FROM pg_catalog.pg_policy AS a
-             JOIN pg_catalog.pg_class AS c ON c.oid = a.polrelid WHERE a.oid = d.objid)
+        WHEN 'pg_catalog.pg_rewrite'::regclass THEN
+            (SELECT c.relnamespace FROM pg_catalog.pg_rewrite AS r
+             JOIN pg_catalog.pg_class AS c ON c.oid = r.ev_class WHERE r.oid = d.objid)
         WHEN 'pg_catalog.pg_constraint'::regclass THEN
             (SELECT connamespace FROM pg_catalog.pg_constraint WHERE oid = d.objid)
         ELSE 0
@@ -231,8 +228,6 @@ def _uninstall_simpg(operations: Operations, op: UninstallSimpgOp) -> None:
         # RESTRICT: PostgreSQL itself refuses while other objects depend on the extension
         bind.exec_driver_sql("DROP EXTENSION simpg RESTRICT")
         return
-    # A plain install made by a superuser also has simpg's own event trigger (30_catalog.sql).
-    bind.exec_driver_sql("DROP EVENT TRIGGER IF EXISTS simpg_forget_dropped")
     users = bind.execute(_DEPENDENTS_SQL).scalars().all()
     if users:
         raise SimpgError(f"cannot remove simpg: {len(users)} object(s) use it: {'; '.join(users)}")

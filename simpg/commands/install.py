@@ -54,7 +54,7 @@ def _connect(args: argparse.Namespace) -> Any:
 
 def run_sql(args: argparse.Namespace) -> int:
     """Print the plain install script."""
-    sys.stdout.write(schema.script())
+    sys.stdout.write(schema.psql_script())
     return 0
 
 

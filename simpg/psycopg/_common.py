@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -53,7 +52,6 @@ class IndexStats:
     index_bytes: dict[str, int]
     prefix_columns: tuple[str, ...]
     fingerprint_config: str | None
-    created_at: datetime | None
 
     @property
     def total_index_bytes(self) -> int:
@@ -69,7 +67,6 @@ class IndexStats:
             "table_bytes": self.table_bytes, "index_bytes": self.index_bytes,
             "total_index_bytes": self.total_index_bytes, "prefix_columns": list(self.prefix_columns),
             "fingerprint_config": self.fingerprint_config,
-            "created_at": self.created_at.isoformat() if self.created_at else None,
         }
 
 
@@ -283,5 +280,5 @@ def make_stats(info: IndexInfo, row: Sequence[Any], exact: bool) -> IndexStats:
         table=f"{info.schema}.{info.table}", column=info.column, id_column=info.id_column,
         layout=info.layout, rows=int(rows), rows_exact=exact, table_bytes=int(table_bytes),
         index_bytes=dict(zip(info.index_names, map(int, index_sizes), strict=True)),
-        prefix_columns=info.prefix_columns, fingerprint_config=identity, created_at=info.created_at,
+        prefix_columns=info.prefix_columns, fingerprint_config=identity,
     )

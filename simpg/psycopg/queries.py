@@ -37,7 +37,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -87,7 +86,7 @@ __all__ = [
 #: The catalog row of (table, column), with the table's schema and name.
 CATALOG_SQL = """
 SELECT n.nspname, c.relname, i.fingerprint_column, i.k, i.levels, i.prefix_columns,
-       i.index_names, i.fingerprint_config, i.created_at
+       i.index_names, i.fingerprint_config
 FROM simpg.index_layout(%s::regclass, %s) AS i
 JOIN pg_catalog.pg_class AS c ON c.oid = i.indexed_table
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -130,14 +129,13 @@ class IndexInfo:
     prefix_columns: tuple[str, ...]
     index_names: tuple[str, ...]
     fingerprint_config: str | None
-    created_at: datetime | None
 
     @classmethod
     def from_rows(cls, catalog: Sequence[Any], id_column: str | None, id_type: str | None) -> IndexInfo:
         """Build from a :data:`CATALOG_SQL` row and the id column."""
-        schema, table, column, k, levels, prefix_columns, index_names, config, created_at = catalog
+        schema, table, column, k, levels, prefix_columns, index_names, config = catalog
         return cls(schema, table, column, id_column, id_type, Layout(k, tuple(levels)),
-                   tuple(prefix_columns), tuple(index_names), config, created_at)
+                   tuple(prefix_columns), tuple(index_names), config)
 
     @property
     def relation(self) -> sql.Identifier:

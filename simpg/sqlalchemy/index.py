@@ -235,7 +235,6 @@ def simhash_index(
     if table not in _TABLE_SPECS:
         _TABLE_SPECS[table] = {}
         event.listen(table, "after_create", _after_create)
-        event.listen(table, "before_drop", _before_drop)
     _TABLE_SPECS[table][col.name] = spec
     return spec
 
@@ -306,15 +305,6 @@ def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
     for spec in table_indexes(table).values():
         register(connection, spec)
         logger.info("registered simhash index on %s.%s", table.name, spec.column.name)
-
-
-def _before_drop(table: Table, connection: Connection, **kw: Any) -> None:
-    # Forget the catalog rows first: simpg.indexes refers to the table by oid.
-    if connection.execute(text("SELECT to_regclass('simpg.indexes') IS NOT NULL")).scalar():
-        connection.execute(
-            text("DELETE FROM simpg.indexes WHERE indexed_table = CAST(:rel AS regclass)"),
-            {"rel": _regclass(connection, table)},
-        )
 
 
 def _check_k(k: Any, spec: SimHashIndex) -> int:

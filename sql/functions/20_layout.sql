@@ -36,11 +36,11 @@ CREATE FUNCTION simpg.narrowest_prefix(nbits integer, m integer, k integer) RETU
 COMMENT ON FUNCTION simpg.narrowest_prefix(integer, integer, integer) IS
     'Bits in the m - k narrowest of m blocks splitting nbits';
 
--- table_count validates a layout and returns its number of tables.
--- Contract: raises for k outside 0..16, a level with blocks <= k or more blocks than bits,
--- or more than 256 tables; messages match simpg.layout.Layout's.
-CREATE FUNCTION simpg.table_count(k integer, levels integer[]) RETURNS integer
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+-- layout_error: why (k, levels) is not a valid layout, or NULL when it is one.
+-- Contract: never raises; its messages match simpg.layout.Layout's. The catalog view
+-- asks it of every generated column it reads, where an error would hide the rest.
+CREATE FUNCTION simpg.layout_error(k integer, levels integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -48,31 +48,50 @@ DECLARE
     v_tables bigint := 1;
     v_m integer;
 BEGIN
-    IF k < 0 OR k > 16 THEN
-        RAISE EXCEPTION 'k must be an integer from 0 to 16, got %', k
-            USING ERRCODE = 'invalid_parameter_value';
+    IF k IS NULL OR k < 0 OR k > 16 THEN
+        RETURN format('k must be an integer from 0 to 16, got %s', coalesce(k::text, 'null'));
     END IF;
-    IF cardinality(levels) NOT IN (1, 2) OR array_position(levels, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'levels must be one or two block counts, got %', levels
-            USING ERRCODE = 'invalid_parameter_value';
+    IF levels IS NULL OR cardinality(levels) NOT IN (1, 2) OR array_position(levels, NULL) IS NOT NULL THEN
+        RETURN format('levels must be one or two block counts, got %s', coalesce(levels::text, 'null'));
     END IF;
     FOREACH v_m IN ARRAY levels LOOP
         IF v_m <= k THEN
-            RAISE EXCEPTION 'blocks must be greater than k (blocks=%, k=%)', v_m, k
-                USING ERRCODE = 'invalid_parameter_value';
+            RETURN format('blocks must be greater than k (blocks=%s, k=%s)', v_m, k);
         END IF;
         IF v_m > v_remaining THEN
-            RAISE EXCEPTION 'blocks=% is more than the % bits left to split', v_m, v_remaining
-                USING ERRCODE = 'invalid_parameter_value';
+            RETURN format('blocks=%s is more than the %s bits left to split', v_m, v_remaining);
         END IF;
         v_remaining := v_remaining - simpg.narrowest_prefix(v_remaining, v_m, k);
         v_tables := v_tables * simpg.binomial(v_m, v_m - k);
     END LOOP;
     IF v_tables > 256 THEN
-        RAISE EXCEPTION 'layout k=% blocks=% needs % tables, more than 256',
-            k, array_to_string(levels, 'x'), v_tables
-            USING ERRCODE = 'invalid_parameter_value';
+        RETURN format('layout k=%s blocks=%s needs %s tables, more than 256',
+                      k, array_to_string(levels, 'x'), v_tables);
     END IF;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.layout_error(integer, integer[]) IS
+    'Why layout (k, levels) is invalid, or NULL when it is valid';
+
+-- table_count validates a layout and returns its number of tables.
+-- Contract: raises layout_error's message for an invalid layout.
+CREATE FUNCTION simpg.table_count(k integer, levels integer[]) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_error text := simpg.layout_error(k, levels);
+    v_tables bigint := 1;
+    v_m integer;
+BEGIN
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION '%', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOREACH v_m IN ARRAY levels LOOP
+        v_tables := v_tables * simpg.binomial(v_m, v_m - k);
+    END LOOP;
     RETURN v_tables;
 END
 $$;

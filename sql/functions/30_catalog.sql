@@ -1,25 +1,163 @@
 -- catalog
+--
+-- simpg keeps no table of its own. An index is what its DDL says: one stored generated
+-- column simpg.permute(fp, k, levels, t) per table t of the layout, with a B-tree on
+-- each. The catalog is read from PostgreSQL's own catalogs every time (as PostGIS's
+-- geometry_columns is), so it cannot go stale: it goes with a dropped table or column,
+-- follows a renamed one, never outlives a temporary table, restores with pg_dump as
+-- the columns do, and no role can write to it, since nothing is stored.
 
-CREATE TABLE simpg.indexes (
-    indexed_table regclass NOT NULL,
-    fingerprint_column name NOT NULL,
-    k integer NOT NULL CHECK (k BETWEEN 0 AND 16),
-    levels integer[] NOT NULL,
-    prefix_columns name[] NOT NULL,
-    index_names name[] NOT NULL,
-    fingerprint_config text,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (indexed_table, fingerprint_column),
-    CHECK (cardinality(prefix_columns) = cardinality(index_names))
-);
+-- prefix_expression: the generated-column expression of table t, as create_index writes
+-- it; the catalog recognises a prefix column by this exact text.
+CREATE FUNCTION simpg.prefix_expression(col name, k integer, levels integer[], t integer) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN format('simpg.permute(%I, %s, %L::integer[], %s)', col, k, levels::text, t);
 
-COMMENT ON TABLE simpg.indexes IS
-    'One row per fingerprint column indexed by simpg: its layout and the objects simpg created';
+COMMENT ON FUNCTION simpg.prefix_expression(name, integer, integer[], integer) IS
+    'SQL expression of table t''s permuted column, as create_index generates it';
 
--- pg_dump keeps the rows of a config table. Only an extension script may mark one,
--- so the plain-script install (no pg_extension row) skips this.
-SELECT pg_catalog.pg_extension_config_dump('simpg.indexes', '')
-WHERE EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'simpg');
+-- prefix_columns_of: rel's generated columns that hold a simpg permutation, one row each.
+-- Contract: a column counts only if its generation expression is exactly
+-- simpg.prefix_expression(its source column, k, levels, t) for a valid layout and a
+-- table t of it; the source column is found by the expression's dependency (so a
+-- rename is followed). pg_get_expr runs under this function's search_path, which
+-- writes the function as simpg.permute whatever the caller's search_path is.
+CREATE FUNCTION simpg.prefix_columns_of(rel regclass)
+    RETURNS TABLE (fingerprint_column name, k integer, levels integer[], t integer,
+                   prefix_column name, prefix_attnum smallint, index_name name)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 20
+    SET search_path = pg_catalog, pg_temp
+    -- a catalog read of a few rows: JIT would cost a hundred times the query
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    -- LATERAL ... OFFSET 0 keeps the join order: from rel's own columns through the
+    -- catalogs' indexes, never a scan of every default expression in the database
+    WITH e AS MATERIALIZED (  -- rel's generated bigint columns computed by simpg.permute
+        SELECT f.attname AS fingerprint_column, a.attname AS prefix_column, a.attnum AS prefix_attnum,
+               ad.expr
+        FROM pg_attribute AS a
+        CROSS JOIN LATERAL (
+            SELECT d.oid, pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef AS d
+            WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum
+              AND (SELECT true FROM pg_depend AS dp  -- a subplan: one index probe per column
+                   WHERE dp.classid = 'pg_attrdef'::regclass AND dp.objid = d.oid AND dp.objsubid = 0
+                     AND dp.refclassid = 'pg_proc'::regclass
+                     AND dp.refobjid = 'simpg.permute(bigint,integer,integer[],integer)'::regprocedure
+                   LIMIT 1)
+            OFFSET 0) AS ad
+        CROSS JOIN LATERAL (  -- the one other column the expression reads
+            SELECT dc.refobjsubid FROM pg_depend AS dc
+            WHERE dc.classid = 'pg_attrdef'::regclass AND dc.objid = ad.oid AND dc.objsubid = 0
+              AND dc.refclassid = 'pg_class'::regclass AND dc.refobjid = rel
+              AND dc.refobjsubid <> a.attnum AND dc.deptype = 'n'
+            OFFSET 0) AS dc
+        JOIN pg_attribute AS f ON f.attrelid = rel AND f.attnum = dc.refobjsubid
+        WHERE a.attrelid = rel AND a.attnum > 0 AND a.attgenerated = 's' AND NOT a.attisdropped
+          AND a.atttypid = 'bigint'::regtype AND f.atttypid = 'bigint'::regtype AND NOT f.attisdropped
+    ),
+    -- the layout constants, read back from the text after 'simpg.permute(<column>, ':
+    -- '<k>, ''{<levels>}''::integer[], <t>)' (split_part: a tenth of a regexp's time)
+    a AS (
+        SELECT e.*, string_to_array(substr(e.expr, length(format('simpg.permute(%I, ', e.fingerprint_column)) + 1),
+                                    ', ') AS args
+        FROM e
+        WHERE starts_with(e.expr, format('simpg.permute(%I, ', e.fingerprint_column))
+    ),
+    p AS MATERIALIZED (
+        SELECT a.fingerprint_column, a.prefix_column, a.prefix_attnum, a.expr,
+               a.args[1]::integer AS k, split_part(a.args[2], '''', 2)::integer[] AS levels, rtrim(a.args[3], ')')::integer AS t
+        FROM a
+        WHERE cardinality(a.args) = 3 AND a.args[1] ~ '^\d{1,2}$'
+          AND a.args[2] ~ '^''\{\d{1,2}(,\d{1,2})?\}''::integer\[\]$' AND a.args[3] ~ '^\d{1,3}\)$'
+    ),
+    layouts AS (  -- each valid layout once: table_count raises on an invalid one
+        SELECT l.k, l.levels, simpg.table_count(l.k, l.levels) AS tables
+        FROM (SELECT DISTINCT p.k, p.levels FROM p) AS l
+        WHERE simpg.layout_error(l.k, l.levels) IS NULL
+    )
+    SELECT p.fingerprint_column, p.k, p.levels, p.t, p.prefix_column, p.prefix_attnum,
+           (SELECT min(ic.relname)::name  -- a valid B-tree on exactly this column
+            FROM pg_index AS i
+            JOIN pg_class AS ic ON ic.oid = i.indexrelid
+            WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = p.prefix_attnum
+              AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid
+              AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree'))
+    FROM p
+    JOIN layouts AS l ON l.k = p.k AND l.levels = p.levels AND p.t < l.tables
+    -- exactly the text create_index writes (not, say, simpg.permute(fp # 1, ...))
+    WHERE p.expr = simpg.prefix_expression(p.fingerprint_column, p.k, p.levels, p.t);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.prefix_columns_of(regclass) IS
+    'Generated columns of rel that hold a simpg permutation: source column, layout, table number, and its valid B-tree if any';
+
+-- table_indexes: rel's simpg indexes, complete or not: one row per (fingerprint column,
+-- layout), prefix_columns and index_names in table order with NULL where one is missing.
+-- The fingerprint config is the comment of the first prefix column, as
+-- 'simpg fingerprint_config: <identity>' (written by register_index).
+CREATE FUNCTION simpg.table_indexes(rel regclass)
+    RETURNS TABLE (fingerprint_column name, k integer, levels integer[], tables integer,
+                   prefix_columns name[], index_names name[], fingerprint_config text)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH c AS MATERIALIZED (SELECT * FROM simpg.prefix_columns_of(rel)),
+         g AS (SELECT DISTINCT c.fingerprint_column, c.k, c.levels,
+                      simpg.table_count(c.k, c.levels) AS tables
+               FROM c)
+    SELECT g.fingerprint_column, g.k, g.levels, g.tables,
+           ARRAY(SELECT (SELECT min(c.prefix_column)::name FROM c
+                         WHERE c.fingerprint_column = g.fingerprint_column
+                           AND c.k = g.k AND c.levels = g.levels
+                           AND c.t = n)
+                 FROM pg_catalog.generate_series(0, g.tables - 1) AS n ORDER BY n),
+           ARRAY(SELECT (SELECT min(c.index_name)::name FROM c
+                         WHERE c.fingerprint_column = g.fingerprint_column
+                           AND c.k = g.k AND c.levels = g.levels
+                           AND c.t = n)
+                 FROM pg_catalog.generate_series(0, g.tables - 1) AS n ORDER BY n),
+           (SELECT pg_catalog.substring(pg_catalog.col_description(rel, c.prefix_attnum::integer),
+                                        '^simpg fingerprint_config: (.+)$')
+            FROM c
+            WHERE c.fingerprint_column = g.fingerprint_column
+              AND c.k = g.k AND c.levels = g.levels
+              AND c.t = 0
+            ORDER BY c.prefix_column LIMIT 1)
+    FROM g
+    ORDER BY g.fingerprint_column, g.k, g.levels;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_indexes(regclass) IS
+    'Every simpg index of rel, complete or not: prefix columns and B-trees in table order, NULL where one is missing';
+
+-- The catalog: one row per complete simpg index in the database (every table of its
+-- layout has its prefix column). B-trees may be missing (index_names has NULL there):
+-- answers stay exact, only slower; simpg.check says so and simpg.repair rebuilds them.
+CREATE VIEW simpg.indexes AS
+SELECT r.oid::regclass AS indexed_table, i.fingerprint_column, i.k, i.levels,
+       i.prefix_columns, i.index_names, i.fingerprint_config
+FROM pg_catalog.pg_class AS r
+CROSS JOIN LATERAL simpg.table_indexes(r.oid::regclass) AS i
+WHERE r.oid IN (
+        SELECT ad.adrelid
+        FROM pg_catalog.pg_depend AS d
+        JOIN pg_catalog.pg_attrdef AS ad ON ad.oid = d.objid
+        WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+          AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+          AND d.refobjid = 'simpg.permute(bigint,integer,integer[],integer)'::pg_catalog.regprocedure)
+  AND pg_catalog.array_position(i.prefix_columns, NULL) IS NULL;
+
+COMMENT ON VIEW simpg.indexes IS
+    'One row per complete simpg index: its table, fingerprint column, layout, prefix columns, B-trees and fingerprint config (read from the system catalogs)';
+
+GRANT SELECT ON simpg.indexes TO PUBLIC;
 
 CREATE FUNCTION simpg.owns(rel regclass) RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
@@ -27,49 +165,3 @@ CREATE FUNCTION simpg.owns(rel regclass) RETURNS boolean
             FROM pg_catalog.pg_class AS c WHERE c.oid = rel);
 
 COMMENT ON FUNCTION simpg.owns(regclass) IS 'Whether the current role owns (or is a member of the owner of) rel';
-
--- Everyone may read the catalog; only a table's owner may change its rows.
-ALTER TABLE simpg.indexes ENABLE ROW LEVEL SECURITY;
-CREATE POLICY indexes_read ON simpg.indexes FOR SELECT USING (true);
-CREATE POLICY indexes_insert ON simpg.indexes FOR INSERT WITH CHECK (simpg.owns(indexed_table));
-CREATE POLICY indexes_update ON simpg.indexes FOR UPDATE
-    USING (simpg.owns(indexed_table)) WITH CHECK (simpg.owns(indexed_table));
-CREATE POLICY indexes_delete ON simpg.indexes FOR DELETE USING (simpg.owns(indexed_table));
-GRANT USAGE ON SCHEMA simpg TO PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON simpg.indexes TO PUBLIC;
-
--- forget_dropped: when a table with a simpg index, its fingerprint column or one of its
--- prefix columns is dropped, the catalog row goes too (no dangling rows).
--- SECURITY DEFINER on purpose, the one exception: after the drop, simpg.owns() cannot
--- see the table any more, so the dropping role's own rights could not pass the RLS
--- policy. It deletes only rows whose objects no longer exist.
-CREATE FUNCTION simpg.forget_dropped() RETURNS event_trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    DELETE FROM simpg.indexes AS i
-    WHERE i.indexed_table::oid IN (
-            SELECT d.objid FROM pg_event_trigger_dropped_objects() AS d
-            WHERE d.classid = 'pg_class'::regclass)
-      AND (NOT EXISTS (SELECT FROM pg_class AS c WHERE c.oid = i.indexed_table::oid)
-           OR EXISTS (SELECT FROM unnest(i.prefix_columns || i.fingerprint_column) AS col
-                      WHERE NOT EXISTS (SELECT FROM pg_attribute AS a
-                                        WHERE a.attrelid = i.indexed_table::oid
-                                          AND a.attname = col AND NOT a.attisdropped)));
-END
-$$;
-
-COMMENT ON FUNCTION simpg.forget_dropped() IS
-    'Event trigger: remove simpg.indexes rows whose table or columns were dropped';
-
--- Event triggers need a superuser: CREATE EXTENSION runs this as one (also when trusted);
--- a plain install by a non-superuser goes without, and simpg ignores rows of dropped tables.
-DO $$
-BEGIN
-    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-        CREATE EVENT TRIGGER simpg_forget_dropped ON sql_drop
-            EXECUTE FUNCTION simpg.forget_dropped();
-    END IF;
-END
-$$;

@@ -26,53 +26,61 @@ COMMENT ON FUNCTION simpg.object_name(text, text) IS
     'base || suffix, shortened with a hash to fit PostgreSQL''s 63-byte identifiers';
 
 -- index_layout: the catalog row for (rel, col).
--- Contract: raises with a hint when the column has no simpg index.
+-- Contract: raises with a hint when the column has no simpg index, when its index is
+-- damaged (a prefix column missing: answers would miss rows), and when it is ambiguous.
 CREATE FUNCTION simpg.index_layout(rel regclass, col name DEFAULT NULL) RETURNS simpg.indexes
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_row simpg.indexes;
-    v_count integer;
+    v_found simpg.indexes[] := '{}';
+    v_damaged text[] := '{}';
+    v_index record;
 BEGIN
     IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF col IS NULL THEN
-        SELECT count(*) INTO v_count FROM simpg.indexes AS i WHERE i.indexed_table = rel;
-        IF v_count > 1 THEN
-            RAISE EXCEPTION 'table % has % simpg indexes; name the fingerprint column', rel, v_count
-                USING ERRCODE = 'ambiguous_column';
+    FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
+                   WHERE col IS NULL OR i.fingerprint_column = col LOOP
+        IF array_position(v_index.prefix_columns, NULL) IS NULL THEN
+            v_found := v_found || ROW(rel, v_index.fingerprint_column, v_index.k, v_index.levels,
+                                      v_index.prefix_columns, v_index.index_names,
+                                      v_index.fingerprint_config)::simpg.indexes;
+        ELSE
+            v_damaged := v_damaged || quote_ident(v_index.fingerprint_column);
         END IF;
-        SELECT * INTO v_row FROM simpg.indexes AS i WHERE i.indexed_table = rel;
-    ELSE
-        SELECT * INTO v_row FROM simpg.indexes AS i
-        WHERE i.indexed_table = rel AND i.fingerprint_column = col;
+    END LOOP;
+    IF cardinality(v_found) = 1 THEN
+        RETURN v_found[1];
     END IF;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no simpg index on %', CASE WHEN col IS NULL THEN rel::text ELSE rel::text || '.' || quote_ident(col) END
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'create one with simpg.create_index(table, column, k)';
+    IF cardinality(v_found) > 1 THEN
+        RAISE EXCEPTION 'table % has % simpg indexes%', rel, cardinality(v_found),
+            CASE WHEN col IS NULL THEN '; name the fingerprint column' ELSE ' on column ' || quote_ident(col) END
+            USING ERRCODE = 'ambiguous_column',
+                  HINT = CASE WHEN col IS NULL THEN 'pass the column as col'
+                              ELSE 'drop them with simpg.drop_index(table, column) and create one' END;
     END IF;
-    RETURN v_row;
+    IF cardinality(v_damaged) > 0 THEN
+        RAISE EXCEPTION 'the simpg index on %.% is damaged: prefix columns are missing, so it cannot answer exactly',
+            rel, v_damaged[1]
+            USING ERRCODE = 'SPG02',
+                  HINT = 'see simpg.check(table); remove it with simpg.repair(table) or simpg.drop_index(table, column), then create it again';
+    END IF;
+    RAISE EXCEPTION 'no simpg index on %', CASE WHEN col IS NULL THEN rel::text ELSE rel::text || '.' || quote_ident(col) END
+        USING ERRCODE = 'undefined_object',
+              HINT = 'create one with simpg.create_index(table, column, k)';
 END
 $$;
 
 COMMENT ON FUNCTION simpg.index_layout(regclass, name) IS
-    'The simpg.indexes row of a fingerprint column (col may be omitted when the table has one)';
+    'The simpg.indexes row of a fingerprint column (col may be omitted when the table has one); raises if there is none or it is damaged';
 
--- prefix_expression: the generated-column expression of table t, as stored by create_index.
-CREATE FUNCTION simpg.prefix_expression(col name, k integer, levels integer[], t integer) RETURNS text
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN format('simpg.permute(%I, %s, %L::integer[], %s)', col, k, levels::text, t);
-
-COMMENT ON FUNCTION simpg.prefix_expression(name, integer, integer[], integer) IS
-    'SQL expression of table t''s permuted column, as create_index generates it';
-
--- register_index: record an index whose prefix columns and B-tree indexes already exist
--- (created by create_index, or by SQLAlchemy/Alembic from the same layout math).
--- Contract: checks that every prefix column exists and is generated from
--- prefix_expression; raises otherwise. Returns the catalog row.
+-- register_index: check an index whose prefix columns and B-tree indexes were made
+-- outside create_index (SQLAlchemy, Alembic, simpg backfill, from the same layout math),
+-- and record its fingerprint config. Nothing else is stored: the catalog is the DDL.
+-- Contract: the caller owns rel; every prefix column exists, in table order, as the
+-- stored generated column prefix_expression, and each index named is a valid B-tree on
+-- its column; raises otherwise. Returns the catalog row.
 CREATE FUNCTION simpg.register_index(rel regclass, col name, k integer, levels integer[],
                                      prefix_columns name[], index_names name[],
                                      fingerprint_config text DEFAULT NULL)
@@ -82,8 +90,8 @@ CREATE FUNCTION simpg.register_index(rel regclass, col name, k integer, levels i
 AS $$
 DECLARE
     v_tables integer := simpg.table_count(k, levels);
-    v_expr text;
     v_row simpg.indexes;
+    v_found name[];
 BEGIN
     IF rel IS NULL OR col IS NULL OR prefix_columns IS NULL OR index_names IS NULL THEN
         RAISE EXCEPTION 'table, column, prefix_columns and index_names must not be null'
@@ -97,37 +105,46 @@ BEGIN
             k, array_to_string(levels, 'x'), v_tables, cardinality(prefix_columns), cardinality(index_names)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR t IN 0 .. v_tables - 1 LOOP
-        SELECT pg_get_expr(d.adbin, d.adrelid) INTO v_expr
-        FROM pg_attribute AS a
-        JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-        WHERE a.attrelid = rel AND a.attname = prefix_columns[t + 1]
-          AND a.attgenerated = 's' AND NOT a.attisdropped;
-        IF v_expr IS DISTINCT FROM simpg.prefix_expression(col, k, levels, t) THEN
+    SELECT i.prefix_columns INTO v_found FROM simpg.table_indexes(rel) AS i
+    WHERE i.fingerprint_column = col AND i.k = register_index.k AND i.levels = register_index.levels;
+    FOR v_t IN 0 .. v_tables - 1 LOOP
+        IF v_found[v_t + 1] IS DISTINCT FROM prefix_columns[v_t + 1] THEN
             RAISE EXCEPTION 'column %.% is not the stored generated column %',
-                rel, quote_ident(prefix_columns[t + 1]), simpg.prefix_expression(col, k, levels, t)
+                rel, quote_ident(prefix_columns[v_t + 1]), simpg.prefix_expression(col, k, levels, v_t)
+                USING ERRCODE = 'invalid_object_definition';
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_index AS i JOIN pg_class AS ic ON ic.oid = i.indexrelid
+                       JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                       WHERE i.indrelid = rel AND ic.relname = index_names[v_t + 1] AND i.indnatts = 1
+                         AND a.attname = prefix_columns[v_t + 1] AND i.indisvalid
+                         AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree')) THEN
+            RAISE EXCEPTION 'index % is not a valid B-tree on %.%', quote_ident(index_names[v_t + 1]),
+                rel, quote_ident(prefix_columns[v_t + 1])
                 USING ERRCODE = 'invalid_object_definition';
         END IF;
     END LOOP;
-    INSERT INTO simpg.indexes (indexed_table, fingerprint_column, k, levels,
-                               prefix_columns, index_names, fingerprint_config)
-    VALUES (rel, col, k, levels, prefix_columns, index_names, fingerprint_config)
-    RETURNING * INTO v_row;
+    EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', rel, prefix_columns[1],
+                   'simpg fingerprint_config: ' || fingerprint_config);
+    v_row := simpg.index_layout(rel, col);
+    IF v_row.k <> k OR v_row.levels <> levels THEN
+        RAISE EXCEPTION 'column %.% has another simpg index (k=% blocks=%)', rel, quote_ident(col),
+            v_row.k, array_to_string(v_row.levels, 'x')
+            USING ERRCODE = 'duplicate_object';
+    END IF;
     RETURN v_row;
-EXCEPTION WHEN unique_violation THEN
-    RAISE EXCEPTION 'column %.% already has a simpg index', rel, quote_ident(col)
-        USING ERRCODE = 'duplicate_object', HINT = 'drop it first with simpg.drop_index(table, column)';
 END
 $$;
 
 COMMENT ON FUNCTION simpg.register_index(regclass, name, integer, integer[], name[], name[], text) IS
-    'Record prefix columns and indexes created outside create_index (SQLAlchemy, Alembic) in simpg.indexes';
+    'Check prefix columns and B-trees made outside create_index (SQLAlchemy, Alembic, backfill) and record their fingerprint config';
 
 -- create_index: add one stored generated column and one B-tree index per table of the
--- layout, and record them in simpg.indexes.
--- Contract: col must be a bigint column of rel, owned by the caller; blocks NULL picks
--- simpg.default_levels(k, rows); inner_blocks adds Google's second level. Rewrites the
--- table once (ADD COLUMN ... STORED) under an ACCESS EXCLUSIVE lock.
+-- layout.
+-- Contract: col must be a bigint column of rel, owned by the caller, with no simpg index
+-- (damaged leftovers included); blocks NULL picks simpg.default_levels(k, rows);
+-- inner_blocks adds Google's second level. Checks everything before it changes
+-- anything, then rewrites the table once (ADD COLUMN ... STORED) under an ACCESS
+-- EXCLUSIVE lock.
 CREATE FUNCTION simpg.create_index(rel regclass, col name, k integer DEFAULT 3,
                                    blocks integer DEFAULT NULL, inner_blocks integer DEFAULT NULL,
                                    fingerprint_config text DEFAULT NULL)
@@ -144,6 +161,7 @@ DECLARE
     v_columns name[] := '{}';
     v_indexes name[] := '{}';
     v_adds text[] := '{}';
+    v_taken text;
 BEGIN
     IF rel IS NULL OR col IS NULL OR k IS NULL THEN
         RAISE EXCEPTION 'table, column and k must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -163,7 +181,7 @@ BEGIN
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF EXISTS (SELECT FROM simpg.indexes AS i WHERE i.indexed_table = rel AND i.fingerprint_column = col) THEN
+    IF EXISTS (SELECT FROM simpg.table_indexes(rel) AS i WHERE i.fingerprint_column = col) THEN
         RAISE EXCEPTION 'column %.% already has a simpg index', rel, quote_ident(col)
             USING ERRCODE = 'duplicate_object', HINT = 'drop it first with simpg.drop_index(table, column)';
     END IF;
@@ -190,6 +208,13 @@ BEGIN
         v_adds := v_adds || format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
                                    v_columns[t + 1], simpg.prefix_expression(col, k, v_levels, t));
     END LOOP;
+    SELECT string_agg(quote_ident(a.attname), ', ') INTO v_taken FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = ANY (v_columns) AND NOT a.attisdropped;
+    IF v_taken IS NOT NULL THEN
+        RAISE EXCEPTION 'table % already has columns named % (from an index of a renamed column?)', rel, v_taken
+            USING ERRCODE = 'duplicate_column',
+                  HINT = 'see simpg.check(table); drop or rename those columns first';
+    END IF;
 
     EXECUTE format('ALTER TABLE %s %s', rel, array_to_string(v_adds, ', '));
     FOR t IN 0 .. v_tables - 1 LOOP
@@ -207,25 +232,30 @@ $$;
 COMMENT ON FUNCTION simpg.create_index(regclass, name, integer, integer, integer, text) IS
     'Index a bigint fingerprint column for exact within-k search: one generated prefix column and B-tree per table';
 
--- drop_index: remove exactly what create_index added (its prefix columns, which takes
--- their indexes with them) and the catalog row.
+-- drop_index: remove what create_index added: every prefix column computed from col
+-- (which takes their indexes with them), of a complete index or of a damaged one.
 CREATE FUNCTION simpg.drop_index(rel regclass, col name) RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_row simpg.indexes := simpg.index_layout(rel, col);
-    v_drops text[];
+    v_drops text;
 BEGIN
+    IF rel IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'table and column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    SELECT array_agg(format('DROP COLUMN IF EXISTS %I', c)) INTO v_drops
-    FROM unnest(v_row.prefix_columns) AS c;
-    EXECUTE format('ALTER TABLE %s %s', rel, array_to_string(v_drops, ', '));
-    DELETE FROM simpg.indexes AS i WHERE i.indexed_table = rel AND i.fingerprint_column = v_row.fingerprint_column;
+    SELECT string_agg(format('DROP COLUMN %I', c.prefix_column), ', ' ORDER BY c.prefix_attnum) INTO v_drops
+    FROM simpg.prefix_columns_of(rel) AS c WHERE c.fingerprint_column = col;
+    IF v_drops IS NULL THEN
+        RAISE EXCEPTION 'no simpg index on %.%', rel, quote_ident(col)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('ALTER TABLE %s %s', rel, v_drops);
 END
 $$;
 
 COMMENT ON FUNCTION simpg.drop_index(regclass, name) IS
-    'Remove the prefix columns, indexes and catalog row that create_index added';
+    'Remove the prefix columns (and with them the B-trees) that create_index added for a column, also of a damaged index';

@@ -46,9 +46,9 @@ CREATE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels intege
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM FROM simpg.indexes AS i
-    WHERE i.indexed_table = rel AND i.fingerprint_column = col
-      AND i.k = layout_is.k AND i.levels = layout_is.levels;
+    PERFORM FROM simpg.table_indexes(rel) AS i
+    WHERE i.fingerprint_column = col AND i.k = layout_is.k AND i.levels = layout_is.levels
+      AND array_position(i.prefix_columns, NULL) IS NULL;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
             rel, quote_ident(col), k, array_to_string(levels, 'x')
@@ -86,10 +86,13 @@ BEGIN
         v_order := simpg.table_order(v_row.k, v_row.levels, t);
         v_permuted := simpg.apply_segments(fp, simpg.order_segments(v_order.bit_order));
         v_low_mask := ~(-1::bigint << (64 - v_order.prefix_bits));
-        v_ranges := v_ranges || format('t.%I BETWEEN %s AND %s', v_row.prefix_columns[t + 1],
+        v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_row.prefix_columns[t + 1],
                                        v_permuted & ~v_low_mask, v_permuted | v_low_mask);
     END LOOP;
-    RETURN format('SELECT t.* FROM %s AS t WHERE (%s) AND simpg.hamming(t.%I, %s) <= %s ORDER BY simpg.hamming(t.%I, %s)',
+    -- every literal typed: an untyped 5 would be an integer, and a function or operator
+    -- taking (bigint, integer) that someone adds could then be chosen over simpg's
+    RETURN format('SELECT t.* FROM %s AS t WHERE (%s) AND simpg.hamming(t.%I, %L::bigint) <= %s::integer '
+                  'ORDER BY simpg.hamming(t.%I, %L::bigint)',
                   rel, array_to_string(v_ranges, ' OR '),
                   v_row.fingerprint_column, fp, k, v_row.fingerprint_column, fp);
 END

@@ -18,6 +18,7 @@
 -- Contract: key_column NULL means the single-column primary key. The column must be
 -- NOT NULL and carry a valid, non-partial single-column unique index: pairs are taken
 -- once as key_a < key_b, so two rows with equal keys would silently lose their pair.
+-- Refuses a table with inheritance children, where such an index proves nothing.
 CREATE FUNCTION simpg.report_key(rel regclass, key_column name DEFAULT NULL,
                                  OUT column_name name, OUT column_type regtype)
     LANGUAGE plpgsql STABLE
@@ -29,6 +30,15 @@ DECLARE
 BEGIN
     IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- A UNIQUE index covers one table of an inheritance tree, not its children (unlike a
+    -- partitioned table's): equal keys in parent and child would merge two rows.
+    IF EXISTS (SELECT FROM pg_inherits AS h JOIN pg_class AS c ON c.oid = h.inhparent
+               WHERE h.inhparent = rel AND c.relkind <> 'p') THEN
+        RAISE EXCEPTION 'table % has inheritance children, and keys are unique only within each table: a report would merge rows that share a key',
+            rel
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'report on a table without children, or use declarative partitioning (PARTITION BY), whose keys are unique across partitions';
     END IF;
     IF key_column IS NULL THEN
         SELECT a.attname, a.atttypid::regtype INTO column_name, column_type

@@ -303,11 +303,11 @@ def test_cli_upgrade_to_unknown_version_keeps_everything(capsys, db, pg):
     line = run_cli(capsys, "upgrade", "--dsn", db.dsn, "--to", "9.9.9")
     assert (
         line == 'simpg: database error: extension "simpg" has no update path '
-        'from version "0.1.1" to version "9.9.9"'
+        'from version "0.2.0" to version "9.9.9"'
     )
     assert db.conn.execute(
         "SELECT extversion FROM pg_extension WHERE extname = 'simpg'"
-    ).fetchone() == ("0.1.1",)
+    ).fetchone() == ("0.2.0",)
     assert db.conn.execute("SELECT count(*) FROM keep").fetchone() == (10,)
 
 

@@ -22,6 +22,12 @@ SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttyp
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = 'simpg' AND a.attnum > 0 AND NOT a.attisdropped
 UNION ALL
+SELECT 'schema owner=' || pg_get_userbyid(n.nspowner)::text || ' acl=' || n.nspacl::text
+FROM pg_namespace n WHERE n.nspname = 'simpg'
+UNION ALL
+SELECT 'view ' || c.relname || ' ' || md5(pg_get_viewdef(c.oid))
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'simpg' AND c.relkind = 'v'
+UNION ALL
 SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' rls=' || c.relrowsecurity::text
        || ' acl=' || coalesce(array_to_string(ARRAY(SELECT a.privilege_type || ':' || a.grantee::regrole::text
                                        FROM aclexplode(c.relacl) a WHERE a.grantee = 0 ORDER BY 1), ','), '')
@@ -44,7 +50,7 @@ def test_create_extension_after_install_extension_command(bare_db, capsys):
     assert main(["install-extension", "--pg-config", str(server.pg_config)]) == 0
     assert "CREATE EXTENSION simpg" in capsys.readouterr().out
     bare_db.conn.execute("CREATE EXTENSION simpg")
-    assert schema.installed_version(bare_db.conn) == schema.default_version() == "0.1.1"
+    assert schema.installed_version(bare_db.conn) == schema.default_version() == "0.2.0"
     assert bare_db.conn.execute("SELECT simpg.hamming(0, -1)").fetchone()[0] == 64
 
 
@@ -54,7 +60,7 @@ def test_plain_script_gives_the_same_objects_as_the_extension(pg, bare_db, db, c
     plain = objects(bare_db.conn)
     assert len(plain) > 40
     assert plain == objects(db.conn)  # db: the template, installed with CREATE EXTENSION where possible
-    assert schema.installed_version(bare_db.conn) == "0.1.1"
+    assert schema.installed_version(bare_db.conn) == "0.2.0"
     # a second install is refused clearly, and the CLI says it is already there
     assert main(["install", "--dsn", bare_db.dsn]) == 0
     assert "already installed" in capsys.readouterr().out
@@ -63,7 +69,7 @@ def test_plain_script_gives_the_same_objects_as_the_extension(pg, bare_db, db, c
 def test_install_chooses_extension_when_files_are_present(pg, bare_db):
     version = schema.install(bare_db.conn)
     kind = bare_db.conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simpg'").fetchone()[0]
-    assert version == "0.1.1" and kind == (1 if pg.extension_files else 0)
+    assert version == "0.2.0" and kind == (1 if pg.extension_files else 0)
 
 
 def test_alter_extension_update_from_0_1_0(pg, bare_db, capsys):
@@ -77,11 +83,11 @@ def test_alter_extension_update_from_0_1_0(pg, bare_db, capsys):
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")
     conn.execute("INSERT INTO docs SELECT i, i * 7919 FROM generate_series(1, 100) AS i")
     conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
-    assert main(["upgrade", "--dsn", bare_db.dsn, "--to", "0.1.1"]) == 0
-    assert "0.1.0 -> 0.1.1" in capsys.readouterr().out
-    assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simpg'").fetchone()[0] == "0.1.1"
+    assert main(["upgrade", "--dsn", bare_db.dsn, "--to", "0.2.0"]) == 0
+    assert "0.1.0 -> 0.2.0" in capsys.readouterr().out
+    assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simpg'").fetchone()[0] == "0.2.0"
     assert objects(conn) == fresh  # every function body included
-    # an index made by 0.1.0 keeps working, and new ones get 0.1.1's B-trees
+    # an index made by 0.1.0 keeps working, and new ones get 0.2.0's B-trees
     assert conn.execute("SELECT id FROM simpg.near(NULL::docs, 7919 * 3, 0)").fetchall() == [(3,)]
     conn.execute("CREATE TABLE more (id bigint PRIMARY KEY, fp bigint)")
     conn.execute("SELECT simpg.create_index('more', 'fp', 3, 5)")
@@ -98,12 +104,12 @@ def test_plain_install_upgrades_with_the_same_scripts(bare_db, db, capsys):
     conn.execute("INSERT INTO docs SELECT i, i * 7919 FROM generate_series(1, 100) AS i")
     conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
     assert main(["upgrade", "--dsn", bare_db.dsn]) == 0
-    assert "0.1.0 -> 0.1.1 (plain script)" in capsys.readouterr().out
-    assert schema.installed_version(conn) == "0.1.1"
-    assert objects(conn) == objects(db.conn)  # a fresh 0.1.1, function bodies included
+    assert "0.1.0 -> 0.2.0 (plain script)" in capsys.readouterr().out
+    assert schema.installed_version(conn) == "0.2.0"
+    assert objects(conn) == objects(db.conn)  # a fresh 0.2.0, function bodies included
     assert conn.execute("SELECT id FROM simpg.near(NULL::docs, 7919 * 5, 0)").fetchall() == [(5,)]
-    assert schema.upgrade_plain(conn) == ("0.1.1", "0.1.1")  # nothing left to do
-    with pytest.raises(SimpgError, match="no upgrade path from simpg 0.1.1 to 9.9.9"):
+    assert schema.upgrade_plain(conn) == ("0.2.0", "0.2.0")  # nothing left to do
+    with pytest.raises(SimpgError, match="no upgrade path from simpg 0.2.0 to 9.9.9"):
         schema.upgrade_plain(conn, "9.9.9")
     with pytest.raises(SimpgError, match="no install script for simpg 0.0.1"):
         schema.script("0.0.1")
@@ -125,8 +131,7 @@ def test_every_function_is_commented_and_plpgsql_pins_search_path(conn):
     assert len(rows) > 20
     for name, language, config, comment, security_definer in rows:
         assert comment, name
-        # the event trigger's function is the one documented exception (see 30_catalog.sql)
-        assert not security_definer or name == "forget_dropped", name
+        assert not security_definer, name  # none at all (docs/security.md)
         if language == "plpgsql":
             assert config and "search_path=pg_catalog, pg_temp" in config, name
 

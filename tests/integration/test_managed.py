@@ -146,7 +146,8 @@ def test_another_role_reads_reports_but_owns_nothing(pg, owned_db, how):
         dsn = owned_db.admin.info.dsn.replace(f"user={owned_db.admin.info.user}", f"user={reader}")
         with psycopg.connect(dsn, autocommit=True) as conn:
             assert conn.execute("SELECT count(*) FROM simpg.pairs('docs', 2)").fetchone()[0] > 0
-            assert conn.execute("DELETE FROM simpg.indexes").rowcount == 0
+            with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):  # a view of the system catalogs
+                conn.execute("DELETE FROM simpg.indexes")
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -1,5 +1,6 @@
 """The packaged SQL files: one version, parts joined like the Makefile does."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -10,9 +11,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_version_lives_only_in_the_control_file():
     control = (ROOT / "sql" / "simpg.control").read_text()
-    assert re.search(r"default_version = '0\.1\.1'", control)
-    assert schema.default_version() == "0.1.1"
-    assert "trusted = true" in control and "relocatable = false" in control and "schema = 'simpg'" in control
+    assert re.search(r"default_version = '0\.2\.0'", control)
+    assert schema.default_version() == "0.2.0"
+    assert "trusted = true" in control and "relocatable = false" in control
+    # no schema: the script makes schema simpg itself, owned by the extension's owner
+    assert not re.search(r"^schema\s*=", control, re.M)
+    assert "CREATE SCHEMA simpg;" in schema.extension_script()
 
 
 def test_parts_end_with_a_newline_so_cat_and_python_agree():
@@ -26,27 +30,29 @@ def test_parts_end_with_a_newline_so_cat_and_python_agree():
 
 def test_extension_files_hold_control_install_and_upgrade_scripts():
     files = schema.extension_files()
-    assert set(files) == {"simpg.control", "simpg--0.1.1.sql", "simpg--0.1.0.sql", "simpg--0.1.0--0.1.1.sql"}
-    assert files["simpg--0.1.1.sql"] == schema.extension_script()
+    assert set(files) == {"simpg.control", "simpg--0.2.0.sql", "simpg--0.1.0.sql", "simpg--0.1.0.control",
+                          "simpg--0.1.0--0.2.0.sql"}
+    assert files["simpg--0.2.0.sql"] == schema.extension_script()
     assert files["simpg--0.1.0.sql"].startswith("-- simpg")  # as released, kept for upgrades
+    assert "schema = 'simpg'" in files["simpg--0.1.0.control"]  # which 0.1.0's script expects
 
 
-def test_upgrade_script_replaces_functions_with_their_current_text():
-    # each function the upgrade replaces is byte for byte its definition in sql/functions/,
-    # so an updated install equals a fresh one (test_install compares them on a server)
-    upgrade = (ROOT / "sql" / "simpg--0.1.0--0.1.1.sql").read_text()
-    starts = [m.start() for m in re.finditer(r"^CREATE (?:OR REPLACE )?FUNCTION ", upgrade, re.M)]
-    defined = []
-    for start, end in zip(starts, [*starts[1:], len(upgrade)], strict=True):
-        chunk = upgrade[start:end]  # a definition ends with its $$ body or its SQL RETURN body
-        body_end = re.search(r"^\$\$;\n" if "AS $$" in chunk else r"^    RETURN .*?;\n", chunk, re.S | re.M)
-        assert body_end is not None, chunk[:80]
-        defined.append(chunk[: body_end.end()])
-    # replaced: create_index, plan, binomial, table_segments, near_query; added: layout_is, order_segments
-    assert len(defined) == 7
-    current = schema.extension_script()
-    for definition in defined:
-        assert definition.replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", 1) in current
+def test_upgrade_script_is_built_from_the_current_parts():
+    # the upgrade appends the install script's objects to its hand-written part, so an
+    # updated install equals a fresh one (test_install compares them on a server)
+    spec = importlib.util.spec_from_file_location("build_upgrade", ROOT / "sql" / "upgrade" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    upgrade = (ROOT / "sql" / "simpg--0.1.0--0.2.0.sql").read_text()
+    assert upgrade == build.upgrade_script(), "run: python3 sql/upgrade/build.py"
+    assert "CREATE FUNCTION" not in upgrade.replace("CREATE OR REPLACE FUNCTION", "")
+
+
+def test_psql_script_is_one_transaction_that_records_its_version():
+    text = schema.psql_script()
+    assert text.startswith("BEGIN;\n") and text.endswith("COMMIT;\n")
+    assert "SET LOCAL search_path = pg_catalog, pg_temp;" in text
+    assert "COMMENT ON SCHEMA simpg IS 'simpg version 0.2.0 (installed as a plain script)';" in text
 
 
 def test_plain_script_drops_psql_guards_only():

@@ -1,0 +1,1707 @@
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION simpg UPDATE TO '0.2.0'" to load this file. \quit
+
+-- simpg 0.1.0 -> 0.2.0, the part written by hand (see CHANGELOG.md and docs/security.md).
+-- sql/upgrade/build.py appends every object of the 0.2.0 install script to it (every
+-- function as CREATE OR REPLACE: once the schema is simpg's alone, that replaces only
+-- simpg's own), so an updated install equals a fresh one (test_install compares them).
+--
+-- 0.1.0 kept its catalog in a table under row-level security, with an event trigger
+-- whose SECURITY DEFINER function cleaned it, in a schema that belonged to the role that
+-- ran CREATE EXTENSION. 0.2.0 reads its catalog from the system catalogs and owns its
+-- schema. This part takes the schema over, moves the fingerprint configs into the
+-- prefix columns' comments, and drops every 0.1.0 object that 0.2.0 defines anew.
+
+SET LOCAL search_path = pg_catalog, pg_temp;
+
+-- Take schema simpg over: it must hold nothing but simpg's own objects (the extension's
+-- members, or for a plain install the installing role's simpg objects).
+DO $$
+DECLARE
+    v_schema oid := pg_catalog.to_regnamespace('simpg');
+    v_extension oid := (SELECT e.oid FROM pg_catalog.pg_extension AS e WHERE e.extname = 'simpg');
+    v_foreign text;
+    v_grantee oid;
+BEGIN
+    IF v_schema IS NULL THEN
+        RAISE EXCEPTION 'schema simpg does not exist' USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    IF v_extension IS NOT NULL THEN
+        IF (SELECT e.extnamespace FROM pg_catalog.pg_extension AS e WHERE e.oid = v_extension) <> v_schema THEN
+            RAISE EXCEPTION 'schema simpg is not the schema of extension simpg' USING ERRCODE = 'invalid_schema_name';
+        END IF;
+        SELECT string_agg(o.description, ', ') INTO v_foreign
+        FROM (SELECT pg_catalog.pg_describe_object(x.classid, x.objid, 0) AS description
+              FROM (SELECT 'pg_class'::regclass AS classid, c.oid AS objid FROM pg_catalog.pg_class AS c
+                    WHERE c.relnamespace = v_schema AND c.relkind IN ('r', 'v', 'm', 'S', 'f', 'p')
+                    UNION ALL
+                    SELECT 'pg_proc'::regclass, p.oid FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = v_schema
+                    UNION ALL
+                    SELECT 'pg_operator'::regclass, o.oid FROM pg_catalog.pg_operator AS o WHERE o.oprnamespace = v_schema
+                    UNION ALL
+                    SELECT 'pg_type'::regclass, t.oid FROM pg_catalog.pg_type AS t
+                    WHERE t.typnamespace = v_schema AND t.typrelid = 0 AND t.typelem = 0) AS x
+              WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                                WHERE d.classid = x.classid AND d.objid = x.objid AND d.deptype = 'e'
+                                  AND d.refobjid = v_extension)
+              ORDER BY 1) AS o;
+        IF v_foreign IS NOT NULL THEN
+            RAISE EXCEPTION 'schema simpg holds objects that are not simpg''s: %', v_foreign
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'move or drop them, then update simpg';
+        END IF;
+    END IF;
+    EXECUTE pg_catalog.format('ALTER SCHEMA simpg OWNER TO %I', current_user);
+    FOR v_grantee IN
+        SELECT DISTINCT a.grantee
+        FROM pg_catalog.pg_namespace AS n, pg_catalog.aclexplode(n.nspacl) AS a
+        WHERE n.oid = v_schema AND a.grantee <> n.nspowner
+    LOOP
+        IF v_grantee = 0 THEN
+            REVOKE ALL ON SCHEMA simpg FROM PUBLIC;
+        ELSE
+            EXECUTE pg_catalog.format('REVOKE ALL ON SCHEMA simpg FROM %I', pg_catalog.pg_get_userbyid(v_grantee));
+        END IF;
+    END LOOP;
+END
+$$;
+GRANT USAGE ON SCHEMA simpg TO PUBLIC;
+
+-- The fingerprint configs move to the comment of each index's first prefix column,
+-- where 0.2.0's catalog reads them.
+DO $$
+DECLARE
+    v_row record;
+BEGIN
+    FOR v_row IN
+        SELECT i.indexed_table, i.prefix_columns[1] AS prefix_column, i.fingerprint_config
+        FROM simpg.indexes AS i
+        WHERE i.fingerprint_config IS NOT NULL
+          AND EXISTS (SELECT FROM pg_catalog.pg_attribute AS a
+                      WHERE a.attrelid = i.indexed_table AND a.attname = i.prefix_columns[1] AND NOT a.attisdropped)
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON COLUMN %s.%I IS %L', v_row.indexed_table, v_row.prefix_column,
+                                  'simpg fingerprint_config: ' || v_row.fingerprint_config);
+    END LOOP;
+END
+$$;
+
+DROP EVENT TRIGGER IF EXISTS simpg_forget_dropped;
+DROP FUNCTION simpg.forget_dropped();
+-- the functions of the old catalog's row type, then the table (no CASCADE: a view of
+-- yours on simpg.indexes stops the update with an error rather than being dropped)
+DROP FUNCTION simpg.index_layout(regclass, name), simpg.checked_layout(regclass, integer, name),
+    simpg.register_index(regclass, name, integer, integer[], name[], name[], text),
+    simpg.create_index(regclass, name, integer, integer, integer, text), simpg.prefix_select(simpg.indexes);
+DROP TABLE simpg.indexes;
+
+-- 0.2.0's objects, as its install script makes them:
+
+-- hamming functions
+
+-- SQL-standard bodies (RETURN ...) are parsed at creation time, so they cannot be
+-- redirected through search_path, and the planner still inlines them.
+CREATE OR REPLACE FUNCTION simpg.hamming(a bigint, b bigint) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN pg_catalog.bit_count((a OPERATOR(pg_catalog.#) b)::bit(64))::integer;
+
+COMMENT ON FUNCTION simpg.hamming(bigint, bigint) IS
+    'Hamming distance between two 64-bit fingerprints: bit_count(a # b)';
+-- layout functions
+--
+-- The layout math is defined once, in simpg/layout.py's docstring; these functions
+-- implement it bit for bit (the test suite compares them on every supported layout).
+-- A layout is (k, levels): levels[1] blocks at level 1, optionally levels[2] at level 2.
+
+-- binomial is plain SQL so that it is inlined into its callers: table_order calls it in
+-- its loops, where as a PL/pgSQL function it took about a quarter of the time. Exact for
+-- every n <= 64 (factorial is numeric). Not STRICT: a strict SQL function whose body has
+-- CASE is not inlined; NULL in gives NULL out all the same.
+CREATE OR REPLACE FUNCTION simpg.binomial(n integer, r integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN r < 0 OR r > n THEN 0
+                ELSE (pg_catalog.factorial(n) / (pg_catalog.factorial(r) * pg_catalog.factorial(n - r)))::bigint
+           END;
+
+COMMENT ON FUNCTION simpg.binomial(integer, integer) IS 'Binomial coefficient C(n, r)';
+
+CREATE OR REPLACE FUNCTION simpg.block_widths(nbits integer, m integer) RETURNS integer[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN ARRAY(
+        SELECT nbits / m + CASE WHEN i < nbits % m THEN 1 ELSE 0 END
+        FROM pg_catalog.generate_series(0, m - 1) AS i
+        ORDER BY i
+    );
+
+COMMENT ON FUNCTION simpg.block_widths(integer, integer) IS
+    'Widths of m contiguous blocks splitting nbits as evenly as possible, wider blocks first';
+
+-- narrowest_prefix: bits in the m - k narrowest of m blocks splitting nbits; what the
+-- next level of a layout has left is nbits minus this (block_widths puts the wide ones first).
+CREATE OR REPLACE FUNCTION simpg.narrowest_prefix(nbits integer, m integer, k integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (m - k) * (nbits / m) + greatest(nbits % m - k, 0);
+
+COMMENT ON FUNCTION simpg.narrowest_prefix(integer, integer, integer) IS
+    'Bits in the m - k narrowest of m blocks splitting nbits';
+
+-- layout_error: why (k, levels) is not a valid layout, or NULL when it is one.
+-- Contract: never raises; its messages match simpg.layout.Layout's. The catalog view
+-- asks it of every generated column it reads, where an error would hide the rest.
+CREATE OR REPLACE FUNCTION simpg.layout_error(k integer, levels integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_remaining integer := 64;
+    v_tables bigint := 1;
+    v_m integer;
+BEGIN
+    IF k IS NULL OR k < 0 OR k > 16 THEN
+        RETURN format('k must be an integer from 0 to 16, got %s', coalesce(k::text, 'null'));
+    END IF;
+    IF levels IS NULL OR cardinality(levels) NOT IN (1, 2) OR array_position(levels, NULL) IS NOT NULL THEN
+        RETURN format('levels must be one or two block counts, got %s', coalesce(levels::text, 'null'));
+    END IF;
+    FOREACH v_m IN ARRAY levels LOOP
+        IF v_m <= k THEN
+            RETURN format('blocks must be greater than k (blocks=%s, k=%s)', v_m, k);
+        END IF;
+        IF v_m > v_remaining THEN
+            RETURN format('blocks=%s is more than the %s bits left to split', v_m, v_remaining);
+        END IF;
+        v_remaining := v_remaining - simpg.narrowest_prefix(v_remaining, v_m, k);
+        v_tables := v_tables * simpg.binomial(v_m, v_m - k);
+    END LOOP;
+    IF v_tables > 256 THEN
+        RETURN format('layout k=%s blocks=%s needs %s tables, more than 256',
+                      k, array_to_string(levels, 'x'), v_tables);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.layout_error(integer, integer[]) IS
+    'Why layout (k, levels) is invalid, or NULL when it is valid';
+
+-- table_count validates a layout and returns its number of tables.
+-- Contract: raises layout_error's message for an invalid layout.
+CREATE OR REPLACE FUNCTION simpg.table_count(k integer, levels integer[]) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_error text := simpg.layout_error(k, levels);
+    v_tables bigint := 1;
+    v_m integer;
+BEGIN
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION '%', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOREACH v_m IN ARRAY levels LOOP
+        v_tables := v_tables * simpg.binomial(v_m, v_m - k);
+    END LOOP;
+    RETURN v_tables;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_count(integer, integer[]) IS
+    'Number of permuted tables of layout (k, levels); raises if the layout is invalid';
+
+-- table_order: for table t of layout (k, levels), the source bit index (0 = most
+-- significant) of every output position, and the prefix length in bits.
+-- Contract: t in [0, table_count); tables numbered in mixed radix, level 1 most
+-- significant, choices of m - k blocks in lexicographic order. Plain loops and
+-- arithmetic only (no SQL inside): near_query calls this once per table per query.
+CREATE OR REPLACE FUNCTION simpg.table_order(k integer, levels integer[], t integer,
+                                  OUT bit_order integer[], OUT prefix_bits integer)
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_tables integer := simpg.table_count(k, levels);
+    v_choices integer[] := '{}';
+    v_rest integer := t;
+    v_remaining integer[] := '{}';
+    v_rest_bits integer[];
+    v_chosen boolean[];
+    v_n integer;
+    v_m integer;
+    v_r integer;
+    v_idx bigint;
+    v_c integer;
+    v_count bigint;
+    v_start integer;
+    v_width integer;
+BEGIN
+    IF t < 0 OR t >= v_tables THEN
+        RAISE EXCEPTION 'table must be from 0 to %, got %', v_tables - 1, t
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR lvl IN REVERSE cardinality(levels) .. 1 LOOP
+        v_m := levels[lvl];
+        v_count := simpg.binomial(v_m, v_m - k);
+        v_choices := (v_rest % v_count)::integer || v_choices;
+        v_rest := v_rest / v_count;
+    END LOOP;
+    FOR i IN 0 .. 63 LOOP
+        v_remaining := v_remaining || i;
+    END LOOP;
+
+    bit_order := '{}';
+    prefix_bits := 0;
+    FOR lvl IN 1 .. cardinality(levels) LOOP
+        v_m := levels[lvl];
+        v_r := v_m - k;
+        v_n := cardinality(v_remaining);
+        -- unrank combination number v_choices[lvl] of r blocks out of m (lexicographic)
+        v_chosen := array_fill(false, ARRAY[v_m]);
+        v_idx := v_choices[lvl];
+        v_c := 0;
+        FOR j IN 0 .. v_r - 1 LOOP
+            LOOP
+                v_count := simpg.binomial(v_m - v_c - 1, v_r - j - 1);
+                EXIT WHEN v_idx < v_count;
+                v_idx := v_idx - v_count;
+                v_c := v_c + 1;
+            END LOOP;
+            v_chosen[v_c + 1] := true;
+            v_c := v_c + 1;
+        END LOOP;
+        -- blocks as in simpg.block_widths: n / m bits each, the first n % m one bit wider
+        v_rest_bits := '{}';
+        v_start := 1;
+        FOR i IN 1 .. v_m LOOP
+            v_width := v_n / v_m + CASE WHEN i <= v_n % v_m THEN 1 ELSE 0 END;
+            IF v_chosen[i] THEN
+                bit_order := bit_order || v_remaining[v_start : v_start + v_width - 1];
+                prefix_bits := prefix_bits + v_width;
+            ELSE
+                v_rest_bits := v_rest_bits || v_remaining[v_start : v_start + v_width - 1];
+            END IF;
+            v_start := v_start + v_width;
+        END LOOP;
+        v_remaining := v_rest_bits;
+    END LOOP;
+    bit_order := bit_order || v_remaining;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_order(integer, integer[], integer) IS
+    'Source bit (0 = most significant) of each position of table t''s permuted value, and its prefix length';
+
+CREATE OR REPLACE FUNCTION simpg.prefix_bits(k integer, levels integer[], t integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (simpg.table_order(k, levels, t)).prefix_bits;
+
+COMMENT ON FUNCTION simpg.prefix_bits(integer, integer[], integer) IS
+    'Number of leading bits of table t''s permuted value that near-duplicates share';
+
+-- order_segments: a permutation given as table_order's bit_order, as runs of contiguous
+-- bits flattened as (src_shift, mask, dst_shift) triples:
+-- permuted |= ((fp >> src_shift) & mask) << dst_shift.
+CREATE OR REPLACE FUNCTION simpg.order_segments(bit_order integer[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_result bigint[] := '{}';
+    v_out integer := 0;   -- output position where the current run starts
+    v_src integer;        -- source bit index where the current run starts
+    v_width integer := 0;
+BEGIN
+    FOR pos IN 0 .. 64 LOOP
+        IF pos < 64 AND v_width > 0 AND bit_order[pos + 1] = v_src + v_width THEN
+            v_width := v_width + 1;
+            CONTINUE;
+        END IF;
+        IF v_width > 0 THEN
+            v_result := v_result || ARRAY[
+                64 - v_src - v_width,
+                -- a 64-bit run is the identity; its mask is all ones
+                CASE WHEN v_width = 64 THEN -1 ELSE ~(-1::bigint << v_width) END,
+                64 - v_out - v_width
+            ]::bigint[];
+        END IF;
+        EXIT WHEN pos = 64;
+        v_out := pos;
+        v_src := bit_order[pos + 1];
+        v_width := 1;
+    END LOOP;
+    RETURN v_result;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.order_segments(integer[]) IS
+    'A bit order (table_order''s bit_order) as (src_shift, mask, dst_shift) triples of contiguous bit runs';
+
+-- table_segments: table t's permutation as runs of contiguous bits (order_segments).
+CREATE OR REPLACE FUNCTION simpg.table_segments(k integer, levels integer[], t integer) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_result bigint[] := simpg.order_segments((simpg.table_order(k, levels, t)).bit_order);
+BEGIN
+    IF cardinality(v_result) > 36 THEN
+        RAISE EXCEPTION 'layout k=% blocks=% moves % segments, more than 12',
+            k, array_to_string(levels, 'x'), cardinality(v_result) / 3
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v_result;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_segments(integer, integer[], integer) IS
+    'Table t''s permutation as (src_shift, mask, dst_shift) triples of contiguous bit runs';
+
+-- apply_segments moves up to 12 runs. With a constant segs (simpg.permute folds
+-- table_segments at plan time) the CASEs fold away and what remains per row is a few
+-- shifts and masks: that keeps generated columns cheap on bulk loads.
+CREATE OR REPLACE FUNCTION simpg.apply_segments(fp bigint, segs bigint[]) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((fp >> segs[1]::integer) & segs[2]) << segs[3]::integer
+        | CASE WHEN cardinality(segs) < 6 THEN 0::bigint ELSE ((fp >> segs[4]::integer) & segs[5]) << segs[6]::integer
+        | CASE WHEN cardinality(segs) < 9 THEN 0::bigint ELSE ((fp >> segs[7]::integer) & segs[8]) << segs[9]::integer
+        | CASE WHEN cardinality(segs) < 12 THEN 0::bigint ELSE ((fp >> segs[10]::integer) & segs[11]) << segs[12]::integer
+        | CASE WHEN cardinality(segs) < 15 THEN 0::bigint ELSE ((fp >> segs[13]::integer) & segs[14]) << segs[15]::integer
+        | CASE WHEN cardinality(segs) < 18 THEN 0::bigint ELSE ((fp >> segs[16]::integer) & segs[17]) << segs[18]::integer
+        | CASE WHEN cardinality(segs) < 21 THEN 0::bigint ELSE ((fp >> segs[19]::integer) & segs[20]) << segs[21]::integer
+        | CASE WHEN cardinality(segs) < 24 THEN 0::bigint ELSE ((fp >> segs[22]::integer) & segs[23]) << segs[24]::integer
+        | CASE WHEN cardinality(segs) < 27 THEN 0::bigint ELSE ((fp >> segs[25]::integer) & segs[26]) << segs[27]::integer
+        | CASE WHEN cardinality(segs) < 30 THEN 0::bigint ELSE ((fp >> segs[28]::integer) & segs[29]) << segs[30]::integer
+        | CASE WHEN cardinality(segs) < 33 THEN 0::bigint ELSE ((fp >> segs[31]::integer) & segs[32]) << segs[33]::integer
+        | CASE WHEN cardinality(segs) < 36 THEN 0::bigint ELSE ((fp >> segs[34]::integer) & segs[35]) << segs[36]::integer
+          END END END END END END END END END END END;
+
+COMMENT ON FUNCTION simpg.apply_segments(bigint, bigint[]) IS
+    'Apply a permutation given as table_segments triples to a fingerprint';
+
+-- Not STRICT on purpose: a strict SQL function whose body has CASE is not inlined.
+-- NULL in gives NULL out all the same, since every operator on fp is strict.
+CREATE OR REPLACE FUNCTION simpg.permute(fp bigint, k integer, levels integer[], t integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN simpg.apply_segments(fp, simpg.table_segments(k, levels, t));
+
+COMMENT ON FUNCTION simpg.permute(bigint, integer, integer[], integer) IS
+    'Table t''s permuted fingerprint: its prefix blocks moved to the top, bit order kept inside blocks';
+
+-- The prefix always holds the sign bit, so [lo, hi] is one contiguous signed range.
+CREATE OR REPLACE FUNCTION simpg.prefix_lo(fp bigint, k integer, levels integer[], t integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN simpg.permute(fp, k, levels, t) & (-1::bigint << (64 - simpg.prefix_bits(k, levels, t)));
+
+CREATE OR REPLACE FUNCTION simpg.prefix_hi(fp bigint, k integer, levels integer[], t integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN simpg.permute(fp, k, levels, t) | ~(-1::bigint << (64 - simpg.prefix_bits(k, levels, t)));
+
+COMMENT ON FUNCTION simpg.prefix_lo(bigint, integer, integer[], integer) IS
+    'Lowest permuted value of table t sharing the prefix of fingerprint fp';
+COMMENT ON FUNCTION simpg.prefix_hi(bigint, integer, integer[], integer) IS
+    'Highest permuted value of table t sharing the prefix of fingerprint fp';
+
+CREATE OR REPLACE FUNCTION simpg.prefix_range(fp bigint, k integer, levels integer[], t integer,
+                                   OUT lo bigint, OUT hi bigint)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (simpg.prefix_lo(fp, k, levels, t), simpg.prefix_hi(fp, k, levels, t));
+
+COMMENT ON FUNCTION simpg.prefix_range(bigint, integer, integer[], integer) IS
+    'Signed range [lo, hi] of table t''s permuted values that share fingerprint fp''s prefix';
+-- catalog
+--
+-- simpg keeps no table of its own. An index is what its DDL says: one stored generated
+-- column simpg.permute(fp, k, levels, t) per table t of the layout, with a B-tree on
+-- each. The catalog is read from PostgreSQL's own catalogs every time (as PostGIS's
+-- geometry_columns is), so it cannot go stale: it goes with a dropped table or column,
+-- follows a renamed one, never outlives a temporary table, restores with pg_dump as
+-- the columns do, and no role can write to it, since nothing is stored.
+
+-- prefix_expression: the generated-column expression of table t, as create_index writes
+-- it; the catalog recognises a prefix column by this exact text.
+CREATE OR REPLACE FUNCTION simpg.prefix_expression(col name, k integer, levels integer[], t integer) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN format('simpg.permute(%I, %s, %L::integer[], %s)', col, k, levels::text, t);
+
+COMMENT ON FUNCTION simpg.prefix_expression(name, integer, integer[], integer) IS
+    'SQL expression of table t''s permuted column, as create_index generates it';
+
+-- prefix_columns_of: rel's generated columns that hold a simpg permutation, one row each.
+-- Contract: a column counts only if its generation expression is exactly
+-- simpg.prefix_expression(its source column, k, levels, t) for a valid layout and a
+-- table t of it; the source column is found by the expression's dependency (so a
+-- rename is followed). pg_get_expr runs under this function's search_path, which
+-- writes the function as simpg.permute whatever the caller's search_path is.
+CREATE OR REPLACE FUNCTION simpg.prefix_columns_of(rel regclass)
+    RETURNS TABLE (fingerprint_column name, k integer, levels integer[], t integer,
+                   prefix_column name, prefix_attnum smallint, index_name name)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 20
+    SET search_path = pg_catalog, pg_temp
+    -- a catalog read of a few rows: JIT would cost a hundred times the query
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    -- LATERAL ... OFFSET 0 keeps the join order: from rel's own columns through the
+    -- catalogs' indexes, never a scan of every default expression in the database
+    WITH e AS MATERIALIZED (  -- rel's generated bigint columns computed by simpg.permute
+        SELECT f.attname AS fingerprint_column, a.attname AS prefix_column, a.attnum AS prefix_attnum,
+               ad.expr
+        FROM pg_attribute AS a
+        CROSS JOIN LATERAL (
+            SELECT d.oid, pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef AS d
+            WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum
+              AND (SELECT true FROM pg_depend AS dp  -- a subplan: one index probe per column
+                   WHERE dp.classid = 'pg_attrdef'::regclass AND dp.objid = d.oid AND dp.objsubid = 0
+                     AND dp.refclassid = 'pg_proc'::regclass
+                     AND dp.refobjid = 'simpg.permute(bigint,integer,integer[],integer)'::regprocedure
+                   LIMIT 1)
+            OFFSET 0) AS ad
+        CROSS JOIN LATERAL (  -- the one other column the expression reads
+            SELECT dc.refobjsubid FROM pg_depend AS dc
+            WHERE dc.classid = 'pg_attrdef'::regclass AND dc.objid = ad.oid AND dc.objsubid = 0
+              AND dc.refclassid = 'pg_class'::regclass AND dc.refobjid = rel
+              AND dc.refobjsubid <> a.attnum AND dc.deptype = 'n'
+            OFFSET 0) AS dc
+        JOIN pg_attribute AS f ON f.attrelid = rel AND f.attnum = dc.refobjsubid
+        WHERE a.attrelid = rel AND a.attnum > 0 AND a.attgenerated = 's' AND NOT a.attisdropped
+          AND a.atttypid = 'bigint'::regtype AND f.atttypid = 'bigint'::regtype AND NOT f.attisdropped
+    ),
+    -- the layout constants, read back from the text after 'simpg.permute(<column>, ':
+    -- '<k>, ''{<levels>}''::integer[], <t>)' (split_part: a tenth of a regexp's time)
+    a AS (
+        SELECT e.*, string_to_array(substr(e.expr, length(format('simpg.permute(%I, ', e.fingerprint_column)) + 1),
+                                    ', ') AS args
+        FROM e
+        WHERE starts_with(e.expr, format('simpg.permute(%I, ', e.fingerprint_column))
+    ),
+    p AS MATERIALIZED (
+        SELECT a.fingerprint_column, a.prefix_column, a.prefix_attnum, a.expr,
+               a.args[1]::integer AS k, split_part(a.args[2], '''', 2)::integer[] AS levels, rtrim(a.args[3], ')')::integer AS t
+        FROM a
+        WHERE cardinality(a.args) = 3 AND a.args[1] ~ '^\d{1,2}$'
+          AND a.args[2] ~ '^''\{\d{1,2}(,\d{1,2})?\}''::integer\[\]$' AND a.args[3] ~ '^\d{1,3}\)$'
+    ),
+    layouts AS (  -- each valid layout once: table_count raises on an invalid one
+        SELECT l.k, l.levels, simpg.table_count(l.k, l.levels) AS tables
+        FROM (SELECT DISTINCT p.k, p.levels FROM p) AS l
+        WHERE simpg.layout_error(l.k, l.levels) IS NULL
+    )
+    SELECT p.fingerprint_column, p.k, p.levels, p.t, p.prefix_column, p.prefix_attnum,
+           (SELECT min(ic.relname)::name  -- a valid B-tree on exactly this column
+            FROM pg_index AS i
+            JOIN pg_class AS ic ON ic.oid = i.indexrelid
+            WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = p.prefix_attnum
+              AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid
+              AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree'))
+    FROM p
+    JOIN layouts AS l ON l.k = p.k AND l.levels = p.levels AND p.t < l.tables
+    -- exactly the text create_index writes (not, say, simpg.permute(fp # 1, ...))
+    WHERE p.expr = simpg.prefix_expression(p.fingerprint_column, p.k, p.levels, p.t);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.prefix_columns_of(regclass) IS
+    'Generated columns of rel that hold a simpg permutation: source column, layout, table number, and its valid B-tree if any';
+
+-- table_indexes: rel's simpg indexes, complete or not: one row per (fingerprint column,
+-- layout), prefix_columns and index_names in table order with NULL where one is missing.
+-- The fingerprint config is the comment of the first prefix column, as
+-- 'simpg fingerprint_config: <identity>' (written by register_index).
+CREATE OR REPLACE FUNCTION simpg.table_indexes(rel regclass)
+    RETURNS TABLE (fingerprint_column name, k integer, levels integer[], tables integer,
+                   prefix_columns name[], index_names name[], fingerprint_config text)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH c AS MATERIALIZED (SELECT * FROM simpg.prefix_columns_of(rel)),
+         g AS (SELECT DISTINCT c.fingerprint_column, c.k, c.levels,
+                      simpg.table_count(c.k, c.levels) AS tables
+               FROM c)
+    SELECT g.fingerprint_column, g.k, g.levels, g.tables,
+           ARRAY(SELECT (SELECT min(c.prefix_column)::name FROM c
+                         WHERE c.fingerprint_column = g.fingerprint_column
+                           AND c.k = g.k AND c.levels = g.levels
+                           AND c.t = n)
+                 FROM pg_catalog.generate_series(0, g.tables - 1) AS n ORDER BY n),
+           ARRAY(SELECT (SELECT min(c.index_name)::name FROM c
+                         WHERE c.fingerprint_column = g.fingerprint_column
+                           AND c.k = g.k AND c.levels = g.levels
+                           AND c.t = n)
+                 FROM pg_catalog.generate_series(0, g.tables - 1) AS n ORDER BY n),
+           (SELECT pg_catalog.substring(pg_catalog.col_description(rel, c.prefix_attnum::integer),
+                                        '^simpg fingerprint_config: (.+)$')
+            FROM c
+            WHERE c.fingerprint_column = g.fingerprint_column
+              AND c.k = g.k AND c.levels = g.levels
+              AND c.t = 0
+            ORDER BY c.prefix_column LIMIT 1)
+    FROM g
+    ORDER BY g.fingerprint_column, g.k, g.levels;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_indexes(regclass) IS
+    'Every simpg index of rel, complete or not: prefix columns and B-trees in table order, NULL where one is missing';
+
+-- The catalog: one row per complete simpg index in the database (every table of its
+-- layout has its prefix column). B-trees may be missing (index_names has NULL there):
+-- answers stay exact, only slower; simpg.check says so and simpg.repair rebuilds them.
+CREATE VIEW simpg.indexes AS
+SELECT r.oid::regclass AS indexed_table, i.fingerprint_column, i.k, i.levels,
+       i.prefix_columns, i.index_names, i.fingerprint_config
+FROM pg_catalog.pg_class AS r
+CROSS JOIN LATERAL simpg.table_indexes(r.oid::regclass) AS i
+WHERE r.oid IN (
+        SELECT ad.adrelid
+        FROM pg_catalog.pg_depend AS d
+        JOIN pg_catalog.pg_attrdef AS ad ON ad.oid = d.objid
+        WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+          AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+          AND d.refobjid = 'simpg.permute(bigint,integer,integer[],integer)'::pg_catalog.regprocedure)
+  AND pg_catalog.array_position(i.prefix_columns, NULL) IS NULL;
+
+COMMENT ON VIEW simpg.indexes IS
+    'One row per complete simpg index: its table, fingerprint column, layout, prefix columns, B-trees and fingerprint config (read from the system catalogs)';
+
+GRANT SELECT ON simpg.indexes TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION simpg.owns(rel regclass) RETURNS boolean
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN (SELECT pg_catalog.pg_has_role(current_user, c.relowner, 'USAGE')
+            FROM pg_catalog.pg_class AS c WHERE c.oid = rel);
+
+COMMENT ON FUNCTION simpg.owns(regclass) IS 'Whether the current role owns (or is a member of the owner of) rel';
+-- index functions
+
+-- object_name: an identifier of at most 63 bytes; a longer one keeps the start of base
+-- (cut on a character boundary, counted in bytes), then '_' and 8 hex digits of md5(base),
+-- then suffix, so two long names never collide after PostgreSQL's truncation.
+CREATE OR REPLACE FUNCTION simpg.object_name(base text, suffix text) RETURNS name
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_room integer := 63 - octet_length(suffix) - 9;
+    v_head text := base;
+BEGIN
+    IF octet_length(base || suffix) <= 63 THEN
+        RETURN (base || suffix)::name;
+    END IF;
+    v_head := left(base, greatest(v_room, 0));
+    WHILE octet_length(v_head) > v_room LOOP
+        v_head := left(v_head, -1);
+    END LOOP;
+    RETURN (v_head || '_' || left(md5(base), 8) || suffix)::name;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.object_name(text, text) IS
+    'base || suffix, shortened with a hash to fit PostgreSQL''s 63-byte identifiers';
+
+-- index_layout: the catalog row for (rel, col).
+-- Contract: raises with a hint when the column has no simpg index, when its index is
+-- damaged (a prefix column missing: answers would miss rows), and when it is ambiguous.
+CREATE OR REPLACE FUNCTION simpg.index_layout(rel regclass, col name DEFAULT NULL) RETURNS simpg.indexes
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_found simpg.indexes[] := '{}';
+    v_damaged text[] := '{}';
+    v_index record;
+BEGIN
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
+                   WHERE col IS NULL OR i.fingerprint_column = col LOOP
+        IF array_position(v_index.prefix_columns, NULL) IS NULL THEN
+            v_found := v_found || ROW(rel, v_index.fingerprint_column, v_index.k, v_index.levels,
+                                      v_index.prefix_columns, v_index.index_names,
+                                      v_index.fingerprint_config)::simpg.indexes;
+        ELSE
+            v_damaged := v_damaged || quote_ident(v_index.fingerprint_column);
+        END IF;
+    END LOOP;
+    IF cardinality(v_found) = 1 THEN
+        RETURN v_found[1];
+    END IF;
+    IF cardinality(v_found) > 1 THEN
+        RAISE EXCEPTION 'table % has % simpg indexes%', rel, cardinality(v_found),
+            CASE WHEN col IS NULL THEN '; name the fingerprint column' ELSE ' on column ' || quote_ident(col) END
+            USING ERRCODE = 'ambiguous_column',
+                  HINT = CASE WHEN col IS NULL THEN 'pass the column as col'
+                              ELSE 'drop them with simpg.drop_index(table, column) and create one' END;
+    END IF;
+    IF cardinality(v_damaged) > 0 THEN
+        RAISE EXCEPTION 'the simpg index on %.% is damaged: prefix columns are missing, so it cannot answer exactly',
+            rel, v_damaged[1]
+            USING ERRCODE = 'SPG02',
+                  HINT = 'see simpg.check(table); remove it with simpg.repair(table) or simpg.drop_index(table, column), then create it again';
+    END IF;
+    RAISE EXCEPTION 'no simpg index on %', CASE WHEN col IS NULL THEN rel::text ELSE rel::text || '.' || quote_ident(col) END
+        USING ERRCODE = 'undefined_object',
+              HINT = 'create one with simpg.create_index(table, column, k)';
+END
+$$;
+
+COMMENT ON FUNCTION simpg.index_layout(regclass, name) IS
+    'The simpg.indexes row of a fingerprint column (col may be omitted when the table has one); raises if there is none or it is damaged';
+
+-- register_index: check an index whose prefix columns and B-tree indexes were made
+-- outside create_index (SQLAlchemy, Alembic, simpg backfill, from the same layout math),
+-- and record its fingerprint config. Nothing else is stored: the catalog is the DDL.
+-- Contract: the caller owns rel; every prefix column exists, in table order, as the
+-- stored generated column prefix_expression, and each index named is a valid B-tree on
+-- its column; raises otherwise. Returns the catalog row.
+CREATE OR REPLACE FUNCTION simpg.register_index(rel regclass, col name, k integer, levels integer[],
+                                     prefix_columns name[], index_names name[],
+                                     fingerprint_config text DEFAULT NULL)
+    RETURNS simpg.indexes
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_tables integer := simpg.table_count(k, levels);
+    v_row simpg.indexes;
+    v_found name[];
+BEGIN
+    IF rel IS NULL OR col IS NULL OR prefix_columns IS NULL OR index_names IS NULL THEN
+        RAISE EXCEPTION 'table, column, prefix_columns and index_names must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF cardinality(prefix_columns) <> v_tables OR cardinality(index_names) <> v_tables THEN
+        RAISE EXCEPTION 'layout k=% blocks=% has % tables, got % prefix columns and % indexes',
+            k, array_to_string(levels, 'x'), v_tables, cardinality(prefix_columns), cardinality(index_names)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT i.prefix_columns INTO v_found FROM simpg.table_indexes(rel) AS i
+    WHERE i.fingerprint_column = col AND i.k = register_index.k AND i.levels = register_index.levels;
+    FOR v_t IN 0 .. v_tables - 1 LOOP
+        IF v_found[v_t + 1] IS DISTINCT FROM prefix_columns[v_t + 1] THEN
+            RAISE EXCEPTION 'column %.% is not the stored generated column %',
+                rel, quote_ident(prefix_columns[v_t + 1]), simpg.prefix_expression(col, k, levels, v_t)
+                USING ERRCODE = 'invalid_object_definition';
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_index AS i JOIN pg_class AS ic ON ic.oid = i.indexrelid
+                       JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                       WHERE i.indrelid = rel AND ic.relname = index_names[v_t + 1] AND i.indnatts = 1
+                         AND a.attname = prefix_columns[v_t + 1] AND i.indisvalid
+                         AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree')) THEN
+            RAISE EXCEPTION 'index % is not a valid B-tree on %.%', quote_ident(index_names[v_t + 1]),
+                rel, quote_ident(prefix_columns[v_t + 1])
+                USING ERRCODE = 'invalid_object_definition';
+        END IF;
+    END LOOP;
+    EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', rel, prefix_columns[1],
+                   'simpg fingerprint_config: ' || fingerprint_config);
+    v_row := simpg.index_layout(rel, col);
+    IF v_row.k <> k OR v_row.levels <> levels THEN
+        RAISE EXCEPTION 'column %.% has another simpg index (k=% blocks=%)', rel, quote_ident(col),
+            v_row.k, array_to_string(v_row.levels, 'x')
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    RETURN v_row;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.register_index(regclass, name, integer, integer[], name[], name[], text) IS
+    'Check prefix columns and B-trees made outside create_index (SQLAlchemy, Alembic, backfill) and record their fingerprint config';
+
+-- create_index: add one stored generated column and one B-tree index per table of the
+-- layout.
+-- Contract: col must be a bigint column of rel, owned by the caller, with no simpg index
+-- (damaged leftovers included); blocks NULL picks simpg.default_levels(k, rows);
+-- inner_blocks adds Google's second level. Checks everything before it changes
+-- anything, then rewrites the table once (ADD COLUMN ... STORED) under an ACCESS
+-- EXCLUSIVE lock.
+CREATE OR REPLACE FUNCTION simpg.create_index(rel regclass, col name, k integer DEFAULT 3,
+                                   blocks integer DEFAULT NULL, inner_blocks integer DEFAULT NULL,
+                                   fingerprint_config text DEFAULT NULL)
+    RETURNS simpg.indexes
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_type regtype;
+    v_rows bigint;
+    v_levels integer[];
+    v_tables integer;
+    v_relname text;
+    v_columns name[] := '{}';
+    v_indexes name[] := '{}';
+    v_adds text[] := '{}';
+    v_taken text;
+BEGIN
+    IF rel IS NULL OR col IS NULL OR k IS NULL THEN
+        RAISE EXCEPTION 'table, column and k must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF v_type <> 'bigint'::regtype THEN
+        RAISE EXCEPTION 'column %.% is %, expected bigint', rel, quote_ident(col), v_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    -- refuse before reading or rewriting anything: the caller must own the table, and
+    -- the column must not be indexed already
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF EXISTS (SELECT FROM simpg.table_indexes(rel) AS i WHERE i.fingerprint_column = col) THEN
+        RAISE EXCEPTION 'column %.% already has a simpg index', rel, quote_ident(col)
+            USING ERRCODE = 'duplicate_object', HINT = 'drop it first with simpg.drop_index(table, column)';
+    END IF;
+    IF blocks IS NULL THEN
+        IF inner_blocks IS NOT NULL THEN
+            RAISE EXCEPTION 'inner_blocks needs blocks' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT c.reltuples::bigint INTO v_rows FROM pg_class AS c WHERE c.oid = rel;
+        IF v_rows <= 0 THEN  -- never analyzed (-1) or empty: count, cheap for small tables
+            EXECUTE format('SELECT count(*) FROM %s', rel) INTO v_rows;
+        END IF;
+        v_levels := simpg.default_levels(k, v_rows);
+    ELSIF inner_blocks IS NULL THEN
+        v_levels := ARRAY[blocks];
+    ELSE
+        v_levels := ARRAY[blocks, inner_blocks];
+    END IF;
+    v_tables := simpg.table_count(k, v_levels);
+
+    SELECT c.relname INTO v_relname FROM pg_class AS c WHERE c.oid = rel;
+    FOR t IN 0 .. v_tables - 1 LOOP
+        v_columns := v_columns || simpg.object_name(col, format('_p%s', t));
+        v_indexes := v_indexes || simpg.object_name(v_relname || '_' || col, format('_p%s_idx', t));
+        v_adds := v_adds || format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
+                                   v_columns[t + 1], simpg.prefix_expression(col, k, v_levels, t));
+    END LOOP;
+    SELECT string_agg(quote_ident(a.attname), ', ') INTO v_taken FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = ANY (v_columns) AND NOT a.attisdropped;
+    IF v_taken IS NOT NULL THEN
+        RAISE EXCEPTION 'table % already has columns named % (from an index of a renamed column?)', rel, v_taken
+            USING ERRCODE = 'duplicate_column',
+                  HINT = 'see simpg.check(table); drop or rename those columns first';
+    END IF;
+
+    EXECUTE format('ALTER TABLE %s %s', rel, array_to_string(v_adds, ', '));
+    FOR t IN 0 .. v_tables - 1 LOOP
+        -- fillfactor 100: a prefix B-tree gets random keys, so the 10% that the default
+        -- keeps free for ascending inserts only makes the built index bigger
+        EXECUTE format('CREATE INDEX %I ON %s (%I) WITH (fillfactor = 100)', v_indexes[t + 1], rel, v_columns[t + 1]);
+    END LOOP;
+    -- statistics for the new columns, so the planner sees how narrow a prefix range is
+    EXECUTE format('ANALYZE %s (%s)', rel,
+                   (SELECT string_agg(quote_ident(c), ', ') FROM unnest(v_columns) AS c));
+    RETURN simpg.register_index(rel, col, k, v_levels, v_columns, v_indexes, fingerprint_config);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.create_index(regclass, name, integer, integer, integer, text) IS
+    'Index a bigint fingerprint column for exact within-k search: one generated prefix column and B-tree per table';
+
+-- drop_index: remove what create_index added: every prefix column computed from col
+-- (which takes their indexes with them), of a complete index or of a damaged one.
+CREATE OR REPLACE FUNCTION simpg.drop_index(rel regclass, col name) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_drops text;
+BEGIN
+    IF rel IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'table and column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    SELECT string_agg(format('DROP COLUMN %I', c.prefix_column), ', ' ORDER BY c.prefix_attnum) INTO v_drops
+    FROM simpg.prefix_columns_of(rel) AS c WHERE c.fingerprint_column = col;
+    IF v_drops IS NULL THEN
+        RAISE EXCEPTION 'no simpg index on %.%', rel, quote_ident(col)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('ALTER TABLE %s %s', rel, v_drops);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.drop_index(regclass, name) IS
+    'Remove the prefix columns (and with them the B-trees) that create_index added for a column, also of a damaged index';
+-- query functions
+
+-- checked_layout: the catalog row a query or report reads, after checking k against it.
+-- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
+-- or a column with no simpg index (simpg.index_layout's error).
+CREATE OR REPLACE FUNCTION simpg.checked_layout(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS simpg.indexes
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes;
+BEGIN
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_row := simpg.index_layout(rel, col);
+    IF k > v_row.k THEN
+        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
+            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'drop and re-create the index with a larger k';
+    END IF;
+    RETURN v_row;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_layout(regclass, integer, name) IS
+    'The simpg.indexes row a report on rel reads; raises if k is null, negative or above the index''s k';
+
+-- layout_is: true when rel.col's simpg index has exactly this layout, else an error with
+-- SQLSTATE SPG01. Clients that keep a layout in memory (simpg.psycopg's handles) put it
+-- in their lookups, evaluated once per statement: an index dropped and re-created with
+-- another layout reuses the prefix column names for other permutations, and a lookup
+-- with the old ranges would silently miss rows. simpg.psycopg reads the layout again
+-- and repeats the lookup when it sees SPG01.
+-- It reads a table, yet is declared IMMUTABLE on purpose: with constant arguments
+-- PostgreSQL then checks it once when it plans a statement, not at every execution
+-- (a tenth of a 10M-row lookup on a connection with generic plans). That is enough:
+-- a new layout always changes the table's columns, which makes PostgreSQL plan every
+-- cached statement on the table again. Do not use it in an index or a generated column.
+CREATE OR REPLACE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels integer[])
+    RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM FROM simpg.table_indexes(rel) AS i
+    WHERE i.fingerprint_column = col AND i.k = layout_is.k AND i.levels = layout_is.levels
+      AND array_position(i.prefix_columns, NULL) IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
+            rel, quote_ident(col), k, array_to_string(levels, 'x')
+            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimIndex.refresh())';
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[]) IS
+    'True if rel.col''s simpg index has this k and levels, else an error (SQLSTATE SPG01) telling a client to read the layout again';
+
+-- near_query: the statement simpg.near runs, for EXPLAIN and for reports that want it.
+-- Contract: raises for a NULL fingerprint, k < 0, k above the layout's radius, or a
+-- column with no simpg index. The prefix ranges are literals, so each table's
+-- condition is a plain B-tree range scan; the OR of them becomes a BitmapOr, which
+-- also removes rows found through several tables.
+CREATE OR REPLACE FUNCTION simpg.near_query(rel regclass, fp bigint, k integer, col name DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes;
+    v_ranges text[] := '{}';
+    v_order record;     -- table t's bit_order and prefix_bits: one table_order call a table
+    v_permuted bigint;
+    v_low_mask bigint;  -- the bits after table t's prefix
+BEGIN
+    IF fp IS NULL THEN
+        RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_row := simpg.checked_layout(rel, k, col);
+    FOR t IN 0 .. cardinality(v_row.prefix_columns) - 1 LOOP
+        v_order := simpg.table_order(v_row.k, v_row.levels, t);
+        v_permuted := simpg.apply_segments(fp, simpg.order_segments(v_order.bit_order));
+        v_low_mask := ~(-1::bigint << (64 - v_order.prefix_bits));
+        v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_row.prefix_columns[t + 1],
+                                       v_permuted & ~v_low_mask, v_permuted | v_low_mask);
+    END LOOP;
+    -- every literal typed: an untyped 5 would be an integer, and a function or operator
+    -- taking (bigint, integer) that someone adds could then be chosen over simpg's
+    RETURN format('SELECT t.* FROM %s AS t WHERE (%s) AND simpg.hamming(t.%I, %L::bigint) <= %s::integer '
+                  'ORDER BY simpg.hamming(t.%I, %L::bigint)',
+                  rel, array_to_string(v_ranges, ' OR '),
+                  v_row.fingerprint_column, fp, k, v_row.fingerprint_column, fp);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.near_query(regclass, bigint, integer, name) IS
+    'The index-backed SQL statement that finds the rows within distance k of fp';
+
+-- near: every row of a table within distance k of fp, nearest first, read through the
+-- prefix indexes. Polymorphic: SELECT * FROM simpg.near(NULL::articles, 1234, 3).
+-- The distance of a row is simpg.hamming(its fingerprint column, fp).
+CREATE OR REPLACE FUNCTION simpg.near(tbl anyelement, fp bigint, k integer, col name DEFAULT NULL)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    -- tiny tables would otherwise be scanned sequentially; the indexes are always right here
+    SET enable_seqscan = off
+AS $$
+DECLARE
+    v_rel regclass;
+BEGIN
+    SELECT typ.typrelid INTO v_rel FROM pg_type AS typ WHERE typ.oid = pg_typeof(tbl);
+    IF v_rel IS NULL OR v_rel = 0 THEN
+        RAISE EXCEPTION 'first argument must be a table row type such as NULL::articles, got %', pg_typeof(tbl)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY EXECUTE simpg.near_query(v_rel, fp, k, col);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.near(anyelement, bigint, integer, name) IS
+    'Rows of the table whose row type is given, within Hamming distance k of fp, nearest first';
+-- planner functions
+--
+-- The layout planner is defined in simpg/planner.py's docstring; these functions
+-- compute the same designs, figures and recommendation (the test suite compares them).
+
+-- The sizing rule of simpg.layout.default_blocks (kept for callers of it; create_index
+-- now asks simpg.default_levels, i.e. the planner).
+CREATE OR REPLACE FUNCTION simpg.default_blocks(k integer, row_count bigint) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_want integer := greatest(ceil(log(2, greatest(row_count, 2)::numeric))::integer - 4, 1);
+    v_m integer := k + 1;
+    v_narrowest integer;
+BEGIN
+    PERFORM simpg.table_count(k, ARRAY[k + 1]);  -- validates k
+    LOOP
+        SELECT sum(w) INTO v_narrowest FROM (
+            SELECT w FROM unnest(simpg.block_widths(64, v_m)) AS w ORDER BY w LIMIT v_m - k
+        ) AS narrowest;
+        IF v_narrowest >= v_want OR v_m + 1 > 64 OR simpg.binomial(v_m + 1, v_m + 1 - k) > 64 THEN
+            RETURN v_m;
+        END IF;
+        v_m := v_m + 1;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.default_blocks(integer, bigint) IS
+    'Fewest blocks whose narrowest prefix has at least log2(rows) - 4 bits, at most 64 tables';
+
+-- level_prefixes: prefix lengths of choosing m - k of m blocks splitting nbits.
+-- block_widths makes nbits % m blocks one bit wider, so a choice holding j wide
+-- blocks has (m - k) * (nbits / m) + j bits; C(wide, j) * C(m - wide, m - k - j) choices do.
+CREATE OR REPLACE FUNCTION simpg.level_prefixes(nbits integer, m integer, k integer,
+                                     OUT prefix_bits integer, OUT tables bigint)
+    RETURNS SETOF record
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT (m - k) * (nbits / m) + j,
+           simpg.binomial(nbits % m, j) * simpg.binomial(m - nbits % m, m - k - j)
+    FROM pg_catalog.generate_series(greatest(0, (m - k) - (m - nbits % m)), least(nbits % m, m - k)) AS j
+$$;
+
+COMMENT ON FUNCTION simpg.level_prefixes(integer, integer, integer) IS
+    'Prefix lengths, with how many choices have each, of choosing m - k of m blocks splitting nbits';
+
+-- prefix_histogram: how many tables of layout (k, levels) have each prefix length.
+-- Contract: no validation (simpg.table_count does that); agrees with
+-- simpg.prefix_bits(k, levels, t) over every table of a valid layout.
+CREATE OR REPLACE FUNCTION simpg.prefix_histogram(k integer, levels integer[],
+                                       OUT prefix_bits integer, OUT tables bigint)
+    RETURNS SETOF record
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT l1.prefix_bits, l1.tables
+    FROM simpg.level_prefixes(64, levels[1], k) AS l1
+    WHERE cardinality(levels) = 1
+    UNION ALL
+    SELECT l1.prefix_bits + l2.prefix_bits, sum(l1.tables * l2.tables)::bigint
+    FROM simpg.level_prefixes(64, levels[1], k) AS l1,
+         LATERAL simpg.level_prefixes(64 - l1.prefix_bits, levels[2], k) AS l2
+    WHERE cardinality(levels) = 2
+    GROUP BY l1.prefix_bits + l2.prefix_bits
+$$;
+
+COMMENT ON FUNCTION simpg.prefix_histogram(integer, integer[]) IS
+    'How many tables of layout (k, levels) have each prefix length';
+
+-- plan: the designs worth considering for radius k and row_count rows, fewest tables
+-- first, with their figures and the recommended one (simpg.planner.plan in Python).
+-- Contract: k in 0..16 and row_count >= 0, else raises; exactly one row has
+-- recommended = true. Weights (sum over tables of 2^(64 - prefix bits)) and costs are
+-- compared as exact numerics, so the choice never hinges on rounding.
+CREATE OR REPLACE FUNCTION simpg.plan(k integer, row_count bigint, everything boolean DEFAULT false)
+    RETURNS TABLE (layout text, levels integer[], tables integer,
+                   min_prefix_bits integer, max_prefix_bits integer,
+                   expected_candidates double precision,
+                   heap_bytes_per_row double precision, index_bytes_per_row double precision,
+                   cost double precision, recommended boolean)
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- keep in step with simpg/planner.py
+    c_per_probe constant integer := 4;       -- CANDIDATES_PER_PROBE
+    c_heap constant float8 := 8.0;           -- HEAP_BYTES_PER_TABLE
+    c_index constant float8 := 20.3;         -- INDEX_BYTES_PER_TABLE
+    c_stop constant integer := 100;          -- STOP_CANDIDATES = 1/100
+    c_two64 constant numeric := 2::numeric ^ 64;
+    v_design record;
+    v_best_weight numeric;
+    v_best_cost numeric;
+    v_cost numeric;
+    v_best integer;
+    v_front jsonb := '[]';
+    v_n integer := 0;
+BEGIN
+    IF k < 0 OR k > 16 THEN
+        RAISE EXCEPTION 'k must be an integer from 0 to 16, got %', k
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF row_count < 0 THEN
+        RAISE EXCEPTION 'rows must be a non-negative integer, got %', row_count
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR v_design IN
+        WITH sizes AS (
+            -- block counts whose level alone stays within 256 tables
+            SELECT m, simpg.binomial(m, k) AS n
+            FROM generate_series(k + 1, 64) AS m
+            WHERE simpg.binomial(m, k) <= 256
+        ), layouts AS (
+            -- one level; with k = 0 one table of all 64 bits, whatever m
+            SELECT ARRAY[s.m] AS lv FROM sizes AS s WHERE k > 0 OR s.m = 1
+            UNION ALL
+            -- two levels: level 2 splits the bits level 1's narrowest choice leaves
+            SELECT ARRAY[s1.m, s2.m]
+            FROM sizes AS s1, sizes AS s2
+            WHERE k > 0 AND s1.n * s2.n <= 256
+              AND s2.m <= 64 - (SELECT min(p.prefix_bits) FROM simpg.level_prefixes(64, s1.m, k) AS p)
+        )
+        SELECT l.lv, h.n_tables, h.weight, h.min_bits, h.max_bits
+        FROM layouts AS l,
+             LATERAL (SELECT sum(p.tables)::integer AS n_tables,
+                             sum(p.tables * 2::numeric ^ (64 - p.prefix_bits)) AS weight,
+                             min(p.prefix_bits) AS min_bits, max(p.prefix_bits) AS max_bits
+                      FROM simpg.prefix_histogram(k, l.lv) AS p) AS h
+        ORDER BY h.n_tables, h.weight, cardinality(l.lv), l.lv
+    LOOP
+        -- sorted by tables: a design survives only by expecting fewer candidates than
+        -- every design with as few tables (ties went to the earlier, simpler one)
+        CONTINUE WHEN v_best_weight IS NOT NULL AND v_design.weight >= v_best_weight;
+        v_best_weight := v_design.weight;
+        v_n := v_n + 1;
+        v_cost := v_design.n_tables * c_per_probe * c_two64 + row_count * v_design.weight;
+        IF v_best_cost IS NULL OR v_cost < v_best_cost THEN
+            v_best_cost := v_cost;
+            v_best := v_n;
+        END IF;
+        v_front := v_front || jsonb_build_object(
+            'levels', to_jsonb(v_design.lv), 'tables', v_design.n_tables,
+            'min', v_design.min_bits, 'max', v_design.max_bits,
+            'candidates', (row_count * v_design.weight / c_two64)::float8,
+            'cost', (v_cost / (c_per_probe * c_two64))::float8);
+        EXIT WHEN NOT everything AND row_count * v_design.weight * c_stop < c_two64;
+    END LOOP;
+
+    RETURN QUERY
+    SELECT format('k%s:%s', k, array_to_string(lv, 'x')),
+           lv,
+           (d.value ->> 'tables')::integer,
+           (d.value ->> 'min')::integer,
+           (d.value ->> 'max')::integer,
+           (d.value ->> 'candidates')::float8,
+           c_heap * (d.value ->> 'tables')::integer,
+           c_index * (d.value ->> 'tables')::integer,
+           (d.value ->> 'cost')::float8,
+           d.ordinality = v_best
+    FROM jsonb_array_elements(v_front) WITH ORDINALITY AS d,
+         LATERAL (SELECT array_agg(x::integer ORDER BY i) AS lv
+                  FROM jsonb_array_elements_text(d.value -> 'levels') WITH ORDINALITY AS e(x, i)) AS a
+    ORDER BY d.ordinality;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.plan(integer, bigint, boolean) IS
+    'Candidate index layouts for radius k and row_count rows with their costs; one is recommended';
+
+-- default_levels: the layout create_index uses when blocks are not given: the planner's
+-- recommendation (simpg.planner.recommend in Python).
+CREATE OR REPLACE FUNCTION simpg.default_levels(k integer, row_count bigint) RETURNS integer[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (SELECT p.levels FROM simpg.plan(k, row_count) AS p WHERE p.recommended);
+
+COMMENT ON FUNCTION simpg.default_levels(integer, bigint) IS
+    'Layout (blocks per level) that create_index picks for k and a table of row_count rows';
+-- report functions
+--
+-- All near-duplicate pairs of a table, their clusters (connected components) and
+-- duplicate statistics, computed inside the database from the prefix columns that
+-- simpg.create_index added. Every function here is SECURITY INVOKER (the default):
+-- it reads the table with the caller's rights, so permissions, column privileges and
+-- row-level security apply as to a plain SELECT. Dynamic SQL only ever embeds a
+-- regclass (which quotes and qualifies itself) and names through format('%I').
+--
+-- Exactness: a pair within k shares its prefix in at least one table of the layout
+-- (the pigeonhole principle behind the index). Each table's pass joins the rows whose
+-- prefixes are equal, and reports a pair only from the FIRST table where they are
+-- equal, so every pair within k comes out exactly once, without a DISTINCT.
+
+
+
+-- report_key: the column that identifies rows in a report, and its type.
+-- Contract: key_column NULL means the single-column primary key. The column must be
+-- NOT NULL and carry a valid, non-partial single-column unique index: pairs are taken
+-- once as key_a < key_b, so two rows with equal keys would silently lose their pair.
+-- Refuses a table with inheritance children, where such an index proves nothing.
+CREATE OR REPLACE FUNCTION simpg.report_key(rel regclass, key_column name DEFAULT NULL,
+                                 OUT column_name name, OUT column_type regtype)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_attnum smallint;
+    v_notnull boolean;
+BEGIN
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- A UNIQUE index covers one table of an inheritance tree, not its children (unlike a
+    -- partitioned table's): equal keys in parent and child would merge two rows.
+    IF EXISTS (SELECT FROM pg_inherits AS h JOIN pg_class AS c ON c.oid = h.inhparent
+               WHERE h.inhparent = rel AND c.relkind <> 'p') THEN
+        RAISE EXCEPTION 'table % has inheritance children, and keys are unique only within each table: a report would merge rows that share a key',
+            rel
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'report on a table without children, or use declarative partitioning (PARTITION BY), whose keys are unique across partitions';
+    END IF;
+    IF key_column IS NULL THEN
+        SELECT a.attname, a.atttypid::regtype INTO column_name, column_type
+        FROM pg_index AS i
+        JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+        WHERE i.indrelid = rel AND i.indisprimary AND i.indnkeyatts = 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'table % has no single-column primary key; name a unique not-null column as key_column', rel
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN;
+    END IF;
+    SELECT a.attname, a.atttypid::regtype, a.attnum, a.attnotnull
+    INTO column_name, column_type, v_attnum, v_notnull
+    FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = key_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(key_column), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF NOT v_notnull OR NOT EXISTS (
+        SELECT FROM pg_index AS i
+        WHERE i.indrelid = rel AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
+          AND i.indkey[0] = v_attnum AND i.indpred IS NULL AND i.indexprs IS NULL
+    ) THEN
+        RAISE EXCEPTION 'key column %.% must be not null and unique (a primary key or a unique index of its own)',
+            rel, quote_ident(key_column)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.report_key(regclass, name) IS
+    'The key column of a report on rel (default: its single-column primary key) and its type; raises unless unique and not null';
+
+-- report_key_type: the type a report returns keys as, when the caller asks for want.
+-- Contract: want may be the key column's own type, text (always lossless), or bigint
+-- for a smallint, integer or bigint key; anything else raises naming the right call.
+CREATE OR REPLACE FUNCTION simpg.report_key_type(rel regclass, key_column name, have regtype, want regtype)
+    RETURNS regtype
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF want IS NULL OR want = have OR want = 'text'::regtype
+       OR (want = 'bigint'::regtype AND have IN ('smallint'::regtype, 'integer'::regtype)) THEN
+        RETURN coalesce(want, have);
+    END IF;
+    RAISE EXCEPTION 'key column %.% is %, not %; pass NULL::% as the first argument to get % keys',
+        rel, quote_ident(key_column), have, want, have, have
+        USING ERRCODE = 'datatype_mismatch';
+END
+$$;
+
+COMMENT ON FUNCTION simpg.report_key_type(regclass, name, regtype, regtype) IS
+    'Type a report returns keys as: the key column''s own type, text, or bigint for integer keys; raises otherwise';
+
+-- prefix_join: the FROM/WHERE part shared by the pair queries. r must be a relation
+-- with columns fp, q0 .. q<n-1> (prefix t shifted down to its prefix bits) and a
+-- column named by ident; ident_a < ident_b takes each pair once.
+-- One branch per table t: equal q_t, unequal q_u for every u < t, distance <= k.
+CREATE OR REPLACE FUNCTION simpg.prefix_join(select_list text, tables integer, k integer, ident name)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (
+        SELECT pg_catalog.string_agg(
+            pg_catalog.format(
+                'SELECT %s FROM r AS a JOIN r AS b ON b.q%s = a.q%s AND a.%I < b.%I WHERE %ssimpg.hamming(a.fp, b.fp) <= %s',
+                select_list, t, t, ident, ident,
+                (SELECT pg_catalog.string_agg(pg_catalog.format('b.q%s <> a.q%s AND ', u, u), '' ORDER BY u)
+                 FROM pg_catalog.generate_series(0, t - 1) AS u),
+                k),
+            ' UNION ALL ' ORDER BY t)
+        FROM pg_catalog.generate_series(0, tables - 1) AS t
+    );
+
+COMMENT ON FUNCTION simpg.prefix_join(text, integer, integer, name) IS
+    'Internal: UNION ALL of one equal-prefix self-join of r per table, each pair reported from its first table only';
+
+-- prefix_select: "t.<p0> >> s0 AS q0, t.<p1> >> s1 AS q1, ..." for a layout row.
+CREATE OR REPLACE FUNCTION simpg.prefix_select(layout simpg.indexes) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (
+        SELECT pg_catalog.string_agg(
+            pg_catalog.format('t.%I >> %s AS q%s', c.col,
+                              64 - simpg.prefix_bits(layout.k, layout.levels, (c.n - 1)::integer), c.n - 1),
+            ', ' ORDER BY c.n)
+        FROM pg_catalog.unnest(layout.prefix_columns) WITH ORDINALITY AS c(col, n)
+    );
+
+COMMENT ON FUNCTION simpg.prefix_select(simpg.indexes) IS
+    'Internal: the select list of every table''s prefix, shifted down to its prefix bits, as q0, q1, ...';
+
+-- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
+-- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
+-- order; every pair of rows within distance k exactly once, rows with equal
+-- fingerprints included, rows with a NULL fingerprint left out. key_type NULL returns
+-- keys in the key column's own type.
+CREATE OR REPLACE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
+                                  key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_key record := simpg.report_key(rel, key_column);
+    v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+BEGIN
+    -- The CTE reads the table once; each table's pass is a hash join on its prefix.
+    RETURN format(
+        'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
+        v_key.column_name, v_row.fingerprint_column, simpg.prefix_select(v_row), rel,
+        v_row.fingerprint_column,
+        simpg.prefix_join(format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
+                                 v_type, v_type),
+                          cardinality(v_row.prefix_columns), k, 'key'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
+    'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
+
+-- pairs: every pair of rows within distance k, keys as bigint (integer keys).
+-- The planner knows nothing of the CTE's prefix columns and prefers a merge join
+-- whose sorts spill, then JIT-compiles it for its inflated cost estimate; a hash join
+-- per table without JIT is 2.1-2.4x faster on 100k rows (bench/reports.py).
+CREATE OR REPLACE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
+    RETURNS TABLE (key_a bigint, key_b bigint, distance integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.pairs_query(rel, k, col, key_column, 'bigint');
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pairs(regclass, integer, name, name) IS
+    'Every pair of rows of rel within Hamming distance k, once each (key_a < key_b), keys of an integer key column as bigint';
+
+-- pairs with a typed first argument: keys of any type, e.g. simpg.pairs(NULL::uuid, 'docs', 3).
+CREATE OR REPLACE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
+                            key_column name DEFAULT NULL)
+    RETURNS TABLE (key_a anyelement, key_b anyelement, distance integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.pairs_query(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name) IS
+    'Every pair of rows of rel within Hamming distance k, once each, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
+
+-- fingerprint_clusters: connected components of the distinct fingerprints of rel,
+-- joined by the pairs within distance k.
+-- Contract: one row per distinct fingerprint that has another distinct fingerprint
+-- within k; cluster is the smallest fingerprint of its component. Fingerprints with no
+-- such neighbour are left out (rows that share one fingerprint are near-duplicates all
+-- the same; the callers count them). STABLE on purpose: every statement of a STABLE
+-- function reads the calling query's snapshot, so all passes see the same rows.
+--
+-- Working on distinct fingerprints keeps exact duplicates (often the bulk of a
+-- corpus's duplicates) out of the pair join, which would otherwise grow with the
+-- square of each group. Components: union-find over dense numbers in a PL/pgSQL
+-- array (in place, O(1) per access), union by smaller number, path compression.
+-- bench/reports.py compares it with a recursive CTE (docs/benchmarks.md).
+CREATE OR REPLACE FUNCTION simpg.fingerprint_clusters(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS TABLE (fingerprint bigint, cluster bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_parent integer[];   -- v_parent[i]: parent of fingerprint number i, NULL for a root
+    v_fp bigint[];        -- v_fp[i]: fingerprint number i (numbered in fingerprint order)
+    v_seen integer[] := '{}';  -- numbers that appear in a pair, in first-seen order
+    v_n integer;
+    v_a integer;
+    v_b integer;
+    v_fa bigint;
+    v_fb bigint;
+    v_ra integer;
+    v_rb integer;
+    v_x integer;
+    v_next integer;
+    v_fps bigint[];
+    v_roots bigint[];
+BEGIN
+    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE format(
+        'WITH d AS (SELECT DISTINCT t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL), '
+        'r AS MATERIALIZED (SELECT d.*, (row_number() OVER (ORDER BY d.fp))::integer AS i FROM d) '
+        'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%s) AS p',
+        v_row.fingerprint_column, simpg.prefix_select(v_row), rel, v_row.fingerprint_column,
+        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_row.prefix_columns), k, 'fp'))
+    LOOP
+        IF v_parent IS NULL THEN
+            v_parent := array_fill(NULL::integer, ARRAY[v_n]);
+            v_fp := array_fill(NULL::bigint, ARRAY[v_n]);
+        END IF;
+        IF v_fp[v_a] IS NULL THEN
+            v_fp[v_a] := v_fa;
+            v_seen := v_seen || v_a;
+        END IF;
+        IF v_fp[v_b] IS NULL THEN
+            v_fp[v_b] := v_fb;
+            v_seen := v_seen || v_b;
+        END IF;
+        v_ra := v_a;
+        WHILE v_parent[v_ra] IS NOT NULL LOOP
+            v_ra := v_parent[v_ra];
+        END LOOP;
+        v_rb := v_b;
+        WHILE v_parent[v_rb] IS NOT NULL LOOP
+            v_rb := v_parent[v_rb];
+        END LOOP;
+        IF v_ra <> v_rb THEN
+            -- the smaller number (smaller fingerprint) stays the root
+            IF v_ra < v_rb THEN
+                v_parent[v_rb] := v_ra;
+                v_rb := v_ra;
+            ELSE
+                v_parent[v_ra] := v_rb;
+                v_ra := v_rb;
+            END IF;
+        END IF;
+        -- path compression: point both walked paths straight at the root
+        FOREACH v_x IN ARRAY ARRAY[v_a, v_b] LOOP
+            WHILE v_parent[v_x] IS NOT NULL AND v_x <> v_ra LOOP
+                v_next := v_parent[v_x];
+                v_parent[v_x] := v_ra;
+                v_x := v_next;
+            END LOOP;
+        END LOOP;
+    END LOOP;
+    IF v_parent IS NULL THEN
+        RETURN;
+    END IF;
+    -- plain arrays for the result: a query that indexed v_fp per row would copy it each time
+    v_fps := array_fill(NULL::bigint, ARRAY[cardinality(v_seen)]);
+    v_roots := array_fill(NULL::bigint, ARRAY[cardinality(v_seen)]);
+    FOR v_i IN 1 .. cardinality(v_seen) LOOP
+        v_x := v_seen[v_i];
+        v_fps[v_i] := v_fp[v_x];
+        WHILE v_parent[v_x] IS NOT NULL LOOP
+            v_x := v_parent[v_x];
+        END LOOP;
+        v_roots[v_i] := v_fp[v_x];
+    END LOOP;
+    RETURN QUERY SELECT u.fp, u.root FROM unnest(v_fps, v_roots) AS u(fp, root);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.fingerprint_clusters(regclass, integer, name) IS
+    'Connected components of rel''s distinct fingerprints under distance <= k: each fingerprint with a neighbour and its cluster''s smallest fingerprint';
+
+-- cluster_rows_query: per row with a fingerprint, its key and its component (the
+-- smallest fingerprint of its cluster, or its own fingerprint when it has no
+-- neighbour at another fingerprint). The outer statements group on comp.
+CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+BEGIN
+    RETURN format(
+        'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t '
+        'LEFT JOIN simpg.fingerprint_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name) AS c ON c.fingerprint = t.%I '
+        'WHERE t.%I IS NOT NULL',
+        key_expr, v_row.fingerprint_column, rel, rel, k, v_row.fingerprint_column,
+        v_row.fingerprint_column, v_row.fingerprint_column);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text) IS
+    'Internal: the statement giving each row of rel (key_expr AS key) its cluster component';
+
+-- clusters_query: the statement simpg.clusters runs.
+-- Contract: columns cluster_id, key, size; one row per row of rel that has at least
+-- one other row within k, directly or through a chain of such rows; cluster_id is the
+-- smallest key of the cluster, size its number of rows. Ordered by cluster_id, key.
+CREATE OR REPLACE FUNCTION simpg.clusters_query(rel regclass, k integer, col name DEFAULT NULL,
+                                     key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_key record := simpg.report_key(rel, key_column);
+    v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+BEGIN
+    -- first_value over the key order rather than min(): uuid and other types have
+    -- a B-tree order but no min aggregate
+    RETURN format(
+        'SELECT s.cluster_id::%s AS cluster_id, s.key::%s AS key, s.size FROM ('
+        'SELECT first_value(w.key) OVER (PARTITION BY w.comp ORDER BY w.key) AS cluster_id, w.key, '
+        'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
+        'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
+        v_type, v_type, simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name)));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype) IS
+    'The SQL statement that lists the near-duplicate clusters of rel (cluster_id, key, size)';
+
+-- clusters: near-duplicate clusters (connected components), keys as bigint.
+CREATE OR REPLACE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
+    RETURNS TABLE (cluster_id bigint, key bigint, size bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, 'bigint');
+END
+$$;
+
+COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name) IS
+    'Near-duplicate clusters of rel (connected components under distance <= k): cluster_id = smallest key, one row per member';
+
+CREATE OR REPLACE FUNCTION simpg.clusters(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
+                               key_column name DEFAULT NULL)
+    RETURNS TABLE (cluster_id anyelement, key anyelement, size bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name) IS
+    'Near-duplicate clusters of rel, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
+
+-- cluster_sizes: histogram of cluster sizes; size 1 counts the rows with no
+-- near-duplicate. Needs no key column.
+CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS TABLE (cluster_size bigint, clusters bigint, rows bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT g.n, count(*), sum(g.n)::bigint FROM '
+        '(SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g '
+        'GROUP BY g.n ORDER BY g.n',
+        simpg.cluster_rows_query(rel, k, col, 'NULL'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name) IS
+    'Histogram of near-duplicate cluster sizes of rel under distance <= k (size 1: rows with no near-duplicate)';
+
+-- duplicate_stats: one row summing up the duplicates of rel. Needs no key column.
+-- rows counts the rows with a fingerprint; duplicated_rows those with at least one
+-- other row within k; rows_after_dedup keeps one row per cluster.
+CREATE OR REPLACE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL)
+    RETURNS TABLE (rows bigint, duplicated_rows bigint, clusters bigint, largest_cluster bigint,
+                   rows_after_dedup bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT coalesce(sum(g.n), 0)::bigint, coalesce(sum(g.n) FILTER (WHERE g.n > 1), 0)::bigint, '
+        'count(*) FILTER (WHERE g.n > 1), coalesce(max(g.n) FILTER (WHERE g.n > 1), 0)::bigint, count(*) '
+        'FROM (SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g',
+        simpg.cluster_rows_query(rel, k, col, 'NULL'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name) IS
+    'Rows, rows with a near-duplicate within k, clusters, largest cluster, and rows left keeping one per cluster';
+-- check and repair
+--
+-- simpg.check is to a simpg index what amcheck is to a B-tree: run it after an upgrade,
+-- a restore or a crash. simpg.repair puts right what can be put right without guessing.
+
+-- check: every problem of rel's simpg indexes (of col's, if given), one row each; no
+-- rows means every index is complete, has its B-trees, and stores exactly what
+-- simpg.permute computes today.
+-- Contract: problem is one of 'missing prefix column', 'missing b-tree',
+-- 'invalid index', 'several layouts', 'stale prefix values'; detail says which object.
+-- verify_rows => false skips the one check that reads the whole table (stale values).
+CREATE OR REPLACE FUNCTION simpg.check(rel regclass, col name DEFAULT NULL, verify_rows boolean DEFAULT true)
+    RETURNS TABLE (fingerprint_column name, problem text, detail text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_index record;
+    v_column record;
+    v_stale bigint;
+BEGIN
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
+                   WHERE col IS NULL OR i.fingerprint_column = col LOOP
+        fingerprint_column := v_index.fingerprint_column;
+        IF (SELECT count(*) FROM simpg.table_indexes(rel) AS i
+            WHERE i.fingerprint_column = v_index.fingerprint_column) > 1 THEN
+            problem := 'several layouts';
+            detail := format('k=%s blocks=%s is one of several layouts on this column; keep one',
+                             v_index.k, array_to_string(v_index.levels, 'x'));
+            RETURN NEXT;
+        END IF;
+        FOR v_t IN 0 .. v_index.tables - 1 LOOP
+            IF v_index.prefix_columns[v_t + 1] IS NULL THEN
+                problem := 'missing prefix column';
+                detail := format('table %s of k=%s blocks=%s: no column %s', v_t, v_index.k,
+                                 array_to_string(v_index.levels, 'x'),
+                                 simpg.prefix_expression(v_index.fingerprint_column, v_index.k, v_index.levels, v_t));
+                RETURN NEXT;
+            ELSIF v_index.index_names[v_t + 1] IS NULL THEN
+                problem := 'missing b-tree';
+                detail := format('no valid B-tree on column %I (answers stay exact, but read the whole table)',
+                                 v_index.prefix_columns[v_t + 1]);
+                RETURN NEXT;
+            END IF;
+        END LOOP;
+        FOR v_column IN
+            SELECT c.prefix_column, ic.relname AS index_name
+            FROM simpg.prefix_columns_of(rel) AS c
+            JOIN pg_index AS i ON i.indrelid = rel AND c.prefix_attnum = ANY (i.indkey)
+            JOIN pg_class AS ic ON ic.oid = i.indexrelid
+            WHERE c.fingerprint_column = v_index.fingerprint_column AND c.k = v_index.k
+              AND c.levels = v_index.levels AND NOT i.indisvalid
+            ORDER BY ic.relname
+        LOOP
+            problem := 'invalid index';
+            detail := format('index %I on column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
+                             v_column.index_name, v_column.prefix_column);
+            RETURN NEXT;
+        END LOOP;
+        IF verify_rows THEN
+            FOR v_t IN 0 .. v_index.tables - 1 LOOP
+                CONTINUE WHEN v_index.prefix_columns[v_t + 1] IS NULL;
+                EXECUTE format('SELECT count(*) FROM %s AS t WHERE t.%I IS DISTINCT FROM simpg.permute(t.%I, %s, %L::integer[], %s)',
+                               rel, v_index.prefix_columns[v_t + 1], v_index.fingerprint_column,
+                               v_index.k, v_index.levels::text, v_t)
+                    INTO v_stale;
+                IF v_stale > 0 THEN
+                    problem := 'stale prefix values';
+                    detail := format('%s rows of column %I differ from what simpg.permute computes now',
+                                     v_stale, v_index.prefix_columns[v_t + 1]);
+                    RETURN NEXT;
+                END IF;
+            END LOOP;
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.check(regclass, name, boolean) IS
+    'Problems of rel''s simpg indexes: missing prefix columns or B-trees, invalid indexes, several layouts, stale stored prefixes (no rows: all is well)';
+
+-- repair: make rel's simpg indexes usable again, and say what was done (one row per
+-- statement run). A damaged index (a prefix column missing) has its prefix columns
+-- dropped: create it again afterwards. A complete one gets its invalid indexes dropped
+-- and its missing B-trees built (not CONCURRENTLY: a function runs in a transaction).
+-- Stale prefix values need a rewrite that only the owner should decide on:
+-- simpg.drop_index, then simpg.create_index.
+CREATE OR REPLACE FUNCTION simpg.repair(rel regclass, col name DEFAULT NULL)
+    RETURNS SETOF text
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_index record;
+    v_statement text;
+    v_relname name;
+BEGIN
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    SELECT c.relname INTO v_relname FROM pg_class AS c WHERE c.oid = rel;
+    FOR v_statement IN
+        SELECT DISTINCT format('DROP INDEX %s', i.indexrelid::regclass)
+        FROM simpg.prefix_columns_of(rel) AS c
+        JOIN pg_index AS i ON i.indrelid = rel AND c.prefix_attnum = ANY (i.indkey)
+        WHERE NOT i.indisvalid AND (col IS NULL OR c.fingerprint_column = col)
+    LOOP
+        EXECUTE v_statement;
+        RETURN NEXT v_statement;
+    END LOOP;
+    FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
+                   WHERE col IS NULL OR i.fingerprint_column = col LOOP
+        IF array_position(v_index.prefix_columns, NULL) IS NOT NULL THEN
+            SELECT format('ALTER TABLE %s %s', rel,
+                          string_agg(format('DROP COLUMN %I', c), ', ' ORDER BY c))
+            INTO v_statement
+            FROM unnest(v_index.prefix_columns) AS c WHERE c IS NOT NULL;
+            EXECUTE v_statement;
+            RETURN NEXT v_statement;
+            CONTINUE;
+        END IF;
+        FOR v_t IN 0 .. v_index.tables - 1 LOOP
+            CONTINUE WHEN v_index.index_names[v_t + 1] IS NOT NULL;
+            v_statement := format('CREATE INDEX %I ON %s (%I) WITH (fillfactor = 100)',
+                                  simpg.object_name(v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
+                                  rel, v_index.prefix_columns[v_t + 1]);
+            EXECUTE v_statement;
+            RETURN NEXT v_statement;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.repair(regclass, name) IS
+    'Drop invalid indexes and the prefix columns of damaged simpg indexes of rel, build missing B-trees; returns the statements run';

@@ -1,0 +1,95 @@
+-- simpg 0.1.0 -> 0.2.0, the part written by hand (see CHANGELOG.md and docs/security.md).
+-- sql/upgrade/build.py appends every object of the 0.2.0 install script to it (every
+-- function as CREATE OR REPLACE: once the schema is simpg's alone, that replaces only
+-- simpg's own), so an updated install equals a fresh one (test_install compares them).
+--
+-- 0.1.0 kept its catalog in a table under row-level security, with an event trigger
+-- whose SECURITY DEFINER function cleaned it, in a schema that belonged to the role that
+-- ran CREATE EXTENSION. 0.2.0 reads its catalog from the system catalogs and owns its
+-- schema. This part takes the schema over, moves the fingerprint configs into the
+-- prefix columns' comments, and drops every 0.1.0 object that 0.2.0 defines anew.
+
+SET LOCAL search_path = pg_catalog, pg_temp;
+
+-- Take schema simpg over: it must hold nothing but simpg's own objects (the extension's
+-- members, or for a plain install the installing role's simpg objects).
+DO $$
+DECLARE
+    v_schema oid := pg_catalog.to_regnamespace('simpg');
+    v_extension oid := (SELECT e.oid FROM pg_catalog.pg_extension AS e WHERE e.extname = 'simpg');
+    v_foreign text;
+    v_grantee oid;
+BEGIN
+    IF v_schema IS NULL THEN
+        RAISE EXCEPTION 'schema simpg does not exist' USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    IF v_extension IS NOT NULL THEN
+        IF (SELECT e.extnamespace FROM pg_catalog.pg_extension AS e WHERE e.oid = v_extension) <> v_schema THEN
+            RAISE EXCEPTION 'schema simpg is not the schema of extension simpg' USING ERRCODE = 'invalid_schema_name';
+        END IF;
+        SELECT string_agg(o.description, ', ') INTO v_foreign
+        FROM (SELECT pg_catalog.pg_describe_object(x.classid, x.objid, 0) AS description
+              FROM (SELECT 'pg_class'::regclass AS classid, c.oid AS objid FROM pg_catalog.pg_class AS c
+                    WHERE c.relnamespace = v_schema AND c.relkind IN ('r', 'v', 'm', 'S', 'f', 'p')
+                    UNION ALL
+                    SELECT 'pg_proc'::regclass, p.oid FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = v_schema
+                    UNION ALL
+                    SELECT 'pg_operator'::regclass, o.oid FROM pg_catalog.pg_operator AS o WHERE o.oprnamespace = v_schema
+                    UNION ALL
+                    SELECT 'pg_type'::regclass, t.oid FROM pg_catalog.pg_type AS t
+                    WHERE t.typnamespace = v_schema AND t.typrelid = 0 AND t.typelem = 0) AS x
+              WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                                WHERE d.classid = x.classid AND d.objid = x.objid AND d.deptype = 'e'
+                                  AND d.refobjid = v_extension)
+              ORDER BY 1) AS o;
+        IF v_foreign IS NOT NULL THEN
+            RAISE EXCEPTION 'schema simpg holds objects that are not simpg''s: %', v_foreign
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'move or drop them, then update simpg';
+        END IF;
+    END IF;
+    EXECUTE pg_catalog.format('ALTER SCHEMA simpg OWNER TO %I', current_user);
+    FOR v_grantee IN
+        SELECT DISTINCT a.grantee
+        FROM pg_catalog.pg_namespace AS n, pg_catalog.aclexplode(n.nspacl) AS a
+        WHERE n.oid = v_schema AND a.grantee <> n.nspowner
+    LOOP
+        IF v_grantee = 0 THEN
+            REVOKE ALL ON SCHEMA simpg FROM PUBLIC;
+        ELSE
+            EXECUTE pg_catalog.format('REVOKE ALL ON SCHEMA simpg FROM %I', pg_catalog.pg_get_userbyid(v_grantee));
+        END IF;
+    END LOOP;
+END
+$$;
+GRANT USAGE ON SCHEMA simpg TO PUBLIC;
+
+-- The fingerprint configs move to the comment of each index's first prefix column,
+-- where 0.2.0's catalog reads them.
+DO $$
+DECLARE
+    v_row record;
+BEGIN
+    FOR v_row IN
+        SELECT i.indexed_table, i.prefix_columns[1] AS prefix_column, i.fingerprint_config
+        FROM simpg.indexes AS i
+        WHERE i.fingerprint_config IS NOT NULL
+          AND EXISTS (SELECT FROM pg_catalog.pg_attribute AS a
+                      WHERE a.attrelid = i.indexed_table AND a.attname = i.prefix_columns[1] AND NOT a.attisdropped)
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON COLUMN %s.%I IS %L', v_row.indexed_table, v_row.prefix_column,
+                                  'simpg fingerprint_config: ' || v_row.fingerprint_config);
+    END LOOP;
+END
+$$;
+
+DROP EVENT TRIGGER IF EXISTS simpg_forget_dropped;
+DROP FUNCTION simpg.forget_dropped();
+-- the functions of the old catalog's row type, then the table (no CASCADE: a view of
+-- yours on simpg.indexes stops the update with an error rather than being dropped)
+DROP FUNCTION simpg.index_layout(regclass, name), simpg.checked_layout(regclass, integer, name),
+    simpg.register_index(regclass, name, integer, integer[], name[], name[], text),
+    simpg.create_index(regclass, name, integer, integer, integer, text), simpg.prefix_select(simpg.indexes);
+DROP TABLE simpg.indexes;
+
+-- 0.2.0's objects, as its install script makes them:

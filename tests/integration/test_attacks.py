@@ -1,0 +1,346 @@
+"""Attacks on the install, the catalog and backups, played as roles (docs/security.md).
+
+``alice`` owns her database and is not a superuser: she may install the trusted
+extension, or run the plain script. ``bob`` has no special rights. ``postgres`` is the
+superuser whose later calls an attacker would like to hijack. Each attack of the 0.1.1
+review (issue 13) stays here as a regression test, on both install paths.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from simpg import bits, schema
+from tests.integration.test_reports import adversarial_fingerprints, brute_pairs
+
+PATHS = ["extension", "plain"]
+
+
+@dataclass
+class Scene:
+    """A database owned by alice (no superuser), a stranger bob, and the superuser's connection."""
+
+    pg: object
+    name: str
+    alice: str
+    bob: str
+    admin: psycopg.Connection
+
+    def dsn(self, user: str | None = None, dbname: str | None = None) -> str:
+        return self.pg.server.dsn(dbname or self.name, user=user)
+
+    def connect(self, user: str | None = None) -> psycopg.Connection:
+        return psycopg.connect(self.dsn(user), autocommit=True)
+
+    def is_superuser(self, role: str) -> bool:
+        return self.admin.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", [role]).fetchone()[0]
+
+    def install(self, how: str) -> None:
+        """alice installs simpg: trusted CREATE EXTENSION, or the plain script through psql."""
+        if how == "extension":
+            if not self.pg.extension_files:
+                pytest.fail("the suite could not write this server's extension folder")
+            with self.connect(self.alice) as conn:
+                conn.execute("CREATE EXTENSION simpg")
+        else:
+            psql(self, self.alice, schema.psql_script())
+
+
+def psql(scene: Scene, user: str, script: str, dbname: str | None = None) -> subprocess.CompletedProcess:
+    server = scene.pg.server
+    return subprocess.run(
+        [str(server.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", server.host,
+         "-p", str(server.port), "-U", user, "-d", dbname or scene.name],
+        input=script, text=True, capture_output=True, check=True)
+
+
+@pytest.fixture
+def scene(pg) -> Iterator[Scene]:
+    suffix = uuid.uuid4().hex[:8]
+    alice, bob, name = f"alice_{suffix}", f"bob_{suffix}", f"attack_{suffix}"
+    with psycopg.connect(pg.server.dsn(), autocommit=True) as root:
+        for role in (alice, bob):
+            root.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE").format(
+                sql.Identifier(role)))
+        root.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0").format(
+            sql.Identifier(name), sql.Identifier(alice)))
+    try:
+        with psycopg.connect(pg.server.dsn(name), autocommit=True) as admin:
+            yield Scene(pg, name, alice, bob, admin)
+    finally:
+        with psycopg.connect(pg.server.dsn(), autocommit=True) as root:
+            for db in (name, f"{name}_r1", f"{name}_r2"):
+                root.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
+            for role in (alice, bob):
+                root.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def docs_table(conn: psycopg.Connection, seed: int = 7, k: int = 3) -> dict[int, int | None]:
+    """A docs table with adversarial fingerprints, indexed for radius k; returns id -> fp."""
+    rng = random.Random(seed)
+    fps = adversarial_fingerprints(rng, k, 4, random_rows=300)
+    rows = dict(enumerate(fps, start=1))
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")
+    with conn.cursor().copy("COPY docs (id, fp) FROM STDIN") as copy:
+        for key, fp in rows.items():
+            copy.write_row((key, None if fp is None else bits.to_db(fp)))
+    conn.execute("SELECT simpg.create_index('docs', 'fp', %s, 5)", [k])
+    return rows
+
+
+def assert_exact(conn: psycopg.Connection, rows: dict[int, int | None], k: int = 3) -> None:
+    """near and pairs on docs equal brute force."""
+    got = {(a, b): d for a, b, d in conn.execute("SELECT key_a, key_b, distance FROM simpg.pairs('docs', %s)",
+                                                 [k]).fetchall()}
+    assert got == brute_pairs(rows, k)
+    for probe in [fp for fp in rows.values() if fp is not None][:25]:
+        near = {r[0] for r in conn.execute("SELECT id FROM simpg.near(NULL::docs, %s, %s)",
+                                            [bits.to_db(probe), k]).fetchall()}
+        assert near == {key for key, fp in rows.items() if fp is not None and bits.hamming(fp, probe) <= k}
+
+
+# -- 1. the installer cannot become superuser ------------------------------------------
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_schema_and_functions_belong_to_whoever_ran_the_script(scene, how):
+    scene.install(how)
+    owner, acl = scene.admin.execute(
+        "SELECT pg_get_userbyid(nspowner), nspacl::text FROM pg_namespace WHERE nspname = 'simpg'").fetchone()
+    # trusted CREATE EXTENSION runs the script as the bootstrap superuser; the plain
+    # script as alice, whose own functions only she (and those who trust her) run
+    assert owner == ("postgres" if how == "extension" else scene.alice)
+    assert "=U/" in acl and "=UC/" not in acl.replace(f"{owner}=UC/", "")  # others: USAGE only
+    assert scene.admin.execute("SELECT count(*) FROM pg_event_trigger").fetchone() == (0,)
+    assert scene.admin.execute(
+        "SELECT count(*) FROM pg_proc WHERE pronamespace = 'simpg'::regnamespace AND prosecdef"
+    ).fetchone() == (0,)
+
+
+def test_installer_of_the_trusted_extension_cannot_replace_the_schema(scene):
+    """Attack 1a: rename schema simpg and put a look-alike catalog with a trigger in its place."""
+    scene.install("extension")
+    with scene.connect(scene.alice) as alice:
+        alice.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")
+        alice.execute("SELECT simpg.create_index('docs', 'fp', 3, 4)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            alice.execute("ALTER SCHEMA simpg RENAME TO simpg_real")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            alice.execute("CREATE TABLE simpg.indexes_shadow (x int)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            alice.execute("ALTER EXTENSION simpg DROP FUNCTION simpg.hamming(bigint, bigint)")
+        # what is left to her: her own schema, which nothing of simpg's reads
+        alice.execute("CREATE SCHEMA mine")
+        alice.execute("CREATE FUNCTION mine.grab() RETURNS trigger LANGUAGE plpgsql AS "
+                      f"$$BEGIN ALTER ROLE {scene.alice} SUPERUSER; RETURN OLD; END$$")
+    # the superuser drops and indexes tables as usual
+    scene.admin.execute("DROP TABLE docs")
+    scene.admin.execute("CREATE TABLE other (id bigint PRIMARY KEY, fp bigint)")
+    scene.admin.execute("SELECT simpg.create_index('other', 'fp', 3, 4)")
+    scene.admin.execute("SELECT simpg.drop_index('other', 'fp')")
+    assert not scene.is_superuser(scene.alice)
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_a_schema_simpg_made_before_the_install_is_refused(scene, how):
+    """Attack 1b: alice makes schema simpg with an operator simpg.= (oid, regclass) first."""
+    with scene.connect(scene.alice) as alice:
+        alice.execute("CREATE SCHEMA simpg")
+        alice.execute("CREATE FUNCTION simpg.eq(oid, regclass) RETURNS boolean LANGUAGE sql "
+                      f"AS $$ALTER ROLE {scene.alice} SUPERUSER; SELECT $1 = $2::oid$$")
+        alice.execute("CREATE OPERATOR simpg.= (leftarg = oid, rightarg = regclass, function = simpg.eq)")
+    with pytest.raises((psycopg.errors.DuplicateSchema, subprocess.CalledProcessError)) as err:
+        scene.install(how)
+    message = err.value.stderr if isinstance(err.value, subprocess.CalledProcessError) else str(err.value)
+    assert "schema simpg already exists" in message
+    assert not scene.is_superuser(scene.alice)
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_bob_cannot_add_overloads_that_simpg_calls(scene, how):
+    """Attack 1c: an untyped literal would let hamming(bigint, integer) decide distances."""
+    scene.install(how)
+    with scene.connect(scene.alice) as alice:
+        rows = docs_table(alice)
+        alice.execute(sql.SQL("GRANT SELECT ON docs TO {}").format(sql.Identifier(scene.bob)))
+        query = alice.execute("SELECT simpg.near_query('docs', 5, 3)").fetchone()[0]
+    assert "simpg.hamming(t.fp, '5'::bigint) <= 3::integer" in query
+    assert " BETWEEN '" in query and "'::bigint AND '" in query  # ranges typed too
+    with scene.connect(scene.bob) as bob:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            bob.execute("CREATE FUNCTION simpg.hamming(bigint, integer) RETURNS integer LANGUAGE sql RETURN 0")
+        assert_exact(bob, rows)
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_operators_in_public_are_never_bound_into_simpg(scene, how):
+    """Attack 2: bob's operators in public (writable before PostgreSQL 15) at install time."""
+    scene.admin.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(scene.bob)))
+    with scene.connect(scene.bob) as bob:
+        bob.execute("CREATE TABLE public.trap (who text)")
+        bob.execute("GRANT INSERT ON public.trap TO PUBLIC")
+        bob.execute("CREATE FUNCTION public.eq(oid, regclass) RETURNS boolean LANGUAGE sql "
+                    "AS $$INSERT INTO public.trap VALUES (current_user); SELECT $1 = $2::oid$$")
+        bob.execute("CREATE OPERATOR public.= (leftarg = oid, rightarg = regclass, function = public.eq)")
+        bob.execute("CREATE FUNCTION public.sh(bigint, integer) RETURNS bigint LANGUAGE sql "
+                    "AS $$INSERT INTO public.trap VALUES (current_user); SELECT 0::bigint$$")
+        bob.execute("CREATE OPERATOR public.>> (leftarg = bigint, rightarg = integer, function = public.sh)")
+    scene.install(how)
+    with scene.connect(scene.alice) as alice:
+        rows = docs_table(alice)
+        assert_exact(alice, rows)
+    scene.admin.execute("CREATE TABLE su (id bigint PRIMARY KEY, fp bigint)")
+    scene.admin.execute("INSERT INTO su SELECT g, g * 7919 FROM generate_series(1, 100) g")
+    scene.admin.execute("SELECT simpg.create_index('su', 'fp', 2, 3)")
+    scene.admin.execute("SELECT count(*) FROM simpg.pairs('su', 2)")
+    assert scene.admin.execute("SELECT count(*) FROM public.trap").fetchone() == (0,)
+
+
+# -- 3. backups restore exact answers ---------------------------------------------------
+
+
+def dump(scene: Scene, user: str) -> bytes:
+    server = scene.pg.server
+    return subprocess.run([str(server.bindir / "pg_dump"), "-h", server.host, "-p", str(server.port),
+                           "-U", user, "-Fc", scene.name], check=True, capture_output=True).stdout
+
+
+def restore(scene: Scene, archive: bytes, user: str, target: str) -> subprocess.CompletedProcess:
+    server = scene.pg.server
+    scene.admin.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0").format(
+        sql.Identifier(target), sql.Identifier(scene.alice)))
+    return subprocess.run([str(server.bindir / "pg_restore"), "-h", server.host, "-p", str(server.port),
+                           "-U", user, "--exit-on-error", "-d", target], input=archive, capture_output=True)
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_dump_and_restore_by_owner_and_superuser_give_exact_answers(scene, how):
+    scene.install(how)
+    with scene.connect(scene.alice) as alice:
+        rows = docs_table(alice)
+        alice.execute("SELECT simpg.register_index('docs', 'fp', 3, '{5}', prefix_columns, index_names, "
+                      "'simpg-fp1:test') FROM simpg.indexes")
+    for dumper, restorer, target in ((scene.alice, scene.alice, f"{scene.name}_r1"),
+                                     ("postgres", "postgres", f"{scene.name}_r2")):
+        done = restore(scene, dump(scene, dumper), restorer, target)
+        assert done.returncode == 0, done.stderr.decode()
+        with psycopg.connect(scene.dsn(scene.alice, target), autocommit=True) as conn:
+            assert conn.execute("SELECT indexed_table::text, k, levels, fingerprint_config FROM simpg.indexes"
+                                ).fetchall() == [("docs", 3, [5], "simpg-fp1:test")]
+            assert conn.execute("SELECT count(*) FROM simpg.check('docs')").fetchone() == (0,)
+            assert_exact(conn, rows)
+            owner = conn.execute("SELECT pg_get_userbyid(nspowner) FROM pg_namespace "
+                                 "WHERE nspname = 'simpg'").fetchone()[0]
+            assert owner == ("postgres" if how == "extension" else scene.alice)
+
+
+# -- 4-6. table shapes that must never give a silent wrong answer ----------------------
+
+
+def test_inheritance_parents_refuse_reports_and_near_stays_exact(db):
+    conn = db.conn
+    conn.execute("CREATE TABLE par (id bigint PRIMARY KEY, fp bigint)")
+    conn.execute("CREATE TABLE kid () INHERITS (par)")
+    rng = random.Random(4)
+    rows = {}
+    for table in ("par", "kid"):
+        for key in range(1, 201):  # the same keys in both tables
+            fp = rng.getrandbits(64) if key % 2 else rows.get(("par", key), 5)
+            rows[(table, key)] = fp
+            conn.execute(f"INSERT INTO {table} VALUES (%s, %s)", [key, bits.to_db(fp)])
+    conn.execute("SELECT simpg.create_index('par', 'fp', 3, 4)")
+    for report in ("simpg.pairs('par', 3)", "simpg.clusters('par', 3)"):
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="has inheritance children"):
+            conn.execute(f"SELECT * FROM {report}")
+    # near returns every row of the hierarchy, each once (equal keys in par and kid included)
+    got = sorted(conn.execute("SELECT id, fp FROM simpg.near(NULL::par, 5, 3)").fetchall())
+    assert got == sorted((key, bits.to_db(fp)) for (_, key), fp in rows.items() if bits.hamming(fp, 5) <= 3)
+    assert len(got) > 100
+
+
+def test_renamed_fingerprint_column_is_followed_never_mixed(db):
+    conn = db.conn
+    rows = docs_table(conn)
+    conn.execute("ALTER TABLE docs RENAME fp TO fp_old")
+    conn.execute("ALTER TABLE docs ADD fp bigint")
+    conn.execute("UPDATE docs SET fp = 0")
+    assert conn.execute("SELECT fingerprint_column FROM simpg.indexes").fetchall() == [("fp_old",)]
+    probe = next(fp for fp in rows.values() if fp is not None)
+    near = {r[0] for r in conn.execute("SELECT id FROM simpg.near(NULL::docs, %s, 3)",
+                                       [bits.to_db(probe)]).fetchall()}
+    assert near == {key for key, fp in rows.items() if fp is not None and bits.hamming(fp, probe) <= 3}
+    with pytest.raises(psycopg.errors.UndefinedObject, match=r"^no simpg index on public.docs.fp\n"):
+        conn.execute("SELECT * FROM simpg.near(NULL::docs, 0, 3, 'fp')")
+    with pytest.raises(psycopg.errors.DuplicateColumn, match="already has columns named fp_p0"):
+        conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+
+
+def test_a_dropped_prefix_column_is_reported_and_repaired(db):
+    conn = db.conn
+    rows = docs_table(conn)
+    conn.execute("ALTER TABLE docs DROP COLUMN fp_p1")
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (0,)
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute("SELECT * FROM simpg.near(NULL::docs, 0, 3)")
+    assert err.value.sqlstate == "SPG02" and "is damaged" in str(err.value)
+    problems = conn.execute("SELECT problem, detail FROM simpg.check('docs')").fetchall()
+    assert problems == [("missing prefix column", "table 1 of k=3 blocks=5: no column simpg.permute(fp, 3, "
+                         "'{5}'::integer[], 1)")]
+    with pytest.raises(psycopg.errors.DuplicateObject):
+        conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+    done = [r[0] for r in conn.execute("SELECT simpg.repair('docs')").fetchall()]
+    assert done == ["ALTER TABLE public.docs DROP COLUMN fp_p0, DROP COLUMN fp_p2, DROP COLUMN fp_p3, "
+                    "DROP COLUMN fp_p4, DROP COLUMN fp_p5, DROP COLUMN fp_p6, DROP COLUMN fp_p7, "
+                    "DROP COLUMN fp_p8, DROP COLUMN fp_p9"]
+    conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+    assert_exact(conn, rows)
+
+
+def test_an_interrupted_concurrent_build_is_reported_and_repaired(db):
+    """What a killed `simpg backfill --k` leaves: prefix columns, an invalid index, no B-tree."""
+    conn = db.conn
+    rows = docs_table(conn)
+    conn.execute("DROP INDEX docs_fp_p2_idx")
+    # a unique build on a column with equal values fails half way, leaving an INVALID index
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("CREATE UNIQUE INDEX CONCURRENTLY docs_fp_p2_idx ON docs (fp_p2)")
+    problems = conn.execute("SELECT problem FROM simpg.check('docs')").fetchall()
+    assert problems == [("missing b-tree",), ("invalid index",)]
+    assert_exact(conn, rows)  # slower, still exact
+    done = [r[0] for r in conn.execute("SELECT simpg.repair('docs')").fetchall()]
+    assert done == ["DROP INDEX public.docs_fp_p2_idx",
+                    "CREATE INDEX docs_fp_p2_idx ON public.docs (fp_p2) WITH (fillfactor = 100)"]
+    assert conn.execute("SELECT count(*) FROM simpg.check('docs')").fetchone() == (0,)
+    assert conn.execute("SELECT index_names[3] FROM simpg.indexes").fetchone() == ("docs_fp_p2_idx",)
+
+
+def test_temporary_tables_leave_no_catalog_rows(db):
+    with psycopg.connect(db.dsn, autocommit=True) as other:
+        other.execute("CREATE TEMP TABLE scratch (id bigint PRIMARY KEY, fp bigint)")
+        other.execute("SELECT simpg.create_index('scratch', 'fp', 2, 3)")
+        assert db.conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (1,)
+    assert db.conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (0,)
+    db.conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")  # may reuse the oid
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        db.conn.execute("SELECT * FROM simpg.near(NULL::docs, 0, 2)")
+
+
+def test_check_finds_stale_prefixes_after_a_layout_function_changes(db):
+    """What simpg.check is for after an upgrade: stored prefixes that permute() no longer computes."""
+    conn = db.conn
+    docs_table(conn)
+    assert conn.execute("SELECT count(*) FROM simpg.check('docs')").fetchone() == (0,)
+    # a broken "upgrade" of a function that permute() calls (the superuser may replace it)
+    conn.execute("CREATE OR REPLACE FUNCTION simpg.apply_segments(fp bigint, segs bigint[]) RETURNS bigint "
+                 "LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN fp")
+    stale = conn.execute("SELECT problem FROM simpg.check('docs')").fetchall()
+    assert stale and set(stale) == {("stale prefix values",)}
+    assert conn.execute("SELECT count(*) FROM simpg.check('docs', verify_rows => false)").fetchone() == (0,)
