@@ -1,6 +1,6 @@
 r"""``simpg backfill``: add fingerprints and a simhash index to an existing, big table.
 
-Three steps, each safe to run while the application keeps reading and writing:
+Three steps; the first two are safe to run while the application reads and writes:
 
 1. ``ALTER TABLE ... ADD COLUMN <fp> bigint`` (nullable, no default: a catalog change,
    not a rewrite), under ``lock_timeout`` so it never queues behind a long transaction.
@@ -9,6 +9,9 @@ Three steps, each safe to run while the application keeps reading and writing:
 3. Optionally the index: the generated prefix columns in one ``ALTER TABLE`` (this one
    rewrites the table under an ACCESS EXCLUSIVE lock, see docs/sqlalchemy.md), then
    ``CREATE INDEX CONCURRENTLY`` per prefix, ``ANALYZE``, and ``simpg.register_index``.
+   PostgreSQL's table rewrite is not MVCC-safe: a REPEATABLE READ or SERIALIZABLE
+   transaction whose snapshot is older than the rewrite sees the table empty after it.
+   Run this step when no such transaction is open.
 
 Example:
     simpg backfill --dsn "dbname=app" --table articles --text-column body \\
@@ -100,6 +103,18 @@ def _column_type(conn: Any, oid: int, column: str) -> str | None:
     return row[0] if row else None
 
 
+def _check_source(conn: Any, table: str, text_column: str) -> tuple[int, str, str]:
+    """(oid, qualified name, key column) of a table backfill can read; raises before any change."""
+    oid, qualified, pk = _table_info(conn, table)
+    if len(pk) != 1:
+        raise SimpgError(
+            f"table {qualified} needs a single-column primary key for batching, has {pk or 'none'}"
+        )
+    if _column_type(conn, oid, text_column) is None:
+        raise SimpgError(f"column {text_column} of table {qualified} does not exist")
+    return oid, qualified, pk[0]
+
+
 def add_fingerprint_column(conn: Any, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
     """Add a nullable bigint fingerprint column if missing; returns whether it was added."""
     from psycopg import sql
@@ -153,20 +168,14 @@ def backfill_fingerprints(
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
-    oid, qualified, pk = _table_info(conn, table)
-    if len(pk) != 1:
-        raise SimpgError(
-            f"table {qualified} needs a single-column primary key for batching, has {pk or 'none'}"
-        )
-    for column in (text_column, fp_column):
-        if _column_type(conn, oid, column) is None:
-            raise SimpgError(f"column {column} of table {qualified} does not exist")
+    oid, qualified, key = _check_source(conn, table, text_column)
+    if _column_type(conn, oid, fp_column) is None:
+        raise SimpgError(f"column {fp_column} of table {qualified} does not exist")
     if _column_type(conn, oid, fp_column) != "bigint":
         raise SimpgError(
             f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
             "expected bigint"
         )
-    key = pk[0]
     estimate = max(
         int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]), 0
     )
@@ -387,6 +396,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
+        # everything that can be refused is refused before the first change
+        _check_source(conn, args.table, args.text_column)
+        if args.k is not None and args.blocks is not None:
+            Layout(args.k, (args.blocks,) if args.inner_blocks is None else (args.blocks, args.inner_blocks))
         _check_config_matches_index(conn, args.table, args.fp_column, config.identity)
         added = add_fingerprint_column(
             conn, args.table, args.fp_column, lock_timeout=args.lock_timeout

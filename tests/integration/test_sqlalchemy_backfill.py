@@ -181,3 +181,20 @@ def test_bad_arguments_are_one_line_errors(db, capsys, argv, message):
     make_table(db.conn, 20)
     code, _, err = run_cli(capsys, "--dsn", db.dsn, *argv)
     assert code == 1 and err.startswith(message) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--text-column", "nosuch"], "simpg: column nosuch of table items does not exist"),
+        (["--text-column", "body", "--k", "3", "--blocks", "2"], "simpg: blocks must be greater than k"),
+    ],
+)
+def test_refused_arguments_change_nothing(db, capsys, argv, message):
+    """Issue 13 item 8: validate first, change after (no column fp9 left behind)."""
+    make_table(db.conn, 20)
+    code, _, err = run_cli(capsys, "--dsn", db.dsn, "--table", "items", "--fp-column", "fp9", *argv)
+    assert code == 1 and err.startswith(message), err
+    columns = db.conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass "
+                              "AND attname = 'fp9'").fetchone()
+    assert columns == (0,)
