@@ -1588,11 +1588,12 @@ BEGIN
     IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
+    -- one catalog read: the layouts of each column are counted alongside
+    FOR v_index IN SELECT * FROM (SELECT i.*, count(*) OVER (PARTITION BY i.fingerprint_column) AS layouts
+                                  FROM simpg.table_indexes(rel) AS i) AS i
                    WHERE col IS NULL OR i.fingerprint_column = col LOOP
         fingerprint_column := v_index.fingerprint_column;
-        IF (SELECT count(*) FROM simpg.table_indexes(rel) AS i
-            WHERE i.fingerprint_column = v_index.fingerprint_column) > 1 THEN
+        IF v_index.layouts > 1 THEN
             problem := 'several layouts';
             detail := format('k=%s blocks=%s is one of several layouts on this column; keep one',
                              v_index.k, array_to_string(v_index.levels, 'x'));
