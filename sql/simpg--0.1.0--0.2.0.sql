@@ -1142,19 +1142,203 @@ CREATE OR REPLACE FUNCTION simpg.default_levels(k integer, row_count bigint) RET
 
 COMMENT ON FUNCTION simpg.default_levels(integer, bigint) IS
     'Layout (blocks per level) that create_index picks for k and a table of row_count rows';
+-- pair plans: which bits the all-pairs reports join on
+--
+-- A report finds every pair within k by a self-join per "pass", each pass joining the
+-- rows whose fingerprints agree on the bits of one mask. Any set of masks is exact when
+-- every pattern of at most k differing bits misses at least one mask entirely; then a
+-- pair within k agrees on that mask's bits and its pass sees it. Two families qualify:
+--   * the index's own layout: table t's mask is the fingerprint bits that land in its
+--     prefix (the pigeonhole argument of the index itself);
+--   * s >= k + 1 segments that partition the 64 bits, one mask per choice of s - k of
+--     them: k differing bits touch at most k segments, so s - k segments stay equal.
+-- Exactness never depends on the data; speed does. Each pass costs a hash of every row
+-- plus one comparison per pair of rows that agree on its mask, and on fingerprints
+-- whose bits are not uniform (32-bit values in a bigint column, a corpus whose
+-- documents share a template) the layout's prefixes can be nearly constant, so a pass
+-- compares almost every pair of rows. simpg.pair_masks measures that on a sample of
+-- the table and picks the family, and the segments' bits, with the least estimated
+-- work; a single mask of no bits (compare every pair) is the floor it never exceeds.
+
+-- layout_masks: table t's mask, for each t of layout (k, levels): the fingerprint bits
+-- that simpg.permute moves into the table's prefix.
+CREATE OR REPLACE FUNCTION simpg.layout_masks(k integer, levels integer[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN ARRAY(
+        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) b)
+                FROM pg_catalog.generate_series(0, 63) AS b
+                WHERE simpg.prefix_lo(1::bigint OPERATOR(pg_catalog.<<) b, k, levels, t)
+                      OPERATOR(pg_catalog.<>) 0)
+        FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t
+        ORDER BY t
+    );
+
+COMMENT ON FUNCTION simpg.layout_masks(integer, integer[]) IS
+    'Per table of layout (k, levels): the mask of the fingerprint bits that form its prefix';
+
+-- segment_masks: s segments over the 64 bits, balanced by bit_weights (64 weights, bit
+-- 0 first: the information a bit carries), one mask per choice of s - k segments.
+-- Contract: k >= 0, s > k, at most 64 segments; the masks are exact for radius k
+-- whatever the weights (they only decide which bit goes where).
+CREATE OR REPLACE FUNCTION simpg.segment_masks(k integer, s integer, bit_weights float8[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_segment bigint[] := array_fill(0::bigint, ARRAY[s]);
+    v_weight float8[] := array_fill(0::float8, ARRAY[s]);
+    v_size integer[] := array_fill(0, ARRAY[s]);
+    v_masks bigint[] := '{}';
+    v_bit integer;
+    v_to integer;
+    v_mask bigint;
+    v_combo integer[];
+BEGIN
+    IF k < 0 OR s <= k OR s > 64 OR cardinality(bit_weights) <> 64 THEN
+        RAISE EXCEPTION 'segment_masks needs 0 <= k < s <= 64 and 64 weights, got k=%, s=%, % weights',
+            k, s, cardinality(bit_weights) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- greedy balance: the heaviest bit first, each to the lightest segment (then the
+    -- one with fewest bits, then the first)
+    FOR v_bit IN SELECT b FROM generate_series(0, 63) AS b ORDER BY bit_weights[b + 1] DESC, b LOOP
+        SELECT i INTO v_to FROM generate_series(1, s) AS i
+        ORDER BY v_weight[i], v_size[i], i LIMIT 1;
+        v_segment[v_to] := v_segment[v_to] | (1::bigint << v_bit);
+        v_weight[v_to] := v_weight[v_to] + greatest(bit_weights[v_bit + 1], 0);
+        v_size[v_to] := v_size[v_to] + 1;
+    END LOOP;
+    -- every choice of s - k segments, in lexicographic order
+    FOR v_combo IN
+        WITH RECURSIVE c(items) AS (
+            SELECT ARRAY[i] FROM generate_series(1, s) AS i
+            UNION ALL
+            SELECT c.items || i FROM c, generate_series(1, s) AS i
+            WHERE i > c.items[cardinality(c.items)] AND cardinality(c.items) < s - k
+        )
+        SELECT items FROM c WHERE cardinality(items) = s - k ORDER BY items
+    LOOP
+        v_mask := 0;
+        FOR v_to IN SELECT unnest(v_combo) LOOP
+            v_mask := v_mask | v_segment[v_to];
+        END LOOP;
+        v_masks := v_masks || v_mask;
+    END LOOP;
+    RETURN v_masks;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.segment_masks(integer, integer, float8[]) IS
+    'Masks of every choice of s - k out of s segments of the 64 bits, the segments balanced by bit_weights';
+
+-- pass_cost: estimated work of one pair report with these masks over rows rows,
+-- from a sample: rows hashed per pass (c_row each) plus the pairs each pass compares,
+-- the sample's pairs that agree on the mask scaled up to the table.
+CREATE OR REPLACE FUNCTION simpg.pass_cost(sample bigint[], masks bigint[], rows float8, c_row float8) RETURNS float8
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN rows * c_row * pg_catalog.cardinality(masks) + (
+        SELECT pg_catalog.sum(g.c * (g.c - 1))
+        FROM (SELECT pg_catalog.count(*) AS c
+              FROM pg_catalog.unnest(sample) AS f, pg_catalog.unnest(masks) WITH ORDINALITY AS m(mask, t)
+              GROUP BY m.t, f OPERATOR(pg_catalog.&) m.mask) AS g
+    )::float8 / (pg_catalog.cardinality(sample)::float8 * (pg_catalog.cardinality(sample) - 1))
+      * rows * (rows - 1) / 2;
+
+COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
+    'Internal: estimated work of pair passes on masks over rows rows, from a sample of at least 2 fingerprints';
+
+-- pair_masks: the masks a pair report within k joins on, for the table and column of
+-- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
+-- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
+-- table; BERNOULLI sampling with a fixed seed otherwise, so the same data gets the same
+-- plan), estimates each candidate plan's work as rows hashed plus pairs compared, and
+-- returns the cheapest. Works on plain and partitioned tables; an empty table gets the
+-- layout's masks.
+CREATE OR REPLACE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- estimated cost of hashing one row into a pass, in units of one pair compared
+    -- (bench/pairs_skew.py on PostgreSQL 15: 651 ns per row and pass, 86 ns per pair)
+    c_row CONSTANT float8 := 7.5;
+    c_sample CONSTANT integer := 3000;
+    v_rows float8;
+    v_sample bigint[];
+    v_m float8;
+    v_weights float8[];
+    rel regclass := layout.indexed_table;
+    col name := layout.fingerprint_column;
+    v_layout bigint[] := simpg.layout_masks(layout.k, layout.levels);
+    v_best bigint[];
+    v_best_cost float8;
+    v_masks bigint[];
+    v_cost float8;
+    v_s integer;
+BEGIN
+    SELECT CASE WHEN c.relkind = 'p' THEN -1 ELSE c.reltuples END INTO v_rows
+    FROM pg_class AS c WHERE c.oid = rel;
+    IF v_rows IS NULL OR v_rows < 0 OR v_rows <= 2 * c_sample THEN
+        EXECUTE format('SELECT count(*) FROM %s AS t WHERE t.%I IS NOT NULL', rel, col) INTO v_rows;
+    END IF;
+    IF v_rows <= 2 * c_sample THEN
+        EXECUTE format('SELECT array_agg(t.%I) FROM %s AS t WHERE t.%I IS NOT NULL', col, rel, col)
+            INTO v_sample;
+    ELSE
+        EXECUTE format('SELECT array_agg(t.%I) FROM %s AS t TABLESAMPLE BERNOULLI (%s) REPEATABLE (0) WHERE t.%I IS NOT NULL',
+                       col, rel, least(100.0, 100.0 * c_sample / v_rows), col)
+            INTO v_sample;
+    END IF;
+    v_m := coalesce(cardinality(v_sample), 0);
+    IF v_m < 2 THEN
+        RETURN v_layout;
+    END IF;
+    v_best := v_layout;
+    v_best_cost := simpg.pass_cost(v_sample, v_layout, v_rows, c_row);
+    -- the layout's passes compare no more pairs than they hash rows: keep it
+    IF v_best_cost <= 2 * c_row * v_rows * cardinality(v_layout) THEN
+        RETURN v_best;
+    END IF;
+    -- bit weights: each bit's entropy on the sample, so that constant bits (which
+    -- every pair shares) do not make a segment look informative
+    SELECT array_agg(CASE WHEN x.p <= 0 OR x.p >= 1 THEN 0
+                          ELSE -(x.p * ln(x.p) + (1 - x.p) * ln(1 - x.p)) / ln(2) END ORDER BY x.b)
+    INTO v_weights
+    FROM (SELECT b, (SELECT count(*) FILTER (WHERE f & (1::bigint << b) <> 0) FROM unnest(v_sample) AS f)::float8
+                    / v_m AS p
+          FROM generate_series(0, 63) AS b) AS x(b, p);
+    FOR v_s IN k + 1 .. least(64, k + 5) LOOP
+        EXIT WHEN simpg.binomial(v_s, k) > 256;
+        v_masks := simpg.segment_masks(k, v_s, v_weights);
+        v_cost := simpg.pass_cost(v_sample, v_masks, v_rows, c_row);
+        IF v_cost < v_best_cost THEN
+            v_best := v_masks;
+            v_best_cost := v_cost;
+        END IF;
+    END LOOP;
+    -- one pass over every pair of rows: what a nested loop would do
+    IF simpg.pass_cost(v_sample, ARRAY[0::bigint], v_rows, c_row) < v_best_cost THEN
+        v_best := ARRAY[0::bigint];
+    END IF;
+    RETURN v_best;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
+    'The masks the pair reports within k join on, for an index''s table and column: the layout''s, or segments fitted to a sample of the data';
 -- report functions
 --
 -- All near-duplicate pairs of a table, their clusters (connected components) and
--- duplicate statistics, computed inside the database from the prefix columns that
--- simpg.create_index added. Every function here is SECURITY INVOKER (the default):
--- it reads the table with the caller's rights, so permissions, column privileges and
--- row-level security apply as to a plain SELECT. Dynamic SQL only ever embeds a
+-- duplicate statistics, computed inside the database by self-joins on masked
+-- fingerprint bits (simpg.pair_masks), so they never trust stored prefixes. Every
+-- function here is SECURITY INVOKER (the default): it reads the table with the
+-- caller's rights, so permissions, column privileges and row-level security apply as
+-- to a plain SELECT. Dynamic SQL only ever embeds a
 -- regclass (which quotes and qualifies itself) and names through format('%I').
 --
--- Exactness: a pair within k shares its prefix in at least one table of the layout
--- (the pigeonhole principle behind the index). Each table's pass joins the rows whose
--- prefixes are equal, and reports a pair only from the FIRST table where they are
--- equal, so every pair within k comes out exactly once, without a DISTINCT.
+-- Exactness: a pair within k agrees on the bits of at least one pass's mask (the
+-- pigeonhole principle behind the index; 65_pair_plan.sql). Each pass joins the rows
+-- that agree on its mask, and reports a pair only from the FIRST pass where they
+-- agree, so every pair within k comes out exactly once, without a DISTINCT.
 
 
 
@@ -1241,9 +1425,9 @@ COMMENT ON FUNCTION simpg.report_key_type(regclass, name, regtype, regtype) IS
     'Type a report returns keys as: the key column''s own type, text, or bigint for integer keys; raises otherwise';
 
 -- prefix_join: the FROM/WHERE part shared by the pair queries. r must be a relation
--- with columns fp, q0 .. q<n-1> (prefix t shifted down to its prefix bits) and a
+-- with columns fp, q0 .. q<n-1> (pass t's join key: the fingerprint under its mask) and a
 -- column named by ident; ident_a < ident_b takes each pair once.
--- One branch per table t: equal q_t, unequal q_u for every u < t, distance <= k.
+-- One branch per pass t: equal q_t, unequal q_u for every u < t, distance <= k.
 CREATE OR REPLACE FUNCTION simpg.prefix_join(select_list text, tables integer, k integer, ident name)
     RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -1262,19 +1446,18 @@ CREATE OR REPLACE FUNCTION simpg.prefix_join(select_list text, tables integer, k
 COMMENT ON FUNCTION simpg.prefix_join(text, integer, integer, name) IS
     'Internal: UNION ALL of one equal-prefix self-join of r per table, each pair reported from its first table only';
 
--- prefix_select: "t.<p0> >> s0 AS q0, t.<p1> >> s1 AS q1, ..." for a layout row.
-CREATE OR REPLACE FUNCTION simpg.prefix_select(layout simpg.indexes) RETURNS text
+-- mask_select: "t.<col> & m0 AS q0, t.<col> & m1 AS q1, ..." for the masks of a pair
+-- plan (simpg.pair_masks): each pass joins on the fingerprint's bits under its mask.
+CREATE OR REPLACE FUNCTION simpg.mask_select(col name, masks bigint[]) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN (
-        SELECT pg_catalog.string_agg(
-            pg_catalog.format('t.%I >> %s AS q%s', c.col,
-                              64 - simpg.prefix_bits(layout.k, layout.levels, (c.n - 1)::integer), c.n - 1),
-            ', ' ORDER BY c.n)
-        FROM pg_catalog.unnest(layout.prefix_columns) WITH ORDINALITY AS c(col, n)
+        SELECT pg_catalog.string_agg(pg_catalog.format('t.%I & %L::bigint AS q%s', col, m.mask, m.n - 1),
+                                     ', ' ORDER BY m.n)
+        FROM pg_catalog.unnest(masks) WITH ORDINALITY AS m(mask, n)
     );
 
-COMMENT ON FUNCTION simpg.prefix_select(simpg.indexes) IS
-    'Internal: the select list of every table''s prefix, shifted down to its prefix bits, as q0, q1, ...';
+COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
+    'Internal: the select list of each pass''s join key, the fingerprint under its mask, as q0, q1, ...';
 
 -- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
 -- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
@@ -1291,15 +1474,16 @@ DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+    v_masks bigint[] := simpg.pair_masks(v_row, k);
 BEGIN
-    -- The CTE reads the table once; each table's pass is a hash join on its prefix.
+    -- The CTE reads the table once; each pass is a hash join on its masked bits.
     RETURN format(
         'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
-        v_key.column_name, v_row.fingerprint_column, simpg.prefix_select(v_row), rel,
-        v_row.fingerprint_column,
+        v_key.column_name, v_row.fingerprint_column,
+        simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column,
         simpg.prefix_join(format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
                                  v_type, v_type),
-                          cardinality(v_row.prefix_columns), k, 'key'));
+                          cardinality(v_masks), k, 'key'));
 END
 $$;
 
@@ -1364,6 +1548,7 @@ CREATE OR REPLACE FUNCTION simpg.fingerprint_clusters(rel regclass, k integer, c
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_masks bigint[] := simpg.pair_masks(v_row, k);
     v_parent integer[];   -- v_parent[i]: parent of fingerprint number i, NULL for a root
     v_fp bigint[];        -- v_fp[i]: fingerprint number i (numbered in fingerprint order)
     v_seen integer[] := '{}';  -- numbers that appear in a pair, in first-seen order
@@ -1383,8 +1568,9 @@ BEGIN
         'WITH d AS (SELECT DISTINCT t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL), '
         'r AS MATERIALIZED (SELECT d.*, (row_number() OVER (ORDER BY d.fp))::integer AS i FROM d) '
         'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%s) AS p',
-        v_row.fingerprint_column, simpg.prefix_select(v_row), rel, v_row.fingerprint_column,
-        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_row.prefix_columns), k, 'fp'))
+        v_row.fingerprint_column, simpg.mask_select(v_row.fingerprint_column, v_masks), rel,
+        v_row.fingerprint_column,
+        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_masks), k, 'fp'))
     LOOP
         IF v_parent IS NULL THEN
             v_parent := array_fill(NULL::integer, ARRAY[v_n]);

@@ -79,7 +79,8 @@ def _layout(args: argparse.Namespace, n: int) -> Layout | None:
     if args.distance < 0:
         raise SimpgError(f"--distance must be 0 or more, got {args.distance}")
     if args.blocks is None:
-        return allpairs.pairs_layout(args.distance, n)
+        allpairs.pairs_layout(args.distance, n)  # validates --distance, naming it
+        return None  # allpairs fits its passes to the data
     if args.blocks <= args.distance:
         raise SimpgError(f"--blocks ({args.blocks}) must be more than --distance ({args.distance})")
     return Layout(args.distance, (args.blocks,))

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Iterable, Iterator
@@ -47,9 +48,11 @@ __all__ = [
     "clusters",
     "component_labels",
     "pair_chunks",
+    "pair_tables",
     "pairs_layout",
     "permute",
     "prefix_masks",
+    "segment_masks",
 ]
 
 _U64 = np.uint64
@@ -61,6 +64,8 @@ _EMPTY = np.empty(0, dtype=np.int64)
 _NS_PER_ROW_TABLE = 30.0
 _NS_PER_REPEATED_ROW = 150.0
 _NS_PER_CANDIDATE = 15.0
+#: Fingerprints sampled to fit a plan to the data (as simpg.pair_masks in SQL).
+_PLAN_SAMPLE = 3000
 
 
 def as_fingerprints(values: Any) -> np.ndarray:
@@ -179,6 +184,109 @@ def pairs_layout(k: int, rows: int) -> Layout:
     return best[1]
 
 
+def segment_masks(k: int, s: int, weights: Any) -> list[int]:
+    """Masks of every choice of ``s - k`` out of ``s`` segments of the 64 bits (unsigned).
+
+    The segments partition the bits, balanced by ``weights`` (64 of them, bit 0 first:
+    the information each bit carries): the heaviest bit first, each to the lightest
+    segment. Any ``k`` differing bits touch at most ``k`` segments, so two fingerprints
+    within ``k`` agree on some mask's bits, whatever the weights. Bit for bit
+    ``simpg.segment_masks`` in SQL (tests/integration/test_reports.py checks it).
+    """
+    w = [float(x) for x in weights]
+    if not 0 <= k < s <= bits.BITS or len(w) != bits.BITS:
+        raise InvalidLayout(f"segment masks need 0 <= k < s <= 64 and 64 weights, got k={k}, s={s}, {len(w)} weights")
+    segment = [0] * s
+    total = [0.0] * s
+    size = [0] * s
+    for b in sorted(range(bits.BITS), key=lambda b: (-w[b], b)):
+        to = min(range(s), key=lambda i: (total[i], size[i], i))
+        segment[to] |= 1 << b
+        total[to] += max(w[b], 0.0)
+        size[to] += 1
+    masks = []
+    for combo in itertools.combinations(range(s), s - k):
+        mask = 0
+        for i in combo:
+            mask |= segment[i]
+        masks.append(mask)
+    return masks
+
+
+def _mask_table(mask: int) -> _Table:
+    """A table whose prefix is the bits of ``mask``.
+
+    They move to the top (highest first), the other bits below them: a permutation of
+    the bits, so it keeps every distance.
+    """
+    high_first = range(bits.BITS - 1, -1, -1)
+    order = [b for b in high_first if mask >> b & 1] + [b for b in high_first if not mask >> b & 1]
+    segments = []
+    start = 0
+    while start < bits.BITS:
+        end = start + 1  # a run of source bits that stay adjacent, high to low
+        while end < bits.BITS and order[end] == order[end - 1] - 1:
+            end += 1
+        width = end - start
+        segments.append((_U64(order[end - 1]), _U64((1 << width) - 1), _U64(bits.BITS - end)))
+        start = end
+    return _Table(tuple(segments), bin(mask).count("1"), mask)
+
+
+def _sample(fps: np.ndarray) -> np.ndarray:
+    if len(fps) <= 2 * _PLAN_SAMPLE:
+        return fps
+    return fps[np.random.default_rng(0).choice(len(fps), _PLAN_SAMPLE, replace=False)]
+
+
+def _sample_cost(sample: np.ndarray, masks: list[int], rows: int) -> float:
+    """Estimated nanoseconds of a pass per mask over ``rows`` rows like ``sample``."""
+    m = len(sample)
+    cost = 0.0
+    for mask in masks:
+        _, counts = np.unique(sample & _U64(mask), return_counts=True)
+        collisions = float((counts.astype(np.float64) * (counts - 1)).sum())
+        candidates = collisions / (m * (m - 1)) * rows * (rows - 1) / 2
+        repeated = min(float(rows), 2 * candidates)
+        cost += rows * _NS_PER_ROW_TABLE + repeated * _NS_PER_REPEATED_ROW + candidates * _NS_PER_CANDIDATE
+    return cost
+
+
+def pair_tables(fps: Any, k: int) -> tuple[_Table, ...]:
+    """The tables :func:`pair_chunks` makes its passes over, fitted to ``fps``.
+
+    :func:`pairs_layout` is the fastest for uniform fingerprints; on fingerprints whose
+    bits are far from uniform (32-bit values, one template) its prefixes are nearly
+    constant and a pass compares almost every pair of rows. A sample of the rows
+    measures that; when the layout's passes would compare more pairs than they sort
+    rows, segments balanced by each bit's entropy (:func:`segment_masks`) are tried
+    too and the cheapest estimate wins. Exact either way. As ``simpg.pair_masks``.
+    """
+    fps = as_fingerprints(fps)
+    _check_k(k, None)
+    n = len(fps)
+    layout = pairs_layout(k, n)
+    if n < 2:
+        return _tables(layout)
+    sample = _sample(fps)
+    best = (_sample_cost(sample, prefix_masks(layout), n), _tables(layout))
+    if best[0] <= 2 * n * _NS_PER_ROW_TABLE * layout.tables:
+        return best[1]
+    ones = np.array([np.count_nonzero(sample & _U64(1 << b)) for b in range(bits.BITS)], dtype=np.float64)
+    p = ones / len(sample)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = np.nan_to_num(-(p * np.log2(p) + (1 - p) * np.log2(1 - p)))
+    for s in range(k + 1, min(bits.BITS, k + 5) + 1):
+        if math.comb(s, k) > 256:
+            break
+        masks = segment_masks(k, s, entropy)
+        cost = _sample_cost(sample, masks, n)
+        if cost < best[0]:
+            best = (cost, tuple(_mask_table(m) for m in masks))
+    logger.debug("pair passes: %d tables, estimated %.3f s", len(best[1]), best[0] / 1e9)
+    return best[1]
+
+
 def _check_k(k: int, layout: Layout | None) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise InvalidLayout(f"k must be a non-negative integer, got {k!r}")
@@ -280,7 +388,8 @@ def pair_chunks(fps: Any, k: int, layout: Layout | None = None,
     Args:
         fps: fingerprints (see :func:`as_fingerprints`); the row number is the position.
         k: largest distance reported.
-        layout: the tables to use (radius at least ``k``); default :func:`pairs_layout`.
+        layout: the tables to use (radius at least ``k``); default :func:`pair_tables`,
+            fitted to the data.
 
     Yields:
         ``(i, j, distance)`` int64 arrays with ``i < j``. Each pair appears exactly
@@ -288,10 +397,9 @@ def pair_chunks(fps: Any, k: int, layout: Layout | None = None,
     """
     fps = as_fingerprints(fps)
     _check_k(k, layout)
-    layout = layout or pairs_layout(k, len(fps))
     if len(fps) < 2:
         return
-    tables = _tables(layout)
+    tables = _tables(layout) if layout is not None else pair_tables(fps, k)
     ws = _Workspace(len(fps))
     for t, table in enumerate(tables):
         i, j, d = _table_pairs(fps, table, k, ws)
@@ -361,7 +469,6 @@ def clusters(fps: Any, k: int, layout: Layout | None = None) -> list[np.ndarray]
     if n < 2:
         return []
     unique, inverse = np.unique(fps, return_inverse=True)
-    layout = layout or pairs_layout(k, len(unique))
     chunks = list(pair_chunks(unique, k, layout))
     edges_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
     edges_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY

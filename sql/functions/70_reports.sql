@@ -1,16 +1,17 @@
 -- report functions
 --
 -- All near-duplicate pairs of a table, their clusters (connected components) and
--- duplicate statistics, computed inside the database from the prefix columns that
--- simpg.create_index added. Every function here is SECURITY INVOKER (the default):
--- it reads the table with the caller's rights, so permissions, column privileges and
--- row-level security apply as to a plain SELECT. Dynamic SQL only ever embeds a
+-- duplicate statistics, computed inside the database by self-joins on masked
+-- fingerprint bits (simpg.pair_masks), so they never trust stored prefixes. Every
+-- function here is SECURITY INVOKER (the default): it reads the table with the
+-- caller's rights, so permissions, column privileges and row-level security apply as
+-- to a plain SELECT. Dynamic SQL only ever embeds a
 -- regclass (which quotes and qualifies itself) and names through format('%I').
 --
--- Exactness: a pair within k shares its prefix in at least one table of the layout
--- (the pigeonhole principle behind the index). Each table's pass joins the rows whose
--- prefixes are equal, and reports a pair only from the FIRST table where they are
--- equal, so every pair within k comes out exactly once, without a DISTINCT.
+-- Exactness: a pair within k agrees on the bits of at least one pass's mask (the
+-- pigeonhole principle behind the index; 65_pair_plan.sql). Each pass joins the rows
+-- that agree on its mask, and reports a pair only from the FIRST pass where they
+-- agree, so every pair within k comes out exactly once, without a DISTINCT.
 
 
 
@@ -97,9 +98,9 @@ COMMENT ON FUNCTION simpg.report_key_type(regclass, name, regtype, regtype) IS
     'Type a report returns keys as: the key column''s own type, text, or bigint for integer keys; raises otherwise';
 
 -- prefix_join: the FROM/WHERE part shared by the pair queries. r must be a relation
--- with columns fp, q0 .. q<n-1> (prefix t shifted down to its prefix bits) and a
+-- with columns fp, q0 .. q<n-1> (pass t's join key: the fingerprint under its mask) and a
 -- column named by ident; ident_a < ident_b takes each pair once.
--- One branch per table t: equal q_t, unequal q_u for every u < t, distance <= k.
+-- One branch per pass t: equal q_t, unequal q_u for every u < t, distance <= k.
 CREATE FUNCTION simpg.prefix_join(select_list text, tables integer, k integer, ident name)
     RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -118,19 +119,18 @@ CREATE FUNCTION simpg.prefix_join(select_list text, tables integer, k integer, i
 COMMENT ON FUNCTION simpg.prefix_join(text, integer, integer, name) IS
     'Internal: UNION ALL of one equal-prefix self-join of r per table, each pair reported from its first table only';
 
--- prefix_select: "t.<p0> >> s0 AS q0, t.<p1> >> s1 AS q1, ..." for a layout row.
-CREATE FUNCTION simpg.prefix_select(layout simpg.indexes) RETURNS text
+-- mask_select: "t.<col> & m0 AS q0, t.<col> & m1 AS q1, ..." for the masks of a pair
+-- plan (simpg.pair_masks): each pass joins on the fingerprint's bits under its mask.
+CREATE FUNCTION simpg.mask_select(col name, masks bigint[]) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN (
-        SELECT pg_catalog.string_agg(
-            pg_catalog.format('t.%I >> %s AS q%s', c.col,
-                              64 - simpg.prefix_bits(layout.k, layout.levels, (c.n - 1)::integer), c.n - 1),
-            ', ' ORDER BY c.n)
-        FROM pg_catalog.unnest(layout.prefix_columns) WITH ORDINALITY AS c(col, n)
+        SELECT pg_catalog.string_agg(pg_catalog.format('t.%I & %L::bigint AS q%s', col, m.mask, m.n - 1),
+                                     ', ' ORDER BY m.n)
+        FROM pg_catalog.unnest(masks) WITH ORDINALITY AS m(mask, n)
     );
 
-COMMENT ON FUNCTION simpg.prefix_select(simpg.indexes) IS
-    'Internal: the select list of every table''s prefix, shifted down to its prefix bits, as q0, q1, ...';
+COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
+    'Internal: the select list of each pass''s join key, the fingerprint under its mask, as q0, q1, ...';
 
 -- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
 -- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
@@ -147,15 +147,16 @@ DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+    v_masks bigint[] := simpg.pair_masks(v_row, k);
 BEGIN
-    -- The CTE reads the table once; each table's pass is a hash join on its prefix.
+    -- The CTE reads the table once; each pass is a hash join on its masked bits.
     RETURN format(
         'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
-        v_key.column_name, v_row.fingerprint_column, simpg.prefix_select(v_row), rel,
-        v_row.fingerprint_column,
+        v_key.column_name, v_row.fingerprint_column,
+        simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column,
         simpg.prefix_join(format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
                                  v_type, v_type),
-                          cardinality(v_row.prefix_columns), k, 'key'));
+                          cardinality(v_masks), k, 'key'));
 END
 $$;
 
@@ -220,6 +221,7 @@ CREATE FUNCTION simpg.fingerprint_clusters(rel regclass, k integer, col name DEF
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_masks bigint[] := simpg.pair_masks(v_row, k);
     v_parent integer[];   -- v_parent[i]: parent of fingerprint number i, NULL for a root
     v_fp bigint[];        -- v_fp[i]: fingerprint number i (numbered in fingerprint order)
     v_seen integer[] := '{}';  -- numbers that appear in a pair, in first-seen order
@@ -239,8 +241,9 @@ BEGIN
         'WITH d AS (SELECT DISTINCT t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL), '
         'r AS MATERIALIZED (SELECT d.*, (row_number() OVER (ORDER BY d.fp))::integer AS i FROM d) '
         'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%s) AS p',
-        v_row.fingerprint_column, simpg.prefix_select(v_row), rel, v_row.fingerprint_column,
-        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_row.prefix_columns), k, 'fp'))
+        v_row.fingerprint_column, simpg.mask_select(v_row.fingerprint_column, v_masks), rel,
+        v_row.fingerprint_column,
+        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_masks), k, 'fp'))
     LOOP
         IF v_parent IS NULL THEN
             v_parent := array_fill(NULL::integer, ARRAY[v_n]);

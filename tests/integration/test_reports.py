@@ -10,6 +10,7 @@ that must not match, chains that join rows farther apart than k, NULL fingerprin
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import uuid
 from collections import Counter
@@ -20,7 +21,9 @@ import psycopg
 import pytest
 
 from simpg import bits
-from simpg.layout import block_widths
+from simpg.layout import Layout, block_widths
+from simpg.psycopg.allpairs import prefix_masks, segment_masks
+from tests.layouts import mask_family_is_exact
 
 Key = Hashable
 
@@ -160,6 +163,104 @@ def test_pairs_on_random_data_with_the_default_layout(conn):
     conn.execute("SELECT simpg.create_index('docs', 'simhash', 3)")
     for k in (0, 2, 3):
         assert sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', %s)", [k]) == brute_pairs(rows, k)
+
+
+TWO_LEVEL_LAYOUTS = [(0, (1,)), (1, (3,)), (3, (4,)), (3, (6,)), (3, (4, 4)), (5, (7,)), (2, (3, 5))]
+
+
+@pytest.mark.parametrize("k, levels", TWO_LEVEL_LAYOUTS, ids=str)
+def test_layout_masks_are_the_python_prefix_masks_and_exact(conn, k, levels):
+    got = conn.execute("SELECT simpg.layout_masks(%s, %s)", [k, list(levels)]).fetchone()[0]
+    layout = Layout(k, levels)
+    assert got == [bits.to_db(m) for m in prefix_masks(layout)]
+    assert mask_family_is_exact(got, k)
+    # one more differing bit escapes every mask: the radius is tight
+    assert not mask_family_is_exact(got, k + 1)
+
+
+def test_segment_masks_are_exact_for_any_weights(conn):
+    rng = random.Random(21)
+    weight_sets = {
+        "uniform": [1.0] * 64,
+        "low 32 bits only": [0.0] * 32 + [1.0] * 32,
+        "bits 0 and 63 only": [1.0] + [0.0] * 62 + [1.0],
+        "random": [rng.random() for _ in range(64)],
+        "all zero": [0.0] * 64,
+    }
+    for k in range(0, 7):
+        for s in range(k + 1, k + 5):
+            for name, weights in weight_sets.items():
+                # weights are given bit 0 first; the SQL array is 1-based
+                masks = conn.execute(
+                    "SELECT simpg.segment_masks(%s, %s, %s::float8[])", [k, s, weights]
+                ).fetchone()[0]
+                assert len(masks) == math.comb(s, k), (k, s, name)
+                assert mask_family_is_exact(masks, k), (k, s, name)
+                assert [bits.to_db(m) for m in segment_masks(k, s, weights)] == masks, (k, s, name)
+    # the balance follows the weights: with only 32 informative bits in 4 segments,
+    # every segment gets 8 of them
+    masks = conn.execute(
+        "SELECT simpg.segment_masks(3, 4, %s::float8[])", [[0.0] * 32 + [1.0] * 32]
+    ).fetchone()[0]
+    assert sorted(bin(m & bits.MASK & ~0xFFFFFFFF).count("1") for m in masks) == [8] * 4
+
+
+def low_entropy_fingerprints(rng: random.Random, kind: str, rows: int) -> list[int | None]:
+    """Fingerprints whose bits are far from uniform, with planted neighbours within 3."""
+    if kind == "32-bit values":
+        free = list(range(32, 64))  # positions from the top: the low 32 bits vary
+        base = 0
+    elif kind == "small negative bigints":
+        free = list(range(44, 64))  # -1 - (20 random bits): the top 44 bits are all ones
+        base = bits.MASK
+    elif kind == "a template with bits 0 and 63":
+        free = [0, 63, *rng.sample(range(1, 63), 16)]
+        base = rng.getrandbits(64)
+    else:
+        raise AssertionError(kind)
+    fps: list[int | None] = []
+    for _ in range(rows):
+        fps.append(flip(base, [p for p in free if rng.random() < 0.5]))
+    for i in range(rows // 5):  # neighbours at 0 to 4 bits, inside the free bits
+        fps.append(flip(fps[i] or 0, rng.sample(free, rng.randint(0, 4))))
+    return [*fps, None]
+
+
+@pytest.mark.parametrize(
+    "kind", ["32-bit values", "small negative bigints", "a template with bits 0 and 63"]
+)
+def test_pairs_and_clusters_on_low_entropy_fingerprints(conn, kind):
+    """Issue 13 item 9: the index's prefixes are nearly constant on such data, so the
+    reports join on bits fitted to it; answers stay exact."""
+    rng = random.Random(kind)
+    rows = keyed(low_entropy_fingerprints(rng, kind, 900), rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    masks = conn.execute(
+        "SELECT simpg.pair_masks(i, 3) FROM simpg.indexes AS i WHERE indexed_table = 'docs'::regclass"
+    ).fetchone()[0]
+    assert masks != conn.execute("SELECT simpg.layout_masks(3, '{4}')").fetchone()[0]
+    assert mask_family_is_exact(masks, 3)
+    for k in (0, 2, 3):
+        expected = brute_pairs(rows, k)
+        got = sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', %s)", [k])
+        assert got == expected, f"k={k}"
+    assert any(d == 3 for d in expected.values())
+    got_clusters = conn.execute("SELECT key, cluster_id, size FROM simpg.clusters('docs', 3)").fetchall()
+    assert {key: (cid, size) for key, cid, size in got_clusters} == brute_clusters(rows, 3)
+
+
+def test_one_fingerprint_everywhere_compares_every_pair_once(conn):
+    """All rows equal: every plan compares every pair, so the cheapest is one pass."""
+    rows = {i: 0x0123456789ABCDEF for i in range(1, 301)}
+    rows[301] = flip(0x0123456789ABCDEF, [0, 63, 7])
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    masks = conn.execute(
+        "SELECT simpg.pair_masks(i, 3) FROM simpg.indexes AS i WHERE indexed_table = 'docs'::regclass"
+    ).fetchone()[0]
+    assert masks == [0]
+    assert sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', 3)", []) == brute_pairs(rows, 3)
 
 
 def test_pairs_join_back_to_titles(conn):

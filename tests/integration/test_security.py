@@ -177,18 +177,17 @@ def test_no_simpg_function_reads_a_table_without_select(db):
             with pytest.raises(psycopg.errors.InsufficientPrivilege) as err:
                 other.execute(query).fetchall()
             assert "permission denied for table docs" in str(err.value), query
-        # the statement text holds no data; running it is refused the same way
-        text = other.execute("SELECT simpg.pairs_query('docs', 2)").fetchone()[0]
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            other.execute(text).fetchall()
+        # the statement's plan is fitted to a sample of the table: refused the same way
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as err:
+            other.execute("SELECT simpg.pairs_query('docs', 2)").fetchone()
+        assert "permission denied for table docs" in str(err.value)
 
 
 def test_column_privileges_are_enough_for_reports(db):
-    """A role that may read the key, fingerprint and prefix columns but not the body."""
+    """A role that may read the key and fingerprint columns, not the prefixes nor the body."""
     rows = make_docs(db.conn)
-    prefix = db.conn.execute("SELECT prefix_columns FROM simpg.indexes").fetchone()[0]
     with login_role(db.conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
-        cols = sql.SQL(", ").join(sql.Identifier(c) for c in ["id", "simhash", *prefix])
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in ["id", "simhash"])
         db.conn.execute(
             sql.SQL("GRANT SELECT ({}) ON docs TO {}").format(cols, sql.Identifier(role))
         )

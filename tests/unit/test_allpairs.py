@@ -14,6 +14,7 @@ from simpg.exc import InvalidFingerprint, InvalidLayout
 from simpg.layout import Layout
 from simpg.psycopg import allpairs
 from simpg.psycopg.queries import RangeMaker
+from tests.layouts import mask_family_is_exact
 
 LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,)), Layout(1, (2,)), Layout(0, (1,))]
 
@@ -109,6 +110,77 @@ def test_larger_random_set_with_planted_pairs() -> None:
     # every reported pair is within 3 bits
     values = [int(x) for x in all_fps]
     assert all(bits.hamming(values[i], values[j]) <= 3 for i, j in got)
+
+
+def low_entropy(kind: str, n: int, seed: int) -> list[int]:
+    """Fingerprints with few random bits, and neighbours within 0 to 4 of those bits."""
+    rng = random.Random(seed)
+    if kind == "32-bit values":
+        free, base = list(range(32)), 0
+    elif kind == "small negative":
+        free, base = list(range(20)), bits.MASK  # -1 - (20 random bits) as bigint
+    else:  # a template: bits 0 and 63 and 14 others vary
+        free, base = [0, 63, *rng.sample(range(1, 63), 14)], rng.getrandbits(64)
+    fps = []
+    for _ in range(n):
+        fp = base
+        for b in free:
+            if rng.random() < 0.5:
+                fp ^= 1 << b
+        fps.append(fp)
+    for i in range(n // 5):
+        fp = fps[i]
+        for b in rng.sample(free, rng.randint(0, 4)):
+            fp ^= 1 << b
+        fps.append(fp)
+    return fps
+
+
+@pytest.mark.parametrize("kind", ["32-bit values", "small negative", "template"])
+def test_pairs_on_low_entropy_fingerprints_fit_the_data_and_stay_exact(kind: str) -> None:
+    """Issue 13 item 9: nearly constant prefixes made every pass compare every pair."""
+    fps = low_entropy(kind, 1500, seed=len(kind))
+    tables = allpairs.pair_tables(fps, 3)
+    layout = allpairs.pairs_layout(3, len(fps))
+    masks = [t.source_mask for t in tables]
+    assert masks != allpairs.prefix_masks(layout)  # fitted to the data
+    assert mask_family_is_exact(masks, 3)
+    for k in (0, 2, 3):
+        got = engine_pairs(fps, k, None)
+        assert len(got) == len(set(got)), "a pair was reported twice"
+        assert set(got) == brute_pairs(fps, k)
+    assert {frozenset(map(int, c)) for c in allpairs.clusters(fps, 3)} == brute_clusters(
+        len(fps), brute_pairs(fps, 3))
+
+
+def test_uniform_fingerprints_keep_the_layout() -> None:
+    fps = np.random.default_rng(5).integers(0, 2**64, size=5000, dtype=np.uint64)
+    tables = allpairs.pair_tables(fps, 3)
+    assert [t.source_mask for t in tables] == allpairs.prefix_masks(allpairs.pairs_layout(3, 5000))
+
+
+@pytest.mark.parametrize("mask", [0xFFFF, 1 << 63 | 1, 0x5555555555555555, bits.MASK, 0xF0F0 << 40])
+def test_mask_tables_keep_every_distance_and_share_prefixes_on_the_mask(mask: int) -> None:
+    table = allpairs._mask_table(mask)
+    rng = np.random.default_rng(mask % 1000)
+    fps = rng.integers(0, 2**64, size=300, dtype=np.uint64)
+    perm = allpairs._permute(fps, table)
+    # a bijection of bits: distances are kept
+    d_orig = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    d_perm = np.bitwise_count(perm[:, None] ^ perm[None, :])
+    assert np.array_equal(d_orig, d_perm)
+    # the prefix is exactly the masked bits
+    shift = np.uint64(64 - table.prefix_bits)
+    same_prefix = (perm[:, None] >> shift) == (perm[None, :] >> shift)
+    same_mask = ((fps[:, None] ^ fps[None, :]) & np.uint64(mask)) == 0
+    assert np.array_equal(same_prefix, same_mask)
+
+
+def test_segment_masks_refuse_bad_arguments() -> None:
+    with pytest.raises(InvalidLayout, match="k=3, s=3"):
+        allpairs.segment_masks(3, 3, [1.0] * 64)
+    with pytest.raises(InvalidLayout, match="63 weights"):
+        allpairs.segment_masks(1, 3, [1.0] * 63)
 
 
 def test_k_above_the_layout_is_an_error() -> None:
