@@ -13,6 +13,12 @@ Three steps; the first two are safe to run while the application reads and write
    transaction whose snapshot is older than the rewrite sees the table empty after it.
    Run this step when no such transaction is open.
 
+A run killed in step 3 resumes when it is run again with the same layout: prefix
+columns of exactly that layout are kept (no second rewrite), indexes left INVALID by an
+interrupted ``CREATE INDEX CONCURRENTLY`` are dropped concurrently, and the missing
+B-trees are built. Prefix columns of another layout, or of a damaged index, are refused
+before anything changes, naming ``simpg repair`` and ``simpg.drop_index``.
+
 Example:
     simpg backfill --dsn "dbname=app" --table articles --text-column body \\
         --fp-column simhash --k 3 --blocks 5 --progress
@@ -42,6 +48,7 @@ __all__ = [
     "add_fingerprint_column",
     "backfill_fingerprints",
     "build_index",
+    "existing_layout",
     "register",
     "register_prefixes",
     "run",
@@ -61,12 +68,21 @@ class BackfillResult:
 
 @dataclass
 class IndexResult:
-    """How long each part of the index build took (the ALTER is the locking part)."""
+    """How long each part of the index build took (the ALTER is the locking part).
+
+    ``resumed``: the prefix columns were there already (a run killed in step 3, or a
+    second run), so there was no ALTER; ``invalid_dropped`` names the INVALID indexes
+    of an interrupted ``CREATE INDEX CONCURRENTLY`` that were dropped, and
+    ``indexes_built`` counts the B-trees built (the others existed).
+    """
 
     layout: str
     alter_seconds: float
     index_seconds: float
     analyze_seconds: float
+    resumed: bool = False
+    invalid_dropped: list[str] = field(default_factory=list)
+    indexes_built: int = 0
 
 
 def _ident(*parts: str) -> Any:
@@ -234,6 +250,85 @@ def backfill_fingerprints(
     return result
 
 
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def existing_layout(conn: Any, table: str, fp_column: str, k: int,
+                    layout: Layout | None = None) -> tuple[Layout, list[str], list[str | None]] | None:
+    """The simpg index that an earlier (perhaps killed) run left on ``fp_column``, if any.
+
+    Returns ``(layout, prefix columns, B-tree names)`` of a complete index (every prefix
+    column there; ``None`` where a table has no valid B-tree) whose layout is ``layout``,
+    or has radius ``k`` when ``layout`` is None; None when the column has no prefix
+    columns. Raises, before anything changes, when they are of another layout, or of a
+    damaged index, or of several: backfill must not build next to them.
+    """
+    oid, qualified, _ = _table_info(conn, table)
+    found = [
+        (Layout(row[0], tuple(row[1])), list(row[2]), list(row[3]))
+        for row in conn.execute(
+            "SELECT i.k, i.levels, i.prefix_columns, i.index_names FROM simpg.indexes AS i "
+            "WHERE i.indexed_table = %s::oid::regclass AND i.fingerprint_column = %s",
+            (oid, fp_column),
+        )
+    ]
+    damage = [
+        f"{problem} ({detail})"
+        for problem, detail in conn.execute(
+            "SELECT c.problem, c.detail FROM simpg.check(%s::oid::regclass, %s, false) AS c "
+            "WHERE c.problem IN ('missing prefix column', 'several layouts')",
+            (oid, fp_column),
+        )
+    ]
+    way_out = (
+        f"remove them with simpg repair --table {table} --column {fp_column} (a damaged index) or "
+        f"SELECT simpg.drop_index({_literal(qualified)}, {_literal(fp_column)}), then run backfill again"
+    )
+    if damage:
+        raise SimpgError(
+            f"column {qualified}.{fp_column} has leftover simpg prefix columns: {'; '.join(damage)}; {way_out}"
+        )
+    if not found:
+        return None
+    have, columns, indexes = found[0]
+    if (layout is not None and have != layout) or have.k != k:
+        raise SimpgError(
+            f"column {qualified}.{fp_column} already has the prefix columns of simpg layout {have.name}, "
+            f"not of {layout.name if layout else f'radius k={k}'}; ask for {have.name}, or {way_out}"
+        )
+    return have, columns, indexes
+
+
+def _object_names(conn: Any, oid: int, fp_column: str, layout: Layout) -> tuple[list[str], list[str]]:
+    """Prefix column and B-tree names of ``layout``, as simpg.create_index makes them."""
+    from simpg.sqlalchemy.index import object_name
+
+    relname = conn.execute("SELECT relname FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]
+    columns = [object_name(fp_column, f"_p{t}") for t in range(layout.tables)]
+    indexes = [object_name(f"{relname}_{fp_column}", f"_p{t}_idx") for t in range(layout.tables)]
+    return columns, indexes
+
+
+def _refuse_taken_columns(conn: Any, table: str, fp_column: str, layout: Layout) -> None:
+    """Raise if columns that are not prefix columns already have the names of ``layout``'s."""
+    oid, qualified, _ = _table_info(conn, table)
+    columns, _ = _object_names(conn, oid, fp_column, layout)
+    taken = [
+        r[0]
+        for r in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s AND attname = ANY (%s::name[]) "
+            "AND NOT attisdropped ORDER BY attnum",
+            (oid, columns),
+        )
+    ]
+    if taken:
+        raise SimpgError(
+            f"table {qualified} already has columns named {', '.join(taken)} that are not simpg prefix "
+            f"columns of {fp_column}; see simpg check --table {table}, then drop or rename them"
+        )
+
+
 def build_index(
     conn: Any,
     table: str,
@@ -249,10 +344,14 @@ def build_index(
 
     ``conn`` must be in autocommit mode (CREATE INDEX CONCURRENTLY cannot run in a
     transaction block). The ALTER waits at most ``lock_timeout`` for its lock.
+
+    Resumes what an interrupted build of the same layout left (see
+    :func:`existing_layout`): the prefix columns are kept, INVALID indexes on them are
+    dropped concurrently, and only the missing B-trees are built.
     """
     from psycopg import sql
 
-    from simpg.sqlalchemy.index import object_name, prefix_expression, prefix_index_sql
+    from simpg.sqlalchemy.index import prefix_expression, prefix_index_sql
 
     layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
     oid, qualified, _ = _table_info(conn, table)
@@ -261,21 +360,43 @@ def build_index(
             f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
             "expected bigint"
         )
-    relname = conn.execute("SELECT relname FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]
-    columns = [object_name(fp_column, f"_p{t}") for t in range(layout.tables)]
-    indexes = [object_name(f"{relname}_{fp_column}", f"_p{t}_idx") for t in range(layout.tables)]
-    adds = sql.SQL(", ").join(
-        sql.SQL("ADD COLUMN {} bigint GENERATED ALWAYS AS ({}) STORED").format(
-            _ident(c), sql.SQL(prefix_expression(fp_column, layout, t))
-        )
-        for t, c in enumerate(columns)
-    )
+    columns, indexes = _object_names(conn, oid, fp_column, layout)
+    built: list[str | None] = [None] * layout.tables  # valid B-trees there already
+    existing = existing_layout(conn, table, fp_column, k, layout)
     t0 = time.perf_counter()
-    with conn.transaction():
-        conn.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
-        conn.execute(sql.SQL("ALTER TABLE {} {}").format(sql.SQL(qualified), adds))
+    if existing is None:
+        _refuse_taken_columns(conn, table, fp_column, layout)
+        adds = sql.SQL(", ").join(
+            sql.SQL("ADD COLUMN {} bigint GENERATED ALWAYS AS ({}) STORED").format(
+                _ident(c), sql.SQL(prefix_expression(fp_column, layout, t))
+            )
+            for t, c in enumerate(columns)
+        )
+        with conn.transaction():
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
+            conn.execute(sql.SQL("ALTER TABLE {} {}").format(sql.SQL(qualified), adds))
+    else:
+        _, columns, built = existing
+        logger.info("resuming the simpg index on %s.%s (%s): its prefix columns exist",
+                    qualified, fp_column, layout.name)
     t1 = time.perf_counter()
-    for column, index in zip(columns, indexes, strict=True):
+    # what an interrupted CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
+    invalid = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT i.indexrelid::regclass::text FROM pg_index AS i "
+            "JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
+            "WHERE i.indrelid = %s AND a.attname = ANY (%s::name[]) AND NOT i.indisvalid ORDER BY 1",
+            (oid, columns),
+        )
+    ]
+    for name in invalid:
+        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.SQL(name)))
+    names = []
+    for column, index, there in zip(columns, indexes, built, strict=True):
+        if there is not None:
+            names.append(there)
+            continue
         conn.execute(
             sql.SQL(
                 prefix_index_sql(
@@ -284,6 +405,8 @@ def build_index(
                 )
             )
         )
+        names.append(index)
+    indexes = names
     t2 = time.perf_counter()
     conn.execute(
         sql.SQL("ANALYZE {} ({})").format(
@@ -293,7 +416,8 @@ def build_index(
     register_prefixes(conn, oid, fp_column, layout, columns, indexes, fingerprint_config)
     t3 = time.perf_counter()
     logger.info("indexed %s.%s (%s)", qualified, fp_column, layout.name)
-    return IndexResult(layout.name, t1 - t0, t2 - t1, t3 - t2)
+    return IndexResult(layout.name, t1 - t0, t2 - t1, t3 - t2, resumed=existing is not None,
+                       invalid_dropped=invalid, indexes_built=sum(there is None for there in built))
 
 
 def register_prefixes(
@@ -397,10 +521,27 @@ def run(args: argparse.Namespace) -> int:
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         # everything that can be refused is refused before the first change
-        _check_source(conn, args.table, args.text_column)
+        oid, _, _ = _check_source(conn, args.table, args.text_column)
+        layout = None
         if args.k is not None and args.blocks is not None:
-            Layout(args.k, (args.blocks,) if args.inner_blocks is None else (args.blocks, args.inner_blocks))
+            layout = Layout(args.k, (args.blocks,) if args.inner_blocks is None else (args.blocks, args.inner_blocks))
         _check_config_matches_index(conn, args.table, args.fp_column, config.identity)
+        if args.k is not None:
+            # a run killed while it built the index left prefix columns: resume with their
+            # layout (refused if it is not the one asked for)
+            existing = existing_layout(conn, args.table, args.fp_column, args.k, layout)
+            if existing is not None:
+                layout = existing[0]
+            else:
+                if layout is None:
+                    (estimate,) = conn.execute(
+                        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s", (oid,)
+                    ).fetchone() or (0,)
+                    (levels,) = conn.execute(
+                        "SELECT simpg.default_levels(%s, %s)", (args.k, estimate)
+                    ).fetchone()
+                    layout = Layout(args.k, tuple(levels))
+                _refuse_taken_columns(conn, args.table, args.fp_column, layout)
         added = add_fingerprint_column(
             conn, args.table, args.fp_column, lock_timeout=args.lock_timeout
         )
@@ -417,24 +558,14 @@ def run(args: argparse.Namespace) -> int:
         if show:
             sys.stderr.write("\n")
         index = None
-        if args.k is not None:
-            blocks, inner_blocks = args.blocks, args.inner_blocks
-            if blocks is None:
-                (rows,) = conn.execute(
-                    "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
-                    (args.table,),
-                ).fetchone() or (0,)
-                (levels,) = conn.execute(
-                    "SELECT simpg.default_levels(%s, %s)", (args.k, rows)
-                ).fetchone() or ([blocks],)
-                blocks, inner_blocks = levels[0], (levels[1] if len(levels) > 1 else None)
+        if layout is not None:
             index = build_index(
                 conn,
                 args.table,
                 args.fp_column,
-                k=args.k,
-                blocks=blocks,
-                inner_blocks=inner_blocks,
+                k=layout.k,
+                blocks=layout.levels[0],
+                inner_blocks=layout.levels[1] if len(layout.levels) > 1 else None,
                 fingerprint_config=config.identity,
                 lock_timeout=args.lock_timeout,
             )
@@ -450,6 +581,10 @@ def run(args: argparse.Namespace) -> int:
             ("fill time", f"{filled.seconds:.1f} s"),
         ]
         if index:
+            if index.resumed:
+                dropped = len(index.invalid_dropped)
+                rows.append(("index resumed", f"prefix columns existed; {dropped} invalid "
+                             f"index{'es' if dropped != 1 else ''} dropped, {index.indexes_built} built"))
             rows += [
                 ("index layout", index.layout),
                 ("ALTER (ACCESS EXCLUSIVE)", f"{index.alter_seconds:.2f} s"),

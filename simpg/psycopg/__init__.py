@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg._common import IndexProblem, IndexStats, Neighbor, Pair
 from simpg.psycopg.aio import AsyncSimIndex, configure_lookups_async
 from simpg.psycopg.busywait import BusyWaitConnection
 from simpg.psycopg.index import SimIndex, configure_lookups
@@ -21,6 +21,7 @@ __all__ = [
     "AsyncSimIndex",
     "BusyWaitConnection",
     "Fingerprint",
+    "IndexProblem",
     "IndexStats",
     "Neighbor",
     "Pair",

@@ -18,9 +18,9 @@ from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import allpairs
-from simpg.psycopg.queries import INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo
+from simpg.psycopg.queries import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo
 
-__all__ = ["IndexStats", "Neighbor", "Pair"]
+__all__ = ["IndexProblem", "IndexStats", "Neighbor", "Pair"]
 
 
 class Neighbor(NamedTuple):
@@ -36,6 +36,24 @@ class Pair(NamedTuple):
     a: Any
     b: Any
     distance: int
+
+
+@dataclass(frozen=True)
+class IndexProblem:
+    """One problem that ``simpg.check`` found in a simpg index (see docs/security.md).
+
+    ``problem`` is one of ``'missing prefix column'`` (the index cannot answer exactly;
+    queries refuse it), ``'missing b-tree'`` (exact but slow), ``'invalid index'`` (an
+    interrupted ``CREATE INDEX CONCURRENTLY``), ``'several layouts'`` and ``'stale prefix
+    values'``; ``detail`` names the object.
+    """
+
+    column: str  # the fingerprint column
+    problem: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.column}: {self.problem}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -84,7 +102,7 @@ def translate(err: psycopg.Error) -> Exception:
     """A SimpgError for the database errors whose message says it all, else ``err``."""
     if isinstance(err, (errors.UndefinedFunction, errors.InvalidSchemaName)) and "simpg" in str(err):
         return ExtensionNotInstalled()
-    if isinstance(err, _CLEAR_SQLSTATES) or err.sqlstate == LAYOUT_CHANGED:
+    if isinstance(err, _CLEAR_SQLSTATES) or err.sqlstate in (LAYOUT_CHANGED, DAMAGED):
         diag = err.diag
         message = diag.message_primary or str(err)
         if diag.message_hint:
@@ -131,7 +149,19 @@ def with_ids(info: IndexInfo) -> IndexInfo:
     return info
 
 
+def no_index_error(table: str, column: str) -> SimpgError:
+    """What check() says of a column that has no simpg index, complete or damaged."""
+    return SimpgError(f"no simpg index on {table}.{column}; create one with create()")
+
+
 # -- inputs ---------------------------------------------------------------------------
+
+def verify_rows(value: Any) -> bool:
+    """check()'s ``verify_rows``: a bool, not anything truthy."""
+    if not isinstance(value, bool):
+        raise SimpgError(f"verify_rows must be True or False, got {value!r}")
+    return value
+
 
 def fingerprint(value: Any) -> int:
     """An unsigned 64-bit fingerprint, or InvalidFingerprint naming the value."""
@@ -242,9 +272,8 @@ def join_parts(parts: list[tuple[np.ndarray, np.ndarray]], integer: bool) -> tup
 def pair_arrays(ids: np.ndarray, fps: np.ndarray, k: int,
                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Chunks of ``(ids a, ids b, distances)`` over every pair within ``k``."""
-    layout = allpairs.pairs_layout(k, len(fps))
     numeric = ids.dtype != object
-    for i, j, d in allpairs.pair_chunks(fps, k, layout):
+    for i, j, d in allpairs.pair_chunks(fps, k):
         a, b = ids[i], ids[j]
         if numeric:
             a, b = np.minimum(a, b), np.maximum(a, b)
@@ -259,7 +288,7 @@ def pairs_from_arrays(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[
 
 def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int) -> list[list[Any]]:
     """Connected components (size >= 2) as lists of ids, largest first."""
-    groups = allpairs.clusters(fps, k, allpairs.pairs_layout(k, len(fps)))
+    groups = allpairs.clusters(fps, k)
     out = []
     for rows in groups:
         members = ids[rows].tolist()

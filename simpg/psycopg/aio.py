@@ -27,7 +27,7 @@ from psycopg import sql
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries
-from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg._common import IndexProblem, IndexStats, Neighbor, Pair
 from simpg.psycopg.queries import IndexInfo
 
 __all__ = ["AsyncSimIndex", "configure_lookups_async"]
@@ -170,6 +170,34 @@ class AsyncSimIndex:
         except psycopg.Error as err:
             raise _common.translate(err) from err
         self._info = None
+
+    async def check(self, verify_rows: bool = True) -> list[IndexProblem]:
+        """Problems of the column's simpg index (``simpg.check``; see :meth:`SimIndex.check`)."""
+        verify = _common.verify_rows(verify_rows)
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute(queries.CHECK_SQL, [self.table, self.column, verify])
+                rows = await cur.fetchall()
+                indexed = bool(rows)
+                if not indexed:
+                    await cur.execute(queries.INDEXED_SQL, [self.table, self.column])
+                    indexed = (await cur.fetchone() or (False,))[0]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        if not indexed:
+            raise _common.no_index_error(self.table, self.column)
+        return [IndexProblem(*row) for row in rows]
+
+    async def repair(self) -> list[str]:
+        """``simpg.repair`` of the column's index; the statements run (see :meth:`SimIndex.repair`)."""
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute(queries.REPAIR_SQL, [self.table, self.column])
+                done = [row[0] for row in await cur.fetchall()]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        self._info = None
+        return done
 
     async def add(self, fingerprints: Iterable[int] | np.ndarray | None = None, *,
                   texts: Iterable[Any] | None = None, config: Any = None,

@@ -34,7 +34,7 @@ from psycopg import sql
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries
-from simpg.psycopg._common import IndexStats, Neighbor, Pair
+from simpg.psycopg._common import IndexProblem, IndexStats, Neighbor, Pair
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.queries import IndexInfo
 
@@ -198,7 +198,7 @@ class SimIndex:
             blocks: blocks of the first level; None lets simpg size it from the rows.
             inner_blocks: blocks of a second level (Google's two-level layouts).
             config: the :class:`~simpg.fingerprint.FingerprintConfig` of the stored
-                fingerprints, recorded so that add(texts=...) uses the same one.
+                fingerprints, stored with the index so that add(texts=...) uses the same one.
         """
         stored = _common.config_text(config)
         try:
@@ -210,13 +210,54 @@ class SimIndex:
         return self.refresh().layout
 
     def drop(self) -> None:
-        """Remove the index (``simpg.drop_index``): its prefix columns, B-trees and catalog row."""
+        """Remove the index (``simpg.drop_index``): its prefix columns and their B-trees."""
         try:
             with self.conn.cursor() as cur:
                 cur.execute("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
         except psycopg.Error as err:
             raise _common.translate(err) from err
         self._info = None
+
+    def check(self, verify_rows: bool = True) -> list[IndexProblem]:
+        """Problems of the column's simpg index (``simpg.check``); an empty list: all is well.
+
+        Reports missing prefix columns (queries refuse the index), missing B-trees (exact
+        but slow), invalid indexes (an interrupted ``CREATE INDEX CONCURRENTLY``), several
+        layouts on the column, and, with ``verify_rows``, stored prefixes that
+        ``simpg.permute`` no longer computes (this reads the whole table).
+        :meth:`repair` puts right the first three.
+
+        Raises:
+            SimpgError: the column has no simpg index at all (nothing to check).
+        """
+        verify = _common.verify_rows(verify_rows)
+        try:
+            with self.conn.cursor() as cur:
+                rows = cur.execute(queries.CHECK_SQL, [self.table, self.column, verify]).fetchall()
+                indexed = bool(rows) or (cur.execute(queries.INDEXED_SQL, [self.table, self.column]).fetchone()
+                                         or (False,))[0]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        if not indexed:
+            raise _common.no_index_error(self.table, self.column)
+        return [IndexProblem(*row) for row in rows]
+
+    def repair(self) -> list[str]:
+        """Make the column's simpg index usable again (``simpg.repair``); returns the statements run.
+
+        Drops invalid indexes and builds missing B-trees (not concurrently: writers to
+        the table wait). An index that lost a prefix column cannot answer exactly and
+        has its other prefix columns dropped: :meth:`create` it again afterwards. Stale
+        prefix values are left alone (:meth:`drop`, then :meth:`create`). An empty
+        list: there was nothing to do.
+        """
+        try:
+            with self.conn.cursor() as cur:
+                done = [row[0] for row in cur.execute(queries.REPAIR_SQL, [self.table, self.column])]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+        self._info = None  # the layout is read again at the next call
+        return done
 
     # -- loading --------------------------------------------------------------------
 

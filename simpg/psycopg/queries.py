@@ -53,7 +53,10 @@ from simpg.layout import Layout
 __all__ = [
     "BLOCKS_SQL",
     "CATALOG_SQL",
+    "CHECK_SQL",
+    "DAMAGED",
     "FETCH_BLOCKS",
+    "INDEXED_SQL",
     "INTEGER_TYPES",
     "LAYOUT_CHANGED",
     "LOOKUP_SETTINGS",
@@ -64,6 +67,7 @@ __all__ = [
     "FETCH_SETTINGS",
     "LocalSettings",
     "NEAR_MANY_SETTINGS",
+    "REPAIR_SQL",
     "RangeMaker",
     "RawByteaLoader",
     "binary_copy_payload",
@@ -83,7 +87,7 @@ __all__ = [
     "stats_query",
 ]
 
-#: The catalog row of (table, column), with the table's schema and name.
+#: The simpg.indexes row of (table, column), with the table's schema and name.
 CATALOG_SQL = """
 SELECT n.nspname, c.relname, i.fingerprint_column, i.k, i.levels, i.prefix_columns,
        i.index_names, i.fingerprint_config
@@ -91,6 +95,24 @@ FROM simpg.index_layout(%s::regclass, %s) AS i
 JOIN pg_catalog.pg_class AS c ON c.oid = i.indexed_table
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 """
+
+#: Problems of a table's simpg indexes (of one fingerprint column, unless NULL):
+#: ``(fingerprint column, problem, detail)`` rows of ``simpg.check``; parameters
+#: table, column, verify_rows.
+CHECK_SQL = """
+SELECT c.fingerprint_column, c.problem, c.detail
+FROM simpg.check(%s::regclass, %s, %s) AS c
+"""
+
+#: Whether (table, column) has a complete simpg index (its B-trees may be missing). With
+#: no problem from simpg.check either, a column without one has no simpg index at all.
+INDEXED_SQL = """
+SELECT EXISTS (SELECT FROM simpg.indexes AS i
+               WHERE i.indexed_table = %s::regclass AND i.fingerprint_column = %s)
+"""
+
+#: ``simpg.repair`` of a table (of one fingerprint column, unless NULL): the statements run.
+REPAIR_SQL = "SELECT s FROM simpg.repair(%s::regclass, %s) AS s"
 
 #: Name and type of the columns of a table's primary key.
 PRIMARY_KEY_SQL = """
@@ -266,6 +288,9 @@ def near_sql(info: IndexInfo, *, numbered: bool = False) -> sql.Composed:
 
 #: SQLSTATE of simpg.layout_is: the index no longer has the layout a statement was made for.
 LAYOUT_CHANGED = "SPG01"
+#: SQLSTATE of simpg.index_layout and the queries: the index lost a prefix column and
+#: cannot answer exactly (simpg.check says which; simpg.repair removes it).
+DAMAGED = "SPG02"
 
 
 def layout_guard(info: IndexInfo) -> sql.Composed:

@@ -5,8 +5,9 @@
 ``GENERATED ALWAYS AS (simpg.permute(simhash, 3, '{5}'::integer[], t)) STORED``
 (``Computed(..., persisted=True)``), named ``simhash_p<t>``, and one B-tree ``Index``
 ``<table>_simhash_p<t>_idx`` on each. ``metadata.create_all`` and Alembic therefore see
-plain schema; an ``after_create`` event records the index in ``simpg.indexes``
-(``simpg.register_index``), so SQL's ``simpg.near`` works on the table too.
+plain schema, and so does ``simpg.indexes``, a view of exactly these columns and
+B-trees; an ``after_create`` event checks them and stores the fingerprint config
+(``simpg.register_index``), and SQL's ``simpg.near`` works on the table too.
 
 The prefix columns are added to the ``Table`` but not mapped: ORM queries never load
 them, and inserts never write them (PostgreSQL computes them).
@@ -33,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Computed,
     Index,
@@ -53,6 +55,7 @@ from sqlalchemy.sql.elements import ColumnElement, TextClause
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout, default_blocks
+from simpg.psycopg._common import IndexProblem
 from simpg.sqlalchemy.functions import _levels, hamming, layout_is, prefix_hi, prefix_lo
 
 logger = logging.getLogger(__name__)
@@ -147,11 +150,61 @@ class SimHashIndex:
         return [str(i.name) for i in self.indexes]
 
     def config_identity(self) -> str | None:
-        """The fingerprint config recorded in simpg.indexes (from fingerprint_on_write if set)."""
+        """The fingerprint config shown in simpg.indexes (from fingerprint_on_write if set)."""
         if self.fingerprint_config is not None:
             return self.fingerprint_config
         writer = self.column.info.get("simpg_fingerprint")
         return writer.config.identity if writer is not None else None
+
+    def check(self, connection: Connection, *, verify_rows: bool = True) -> list[IndexProblem]:
+        """Problems of this index in the database (``simpg.check``); an empty list: all is well.
+
+        The problems of :meth:`simpg.psycopg.SimIndex.check`, and ``'layout differs from
+        the model'`` when the database's index has another layout than this declaration
+        (``within()`` queries then fail with SQLSTATE ``SPG01``). With a ``Session``, pass
+        ``session.connection()``; with an async one, ``await conn.run_sync(spec.check)``.
+
+        Raises:
+            SimpgError: the database has no simpg index on the column.
+        """
+        if not isinstance(verify_rows, bool):
+            raise SimpgError(f"verify_rows must be True or False, got {verify_rows!r}")
+        rel, name = _regclass(connection, self.table), self.column.name
+        problems = [
+            IndexProblem(*row)
+            for row in connection.execute(
+                text("SELECT c.fingerprint_column, c.problem, c.detail "
+                     "FROM simpg.check(CAST(:rel AS regclass), :col, :verify) AS c").bindparams(
+                    bindparam("rel", rel, Text()), bindparam("col", name, Text()),
+                    bindparam("verify", verify_rows, Boolean())))
+        ]
+        layouts = [
+            Layout(k, tuple(levels))
+            for k, levels in connection.execute(
+                text("SELECT i.k, i.levels FROM simpg.indexes AS i "
+                     "WHERE i.indexed_table = CAST(:rel AS regclass) AND i.fingerprint_column = :col "
+                     "ORDER BY i.k, i.levels").bindparams(
+                    bindparam("rel", rel, Text()), bindparam("col", name, Text())))
+        ]
+        if not problems and not layouts:
+            raise SimpgError(f"no simpg index on {rel}.{name} in the database; create the table "
+                             "(metadata.create_all) or the index (op.create_simhash_index)")
+        if layouts and self.layout not in layouts:
+            problems.append(IndexProblem(
+                name, "layout differs from the model",
+                f"the database has {', '.join(x.name for x in layouts)}, the model declares {self.layout.name}"))
+        return problems
+
+    def repair(self, connection: Connection) -> list[str]:
+        """``simpg.repair`` of this column: the statements run (see :meth:`simpg.psycopg.SimIndex.repair`).
+
+        Runs in the connection's transaction; commit it. An index that lost a prefix
+        column has the others dropped: create it again (``op.create_simhash_index``).
+        """
+        statement = text("SELECT s FROM simpg.repair(CAST(:rel AS regclass), :col) AS s").bindparams(
+            bindparam("rel", _regclass(connection, self.table), Text()),
+            bindparam("col", self.column.name, Text()))
+        return [row[0] for row in connection.execute(statement)]
 
     def __repr__(self) -> str:
         return (
@@ -190,7 +243,7 @@ def simhash_index(
         blocks: level-1 blocks; default ``simpg.layout.default_blocks(k, 10_000_000)``
             (5 for k=3: 10 tables, the reference layout).
         inner_blocks: level-2 blocks (Google's two-level layouts), optional.
-        fingerprint_config: identity recorded in ``simpg.indexes``; default: the config
+        fingerprint_config: identity shown in ``simpg.indexes``; default: the config
             of :func:`simpg.sqlalchemy.fingerprint_on_write` on this column, if any.
 
     Returns:
@@ -288,7 +341,7 @@ def register_statement(
 
 
 def register(connection: Connection, spec: SimHashIndex) -> None:
-    """Record an index whose columns and B-trees exist in ``simpg.indexes`` (register_index)."""
+    """Check an index whose columns and B-trees exist, and store its fingerprint config (register_index)."""
     connection.execute(
         register_statement(
             _regclass(connection, spec.table),

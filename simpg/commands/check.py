@@ -1,0 +1,193 @@
+"""``simpg check`` and ``simpg repair``: verify a table's simpg indexes, and put right what can be.
+
+``simpg check`` prints one line per problem that ``simpg.check`` finds (missing prefix
+columns or B-trees, invalid indexes, several layouts on a column, and with
+``--verify-rows`` stored prefixes that ``simpg.permute`` no longer computes) and exits
+0 when there is none, 1 when there are. ``simpg repair`` runs ``simpg.repair`` and
+prints each statement it ran: invalid indexes dropped, missing B-trees built (not
+concurrently: writers wait), and the prefix columns of an index that lost one dropped
+(create it again afterwards). See docs/security.md.
+
+Example:
+    simpg check --dsn "dbname=app" --table articles --verify-rows
+    simpg repair --dsn "dbname=app" --table articles --column simhash
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from simpg.commands.install import add_dsn_argument
+from simpg.exc import SimpgError
+from simpg.layout import Layout
+
+#: Problems simpg.repair puts right (the last by dropping the damaged index's columns).
+REPAIRED = ("missing b-tree", "invalid index", "missing prefix column")
+
+
+def register(subparsers: Any) -> None:
+    """Add the check and repair commands."""
+    check = subparsers.add_parser(
+        "check", help="report the problems of a table's simpg indexes (exit status 1 if any)",
+        description="Report the problems of a table's simpg indexes, one line each (simpg.check); "
+                    "exit status 0 when there is none, 1 when there are.")
+    _target_arguments(check)
+    check.add_argument("--verify-rows", action="store_true",
+                       help="also compare every stored prefix with what simpg.permute computes "
+                            "(reads the whole table)")
+    check.add_argument("--json", action="store_true", help="print JSON for machines")
+    check.set_defaults(func=run_check)
+
+    repair = subparsers.add_parser(
+        "repair", help="drop invalid indexes and damaged simpg indexes, build missing B-trees",
+        description="Run simpg.repair on a table and print the statements it ran. Missing B-trees "
+                    "are built without CONCURRENTLY (writers to the table wait); an index that lost "
+                    "a prefix column has its other prefix columns dropped: create it again afterwards.")
+    _target_arguments(repair)
+    repair.add_argument("--lock-timeout", default="5s",
+                        help="longest wait for a table lock before giving up (default 5s)")
+    repair.add_argument("--json", action="store_true", help="print JSON for machines")
+    repair.set_defaults(func=run_repair)
+
+
+def _target_arguments(p: argparse.ArgumentParser) -> None:
+    add_dsn_argument(p)
+    p.add_argument("--table", required=True, help="table (may be schema-qualified)")
+    p.add_argument("--column", help="fingerprint column (default: every simpg index of the table)")
+
+
+def _connect(args: argparse.Namespace) -> Any:
+    import psycopg
+
+    if not args.dsn:
+        raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
+    return psycopg.connect(args.dsn, autocommit=True)
+
+
+def _run(conn: Any, statement: str, params: list[Any]) -> list[Any]:
+    """Rows of one statement; simpg's clear database errors become SimpgError."""
+    import psycopg
+
+    from simpg.psycopg import _common
+
+    try:
+        return conn.execute(statement, params).fetchall()
+    except psycopg.Error as err:
+        raise _common.translate(err) from err
+
+
+def _problems(conn: Any, table: str, column: str | None, verify_rows: bool) -> list[Any]:
+    from simpg.psycopg import IndexProblem, queries
+
+    return [IndexProblem(*row) for row in _run(conn, queries.CHECK_SQL, [table, column, verify_rows])]
+
+
+def _indexes(conn: Any, table: str, column: str | None) -> list[dict[str, Any]]:
+    """The complete simpg indexes of the table (of the column), as JSON-ready dicts."""
+    rows = _run(conn, "SELECT i.fingerprint_column, i.k, i.levels, i.prefix_columns, i.index_names "
+                      "FROM simpg.indexes AS i WHERE i.indexed_table = %s::regclass "
+                      "AND (%s::name IS NULL OR i.fingerprint_column = %s::name) "
+                      "ORDER BY i.fingerprint_column, i.k, i.levels", [table, column, column])
+    return [{"column": c, "layout": Layout(k, tuple(levels)).name, "k": k, "levels": list(levels),
+             "prefix_columns": list(prefixes), "index_names": list(names)}
+            for c, k, levels, prefixes, names in rows]
+
+
+def _table_name(conn: Any, table: str) -> str:
+    """The table as PostgreSQL prints it (schema-qualified unless on the search path)."""
+    return str(_run(conn, "SELECT %s::regclass::text", [table])[0][0])
+
+
+def _no_index(table: str, column: str | None) -> SimpgError:
+    return SimpgError(f"no simpg index on {table}{'.' + column if column else ''}")
+
+
+def _command(name: str, args: argparse.Namespace) -> str:
+    """The simpg command line that repairs what was checked, for hints."""
+    column = f" --column {shlex.quote(args.column)}" if args.column else ""
+    return f"simpg {name} --table {shlex.quote(args.table)}{column}"
+
+
+def _hint(problems: list[Any], args: argparse.Namespace) -> str:
+    """What to do about the problems found, in one clause or two."""
+    kinds = {p.problem for p in problems}
+    out = []
+    if kinds & set(REPAIRED):
+        text = f"run {_command('repair', args)}"
+        if "missing prefix column" in kinds:
+            text += " (it drops the damaged index's prefix columns: create the index again afterwards)"
+        out.append(text)
+    if kinds - set(REPAIRED):
+        out.append("for several layouts or stale prefix values, simpg.drop_index(table, column) "
+                   "and create the index again")
+    return "; ".join(out)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Print the problems of the table's simpg indexes; 1 if there are any."""
+    with _connect(args) as conn:
+        table = _table_name(conn, args.table)
+        problems = _problems(conn, args.table, args.column, args.verify_rows)
+        indexes = _indexes(conn, args.table, args.column)
+    if not problems and not indexes:
+        raise _no_index(table, args.column)
+    if args.json:
+        json.dump({"table": table, "column": args.column, "verify_rows": args.verify_rows,
+                   "indexes": indexes, "problems": [asdict(p) for p in problems]},
+                  sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 1 if problems else 0
+    for p in problems:
+        print(f"{table}.{p.column}: {p.problem}: {p.detail}")
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        print(f"{table}: {count}; {_hint(problems, args)}")
+        return 1
+    for index in indexes:
+        print(f"{table}.{index['column']}: ok ({index['layout']}, {len(index['prefix_columns'])} "
+              "prefix columns with their B-trees)")
+    rows = ("stored prefix values verified" if args.verify_rows
+            else "stored prefix values not read; --verify-rows compares them with simpg.permute")
+    print(f"{table}: no problems ({rows})")
+    return 0
+
+
+def run_repair(args: argparse.Namespace) -> int:
+    """Run simpg.repair, print its statements; 1 if problems are left that it cannot put right."""
+    from simpg.psycopg import queries
+
+    with _connect(args) as conn:
+        table = _table_name(conn, args.table)
+        before = _problems(conn, args.table, args.column, False)
+        if not before and not _indexes(conn, args.table, args.column):
+            raise _no_index(table, args.column)
+        with conn.transaction():
+            _run(conn, "SELECT pg_catalog.set_config('lock_timeout', %s, true)", [args.lock_timeout])
+            statements = [row[0] for row in _run(conn, queries.REPAIR_SQL, [args.table, args.column])]
+        left = _problems(conn, args.table, args.column, False)
+        indexed = {index["column"] for index in _indexes(conn, args.table, args.column)}
+    removed = sorted({p.column for p in before if p.problem == "missing prefix column"} - indexed)
+    if args.json:
+        json.dump({"table": table, "column": args.column, "statements": statements, "removed": removed,
+                   "problems": [asdict(p) for p in left]}, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 1 if left else 0
+    for statement in statements:
+        print(f"{statement};")
+    for column in removed:
+        print(f"-- {table}.{column}: a prefix column was missing, so the others were dropped; "
+              "create the index again (simpg.create_index, or simpg backfill --k)")
+    for p in left:
+        print(f"-- {table}.{p.column}: {p.problem}: {p.detail}")
+    if left:
+        print(f"-- {table}: {len(left)} problem{'s' if len(left) > 1 else ''} left; {_hint(left, args)}")
+        return 1
+    done = (f"{len(statements)} statement{'s' if len(statements) > 1 else ''} run" if statements
+            else "nothing to repair")
+    print(f"-- {table}: {done}; no problems left")
+    return 0
