@@ -11,7 +11,8 @@ Three steps; the first two are safe to run while the application reads and write
    ``CREATE INDEX CONCURRENTLY`` per prefix, ``ANALYZE``, and ``simpg.register_index``.
    PostgreSQL's table rewrite is not MVCC-safe: a REPEATABLE READ or SERIALIZABLE
    transaction whose snapshot is older than the rewrite sees the table empty after it.
-   Run this step when no such transaction is open.
+   simpg's own reads refuse such a snapshot (SQLSTATE 40001, docs/security.md); plain
+   SQL on the table is not guarded, so run this step when no such report is open.
 
 A run killed in step 3 resumes when it is run again with the same layout: prefix
 columns of exactly that layout are kept (no second rewrite), indexes left INVALID by an

@@ -402,9 +402,10 @@ def near_many_params(info: IndexInfo, fps: np.ndarray, k: int) -> list[Any]:
 #: each aggregated bytea far below PostgreSQL's 1 GiB limit for any row width.
 FETCH_BLOCKS = 1 << 18
 
-#: Number of heap blocks of a table now.
-BLOCKS_SQL = ("SELECT pg_catalog.pg_relation_size(%s::regclass) "
-              "/ pg_catalog.current_setting('block_size')::bigint")
+#: Number of heap blocks of a table now, after simpg.snapshot_sees_table: a transaction
+#: whose snapshot is older than a rewrite of the table would read it empty (SQLSTATE 40001).
+BLOCKS_SQL = ("SELECT pg_catalog.pg_relation_size(x.r) / pg_catalog.current_setting('block_size')::bigint "
+              "FROM (SELECT %s::pg_catalog.regclass AS r) AS x, LATERAL simpg.snapshot_sees_table(x.r) AS ok")
 
 
 def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,

@@ -1,8 +1,47 @@
 -- query functions
 
+-- snapshot_sees_table: raises serialization_failure when rel (or a partition of it) was
+-- rewritten after the calling transaction took its snapshot. A table rewrite (the
+-- ALTER TABLE of simpg.create_index and simpg backfill --k, TRUNCATE, VACUUM FULL) is
+-- not MVCC-safe: a REPEATABLE READ or SERIALIZABLE transaction whose snapshot is older
+-- sees the table empty, while the planner already sees the new columns; a lookup or
+-- a report would answer "no near-duplicates" from it. The sign is cheap to read: SQL
+-- sees pg_class as of the transaction's snapshot, pg_relation_filenode() the file the
+-- table has now. Under READ COMMITTED every statement has a new snapshot and the two
+-- agree. Retrying the transaction (what applications do with SQLSTATE 40001) fixes it.
+CREATE FUNCTION simpg.snapshot_sees_table(rel regclass) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_changed regclass;
+    v_kind "char";
+BEGIN
+    SELECT c.relkind, CASE WHEN c.relfilenode <> pg_relation_filenode(c.oid) THEN c.oid END
+    INTO v_kind, v_changed
+    FROM pg_class AS c WHERE c.oid = rel;
+    IF v_kind = 'p' THEN  -- the partitions hold the rows
+        SELECT c.oid INTO v_changed
+        FROM pg_partition_tree(rel) AS t JOIN pg_class AS c ON c.oid = t.relid
+        WHERE c.relkind = 'r' AND c.relfilenode <> pg_relation_filenode(c.oid)
+        LIMIT 1;
+    END IF;
+    IF v_changed IS NOT NULL THEN
+        RAISE EXCEPTION 'table % was rewritten after this transaction''s snapshot was taken, so the transaction would see it empty',
+            v_changed
+            USING ERRCODE = 'serialization_failure',
+                  HINT = 'retry the transaction (an index build, TRUNCATE or VACUUM FULL ran meanwhile)';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.snapshot_sees_table(regclass) IS
+    'Raises serialization_failure (40001) when rel was rewritten after the transaction''s snapshot, which would then see it empty';
+
 -- checked_layout: the catalog row a query or report reads, after checking k against it.
 -- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
--- or a column with no simpg index (simpg.index_layout's error).
+-- a column with no simpg index (simpg.index_layout's error), or a snapshot older than
+-- a rewrite of the table (simpg.snapshot_sees_table's serialization_failure).
 CREATE FUNCTION simpg.checked_layout(rel regclass, k integer, col name DEFAULT NULL)
     RETURNS simpg.indexes
     LANGUAGE plpgsql STABLE
@@ -15,6 +54,7 @@ BEGIN
         RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    PERFORM simpg.snapshot_sees_table(rel);  -- before the catalog, which it may contradict
     v_row := simpg.index_layout(rel, col);
     IF k > v_row.k THEN
         RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
@@ -46,6 +86,8 @@ CREATE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels intege
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- first: a snapshot older than a rewrite also sees an older catalog
+    PERFORM simpg.snapshot_sees_table(rel);
     PERFORM FROM simpg.table_indexes(rel) AS i
     WHERE i.fingerprint_column = col AND i.k = layout_is.k AND i.levels = layout_is.levels
       AND array_position(i.prefix_columns, NULL) IS NULL;

@@ -344,3 +344,110 @@ def test_check_finds_stale_prefixes_after_a_layout_function_changes(db):
     stale = conn.execute("SELECT problem FROM simpg.check('docs')").fetchall()
     assert stale and set(stale) == {("stale prefix values",)}
     assert conn.execute("SELECT count(*) FROM simpg.check('docs', verify_rows => false)").fetchone() == (0,)
+
+
+# -- 7. a table rewrite is not MVCC-safe: older snapshots must not answer from it ------
+
+def older_snapshot(db) -> psycopg.Connection:
+    """A REPEATABLE READ transaction whose snapshot is taken now (on another table)."""
+    reader = psycopg.connect(db.dsn, autocommit=True)
+    reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    reader.execute("SELECT count(*) FROM pg_class").fetchone()
+    return reader
+
+
+REWRITES = {
+    "the index built again": "SELECT simpg.drop_index('docs', 'fp'); SELECT simpg.create_index('docs', 'fp', 3, 5)",
+    "TRUNCATE and reload": "CREATE TEMP TABLE keep AS SELECT id, fp FROM docs; TRUNCATE docs; "
+                           "INSERT INTO docs (id, fp) SELECT id, fp FROM keep",
+    "VACUUM FULL": "VACUUM FULL docs",
+}
+
+
+@pytest.mark.parametrize("rewrite", list(REWRITES))
+def test_a_snapshot_older_than_a_rewrite_gets_a_serialization_failure_not_an_empty_answer(db, rewrite):
+    """Issue 13 item 7: after another session rewrote the table, a REPEATABLE READ
+    transaction that began before sees it empty; every simpg read path now says so
+    (SQLSTATE 40001, which applications retry) instead of answering from nothing."""
+    from simpg.psycopg import SimIndex
+
+    conn = db.conn
+    rows = docs_table(conn)
+    probe = bits.to_db(next(fp for fp in rows.values() if fp is not None))
+    handle = SimIndex(psycopg.connect(db.dsn, autocommit=True), "docs", "fp")
+    handle.near(probe, 3)  # the layout is read and the lookup prepared before the rewrite
+    reader = older_snapshot(db)
+    handle.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    handle.conn.execute("SELECT count(*) FROM pg_class").fetchone()
+    for statement in REWRITES[rewrite].split("; "):
+        conn.execute(statement)
+    # what PostgreSQL itself shows such a transaction: the empty table (VACUUM FULL keeps
+    # the rows' versions, so they stay visible; simpg cannot tell it from a rewrite by
+    # the file alone and refuses too, which a retry answers)
+    seen = reader.execute("SELECT count(*) FROM docs").fetchone()[0]
+    assert seen == (len(rows) if rewrite == "VACUUM FULL" else 0)
+    for query in (f"SELECT * FROM simpg.near(NULL::docs, {probe}, 3)",
+                  "SELECT * FROM simpg.pairs('docs', 3)", "SELECT * FROM simpg.clusters('docs', 3)",
+                  "SELECT * FROM simpg.duplicate_stats('docs', 3)"):
+        reader.execute("SAVEPOINT q")
+        with pytest.raises(psycopg.errors.SerializationFailure, match="public.docs was rewritten after"):
+            reader.execute(query).fetchall()
+        reader.execute("ROLLBACK TO SAVEPOINT q")
+    with pytest.raises(psycopg.errors.SerializationFailure):
+        handle.near(probe, 3)
+    handle.conn.execute("ROLLBACK")
+    reader.execute("ROLLBACK")  # it holds a lock on docs that the next rewrite waits for
+    # pairs() reads the rows into Python: refused the same way
+    handle.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    handle.conn.execute("SELECT count(*) FROM pg_class").fetchone()
+    conn.execute(REWRITES["VACUUM FULL"])
+    with pytest.raises(psycopg.errors.SerializationFailure):
+        list(handle.pairs(3))
+    handle.conn.execute("ROLLBACK")
+    # retried in a new transaction: exact again
+    assert_exact(reader, rows)
+    expected = {key for key, fp in rows.items() if fp is not None and bits.hamming(bits.from_db(probe), fp) <= 3}
+    assert {n.id for n in handle.near(probe, 3)} == expected
+    assert {(p.a, p.b) for p in handle.pairs(3)} == set(brute_pairs(rows, 3))
+    reader.close()
+    handle.conn.close()
+
+
+def test_a_transaction_sees_its_own_rewrite_and_read_committed_never_fails(db):
+    conn = db.conn
+    rows = docs_table(conn)
+    # its own rewrite, inside REPEATABLE READ: visible to it, no failure
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        conn.execute("SELECT count(*) FROM docs").fetchone()
+        conn.execute("SELECT simpg.drop_index('docs', 'fp')")
+        conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+        assert_exact(conn, rows)
+    # READ COMMITTED takes a snapshot per statement: a rewrite in between is seen
+    other = psycopg.connect(db.dsn, autocommit=True)
+    other.execute("BEGIN")
+    other.execute("SELECT count(*) FROM pg_class").fetchone()  # not docs: a lock would block the rewrite
+    conn.execute("VACUUM FULL docs")
+    assert_exact(other, rows)
+    other.execute("COMMIT")
+    other.close()
+
+
+def test_a_rewritten_partition_is_seen_through_its_partitioned_table(db):
+    conn = db.conn
+    conn.execute("CREATE TABLE parts (id bigint PRIMARY KEY, fp bigint) PARTITION BY RANGE (id)")
+    conn.execute("CREATE TABLE parts_1 PARTITION OF parts FOR VALUES FROM (0) TO (100)")
+    conn.execute("CREATE TABLE parts_2 PARTITION OF parts FOR VALUES FROM (100) TO (1000)")
+    conn.execute("INSERT INTO parts SELECT g, g FROM generate_series(1, 500) AS g")
+    conn.execute("SELECT simpg.create_index('parts', 'fp', 3)")
+    reader = older_snapshot(db)
+    conn.execute("CREATE TEMP TABLE keep AS SELECT id, fp FROM parts_2")
+    conn.execute("TRUNCATE parts_2")
+    conn.execute("INSERT INTO parts (id, fp) SELECT id, fp FROM keep")
+    assert reader.execute("SELECT count(*) FROM parts").fetchone() == (99,)  # parts_2 looks empty
+    with pytest.raises(psycopg.errors.SerializationFailure, match="public.parts_2 was rewritten"):
+        reader.execute("SELECT * FROM simpg.near(NULL::parts, 200, 3)").fetchall()
+    reader.execute("ROLLBACK")
+    got = {r[0] for r in reader.execute("SELECT id FROM simpg.near(NULL::parts, 200, 3)").fetchall()}
+    assert got == {i for i in range(1, 501) if bits.hamming(i, 200) <= 3}
+    reader.close()
