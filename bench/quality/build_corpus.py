@@ -1,0 +1,518 @@
+"""Build the issue-14 quality corpus and its exact truth, by one command.
+
+    python3 -m bench.quality.build_corpus              # download (cached), extract, plant, split, truth
+    python3 -m bench.quality.build_corpus --force      # rebuild the corpus from the cached downloads
+    python3 -m bench.quality.build_corpus --refresh-manifest   # maintainers: re-pin versions (see README)
+
+Output in bench/data/quality14/ (git-ignored):
+    corpus/<lang>.jsonl        one document per line: id, lang, part, collection, kind, package,
+                               base (the base document's id for a variant, else null), edit
+                               (variant kind or null), text
+    truth/<lang>-<part>.npz    every pair with J >= 0.5 (indices into that part's documents in
+                               file order, |A∩B|, |A∪B|)
+    truth/<lang>-<part>.tsv.gz the same pairs by document id, with J, for people
+    stats.json                 corpus statistics, package versions actually used
+    cache/                     the downloaded packages and index files
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import random
+import re
+import sys
+import time
+import zipfile
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make `bench.quality` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.quality import extract, sources, truth, variants  # noqa: E402
+from bench.quality.sources import CACHE, COPYRIGHT_LIST, DATA, MANIFEST, log  # noqa: E402
+
+CORPUS = DATA / "corpus"
+TRUTH = DATA / "truth"
+STATS = DATA / "stats.json"
+LANGS = ("en", "zh", "mixed")
+PARTS = ("tune", "heldout")
+SHORT = 300
+FORMAT_VERSION = 1  # bump when the corpus changes for the same manifest
+
+
+def part_of(base_id: str) -> str:
+    """tune / heldout by a hash of the base document's id (variants go with their base)."""
+    return "heldout" if hashlib.sha256(f"quality14-part:{base_id}".encode()).digest()[0] & 1 else "tune"
+
+
+def _rank(seed: int, doc_id: str) -> bytes:
+    return hashlib.sha256(f"{seed}:{doc_id}".encode()).digest()
+
+
+def _decode(raw: bytes, name: str) -> str | None:
+    if name.endswith(".gz"):
+        raw = gzip.decompress(raw)
+    elif name.endswith(".bz2"):
+        raw = bz2.decompress(raw)
+    elif name.endswith(".xz"):
+        raw = lzma.decompress(raw)
+    for enc in ("utf-8", "euc-jp", "latin-1"):
+        try:
+            return raw.decode(enc)
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+MIN_SCRIPT_SHARE = 0.2
+
+
+def script_ok(text: str, lang: str) -> bool:
+    """Chinese documents have >= 20% Han among their alphanumerics; mixed ones >= 20% non-Latin.
+
+    Keeps untranslated pages (a zh_CN help page still all in English) out of the Chinese and
+    mixed-script parts; Chinese text mixed with English commands and code stays.
+    """
+    if lang == "en":
+        return True
+    alnum = [c for c in text if c.isalnum()]
+    if not alnum:
+        return False
+    if lang == "zh":
+        own = sum("\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" for c in alnum)
+    else:
+        own = sum(ord(c) > 0x24F for c in alnum)
+    return own >= MIN_SCRIPT_SHARE * len(alnum)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip() + "\n"
+
+
+# -- sources -> base documents ------------------------------------------------------------
+
+
+def _deb_docs(coll: dict, deb: sources.Deb) -> list[tuple[str, str]]:
+    """(document id, text) from one package for one collection."""
+    include = re.compile(coll["include"])
+    fmt = coll["format"]
+    out: list[tuple[str, str]] = []
+    for path, content, link in sources.deb_data_members(deb.path):
+        if link is not None or content is None or not include.search(path):
+            continue
+        base_id = f"{coll['name']}/{deb.name}/{path}"
+        if fmt == "ftl":  # a language pack: one document per Fluent file
+            with zipfile.ZipFile(io.BytesIO(content)) as z:
+                for member in sorted(z.namelist()):
+                    if member.endswith(".ftl"):
+                        out.append((f"{base_id}!{member}", z.read(member).decode("utf-8", "replace")))
+            continue
+        text = _decode(content, path)
+        if text is None:
+            continue
+        if fmt == "man":
+            try:
+                conv = extract.roff_to_text(text)
+            except Exception as exc:  # a page this converter cannot read: skip it, say so
+                log(f"skip {base_id}: {exc!r}")
+                continue
+            if conv is not None:
+                out.append((base_id, conv))
+        elif fmt == "html":
+            out.append((base_id, extract.html_to_text(text, drop_classes=("debug",))))
+        elif fmt == "html-sections":
+            secs = extract.html_sections(
+                text, tuple(coll.get("split", ["h2"])), drop_classes=("navheader", "navfooter", "debug")
+            )
+            out.extend((f"{base_id}#{k}", s) for k, s in enumerate(secs))
+        elif fmt == "mallard":
+            try:
+                out.append((base_id, extract.mallard_to_text(text)))
+            except Exception as exc:
+                log(f"skip {base_id}: {exc!r}")
+        elif fmt == "fortune":
+            out.extend((f"{base_id}#{k}", s) for k, s in enumerate(extract.fortunes(text)))
+        elif fmt in ("raw", "copyright"):
+            out.append((base_id, text))
+        else:
+            raise SystemExit(f"unknown format {fmt!r} in collection {coll['name']}")
+    return out
+
+
+def collect(manifest: dict, versions: dict[str, str]) -> list[dict]:
+    """Base documents of every collection, quota-sampled, capped, in a stable order."""
+    docs: list[dict] = []
+    seed = manifest["seed"]
+    limit = manifest["max_chars"]
+    for coll in manifest["collections"]:
+        started = time.perf_counter()
+        found: list[tuple[str, str, str]] = []  # id, text, package
+        if "index" in coll:
+            spec = manifest["indexes"][coll["index"]]
+            path = sources.index_file(coll["index"], spec)
+            text = _decode(path.read_bytes(), path.name) or ""
+            versions[coll["index"]] = spec.get("sha256", "?")[:16]
+            for pkg, desc in extract.ddtp_descriptions(text, coll["ddtp_lang"]):
+                found.append((f"{coll['name']}/{pkg}", desc, pkg))
+        else:
+            if coll["debs"] == "@copyright_packages.tsv":
+                rows = sources.load_copyright_list()
+                specs = [(r["package"], r) for r in rows]
+            else:
+                specs = [(name, manifest["debs"].get(name)) for name in coll["debs"]]
+            if len(specs) > 8:  # many small packages: download them 8 at a time first
+                with ThreadPoolExecutor(8) as pool:
+                    list(pool.map(lambda ns: sources.get_deb(*ns), specs))
+            for name, spec in specs:
+                deb = sources.get_deb(name, spec)
+                versions[name] = deb.version + ("" if deb.pinned else " (not the pinned version)")
+                found.extend((doc_id, text, name) for doc_id, text in _deb_docs(coll, deb))
+        found = [f for f in found if f[1].strip() and script_ok(f[1], coll["lang"])]
+        if coll.get("quota") is not None and len(found) > coll["quota"]:
+            found.sort(key=lambda f: _rank(seed, f[0]))
+            found = found[: coll["quota"]]
+        found.sort(key=lambda f: f[0])
+        for doc_id, text, pkg in found:
+            docs.append(
+                {
+                    "id": doc_id,
+                    "lang": coll["lang"],
+                    "collection": coll["name"],
+                    "kind": coll["kind"],
+                    "package": pkg,
+                    "base": None,
+                    "edit": None,
+                    "text": _cap(text, limit),
+                }
+            )
+        log(f"{coll['lang']:5s} {coll['name']:24s} {len(found):5d} documents ({time.perf_counter() - started:.1f}s)")
+    return docs
+
+
+def dedupe(docs: list[dict]) -> tuple[list[dict], int, int]:
+    """Drop exact copies (identical text, same language) and documents with no shingle."""
+    seen: set[tuple[str, str]] = set()
+    out, copies, empty = [], 0, 0
+    for d in docs:
+        key = (d["lang"], hashlib.sha256(d["text"].encode()).hexdigest())
+        if key in seen:
+            copies += 1
+            continue
+        if not truth.shingles(d["text"], d["lang"]):
+            empty += 1
+            continue
+        seen.add(key)
+        out.append(d)
+    return out, copies, empty
+
+
+# -- variants -----------------------------------------------------------------------------
+
+
+def plant_variants(bases: list[dict], seed: int, share: float) -> list[dict]:
+    out: list[dict] = []
+    for lang in LANGS:
+        mine = [d for d in bases if d["lang"] == lang]
+        if not mine:
+            continue
+        rng = random.Random(f"quality14-variants:{seed}:{lang}")
+        tok = variants.Tokenizer(lang)
+        groups: dict[str, list[dict]] = defaultdict(list)
+        for d in mine:
+            groups[variants.script_of(d["text"]) if lang == "mixed" else lang].append(d)
+        vocab: dict[str, list[str]] = {}
+        donors: dict[str, list[str]] = {}
+        for g, docs in groups.items():
+            sample = rng.sample(docs, min(400, len(docs)))
+            words = [t for d in sample for t in tok.tokens(d["text"][:4000]) if tok.is_word(t) and len(t) < 30]
+            vocab[g] = words or ["lorem"]
+            donors[g] = [d["text"] for d in sample]
+        started = time.perf_counter()
+        counts: Counter[str] = Counter()
+        for d in mine:
+            if rng.random() >= share:
+                continue
+            n = rng.choices((1, 2, 3), weights=(0.5, 0.35, 0.15))[0]
+            kinds = rng.sample(variants.KINDS, len(variants.KINDS))
+            g = variants.script_of(d["text"]) if lang == "mixed" else lang
+            made = 0
+            for kind in kinds:
+                if made == n:
+                    break
+                text = variants.plant(d["text"], kind, lang, rng, tok, vocab[g], donors[g])
+                if text is None or not truth.shingles(text, lang):
+                    continue
+                out.append({**d, "id": f"{d['id']}~{kind}", "base": d["id"], "edit": kind, "text": text})
+                counts[kind] += 1
+                made += 1
+        log(f"{lang:5s} variants: {dict(sorted(counts.items()))} ({time.perf_counter() - started:.1f}s)")
+    return out
+
+
+# -- truth --------------------------------------------------------------------------------
+
+
+def compute_truth(docs: list[dict], lang: str, part: str) -> dict:
+    started = time.perf_counter()
+    texts = [d["text"] for d in docs]
+    sm = truth.ShingleMatrix.build(texts, lang)
+    built = time.perf_counter() - started
+
+    def progress(done: int, n: int) -> None:
+        if done == n or (done // 256) % 8 == 0:
+            log(f"  truth {lang}/{part}: {done}/{n} rows")
+
+    t = truth.all_pairs(sm, progress=progress)
+    TRUTH.mkdir(parents=True, exist_ok=True)
+    t.save(str(TRUTH / f"{lang}-{part}.npz"))
+    order = np.argsort(-t.jaccard, kind="stable")
+    with gzip.open(TRUTH / f"{lang}-{part}.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("id_a\tid_b\tjaccard\tintersection\tunion\n")
+        for k in order:
+            a, b = docs[t.i[k]]["id"], docs[t.j[k]]["id"]
+            f.write(f"{a}\t{b}\t{t.inter[k] / t.union[k]:.6f}\t{t.inter[k]}\t{t.union[k]}\n")
+    seconds = time.perf_counter() - started
+    dup = int(t.duplicate.sum())
+    log(
+        f"{lang:5s} {part:7s} truth: {len(docs)} docs, {t.pairs_total:,} pairs, {dup:,} with J>=0.8, "
+        f"{len(t.i):,} with J>=0.5 ({built:.1f}s shingles, {seconds:.1f}s total)"
+    )
+    return {
+        "docs": len(docs),
+        "pairs": t.pairs_total,
+        "pairs_j_ge_0.8": dup,
+        "pairs_j_ge_0.5": int(len(t.i)),
+        "shingles_total": int(sm.matrix.nnz),
+        "seconds": round(seconds, 1),
+    }
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def corpus_ready() -> bool:
+    if not STATS.exists():
+        return False
+    try:
+        stats = json.loads(STATS.read_text())
+    except ValueError:
+        return False
+    return stats.get("format_version") == FORMAT_VERSION and stats.get("manifest_sha256") == _manifest_digest()
+
+
+def _manifest_digest() -> str:
+    """Digest of the manifest and of the code that turns it into the corpus and truth."""
+    h = hashlib.sha256(MANIFEST.read_bytes())
+    h.update(COPYRIGHT_LIST.read_bytes())
+    for mod in ("build_corpus.py", "extract.py", "variants.py", "truth.py"):
+        h.update((Path(__file__).resolve().parent / mod).read_bytes())
+    return h.hexdigest()
+
+
+def build(force: bool = False) -> dict:
+    if corpus_ready() and not force:
+        log(f"corpus is built ({STATS}); --force rebuilds it")
+        return json.loads(STATS.read_text())
+    t0 = time.perf_counter()
+    manifest = sources.load_manifest()
+    versions: dict[str, str] = {}
+    docs = collect(manifest, versions)
+    t_collect = time.perf_counter() - t0
+    bases, copies, empty = dedupe(docs)
+    log(
+        f"{len(docs)} documents extracted, {copies} exact copies and {empty} without shingles dropped: "
+        f"{len(bases)} bases"
+    )
+    t1 = time.perf_counter()
+    planted = plant_variants(bases, manifest["seed"], manifest["variant_share"])
+    t_variants = time.perf_counter() - t1
+    all_docs = bases + planted
+    for d in all_docs:
+        d["part"] = part_of(d["base"] or d["id"])
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    stats: dict = {
+        "format_version": FORMAT_VERSION,
+        "manifest_sha256": _manifest_digest(),
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "versions": versions,
+        "extracted": len(docs),
+        "exact_copies_dropped": copies,
+        "no_shingles_dropped": empty,
+        "langs": {},
+    }
+    t2 = time.perf_counter()
+    for lang in LANGS:
+        mine = sorted(
+            (d for d in all_docs if d["lang"] == lang), key=lambda d: (d["part"], d["base"] or d["id"], d["id"])
+        )
+        with (CORPUS / f"{lang}.jsonl").open("w", encoding="utf-8") as f:
+            for d in mine:
+                f.write(
+                    json.dumps(
+                        {
+                            k: d[k]
+                            for k in ("id", "lang", "part", "collection", "kind", "package", "base", "edit", "text")
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
+        s = {"parts": {}}
+        for part in PARTS:
+            pd = [d for d in mine if d["part"] == part]
+            b = [d for d in pd if d["base"] is None]
+            s["parts"][part] = {
+                "bases": len(b),
+                "variants": len(pd) - len(b),
+                "bases_by_kind": dict(sorted(Counter(d["kind"] for d in b).items())),
+                "bases_by_collection": dict(sorted(Counter(d["collection"] for d in b).items())),
+                "variants_by_edit": dict(sorted(Counter(d["edit"] for d in pd if d["edit"]).items())),
+                "short_bases": sum(len(d["text"]) < SHORT for d in b),
+                "short_share": round(sum(len(d["text"]) < SHORT for d in b) / max(1, len(b)), 3),
+                "median_chars": int(np.median([len(d["text"]) for d in b])) if b else 0,
+                "truth": compute_truth(pd, lang, part),
+            }
+        stats["langs"][lang] = s
+    t_truth = time.perf_counter() - t2
+    stats["seconds"] = {
+        "collect": round(t_collect, 1),
+        "variants": round(t_variants, 1),
+        "truth": round(t_truth, 1),
+        "total": round(time.perf_counter() - t0, 1),
+    }
+    STATS.write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n")
+    log(f"built in {stats['seconds']['total']}s: {STATS}")
+    return stats
+
+
+def load_part(lang: str, part: str) -> list[dict]:
+    """The documents of one language and part, in the order the truth indices refer to."""
+    with (CORPUS / f"{lang}.jsonl").open(encoding="utf-8") as f:
+        return [d for d in map(json.loads, f) if d["part"] == part]
+
+
+# -- maintainers: re-pin the manifest -----------------------------------------------------
+
+
+def _dep5_licences(text: str) -> str:
+    names = sorted({m.strip() for m in re.findall(r"^License:[ \t]*(\S[^\n]*)$", text, flags=re.M)})
+    if names:
+        return "; ".join(names)[:300]
+    m = re.search(r"\b(GPL|LGPL|BSD|MIT|Apache|Artistic|MPL|public domain|Expat)[^\n]{0,40}", text, flags=re.I)
+    return f"(not DEP-5) {m.group(0).strip()}" if m else "(not DEP-5) see copyright"
+
+
+def refresh_manifest(n_copyright: int, max_size: int) -> None:
+    manifest = sources.load_manifest()
+    index = sources.packages_index()
+    for name, spec in manifest["debs"].items():
+        para = index.get(name)
+        if para is None:
+            raise SystemExit(f"{name} not in {sources.SUITE}/main")
+        spec.update(version=para["Version"], filename=para["Filename"], sha256=para["SHA256"], size=int(para["Size"]))
+    release = sources.download(f"{sources.MIRROR}/dists/{sources.SUITE}/Release", CACHE / "index" / "Release")
+    sums = {}
+    in_sha = False
+    for line in release.read_text().splitlines():
+        if line.startswith("SHA256:"):
+            in_sha = True
+            continue
+        if in_sha and line.startswith(" "):
+            digest, size, path = line.split()
+            sums[f"dists/{sources.SUITE}/{path}"] = (digest, int(size))
+        elif in_sha:
+            in_sha = False
+    for spec in manifest["indexes"].values():
+        spec["sha256"], spec["size"] = sums[spec["path"]]
+    MANIFEST.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    # copyright files: the smallest binary package of each source package, chosen by a hash
+    by_source: dict[str, dict[str, str]] = {}
+    for name, para in index.items():
+        src = para.get("Source", name).split()[0]
+        if name in manifest["debs"] or int(para.get("Size", "0")) > max_size:
+            continue
+        cur = by_source.get(src)
+        if cur is None or (int(para["Size"]), name) < (int(cur["Size"]), cur["Package"]):
+            by_source[src] = para
+    chosen = sorted(by_source.items(), key=lambda kv: hashlib.sha256(f"quality14-copyright:{kv[0]}".encode()).digest())
+    rows = []
+    for src, para in chosen[:n_copyright]:
+        deb = sources.get_deb(
+            para["Package"], {"filename": para["Filename"], "sha256": para["SHA256"], "version": para["Version"]}
+        )
+        lic = "?"
+        for path, content, _ in sources.deb_data_members(deb.path):
+            if content is not None and re.fullmatch(r"usr/share/doc/[^/]+/copyright", path):
+                lic = _dep5_licences(content.decode("utf-8", "replace"))
+                break
+        rows.append((para["Package"], para["Version"], src, para["Filename"], para["SHA256"], lic))
+    rows.sort()
+    with COPYRIGHT_LIST.open("w", encoding="utf-8") as f:
+        f.write("package\tversion\tsource\tfilename\tsha256\tlicence\n")
+        for r in rows:
+            f.write("\t".join(x.replace("\t", " ") for x in r) + "\n")
+    log(f"manifest re-pinned: {len(manifest['debs'])} packages, {len(rows)} copyright packages")
+
+
+def check_truth(samples: int = 20000, seed: int = 1) -> int:
+    """Recount J with Python sets for random pairs, listed pairs and planted pairs; mismatches."""
+    bad_total = 0
+    for lang in LANGS:
+        for part in PARTS:
+            docs = load_part(lang, part)
+            t = truth.Truth.load(str(TRUTH / f"{lang}-{part}.npz"))
+            keys = {int(k): (int(a), int(b)) for k, a, b in zip(t.keys, t.inter, t.union, strict=True)}
+            sets = [truth.shingles(d["text"], lang) for d in docs]
+            rng = random.Random(seed)
+            n = len(docs)
+            pairs = [(rng.randrange(n), rng.randrange(n)) for _ in range(samples)]
+            pairs += [(int(a), int(b)) for a, b in zip(t.i[:samples], t.j[:samples], strict=True)]
+            where = {d["id"]: k for k, d in enumerate(docs)}
+            pairs += [(where[d["base"]], k) for k, d in enumerate(docs) if d["base"]]
+            bad = checked = 0
+            for a, b in pairs:
+                if a == b:
+                    continue
+                a, b = min(a, b), max(a, b)
+                inter = len(sets[a] & sets[b])
+                union = len(sets[a] | sets[b])
+                listed = keys.get(a * n + b)
+                checked += 1
+                if (2 * inter >= union) != (listed is not None) or (listed and listed != (inter, union)):
+                    bad += 1
+            log(f"check {lang}/{part}: {checked} pairs recounted with Python sets, {bad} mismatches")
+            bad_total += bad
+    return bad_total
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--force", action="store_true", help="rebuild even if the corpus is up to date")
+    ap.add_argument("--refresh-manifest", action="store_true", help="re-pin package versions (maintainers)")
+    ap.add_argument("--check", action="store_true", help="recount sampled pairs' J with Python sets")
+    ap.add_argument("--copyright-packages", type=int, default=1400)
+    ap.add_argument("--copyright-max-size", type=int, default=100_000, help="bytes, per .deb")
+    args = ap.parse_args(argv)
+    if args.refresh_manifest:
+        refresh_manifest(args.copyright_packages, args.copyright_max_size)
+        return
+    build(force=args.force)
+    if args.check and check_truth():
+        raise SystemExit("truth check failed")
+
+
+if __name__ == "__main__":
+    main()
