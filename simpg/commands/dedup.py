@@ -4,8 +4,10 @@ PATH is a folder of text files (``**/*.txt`` unless ``--glob``), a JSONL file or
 CSV file with a text column (:mod:`simpg.corpus`). The documents go into the reference
 table ``simpg_documents`` (:mod:`simpg.reference`) as one *collection* (default: the
 path), replacing what an earlier run loaded into that collection unless ``--append``.
-The clusters are the connected components of "within k bits" among the collection's
-rows (seed 004), found from the table in one pass (:meth:`SimIndex.clusters`).
+The clusters are found from the table in one pass (:meth:`SimIndex.clusters`): by
+default around representatives (in load order, each document joins the earliest
+cluster leader within k bits, else leads one), or with ``--clusters components`` as the
+connected components of "within k bits" (seed 004), which chain neighbours.
 
 Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
 PostgreSQL that simpg starts in a per-user folder and stops when it is done.
@@ -60,6 +62,12 @@ def register(subparsers: Any) -> None:
                    help="how to split words: auto (Chinese runs through jieba), en, zh (default: auto)")
     p.add_argument("--workers", type=int, help="fingerprinting processes (default: one per CPU for "
                                                 f"{PARALLEL_FROM}+ documents)")
+    p.add_argument("--clusters", dest="method", choices=("representative", "components"),
+                   default="representative",
+                   help="representative (default): in load order, each document joins the earliest "
+                        "one it is a near-duplicate of that leads a cluster, so every member is within "
+                        "k of its cluster's first document; components: connected components, which "
+                        "chain neighbours of neighbours")
     p.set_defaults(func=run)
 
 
@@ -152,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                     "fingerprint_config": [identity] * len(kept),
                 })
         where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
-        clusters = index.clusters(k, where=where)
+        clusters = index.clusters(k, where=where, method=args.method)
         total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s",
                              [collection]).fetchone()
         members = sorted({i for c in clusters for i in c})

@@ -46,6 +46,11 @@ def register(subparsers: Any) -> None:
         p.add_argument("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
         p.add_argument("--lines", action="store_true",
                        help="print input line numbers (from 1) instead of fingerprints")
+        if name == "find-clusters":
+            p.add_argument("--method", choices=("components", "representative"), default="components",
+                           help="components: connected components, as seomoz's tool (the default); "
+                                "representative: in input order, each line joins the earliest "
+                                "representative within --distance, else becomes one")
         p.set_defaults(func=func)
 
 
@@ -134,7 +139,8 @@ def run_find_clusters(args: argparse.Namespace) -> int:
     fps, numbers = _read_input(args)
     layout = _layout(args, len(fps))
     labels = numbers if args.lines else fps
-    groups = [np.sort(labels[rows]).tolist() for rows in allpairs.clusters(fps, args.distance, layout)]
+    groups = [np.sort(labels[rows]).tolist()
+              for rows in allpairs.clusters(fps, args.distance, layout, method=args.method)]
     groups.sort(key=lambda g: (-len(g), g[0]))
     out = _open_out(args.output)
     try:

@@ -286,9 +286,28 @@ def pairs_from_arrays(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[
     return [Pair(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), d.tolist(), strict=True)]
 
 
-def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int) -> list[list[Any]]:
-    """Connected components (size >= 2) as lists of ids, largest first."""
-    groups = allpairs.clusters(fps, k)
+def cluster_method(value: Any) -> str:
+    """clusters()'s ``method``, or SimpgError naming it."""
+    if value not in allpairs.CLUSTER_METHODS:
+        raise SimpgError(f"method must be one of {', '.join(map(repr, allpairs.CLUSTER_METHODS))}, got {value!r}")
+    return str(value)
+
+
+def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "representative") -> list[list[Any]]:
+    """Clusters (size >= 2) as lists of ids, largest first.
+
+    ``"representative"`` takes rows in id order (the table's order for ids that have
+    none), so the representative is the smallest id of its cluster.
+    """
+    rank = None
+    if method == "representative" and ids.dtype != object:
+        rank = ids
+    elif method == "representative":
+        try:
+            rank = np.argsort(np.array(sorted(range(len(ids)), key=ids.__getitem__)), kind="stable")
+        except TypeError:  # ids without an order: the table's
+            rank = None
+    groups = allpairs.clusters(fps, k, method=method, rank=rank)
     out = []
     for rows in groups:
         members = ids[rows].tolist()

@@ -323,11 +323,13 @@ class AsyncSimIndex:
             for pair in _common.pairs_from_arrays(chunk):
                 yield pair
 
-    async def clusters(self, k: int | None = None, where: sql.Composable | None = None) -> list[list[Any]]:
-        """Connected components with two or more rows, largest first (see :meth:`SimIndex.clusters`)."""
+    async def clusters(self, k: int | None = None, where: sql.Composable | None = None,
+                       method: str = "representative") -> list[list[Any]]:
+        """Clusters of near-duplicate rows, largest first (see :meth:`SimIndex.clusters`)."""
+        method = _common.cluster_method(method)
         k = _common.radius(k, await self.info())
         ids, fps = await self.fetch_all(where)
-        return await asyncio.to_thread(_common.clusters_of, ids, fps, k)
+        return await asyncio.to_thread(_common.clusters_of, ids, fps, k, method)
 
     async def stats(self, exact: bool = True) -> IndexStats:
         """Rows, layout, sizes and fingerprint config of the index."""

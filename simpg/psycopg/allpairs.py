@@ -13,8 +13,13 @@ prefix (a table ``t`` sees the pair when ``(a ^ b)`` has no bit in ``t``'s prefi
 de-duplication. Rows with equal fingerprints are pairs at distance 0, unlike seomoz's
 ``find_all``, which keeps a set of fingerprints and loses them.
 
-Clusters are connected components (seed 004): a row is in a cluster when it is
-within ``k`` of at least one other member.
+Clusters come two ways (:data:`CLUSTER_METHODS`). ``"representative"``: rows are taken
+in order (earliest first), each joins the earliest representative it is within ``k`` of,
+or becomes a representative itself, so every member is a near-duplicate of its cluster's
+representative and chains of neighbours never join unrelated rows; deterministic, and
+incremental (a new row only needs its neighbours among the representatives).
+``"components"``: connected components (seed 004), where a row joins when it is within
+``k`` of any member, so two members may be far apart.
 
 Example:
     >>> import numpy as np
@@ -23,6 +28,11 @@ Example:
     [(0, 1, 1), (0, 2, 0), (1, 2, 1)]
     >>> [list(map(int, c)) for c in clusters(fps, 1)]
     [[0, 1, 2]]
+    >>> chain = np.array([0b0000, 0b0001, 0b0011, 0b0111], dtype=np.uint64)
+    >>> [list(map(int, c)) for c in clusters(chain, 1, method="components")]
+    [[0, 1, 2, 3]]
+    >>> [list(map(int, c)) for c in clusters(chain, 1)]
+    [[0, 1], [2, 3]]
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from simpg.layout import MAX_K, Layout
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CLUSTER_METHODS",
     "as_fingerprints",
     "clusters",
     "component_labels",
@@ -52,8 +63,13 @@ __all__ = [
     "pairs_layout",
     "permute",
     "prefix_masks",
+    "representative_labels",
     "segment_masks",
 ]
+
+#: How :func:`clusters` groups rows: around a representative (the default), or as
+#: connected components.
+CLUSTER_METHODS = ("representative", "components")
 
 _U64 = np.uint64
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -454,26 +470,75 @@ def component_labels(n: int, i: Iterable[np.ndarray] | np.ndarray, j: Iterable[n
     return labels
 
 
-def clusters(fps: Any, k: int, layout: Layout | None = None) -> list[np.ndarray]:
-    """Groups of rows connected by distances ``<= k`` (connected components), size >= 2.
+def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray | None = None,
+                          ) -> np.ndarray:
+    """Each of ``n`` nodes' representative, given the edges ``i[e] -- j[e]``.
+
+    Nodes are taken by ``rank`` (default: their number), earliest first; a node joins the
+    earliest representative it has an edge to, else it is a representative (its own
+    label). So a label is always a neighbour of the node or the node itself.
+    """
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    labels = np.arange(n, dtype=np.int64)
+    if not len(i):
+        return labels
+    rank = np.arange(n, dtype=np.int64) if rank is None else np.asarray(rank, dtype=np.int64)
+    first = rank[i] < rank[j]
+    early, late = np.where(first, i, j), np.where(first, j, i)
+    # Each late node's edges to earlier nodes, earliest first; a node's own status is
+    # settled before any later node looks at it.
+    order = np.lexsort((rank[early], rank[late]))
+    is_rep = np.ones(n, dtype=bool)
+    for a, b in zip(early[order].tolist(), late[order].tolist(), strict=True):
+        if is_rep[b] and labels[b] == b and is_rep[a]:
+            labels[b] = a
+            is_rep[b] = False
+    return labels
+
+
+def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "representative",
+             rank: Any = None) -> list[np.ndarray]:
+    """Clusters of rows within ``k`` (see :data:`CLUSTER_METHODS`), each of two or more rows.
 
     Equal fingerprints are folded together first, so a fingerprint repeated in many
     rows costs one comparison, not one per pair of rows.
 
+    Args:
+        fps: fingerprints (see :func:`as_fingerprints`); the row number is the position.
+        k: largest distance within a cluster's pairs (to its representative, or along
+            a chain of components).
+        layout: the tables to use (radius at least ``k``); default: fitted to the data.
+        method: ``"representative"`` (every member within ``k`` of the cluster's earliest
+            row) or ``"components"`` (connected components).
+        rank: the order rows arrive in for ``"representative"`` (default: row number);
+            any sortable array, e.g. ids or timestamps.
+
     Returns:
         Arrays of row numbers, each sorted; largest cluster first, then by first row.
     """
+    if method not in CLUSTER_METHODS:
+        raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
     fps = as_fingerprints(fps)
     n = len(fps)
     _check_k(k, layout)
     if n < 2:
         return []
     unique, inverse = np.unique(fps, return_inverse=True)
+    inverse = inverse.reshape(-1)
     chunks = list(pair_chunks(unique, k, layout))
     edges_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
     edges_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY
-    comp = component_labels(len(unique), edges_i, edges_j)[inverse.reshape(-1)]
-    # Rows sorted by component; a component with two or more rows is a cluster.
+    if method == "components":
+        comp = component_labels(len(unique), edges_i, edges_j)[inverse]
+    else:
+        # A fingerprint arrives with its earliest row, and takes that row as its label.
+        row_rank = np.arange(n) if rank is None else np.unique(np.asarray(rank), return_inverse=True)[1].reshape(-1)
+        order = np.lexsort((np.arange(n), row_rank))
+        first_row = order[np.unique(inverse[order], return_index=True)[1]]
+        rep = representative_labels(len(unique), edges_i, edges_j, row_rank[first_row])
+        comp = first_row[rep][inverse]
+    # Rows sorted by cluster label; a label with two or more rows is a cluster.
     order = np.argsort(comp, kind="stable")
     comp_sorted = comp[order]
     starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])

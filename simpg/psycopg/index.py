@@ -421,15 +421,21 @@ class SimIndex:
         chunks = self.pair_arrays(k, where)
         return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
 
-    def clusters(self, k: int | None = None, where: sql.Composable | None = None) -> list[list[Any]]:
-        """Connected components of the "within k" graph with two or more rows, largest first.
+    def clusters(self, k: int | None = None, where: sql.Composable | None = None,
+                 method: str = "representative") -> list[list[Any]]:
+        """Clusters of near-duplicate rows, two or more rows each, largest first.
 
-        Each cluster is a sorted list of ids; a row joins a cluster when it is within
-        ``k`` of at least one member (seed 004), so two members may be further apart.
+        Each cluster is a sorted list of ids. ``method="representative"`` (the default)
+        takes rows in id order: a row joins the earliest representative within ``k``,
+        else it is one, so every member is within ``k`` of its cluster's smallest id and
+        a chain of neighbours never joins unrelated rows. ``method="components"``:
+        connected components (seed 004), where a row joins when it is within ``k`` of
+        any member, so two members may be far apart.
         """
         k = _common.radius(k, self.info)
+        method = _common.cluster_method(method)
         ids, fps = self.fetch_all(where)
-        return _common.clusters_of(ids, fps, k)
+        return _common.clusters_of(ids, fps, k, method)
 
     def stats(self, exact: bool = True) -> IndexStats:
         """Rows, layout, sizes and fingerprint config of the index.

@@ -89,6 +89,31 @@ def test_find_clusters_prints_fingerprints(monkeypatch: pytest.MonkeyPatch, caps
     assert (code, out) == (0, "[239, 255, 255]\n[61184, 65280]\n")
 
 
+def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--method representative: input order, each line joins the earliest leader within -d."""
+    values = sample(4)
+    feed(monkeypatch, values)
+    code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines", "--method", "representative")
+    assert code == 0
+    leaders: list[int] = []
+    groups: dict[int, set[int]] = {}
+    for line, fp in enumerate(values, start=1):
+        leader = next((x for x in leaders if bits.hamming(values[x - 1], fp) <= 3), None)
+        if leader is None:
+            leaders.append(line)
+            leader = line
+        groups.setdefault(leader, set()).add(line)
+    assert {frozenset(json.loads(x)) for x in out.splitlines()} == {
+        frozenset(g) for g in groups.values() if len(g) > 1}
+    # a chain: components join it whole, representatives cut it
+    chain = [0, 0b11, 0b1111, 0b111111]
+    feed(monkeypatch, chain)
+    assert run(capsys, "find-clusters", "-d", "2", "--lines")[1] == "[1, 2, 3, 4]\n"
+    feed(monkeypatch, chain)
+    assert run(capsys, "find-clusters", "-d", "2", "--lines", "--method", "representative")[1] == "[1, 2]\n[3, 4]\n"
+
+
 @pytest.mark.parametrize("argv, stdin, message", [
     (["-d", "3"], "12\nabc\n", "simpg: line 2: expected a decimal 64-bit fingerprint, got 'abc'\n"),
     (["-d", "3"], "-1\n", "simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got -1\n"),

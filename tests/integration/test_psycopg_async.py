@@ -10,7 +10,13 @@ from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimIndex, Fingerprint, register_simpg_async
-from tests.integration.test_psycopg_index import brute_clusters, brute_near, brute_pairs, corpus
+from tests.integration.test_psycopg_index import (
+    brute_clusters,
+    brute_near,
+    brute_pairs,
+    brute_representatives,
+    corpus,
+)
 
 
 @pytest.mark.parametrize("layout", [Layout(3, (5,)), Layout(3, (4, 4))], ids=lambda layout: layout.name)
@@ -27,8 +33,10 @@ async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> No
             assert await index.near_many(queries, k) == expected
             pairs = [p async for p in index.pairs(k)]
             assert len(pairs) == len(set(pairs)) and set(pairs) == brute_pairs(rows, k)
-            clusters = await index.clusters(k)
+            clusters = await index.clusters(k, method="components")
             assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_clusters(len(rows), brute_pairs(rows, k))
+            clusters = await index.clusters(k)
+            assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_representatives(rows, k)
         stats = await index.stats()
         assert (stats.rows, stats.layout) == (len(rows), layout)
         assert await index.layout() == layout

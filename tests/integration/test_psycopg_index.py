@@ -81,6 +81,19 @@ def brute_clusters(n_rows: int, pairs: set[Pair]) -> list[list[int]]:
     return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
 
 
+def brute_representatives(rows: list[int], k: int) -> list[list[int]]:
+    """Ids 1..n in order: each joins the earliest representative within k, else is one."""
+    reps: list[int] = []
+    groups: dict[int, list[int]] = {}
+    for id_, fp in enumerate(rows, start=1):
+        rep = next((r for r in reps if bits.hamming(rows[r - 1], fp) <= k), None)
+        if rep is None:
+            reps.append(id_)
+            rep = id_
+        groups.setdefault(rep, []).append(id_)
+    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
+
+
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
 def test_lookups_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, layout: Layout) -> None:
     rows, queries = corpus(layout.tables, layout.k)
@@ -95,8 +108,10 @@ def test_lookups_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, 
         pairs = list(index.pairs(k))
         assert len(pairs) == len(set(pairs))
         assert set(pairs) == brute_pairs(rows, k)
-        clusters = index.clusters(k)
+        clusters = index.clusters(k, method="components")
         assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_clusters(len(rows), brute_pairs(rows, k))
+        clusters = index.clusters(k)  # around representatives, by id
+        assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_representatives(rows, k)
     # k defaults to the index's radius
     assert index.near(queries[0]) == brute_near(rows, queries[0], layout.k)
 
@@ -106,7 +121,10 @@ def test_pairs_of_equal_fingerprints_and_rows_without_one(conn: psycopg.Connecti
     index = make_table(conn, Layout(3, (5,)), [fp, fp, fp, flip(fp, [63]), 77])
     conn.execute("INSERT INTO docs (id, simhash) VALUES (6, NULL)")
     assert set(index.pairs(0)) == {Pair(1, 2, 0), Pair(1, 3, 0), Pair(2, 3, 0)}
-    assert index.clusters(1) == [[1, 2, 3, 4]]
+    assert index.clusters(1) == [[1, 2, 3, 4]]  # all within 1 of id 1
+    assert index.clusters(1, method="components") == [[1, 2, 3, 4]]
+    with pytest.raises(SimpgError, match="method must be one of 'representative', 'components', got 'x'"):
+        index.clusters(1, method="x")
     assert index.near(fp, 0) == [Neighbor(1, 0), Neighbor(2, 0), Neighbor(3, 0)]
     ids, fps = index.fetch_all()
     assert sorted(ids.tolist()) == [1, 2, 3, 4, 5]

@@ -149,7 +149,7 @@ def test_pairs_on_low_entropy_fingerprints_fit_the_data_and_stay_exact(kind: str
         got = engine_pairs(fps, k, None)
         assert len(got) == len(set(got)), "a pair was reported twice"
         assert set(got) == brute_pairs(fps, k)
-    assert {frozenset(map(int, c)) for c in allpairs.clusters(fps, 3)} == brute_clusters(
+    assert {frozenset(map(int, c)) for c in allpairs.clusters(fps, 3, method="components")} == brute_clusters(
         len(fps), brute_pairs(fps, 3))
 
 
@@ -272,8 +272,57 @@ def test_component_labels_on_chains_and_stars() -> None:
 def test_clusters_equal_brute_force(seed: int) -> None:
     fps = adversarial(seed)
     for k in range(4):
-        got = {frozenset(int(x) for x in c) for c in allpairs.clusters(fps, k)}
+        got = {frozenset(int(x) for x in c) for c in allpairs.clusters(fps, k, method="components")}
         assert got == brute_clusters(len(fps), brute_pairs(fps, k))
+
+
+def brute_representatives(fps: list[int], k: int, rank: list[int]) -> set[frozenset[int]]:
+    """Rows by rank; each joins the earliest representative within k, else becomes one."""
+    reps: list[int] = []
+    label = {}
+    for row in sorted(range(len(fps)), key=lambda r: (rank[r], r)):
+        near = [r for r in reps if bits.hamming(fps[r], fps[row]) <= k]
+        if near:
+            label[row] = min(near, key=lambda r: (rank[r], r))
+        else:
+            reps.append(row)
+            label[row] = row
+    groups: dict[int, set[int]] = {}
+    for row, rep in label.items():
+        groups.setdefault(rep, set()).add(row)
+    return {frozenset(g) for g in groups.values() if len(g) > 1}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_representative_clusters_equal_brute_force(seed: int) -> None:
+    fps = adversarial(seed)
+    rng = random.Random(seed)
+    for rank in (list(range(len(fps))), [rng.randrange(50) for _ in fps]):  # ties: row order
+        for k in range(4):
+            got = allpairs.clusters(fps, k, rank=rank)
+            assert {frozenset(int(x) for x in c) for c in got} == brute_representatives(fps, k, rank)
+            for c in got:  # every member is a near-duplicate of the earliest row
+                rep = min((int(x) for x in c), key=lambda r: (rank[r], r))
+                assert all(bits.hamming(fps[rep], fps[int(x)]) <= k for x in c)
+
+
+def test_a_chain_is_cut_around_representatives_not_joined() -> None:
+    """Each link is 2 bits from the last: components join all 10 rows (ends 18 bits apart),
+    representatives keep every member within 2 bits of its cluster's first row."""
+    chain = [0]
+    for b in range(9):
+        chain.append(chain[-1] ^ (0b11 << (2 * b)))
+    assert [len(c) for c in allpairs.clusters(chain, 2, method="components")] == [10]
+    groups = allpairs.clusters(chain, 2)
+    assert sorted(sorted(int(x) for x in c) for c in groups) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    # a later arrival order makes other representatives, still within 2 bits each
+    reverse = allpairs.clusters(chain, 2, rank=list(range(10, 0, -1)))
+    assert sorted(sorted(int(x) for x in c) for c in reverse) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+
+
+def test_unknown_cluster_method_is_named() -> None:
+    with pytest.raises(InvalidLayout, match="cluster method must be one of representative, components, got 'x'"):
+        allpairs.clusters([1, 2], 1, method="x")
 
 
 def test_clusters_are_ordered_largest_first() -> None:
