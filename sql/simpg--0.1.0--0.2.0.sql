@@ -94,6 +94,13 @@ DROP FUNCTION simpg.index_layout(regclass, name), simpg.checked_layout(regclass,
     simpg.register_index(regclass, name, integer, integer[], name[], name[], text),
     simpg.create_index(regclass, name, integer, integer, integer, text), simpg.prefix_select(simpg.indexes);
 DROP TABLE simpg.indexes;
+-- reports that gained parameters (the cluster method): CREATE OR REPLACE would add
+-- overloads beside them, and calls with the old arguments would become ambiguous
+DROP FUNCTION simpg.clusters(regclass, integer, name, name),
+    simpg.clusters(anyelement, regclass, integer, name, name),
+    simpg.clusters_query(regclass, integer, name, name, regtype),
+    simpg.cluster_rows_query(regclass, integer, name, text),
+    simpg.cluster_sizes(regclass, integer, name), simpg.duplicate_stats(regclass, integer, name);
 
 -- 0.2.0's objects, as its install script makes them:
 
@@ -1674,10 +1681,85 @@ $$;
 COMMENT ON FUNCTION simpg.fingerprint_clusters(regclass, integer, name) IS
     'Connected components of rel''s distinct fingerprints under distance <= k: each fingerprint with a neighbour and its cluster''s smallest fingerprint';
 
--- cluster_rows_query: per row with a fingerprint, its key and its component (the
--- smallest fingerprint of its cluster, or its own fingerprint when it has no
--- neighbour at another fingerprint). The outer statements group on comp.
-CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text)
+-- fingerprint_representatives: clusters of rel's distinct fingerprints around
+-- representatives. A fingerprint arrives with its row of smallest key; in that order
+-- each joins the earliest representative within k, else it is one. So every member is
+-- within k of its representative, and a chain of neighbours never joins unrelated rows.
+-- Contract: one row per distinct fingerprint in a cluster of two or more distinct
+-- fingerprints (members and their representatives); cluster is the representative.
+-- Deterministic for a given table; a new row never changes an earlier assignment.
+CREATE OR REPLACE FUNCTION simpg.fingerprint_representatives(rel regclass, k integer, col name DEFAULT NULL,
+                                                  key_column name DEFAULT NULL)
+    RETURNS TABLE (fingerprint bigint, cluster bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET jit = off
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_key record := simpg.report_key(rel, key_column);
+    v_masks bigint[] := simpg.pair_masks(v_row, k);
+    v_rep integer[];      -- v_rep[i]: the representative fingerprint number i joined, NULL while it leads
+    v_fp bigint[];        -- v_fp[i]: fingerprint number i (numbered in arrival order)
+    v_members integer[] := '{}';
+    v_fps bigint[];
+    v_clusters bigint[];
+    v_n integer;
+    v_a integer;
+    v_b integer;
+    v_fa bigint;
+    v_fb bigint;
+BEGIN
+    -- pairs (a earlier than b), by b then a: when b is reached, every earlier
+    -- fingerprint's place is settled, and the first representative among b's earlier
+    -- neighbours is the earliest
+    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE format(
+        'WITH d AS (SELECT DISTINCT ON (t.%1$I) t.%1$I AS fp, t.%2$I AS key FROM %3$s AS t '
+        'WHERE t.%1$I IS NOT NULL ORDER BY t.%1$I, t.%2$I), '
+        'r AS MATERIALIZED (SELECT t.fp, %4$s, (row_number() OVER (ORDER BY t.key, t.fp))::integer AS i FROM d AS t) '
+        'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%5$s) AS p ORDER BY p.ib, p.ia',
+        v_row.fingerprint_column, v_key.column_name, rel, simpg.mask_select('fp', v_masks),
+        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_masks), k, 'i'))
+    LOOP
+        IF v_rep IS NULL THEN
+            v_rep := array_fill(NULL::integer, ARRAY[v_n]);
+            v_fp := array_fill(NULL::bigint, ARRAY[v_n]);
+        END IF;
+        IF v_rep[v_b] IS NULL AND v_rep[v_a] IS NULL AND v_fp[v_b] IS NULL THEN
+            v_rep[v_b] := v_a;
+            v_fp[v_b] := v_fb;
+            v_fp[v_a] := v_fa;  -- v_a leads: it stays without a v_rep
+            v_members := v_members || v_b;
+        END IF;
+    END LOOP;
+    IF v_rep IS NULL THEN
+        RETURN;
+    END IF;
+    -- plain arrays for the result: a query that indexed v_fp per row would copy it each time
+    v_fps := array_fill(NULL::bigint, ARRAY[cardinality(v_members)]);
+    v_clusters := array_fill(NULL::bigint, ARRAY[cardinality(v_members)]);
+    FOR v_i IN 1 .. cardinality(v_members) LOOP
+        v_fps[v_i] := v_fp[v_members[v_i]];
+        v_clusters[v_i] := v_fp[v_rep[v_members[v_i]]];
+    END LOOP;
+    RETURN QUERY
+        SELECT u.fp, u.rep FROM unnest(v_fps, v_clusters) AS u(fp, rep)
+        UNION ALL
+        SELECT DISTINCT u.rep, u.rep FROM unnest(v_clusters) AS u(rep);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.fingerprint_representatives(regclass, integer, name, name) IS
+    'Clusters of rel''s distinct fingerprints around representatives (arrival by smallest key): each member and its representative''s fingerprint';
+
+-- cluster_rows_query: per row with a fingerprint, its key and its cluster (the
+-- cluster's representative fingerprint, or for 'components' its smallest; a row
+-- alone at its fingerprint keeps its own). The outer statements group on comp.
+-- Contract: method is 'representative' or 'components' (else invalid_parameter_value);
+-- 'representative' orders rows by the report key (key_column, default the primary key).
+CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
+                                         key_column name DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -1685,24 +1767,37 @@ AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
+    IF method IS NULL OR method NOT IN ('representative', 'components') THEN
+        RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     RETURN format(
-        'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t '
-        'LEFT JOIN simpg.fingerprint_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name) AS c ON c.fingerprint = t.%I '
+        'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t LEFT JOIN %s AS c ON c.fingerprint = t.%I '
         'WHERE t.%I IS NOT NULL',
-        key_expr, v_row.fingerprint_column, rel, rel, k, v_row.fingerprint_column,
+        key_expr, v_row.fingerprint_column, rel,
+        CASE method
+            WHEN 'components' THEN format('simpg.fingerprint_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name)',
+                                          rel, k, v_row.fingerprint_column)
+            ELSE format('simpg.fingerprint_representatives(%L::pg_catalog.regclass, %s, %L::pg_catalog.name, %L::pg_catalog.name)',
+                        rel, k, v_row.fingerprint_column, (simpg.report_key(rel, key_column)).column_name)
+        END,
         v_row.fingerprint_column, v_row.fingerprint_column);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text) IS
-    'Internal: the statement giving each row of rel (key_expr AS key) its cluster component';
+COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text, name) IS
+    'Internal: the statement giving each row of rel (key_expr AS key) its cluster';
 
 -- clusters_query: the statement simpg.clusters runs.
--- Contract: columns cluster_id, key, size; one row per row of rel that has at least
--- one other row within k, directly or through a chain of such rows; cluster_id is the
--- smallest key of the cluster, size its number of rows. Ordered by cluster_id, key.
+-- Contract: columns cluster_id, key, size; one row per row of rel in a cluster of two
+-- or more rows; cluster_id is the smallest key of the cluster, size its number of rows.
+-- Ordered by cluster_id, key. method 'representative' (the default): rows in key order,
+-- each joins the earliest representative within k or becomes one, so every member is
+-- within k of the row cluster_id names; 'components': connected components, where a
+-- row joins when it is within k of any member (through a chain of such rows).
 CREATE OR REPLACE FUNCTION simpg.clusters_query(rel regclass, k integer, col name DEFAULT NULL,
-                                     key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+                                     key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
+                                     method text DEFAULT 'representative')
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -1718,44 +1813,47 @@ BEGIN
         'SELECT first_value(w.key) OVER (PARTITION BY w.comp ORDER BY w.key) AS cluster_id, w.key, '
         'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
         'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
-        v_type, v_type, simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name)));
+        v_type, v_type,
+        simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name));
 END
 $$;
 
-COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype) IS
+COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype, text) IS
     'The SQL statement that lists the near-duplicate clusters of rel (cluster_id, key, size)';
 
--- clusters: near-duplicate clusters (connected components), keys as bigint.
-CREATE OR REPLACE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
+-- clusters: near-duplicate clusters, keys as bigint (see clusters_query for method).
+CREATE OR REPLACE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
+                               method text DEFAULT 'representative')
     RETURNS TABLE (cluster_id bigint, key bigint, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, 'bigint');
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, 'bigint', method);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name) IS
-    'Near-duplicate clusters of rel (connected components under distance <= k): cluster_id = smallest key, one row per member';
+COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name, text) IS
+    'Near-duplicate clusters of rel under distance <= k, around representatives (or method => ''components''): cluster_id = smallest key, one row per member';
 
 CREATE OR REPLACE FUNCTION simpg.clusters(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
-                               key_column name DEFAULT NULL)
+                               key_column name DEFAULT NULL, method text DEFAULT 'representative')
     RETURNS TABLE (cluster_id anyelement, key anyelement, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, pg_typeof(key_type)::regtype, method);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name) IS
+COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, text) IS
     'Near-duplicate clusters of rel, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
 
 -- cluster_sizes: histogram of cluster sizes; size 1 counts the rows with no
--- near-duplicate. Needs no key column.
-CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL)
+-- near-duplicate. The key orders rows for 'representative'; 'components' needs none.
+CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL,
+                                    key_column name DEFAULT NULL, method text DEFAULT 'representative')
     RETURNS TABLE (cluster_size bigint, clusters bigint, rows bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -1765,17 +1863,19 @@ BEGIN
         'SELECT g.n, count(*), sum(g.n)::bigint FROM '
         '(SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g '
         'GROUP BY g.n ORDER BY g.n',
-        simpg.cluster_rows_query(rel, k, col, 'NULL'));
+        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column));
 END
 $$;
 
-COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name) IS
+COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name, name, text) IS
     'Histogram of near-duplicate cluster sizes of rel under distance <= k (size 1: rows with no near-duplicate)';
 
--- duplicate_stats: one row summing up the duplicates of rel. Needs no key column.
--- rows counts the rows with a fingerprint; duplicated_rows those with at least one
--- other row within k; rows_after_dedup keeps one row per cluster.
-CREATE OR REPLACE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL)
+-- duplicate_stats: one row summing up the duplicates of rel. rows counts the rows
+-- with a fingerprint; duplicated_rows those in a cluster; rows_after_dedup keeps one
+-- row per cluster (its representative). The key orders rows for 'representative';
+-- 'components' needs none.
+CREATE OR REPLACE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL,
+                                      key_column name DEFAULT NULL, method text DEFAULT 'representative')
     RETURNS TABLE (rows bigint, duplicated_rows bigint, clusters bigint, largest_cluster bigint,
                    rows_after_dedup bigint)
     LANGUAGE plpgsql STABLE
@@ -1786,12 +1886,12 @@ BEGIN
         'SELECT coalesce(sum(g.n), 0)::bigint, coalesce(sum(g.n) FILTER (WHERE g.n > 1), 0)::bigint, '
         'count(*) FILTER (WHERE g.n > 1), coalesce(max(g.n) FILTER (WHERE g.n > 1), 0)::bigint, count(*) '
         'FROM (SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g',
-        simpg.cluster_rows_query(rel, k, col, 'NULL'));
+        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column));
 END
 $$;
 
-COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name) IS
-    'Rows, rows with a near-duplicate within k, clusters, largest cluster, and rows left keeping one per cluster';
+COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name, name, text) IS
+    'Rows, rows in a cluster, clusters, largest cluster, and rows left keeping one per cluster';
 -- check and repair
 --
 -- simpg.check is to a simpg index what amcheck is to a B-tree: run it after an upgrade,

@@ -101,6 +101,22 @@ def brute_clusters(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, 
     }
 
 
+def brute_representatives(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
+    """{key: (its representative's key, cluster size)} for rows in clusters of 2 or more:
+    rows in key order, each joins the earliest representative within k, else is one."""
+    reps: list[Key] = []
+    label: dict[Key, Key] = {}
+    for key in sorted(key for key, fp in rows.items() if fp is not None):  # type: ignore[type-var]
+        fp = rows[key]
+        rep = next((r for r in reps if bits.hamming(rows[r], fp) <= k), None)  # type: ignore[arg-type]
+        if rep is None:
+            reps.append(key)
+            rep = key
+        label[key] = rep
+    size = Counter(label.values())
+    return {key: (rep, size[rep]) for key, rep in label.items() if size[rep] > 1}
+
+
 def load(
     conn: psycopg.Connection,
     rows: dict[Key, int | None],
@@ -246,8 +262,10 @@ def test_pairs_and_clusters_on_low_entropy_fingerprints(conn, kind):
         got = sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', %s)", [k])
         assert got == expected, f"k={k}"
     assert any(d == 3 for d in expected.values())
-    got_clusters = conn.execute("SELECT key, cluster_id, size FROM simpg.clusters('docs', 3)").fetchall()
-    assert {key: (cid, size) for key, cid, size in got_clusters} == brute_clusters(rows, 3)
+    for method, brute in (("components", brute_clusters), ("representative", brute_representatives)):
+        got_clusters = conn.execute(
+            "SELECT key, cluster_id, size FROM simpg.clusters('docs', 3, method => %s)", [method]).fetchall()
+        assert {key: (cid, size) for key, cid, size in got_clusters} == brute(rows, 3), method
 
 
 def test_one_fingerprint_everywhere_compares_every_pair_once(conn):
@@ -303,7 +321,7 @@ def test_typed_keys(conn, key_type, sample, make_key):
     ).fetchone()
     assert joined == (len(got),)
     clusters = conn.execute(
-        f"SELECT key, cluster_id, size FROM simpg.clusters({sample}, 'docs', 3)"
+        f"SELECT key, cluster_id, size FROM simpg.clusters({sample}, 'docs', 3, method => 'components')"
     ).fetchall()
     assert {key: (cid, size) for key, cid, size in clusters} == brute_clusters(rows, 3)
 
@@ -336,7 +354,8 @@ def test_key_column_other_than_the_primary_key(conn):
     assert got == brute_pairs(by_code, 2)
 
 
-def test_clusters_stats_and_histogram_equal_brute_force(conn):
+@pytest.mark.parametrize("method", ["representative", "components"])
+def test_clusters_stats_and_histogram_equal_brute_force(conn, method):
     rng = random.Random(9)
     fps = adversarial_fingerprints(rng, 3, 5, random_rows=400)
     # a long chain: each link 3 bits from the previous, so ends are far apart
@@ -347,9 +366,9 @@ def test_clusters_stats_and_histogram_equal_brute_force(conn):
     load(conn, rows)
     conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
     for k in (0, 1, 3):
-        expected = brute_clusters(rows, k)
+        expected = brute_clusters(rows, k) if method == "components" else brute_representatives(rows, k)
         got = conn.execute(
-            "SELECT key, cluster_id, size FROM simpg.clusters('docs', %s)", [k]
+            "SELECT key, cluster_id, size FROM simpg.clusters('docs', %s, method => %s)", [k, method]
         ).fetchall()
         assert {key: (cid, size) for key, cid, size in got} == expected, f"k={k}"
         assert len(got) == len(expected)
@@ -361,14 +380,14 @@ def test_clusters_stats_and_histogram_equal_brute_force(conn):
         with_fp = sum(fp is not None for fp in rows.values())
         singles = with_fp - len(expected)
         histogram = conn.execute(
-            "SELECT cluster_size, clusters, rows FROM simpg.cluster_sizes('docs', %s)", [k]
+            "SELECT cluster_size, clusters, rows FROM simpg.cluster_sizes('docs', %s, method => %s)", [k, method]
         ).fetchall()
         want = ([(1, singles, singles)] if singles else []) + [
             (s, n, s * n) for s, n in sorted(sizes.items())
         ]
         assert histogram == want
 
-        stats = conn.execute("SELECT * FROM simpg.duplicate_stats('docs', %s)", [k]).fetchone()
+        stats = conn.execute("SELECT * FROM simpg.duplicate_stats('docs', %s, method => %s)", [k, method]).fetchone()
         clusters = sum(sizes.values())
         assert stats == (
             with_fp,
@@ -377,13 +396,16 @@ def test_clusters_stats_and_histogram_equal_brute_force(conn):
             max(sizes, default=0),
             singles + clusters,
         )
-    # the chain makes one cluster wider than k at k=3
-    assert any(
-        bits.hamming(rows[a], rows[b]) > 3  # type: ignore[arg-type]
-        for a, (ca, _) in expected.items()
-        for b, (cb, _) in expected.items()
-        if ca == cb
-    )
+    if method == "components":  # the chain makes one cluster wider than k at k=3
+        assert any(
+            bits.hamming(rows[a], rows[b]) > 3  # type: ignore[arg-type]
+            for a, (ca, _) in expected.items()
+            for b, (cb, _) in expected.items()
+            if ca == cb
+        )
+    else:  # every member within k of its representative, the row cluster_id names
+        assert all(bits.hamming(rows[key], rows[cid]) <= 3 for key, (cid, _) in expected.items())  # type: ignore[arg-type]
+        assert len({cid for cid, _ in expected.values()}) > len(set(brute_clusters(rows, 3).values()))
 
 
 def test_fingerprint_clusters_on_distinct_fingerprints(conn):
@@ -432,12 +454,15 @@ def test_reports_see_one_snapshot(conn):
     conn.execute("SELECT simpg.create_index('docs', 'simhash', 1, 2)")
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        before = conn.execute("SELECT * FROM simpg.clusters('docs', 1)").fetchall()
+        before = conn.execute("SELECT * FROM simpg.clusters('docs', 1, method => 'components')").fetchall()
         with psycopg.connect(conn.info.dsn, autocommit=True) as other:
             other.execute("INSERT INTO docs VALUES (4, 'x', 2)")  # bridges 1-2 and 3
-        assert conn.execute("SELECT * FROM simpg.clusters('docs', 1)").fetchall() == before
-    after = conn.execute("SELECT key, cluster_id FROM simpg.clusters('docs', 1)").fetchall()
+        assert conn.execute("SELECT * FROM simpg.clusters('docs', 1, method => 'components')").fetchall() == before
+    after = conn.execute("SELECT key, cluster_id FROM simpg.clusters('docs', 1, method => 'components')").fetchall()
     assert sorted(after) == [(1, 1), (2, 1), (3, 1), (4, 1)]
+    # around representatives, 3 (0b11) is 2 bits from 1's 0: it stays alone
+    after = conn.execute("SELECT key, cluster_id FROM simpg.clusters('docs', 1)").fetchall()
+    assert sorted(after) == [(1, 1), (2, 1), (4, 1)]
 
 
 def test_pairs_query_is_the_statement_pairs_runs(conn):
@@ -449,7 +474,7 @@ def test_pairs_query_is_the_statement_pairs_runs(conn):
     assert sql_pairs(conn, query, []) == brute_pairs(rows, 2)
     query = conn.execute("SELECT simpg.clusters_query('docs', 2)").fetchone()[0]
     got = conn.execute(query).fetchall()
-    assert {key: (cid, size) for cid, key, size in got} == brute_clusters(rows, 2)
+    assert {key: (cid, size) for cid, key, size in got} == brute_representatives(rows, 2)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from simpg import bits
-from tests.integration.test_reports import adversarial_fingerprints, brute_clusters, brute_pairs
+from tests.integration.test_reports import adversarial_fingerprints, brute_pairs, brute_representatives
 
 HOSTILE = [
     ("public", 'a"b; drop table sentinel;--', "fp", "id"),
@@ -92,11 +92,11 @@ def test_hostile_identifiers(conn, schema, table, column, key):
     clusters = conn.execute(
         "SELECT key, cluster_id, size FROM simpg.clusters(%s, 2, %s, %s)", [rel_text, column, key]
     ).fetchall()
-    assert {k: (c, s) for k, c, s in clusters} == brute_clusters(rows, 2)
+    assert {k: (c, s) for k, c, s in clusters} == brute_representatives(rows, 2)
     stats = conn.execute(
         "SELECT rows, duplicated_rows FROM simpg.duplicate_stats(%s, 2, %s)", [rel_text, column]
     ).fetchone()
-    assert stats == (sum(fp is not None for fp in fps), len(brute_clusters(rows, 2)))
+    assert stats == (sum(fp is not None for fp in fps), len(brute_representatives(rows, 2)))
     assert (
         conn.execute("SELECT sum(rows) FROM simpg.cluster_sizes(%s, 2)", [rel_text]).fetchone()[0]
         == stats[0]
@@ -214,7 +214,7 @@ def test_row_level_security_limits_every_report(db):
             clusters = other.execute(
                 "SELECT key, cluster_id, size FROM simpg.clusters('docs', 2)"
             ).fetchall()
-            assert {k: (c, s) for k, c, s in clusters} == brute_clusters(visible, 2)
+            assert {k: (c, s) for k, c, s in clusters} == brute_representatives(visible, 2)
             stats = other.execute("SELECT rows FROM simpg.duplicate_stats('docs', 2)").fetchone()
             assert stats == (sum(fp is not None for fp in visible.values()),)
             near = other.execute("SELECT id FROM simpg.near(NULL::docs, 0, 2)").fetchall()
@@ -288,7 +288,7 @@ def test_search_path_cannot_hijack_simpg(db):
             clusters = victim.execute(
                 "SELECT key, cluster_id, size FROM simpg.clusters('public.docs', 2)"
             ).fetchall()
-            assert {k: (c, s) for k, c, s in clusters} == brute_clusters(rows, 2)
+            assert {k: (c, s) for k, c, s in clusters} == brute_representatives(rows, 2)
             near = victim.execute(
                 "SELECT count(*) FROM simpg.near(NULL::public.docs, 0, 2)"
             ).fetchone()[0]

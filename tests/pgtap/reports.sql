@@ -12,10 +12,10 @@ SELECT plan(26);
 -- the API
 SELECT has_function('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name']);
 SELECT has_function('simpg', 'pairs', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name']);
-SELECT has_function('simpg', 'clusters', ARRAY['regclass', 'integer', 'name', 'name']);
-SELECT has_function('simpg', 'clusters', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name']);
-SELECT has_function('simpg', 'duplicate_stats', ARRAY['regclass', 'integer', 'name']);
-SELECT has_function('simpg', 'cluster_sizes', ARRAY['regclass', 'integer', 'name']);
+SELECT has_function('simpg', 'clusters', ARRAY['regclass', 'integer', 'name', 'name', 'text']);
+SELECT has_function('simpg', 'clusters', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name', 'text']);
+SELECT has_function('simpg', 'duplicate_stats', ARRAY['regclass', 'integer', 'name', 'name', 'text']);
+SELECT has_function('simpg', 'cluster_sizes', ARRAY['regclass', 'integer', 'name', 'name', 'text']);
 SELECT volatility_is('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name'], 'stable');
 SELECT volatility_is('simpg', 'fingerprint_clusters', ARRAY['regclass', 'integer', 'name'], 'stable',
                      'fingerprint_clusters is STABLE, so its passes share the caller''s snapshot');
@@ -73,15 +73,15 @@ WITH RECURSIVE e AS (
 SELECT src AS key, min(dst) AS cluster_id, count(*) AS size FROM reach GROUP BY src;
 
 SELECT results_eq(
-    $$SELECT cluster_id, key, size FROM simpg.clusters('tap_docs', 3) ORDER BY key$$,
+    $$SELECT cluster_id, key, size FROM simpg.clusters('tap_docs', 3, method => 'components') ORDER BY key$$,
     $$SELECT cluster_id::bigint, key::bigint, size FROM brute_clusters ORDER BY key$$,
-    'clusters at k=3 equal the transitive closure of brute-force pairs');
+    'components at k=3 equal the transitive closure of brute-force pairs');
 SELECT results_eq(
-    $$SELECT cluster_size, clusters FROM simpg.cluster_sizes('tap_docs', 3) WHERE cluster_size > 1$$,
+    $$SELECT cluster_size, clusters FROM simpg.cluster_sizes('tap_docs', 3, method => 'components') WHERE cluster_size > 1$$,
     $$SELECT size, count(*) FROM (SELECT DISTINCT cluster_id, size FROM brute_clusters) AS c GROUP BY size ORDER BY size$$,
     'cluster size histogram equals brute force');
 SELECT results_eq(
-    $$SELECT rows, duplicated_rows, clusters FROM simpg.duplicate_stats('tap_docs', 3)$$,
+    $$SELECT rows, duplicated_rows, clusters FROM simpg.duplicate_stats('tap_docs', 3, method => 'components')$$,
     $$SELECT (SELECT count(*) FROM tap_docs WHERE simhash IS NOT NULL), (SELECT count(*) FROM brute_clusters),
              (SELECT count(DISTINCT cluster_id) FROM brute_clusters)$$,
     'duplicate_stats equals brute force');
