@@ -12,7 +12,8 @@ connected components of "within k bits" (seed 004), which chain neighbours.
 Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
 PostgreSQL that simpg starts in a per-user folder and stops when it is done.
 
-Output is a table per cluster for people, or one JSON object with ``--json``. Long
+Output is a table per cluster for people, or one JSON object with ``--json``, which
+also lists every pair of documents within k (the decisions the clusters are made from). Long
 work shows progress bars on stderr when it is a terminal (or with ``--progress``).
 """
 
@@ -161,13 +162,19 @@ def run(args: argparse.Namespace) -> int:
                 })
         where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
         clusters = index.clusters(k, where=where, method=args.method)
+        pairs = sorted(index.pairs(k, where=where)) if args.json else []
         total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s",
                              [collection]).fetchone()
-        members = sorted({i for c in clusters for i in c})
+        members = sorted({i for c in clusters for i in c} | {i for p in pairs for i in p[:2]})
         rows = {r[0]: r for r in conn.execute(
             "SELECT id, source, title, left(body, 300), simhash FROM simpg_documents WHERE id = ANY(%s)",
             [members])}
     report = _report(collection, int(total[0]) if total else 0, k, clusters, rows, skipped)
+    report["method"] = args.method
+    if args.json:
+        # every pair the clusters were made from, so an evaluation scores what users get
+        report["pairs"] = [{"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
+                           for a, b, d in pairs]
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")

@@ -57,6 +57,15 @@ def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> N
             assert d["simhash"] == fingerprint(texts[d["source"]])
             assert d["distance"] == bits.hamming(first["simhash"], d["simhash"])
             assert d["distance"] <= report["k"]  # every member is a near-duplicate of it
+    # every pair it decided, with its distance: exactly the pairs within k
+    fps = {name: fingerprint(text) for name, text in texts.items()}
+    assert report["method"] == "representative"
+    assert {(frozenset((p["source_a"], p["source_b"])), p["distance"]) for p in report["pairs"]} == {
+        (frozenset((a, b)), bits.hamming(fps[a], fps[b]))
+        for a, b in itertools.combinations(sorted(fps), 2) if bits.hamming(fps[a], fps[b]) <= report["k"]}
+    assert all(p["a"] < p["b"] for p in report["pairs"])
+    clustered = {d["source"] for c in report["clusters"] for d in c["documents"]}
+    assert clustered == {p[s] for p in report["pairs"] for s in ("source_a", "source_b")}
     code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--json",  # type: ignore[attr-defined]
                          "--clusters", "components")
     assert code == 0, err
@@ -144,11 +153,12 @@ def test_embedded_default(capsys: pytest.CaptureFixture[str], tmp_path: Path, mo
     os.chmod(tmp_path, 0o755)  # the embedded server runs as its own OS user when we are root
     monkeypatch.setenv("SIMPG_HOME", str(home))
     monkeypatch.delenv("SIMPG_DSN", raising=False)
-    code, out, err = run(capsys, "dedup", str(CORPUS), "--json")
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--json", "--clusters", "components")
     assert code == 0, err
     report = json.loads(out)
     texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
-    assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == expected_clusters(texts, 3)
+    assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == expected_clusters(
+        texts, report["k"])
     assert (home / "pgdata").is_dir()
     code, out, err = run(capsys, "near", "--file", str(CORPUS / "en-cookies-original.txt"), "--json")
     assert code == 0, err
