@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from simpg import bits, cli
-from tests.integration.test_reports import adversarial_fingerprints, brute_clusters, brute_pairs
+from tests.integration.test_reports import adversarial_fingerprints, brute_pairs, brute_representatives
 
 
 @dataclass
@@ -83,11 +83,11 @@ def use_simpg_as(dsn: str) -> None:
         clusters = conn.execute(
             "SELECT key, cluster_id, size FROM simpg.clusters('docs', 3)"
         ).fetchall()
-        assert {k: (c, s) for k, c, s in clusters} == brute_clusters(rows, 3)
+        assert {k: (c, s) for k, c, s in clusters} == brute_representatives(rows, 3)
         stats = conn.execute(
             "SELECT rows, duplicated_rows FROM simpg.duplicate_stats('docs', 3)"
         ).fetchone()
-        assert stats == (sum(fp is not None for fp in fps), len(brute_clusters(rows, 3)))
+        assert stats == (sum(fp is not None for fp in fps), len(brute_representatives(rows, 3)))
         conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
         conn.execute("SELECT simpg.create_index('docs', 'simhash', 2)")  # default blocks this time
         assert conn.execute("SELECT count(*) FROM simpg.pairs('docs', 2)").fetchone()[0] == len(
