@@ -3,7 +3,8 @@
 Each subcommand lives in a module of :mod:`simpg.commands` that defines
 ``register(subparsers)``; this module collects them, runs the chosen one, and turns
 every :class:`simpg.SimpgError` (and database error) into one lowercase line on
-stderr with exit status 1, never a traceback.
+stderr with exit status 1, never a traceback. Output into a pipe whose reader has gone
+(``simpg fingerprint *.txt | head -1``) ends the command quietly with status 0.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -40,6 +42,18 @@ def _message(err: BaseException) -> str:
     return text[:1].lower() + text[1:]
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the last flush into a closed pipe does not fail again.
+
+    The recipe of Python's signal module docs ("Note on SIGPIPE").
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor underneath (tests, embedding)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     import psycopg
@@ -52,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        _silence_stdout()  # the reader has all it wanted: not an error
+        return 0
     except SimpgError as err:
         print(f"simpg: {_message(err)}", file=sys.stderr)
     except psycopg.Error as err:

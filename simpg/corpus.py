@@ -3,7 +3,11 @@
 Each document keeps where it came from (``source``): the file path for a folder, else
 ``file.jsonl:LINE`` or ``file.csv:ROW`` (the data row, from 1). Files must be UTF-8
 (a leading BOM is ignored); anything else is an error naming the file and the byte
-offset, never a silently mangled document.
+offset, never a silently mangled document, unless ``errors`` asks to replace bad bytes
+with U+FFFD or to skip the documents that hold them.
+
+Files that cannot be opened are reported in one wording everywhere in the CLI,
+``cannot read 'PATH': REASON`` (:func:`cannot_read`, :func:`cannot_write`).
 
 Example:
     >>> from simpg.corpus import read_documents
@@ -16,17 +20,20 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import json
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from simpg.exc import SimpgError
 
-__all__ = ["DEFAULT_GLOB", "TEXT_COLUMNS", "Document", "count_inputs", "kind_of", "read_documents", "read_text"]
+__all__ = ["DEFAULT_GLOB", "ERRORS", "TEXT_COLUMNS", "Document", "UnreadableText", "cannot_read", "cannot_write",
+           "count_inputs", "kind_of", "open_input", "open_output", "read_documents", "read_lines", "read_text"]
 
 #: Files of a folder that are documents, unless --glob says otherwise.
 DEFAULT_GLOB = "**/*.txt"
@@ -34,6 +41,50 @@ DEFAULT_GLOB = "**/*.txt"
 TEXT_COLUMNS = ("text", "body", "content")
 _BOM = codecs.BOM_UTF8
 _BLOCK = 1 << 16
+#: What to do with a document that is not valid UTF-8: fail, use U+FFFD, or leave it out.
+ERRORS = ("strict", "replace", "skip")
+_ESCAPED = re.compile("[\udc80-\udcff]")  # bytes kept by surrogateescape: invalid UTF-8
+
+
+class UnreadableText(SimpgError):
+    """A document that is not UTF-8 text (invalid bytes, or a NUL byte)."""
+
+
+def _reason(err: OSError | str) -> str:
+    return err if isinstance(err, str) else (err.strerror or str(err))
+
+
+def cannot_read(path: str | os.PathLike[str], err: OSError | str) -> SimpgError:
+    """The CLI's one wording for an input that cannot be opened or read."""
+    return SimpgError(f"cannot read {os.fspath(path)!r}: {_reason(err)}")
+
+
+def cannot_write(path: str | os.PathLike[str], err: OSError | str) -> SimpgError:
+    """The CLI's one wording for an output that cannot be written."""
+    return SimpgError(f"cannot write {os.fspath(path)!r}: {_reason(err)}")
+
+
+def open_input(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``open(path, "rb")``, failing with :func:`cannot_read`."""
+    try:
+        return open(path, "rb")
+    except OSError as err:
+        raise cannot_read(path, err) from None
+
+
+def open_output(path: str | os.PathLike[str]) -> IO[str]:
+    """``path`` opened for writing UTF-8 text, failing with :func:`cannot_write`."""
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as err:
+        raise cannot_write(path, err) from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise cannot_read(path, err) from None
 
 
 @dataclass(frozen=True)
@@ -51,7 +102,7 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         return "folder"
     if not p.exists():
-        raise SimpgError(f"no such file or folder: {os.fspath(path)}")
+        raise cannot_read(path, os.strerror(errno.ENOENT))
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
@@ -81,23 +132,47 @@ def _decode(data: bytes, name: str, base: int = 0) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise SimpgError(
+        raise UnreadableText(
             f"{name}: invalid utf-8 at byte offset {base + err.start} (byte 0x{data[err.start]:02x})"
         ) from None
     if "\x00" in text:
         offset = base + len(text[: text.index("\x00")].encode("utf-8"))
-        raise SimpgError(f"{name}: not a text file (NUL byte at offset {offset})")
+        raise UnreadableText(f"{name}: not a text file (NUL byte at offset {offset})")
     return text
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
     """A whole UTF-8 text file (errors name the file and byte offset)."""
-    return _decode(Path(path).read_bytes(), os.fspath(path))
+    return _decode(_read_bytes(Path(path)), os.fspath(path))
 
 
-def _text_chunks(stream: IO[bytes], name: str) -> Iterator[str]:
-    """Decode a binary stream in blocks, naming the absolute offset of any bad byte."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
+def read_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of a UTF-8 file, or of stdin for ``"-"``, decoded strictly, streamed.
+
+    Invalid UTF-8 is an :class:`UnreadableText` naming the file (``<stdin>``) and the
+    byte offset; a file that cannot be opened, :func:`cannot_read`.
+    """
+    if os.fspath(path) == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:  # a text stream without bytes underneath (tests, embedding)
+            yield from sys.stdin
+            return
+        yield from _lines(buffer, "<stdin>")
+        return
+    with open_input(path) as f:
+        try:
+            yield from _lines(f, os.fspath(path))
+        except OSError as err:
+            raise cannot_read(path, err) from None
+
+
+def _text_chunks(stream: IO[bytes], name: str, errors: str = "strict") -> Iterator[str]:
+    """Decode a binary stream in blocks, naming the absolute offset of any bad byte.
+
+    ``errors`` other than strict are the codec's: ``replace`` (U+FFFD) or
+    ``surrogateescape`` (bad bytes kept as U+DC80..U+DCFF, found later by ``_ESCAPED``).
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
     fed = 0  # bytes given to the decoder so far
     while True:
         block = stream.read(_BLOCK)
@@ -108,12 +183,12 @@ def _text_chunks(stream: IO[bytes], name: str) -> Iterator[str]:
         try:
             text = decoder.decode(block, final=final)
         except UnicodeDecodeError as err:
-            raise SimpgError(
+            raise UnreadableText(
                 f"{name}: invalid utf-8 at byte offset {fed - held + err.start} "
                 f"(byte 0x{err.object[err.start]:02x})"
             ) from None
         if "\x00" in text:
-            raise SimpgError(f"{name}: not a text file (NUL byte)")
+            raise UnreadableText(f"{name}: not a text file (NUL byte)")
         fed += len(block)
         if text:
             yield text
@@ -121,9 +196,9 @@ def _text_chunks(stream: IO[bytes], name: str) -> Iterator[str]:
             return
 
 
-def _lines(stream: IO[bytes], name: str) -> Iterator[str]:
+def _lines(stream: IO[bytes], name: str, errors: str = "strict") -> Iterator[str]:
     carry = ""
-    for chunk in _text_chunks(stream, name):
+    for chunk in _text_chunks(stream, name, errors):
         carry += chunk
         *complete, carry = carry.split("\n")
         for line in complete:
@@ -143,18 +218,50 @@ def _pick(columns: list[str], wanted: str | None, what: str, name: str, fallback
     return None
 
 
-def _read_folder(folder: Path, pattern: str) -> Iterator[Document]:
+OnSkip = Callable[[str, str], None]
+
+
+def _codec_errors(errors: str) -> str:
+    if errors not in ERRORS:
+        raise SimpgError(f"errors must be one of {', '.join(ERRORS)}, got {errors!r}")
+    return "surrogateescape" if errors == "skip" else errors
+
+
+def _usable(doc: Document, errors: str, on_skip: OnSkip | None) -> Document | None:
+    """``doc``, or None (reported to ``on_skip``) when --errors skip meets a bad byte in it."""
+    if errors == "skip" and (_ESCAPED.search(doc.body) or (doc.title and _ESCAPED.search(doc.title))):
+        if on_skip is not None:
+            on_skip(doc.source, "invalid utf-8")
+        return None
+    return doc
+
+
+def _read_folder(folder: Path, pattern: str, errors: str = "strict",
+                 on_skip: OnSkip | None = None) -> Iterator[Document]:
     files = _folder_files(folder, pattern)
     if not files:
         raise SimpgError(f"no documents in {folder} (no files match {pattern!r})")
     for path in files:
-        yield Document(source=os.fspath(path), body=_decode(path.read_bytes(), os.fspath(path)))
+        name = os.fspath(path)
+        data = _read_bytes(path)
+        try:
+            body = _decode(data, name)
+        except UnreadableText as err:
+            if errors == "strict" or (errors == "replace" and "NUL byte" in str(err)):
+                raise
+            if errors == "skip":
+                if on_skip is not None:
+                    on_skip(name, str(err).removeprefix(f"{name}: "))
+                continue
+            body = data.removeprefix(_BOM).decode("utf-8", "replace")  # as fingerprint --errors replace
+        yield Document(source=name, body=body)
 
 
-def _read_jsonl(path: Path, text_column: str | None, title_column: str | None) -> Iterator[Document]:
+def _read_jsonl(path: Path, text_column: str | None, title_column: str | None,
+                errors: str = "strict", on_skip: OnSkip | None = None) -> Iterator[Document]:
     name = os.fspath(path)
-    with open(path, "rb") as f:
-        for number, line in enumerate(_lines(f, name), start=1):
+    with open_input(path) as f:
+        for number, line in enumerate(_lines(f, name, _codec_errors(errors)), start=1):
             if not line.strip():
                 continue
             try:
@@ -173,16 +280,19 @@ def _read_jsonl(path: Path, text_column: str | None, title_column: str | None) -
                 raise SimpgError(f"{name}:{number}: field {text_key!r} is not a string: {body!r:.60}")
             title_key = _pick(keys, title_column, "title", f"{name}:{number}", ("title",))
             title = obj.get(title_key) if title_key else None
-            yield Document(source=f"{name}:{number}", body=body,
-                           title=title if isinstance(title, str) else None)
+            doc = _usable(Document(source=f"{name}:{number}", body=body,
+                                   title=title if isinstance(title, str) else None), errors, on_skip)
+            if doc is not None:
+                yield doc
 
 
-def _read_csv(path: Path, text_column: str | None, title_column: str | None) -> Iterator[Document]:
+def _read_csv(path: Path, text_column: str | None, title_column: str | None,
+              errors: str = "strict", on_skip: OnSkip | None = None) -> Iterator[Document]:
     name = os.fspath(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
-    with open(path, "rb") as f:
-        reader = csv.reader(_lines(f, name), dialect=dialect)
+    with open_input(path) as f:
+        reader = csv.reader(_lines(f, name, _codec_errors(errors)), dialect=dialect)
         header = next(reader, None)
         if header is None:
             raise SimpgError(f"{name}: empty csv file (no header row)")
@@ -199,11 +309,15 @@ def _read_csv(path: Path, text_column: str | None, title_column: str | None) -> 
             if len(row) <= text_at:
                 raise SimpgError(f"{name}:{number}: row has {len(row)} fields, no {text_key!r}")
             title = row[title_at] if title_at is not None and title_at < len(row) else None
-            yield Document(source=f"{name}:{number}", body=row[text_at], title=title or None)
+            doc = _usable(Document(source=f"{name}:{number}", body=row[text_at], title=title or None),
+                          errors, on_skip)
+            if doc is not None:
+                yield doc
 
 
 def read_documents(path: str | os.PathLike[str], *, pattern: str = DEFAULT_GLOB,
-                   text_column: str | None = None, title_column: str | None = None) -> Iterator[Document]:
+                   text_column: str | None = None, title_column: str | None = None,
+                   errors: str = "strict", on_skip: OnSkip | None = None) -> Iterator[Document]:
     """Stream the documents of a folder, JSONL file or CSV file.
 
     Args:
@@ -213,15 +327,21 @@ def read_documents(path: str | os.PathLike[str], *, pattern: str = DEFAULT_GLOB,
         pattern: glob of the folder's document files.
         text_column: JSONL key or CSV column of the text (default: text, body, content).
         title_column: key or column of the title (default: title, when present).
+        errors: invalid UTF-8 is an error (``"strict"``, the default), becomes U+FFFD
+            (``"replace"``, as ``simpg fingerprint --errors replace``), or leaves its
+            document out (``"skip"``: a folder's file, including one with NUL bytes, or
+            a JSONL line or CSV row), calling ``on_skip(source, reason)``.
+        on_skip: called for each document left out by ``errors="skip"``.
 
     Raises:
         SimpgError: a missing path, an empty folder, invalid UTF-8 (naming the file and
             byte offset), invalid JSON, a missing text column.
     """
     kind = kind_of(path)
+    _codec_errors(errors)
     p = Path(path)
     if kind == "folder":
-        return _read_folder(p, pattern)
+        return _read_folder(p, pattern, errors, on_skip)
     if kind == "jsonl":
-        return _read_jsonl(p, text_column, title_column)
-    return _read_csv(p, text_column, title_column)
+        return _read_jsonl(p, text_column, title_column, errors, on_skip)
+    return _read_csv(p, text_column, title_column, errors, on_skip)

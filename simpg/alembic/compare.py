@@ -6,7 +6,9 @@ after Alembic's (``DispatchPriority.LAST``), compares each declared
 :class:`~simpg.sqlalchemy.SimHashIndex` with the catalog, and replaces those column and
 index operations with one ``op.create_simhash_index(...)`` or ``op.drop_simhash_index(...)``.
 When the database already matches the model it adds nothing, so a second
-autogenerate run stays empty.
+autogenerate run stays empty. When it creates a simhash index in a database without
+simpg, the migration starts with ``op.install_simpg()`` (and its downgrade ends with
+``op.uninstall_simpg()``), so the first migration runs as generated.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from alembic.operations import ops
 from alembic.util import DispatchPriority, PriorityDispatchResult
 from sqlalchemy import Column, text
 
-from simpg.alembic.ops import CreateSimhashIndexOp, DropSimhashIndexOp
+from simpg.alembic.ops import _VERSION_SQL, CreateSimhashIndexOp, DropSimhashIndexOp, InstallSimpgOp
 from simpg.alembic.render import mark_simhash_types
 from simpg.sqlalchemy.index import SimHashIndex, table_indexes
 
@@ -220,6 +222,12 @@ def compare_simhash_indexes(
                 where[0] if where else len(upgrade_ops.ops) - (create is not None), drop
             )
             logger.info("Detected removed simhash index on %s.%s", table, column)
+
+    if any(isinstance(op, CreateSimhashIndexOp) for op in upgrade_ops.ops) and not any(
+        isinstance(op, InstallSimpgOp) for op in upgrade_ops.ops
+    ) and conn.execute(_VERSION_SQL).scalar() is None:
+        upgrade_ops.ops.insert(0, InstallSimpgOp())
+        logger.info("Detected simpg not installed: op.install_simpg() first")
 
     for op in upgrade_ops.ops:
         for inner in op.ops if isinstance(op, ops.ModifyTableOps) else [op]:

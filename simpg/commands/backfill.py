@@ -514,11 +514,18 @@ def run(args: argparse.Namespace) -> int:
         raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
     config = _config(args.config)
     show = args.progress or sys.stderr.isatty()
+    bar: Any = None
 
     def progress(done: int, total: int) -> None:
-        pct = 100 * done / total if total else 100
-        sys.stderr.write(f"\rsimpg backfill: {done:,}/{total:,} rows ({pct:.0f}%)")
-        sys.stderr.flush()
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm  # type: ignore[import-untyped]  # the progress library of every command
+
+            bar = tqdm(total=total, unit="row", file=sys.stderr, leave=True,
+                       bar_format="simpg backfill: {n:,}/{total:,} rows ({percentage:.0f}%) {bar} "
+                                  "[{elapsed}<{remaining}, {rate_fmt}]")
+        bar.total = total
+        bar.update(done - bar.n)
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         # everything that can be refused is refused before the first change
@@ -556,8 +563,8 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=progress if show else None,
         )
-        if show:
-            sys.stderr.write("\n")
+        if bar is not None:
+            bar.close()
         index = None
         if layout is not None:
             index = build_index(

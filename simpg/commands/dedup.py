@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from simpg import bits
 from simpg.commands.install import add_dsn_argument
-from simpg.corpus import DEFAULT_GLOB, Document, count_inputs, read_documents
+from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
 from simpg.exc import SimpgError
 from simpg.fingerprint import DEFAULT_K
 
@@ -42,6 +42,8 @@ T = TypeVar("T")
 
 #: Below this many documents, fingerprinting in worker processes costs more than it saves.
 PARALLEL_FROM = 1000
+#: Rows per COPY while loading, so the progress bar moves.
+LOAD_CHUNK = 5000
 
 
 def register(subparsers: Any) -> None:
@@ -61,8 +63,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--title-column", help="JSONL key / CSV column of the title (default: title, if any)")
     p.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
                    help="how to split words: auto (Chinese runs through jieba), en, zh (default: auto)")
-    p.add_argument("--workers", type=int, help="fingerprinting processes (default: one per CPU for "
-                                                f"{PARALLEL_FROM}+ documents)")
+    p.add_argument("--workers", type=int, help="fingerprinting processes, 1 or more (default: one per "
+                                                f"CPU for {PARALLEL_FROM}+ documents)")
+    p.add_argument("--errors", choices=ERRORS, default="strict",
+                   help="a document that is not valid UTF-8: stop naming the file and byte (strict, the "
+                        "default), read it with U+FFFD for the bad bytes (replace, as simpg fingerprint "
+                        "--errors replace), or leave it out and list it in the report (skip)")
     p.add_argument("--clusters", dest="method", choices=("representative", "components"),
                    default="representative",
                    help="representative (default): in load order, each document joins the earliest "
@@ -72,12 +78,32 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def add_common_arguments(p: argparse.ArgumentParser) -> None:
+def add_common_arguments(p: argparse.ArgumentParser, k_default: int | None = DEFAULT_K,
+                         k_help: str = f"(default: {DEFAULT_K}, the reference table's limit)") -> None:
     """-k, --json and --progress, shared with ``simpg near``."""
-    p.add_argument("-k", "--distance", dest="k", type=int, default=DEFAULT_K,
-                   help=f"largest number of differing bits (default: {DEFAULT_K}, the reference table's limit)")
+    p.add_argument("-k", "--distance", dest="k", type=int, default=k_default,
+                   help=f"largest number of differing bits {k_help}")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
+
+
+def check_k(k: int | None, info: Any, what: str) -> int:
+    """-k (default: the index's radius), refused outside what the index on ``what`` answers.
+
+    The message gives the allowed range: whoever runs the command may not manage the index.
+    """
+    limit = int(info.layout.k)
+    if k is None:
+        return limit
+    if not 0 <= k <= limit:
+        raise SimpgError(f"-k must be from 0 to {limit} for {what}, got {k}")
+    return k
+
+
+def stage(args: argparse.Namespace, text: str) -> None:
+    """A line on stderr naming the step that starts, when progress is shown."""
+    if bool(getattr(args, "progress", False)) or sys.stderr.isatty():
+        print(f"simpg: {text}", file=sys.stderr, flush=True)
 
 
 def database_dsn(args: argparse.Namespace) -> str:
@@ -90,15 +116,22 @@ def database_dsn(args: argparse.Namespace) -> str:
     return embedded_dsn()
 
 
-def progress(items: Iterable[T], args: argparse.Namespace, total: int | None, desc: str) -> Iterator[T]:
-    """``items`` with a tqdm bar on stderr when it is a terminal or --progress was given."""
+def progress(items: Iterable[T], args: argparse.Namespace, total: int | None, desc: str,
+             unit: str = "doc", weight: Any = None) -> Iterator[T]:
+    """``items`` with a tqdm bar on stderr when it is a terminal or --progress was given.
+
+    ``weight(item)``: how much each item advances the bar (default 1).
+    """
     show = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
     if not show:
         yield from items
         return
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    yield from tqdm(items, total=total, desc=desc, unit="doc", file=sys.stderr, leave=False)
+    with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False) as bar:
+        for item in items:
+            yield item
+            bar.update(1 if weight is None else weight(item))
 
 
 def _fingerprint(docs: list[Document], args: argparse.Namespace, config: Any) -> list[int | None]:
@@ -110,11 +143,27 @@ def _fingerprint(docs: list[Document], args: argparse.Namespace, config: Any) ->
                          args, len(docs), "fingerprinting"))
 
 
-def _read(args: argparse.Namespace) -> list[Document]:
+def _read(args: argparse.Namespace) -> tuple[list[Document], list[dict[str, str]]]:
+    """The documents, and those --errors skip left out (source and reason)."""
     total = count_inputs(args.path, args.glob)
+    unreadable: list[dict[str, str]] = []
     docs = read_documents(args.path, pattern=args.glob, text_column=args.text_column,
-                          title_column=args.title_column)
-    return list(progress(docs, args, total, "reading"))
+                          title_column=args.title_column, errors=args.errors,
+                          on_skip=lambda source, reason: unreadable.append({"source": source, "reason": reason}))
+    try:
+        return list(progress(docs, args, total, "reading")), unreadable
+    except UnreadableText as err:
+        raise SimpgError(f"{err}; to go on, use --errors replace (U+FFFD for bad bytes) "
+                         "or --errors skip (leave such documents out)") from None
+
+
+def _shown(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def plural(n: int, word: str) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,20 +176,27 @@ def run(args: argparse.Namespace) -> int:
     from simpg.psycopg._common import radius
     from simpg.reference import TABLE, ensure_reference_schema
 
+    if args.workers is not None and args.workers < 1:
+        raise SimpgError(f"--workers must be 1 or more, got {args.workers}")
     collection = args.collection or os.fspath(Path(args.path))
-    docs = _read(args)
+    docs, unreadable = _read(args)
+    if unreadable:
+        print(f"simpg: skipped {plural(len(unreadable), 'document')} that are not valid utf-8 "
+              f"(--errors skip): {_shown([u['source'] for u in unreadable])}", file=sys.stderr)
     config = FingerprintConfig(lang=args.lang)
     fps = _fingerprint(docs, args, config)
     kept = [(d, fp) for d, fp in zip(docs, fps, strict=True) if fp is not None]
-    skipped = [d.source for d, fp in zip(docs, fps, strict=True) if fp is None]
-    if skipped:
-        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
-        print(f"simpg: skipped {len(skipped)} document(s) without usable text: {shown}", file=sys.stderr)
+    empty = [d.source for d, fp in zip(docs, fps, strict=True) if fp is None]
+    if empty:
+        print(f"simpg: skipped {plural(len(empty), 'document')} without usable text: {_shown(empty)}",
+              file=sys.stderr)
+    skipped = sorted([u["source"] for u in unreadable] + empty)
 
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         ensure_reference_schema(conn)
         index = SimIndex(conn, TABLE, "simhash")
-        k = radius(args.k, index.info)  # refuse a bad k before loading anything
+        # refuse a bad k before loading anything
+        k = radius(check_k(args.k, index.info, f"the reference table {TABLE}"), index.info)
         identity = config.identity
         with conn.transaction():
             if args.append:
@@ -152,16 +208,21 @@ def run(args: argparse.Namespace) -> int:
                                      f"{others[0]}, not {identity}; drop --append to replace it")
             else:
                 conn.execute("DELETE FROM simpg_documents WHERE collection = %s", [collection])
-            if kept:
-                index.add([fp for _, fp in kept], columns={
-                    "collection": [collection] * len(kept),
-                    "source": [d.source for d, _ in kept],
-                    "title": [d.title for d, _ in kept],
-                    "body": [d.body for d, _ in kept],
-                    "fingerprint_config": [identity] * len(kept),
+            chunks = [kept[i:i + LOAD_CHUNK] for i in range(0, len(kept), LOAD_CHUNK)]
+            # loading is indexing too: the prefix columns and their B-trees fill as rows go in
+            for chunk in progress(chunks, args, len(kept), "loading and indexing", weight=len):
+                index.add([fp for _, fp in chunk], columns={
+                    "collection": [collection] * len(chunk),
+                    "source": [d.source for d, _ in chunk],
+                    "title": [d.title for d, _ in chunk],
+                    "body": [d.body for d, _ in chunk],
+                    "fingerprint_config": [identity] * len(chunk),
                 })
         where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
+        stage(args, f"clustering {plural(len(kept), 'document')} within {k} bits ({args.method})")
         clusters = index.clusters(k, where=where, method=args.method)
+        if args.json:
+            stage(args, "listing the pairs within k")
         pairs = sorted(index.pairs(k, where=where)) if args.json else []
         total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s",
                              [collection]).fetchone()
@@ -171,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
             [members])}
     report = _report(collection, int(total[0]) if total else 0, k, clusters, rows, skipped)
     report["method"] = args.method
+    report["unreadable"] = unreadable  # left out by --errors skip, with the reason
     if args.json:
         # every pair the clusters were made from, so an evaluation scores what users get
         report["pairs"] = [{"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
@@ -221,20 +283,27 @@ def _fit(text: str, width: int) -> str:
 def render(report: dict[str, Any]) -> str:
     """The report as text: a summary line, then one small table per cluster."""
     clusters = report["clusters"]
+    how = ("each member within {k} bits of its cluster's first document"
+           if report.get("method", "representative") == "representative"
+           else "chains of documents within {k} bits of each other")
     lines = [
-        f"{report['documents']} documents in collection {report['collection']!r}: "
-        f"{len(clusters)} cluster(s) of near-duplicates within {report['k']} bits, "
-        f"{report['clustered_documents']} documents in them",
+        f"{plural(report['documents'], 'document')} in collection {report['collection']!r}: "
+        f"{plural(len(clusters), 'cluster')} of near-duplicates ({how.format(k=report['k'])}), "
+        f"{plural(report['clustered_documents'], 'document')} in them",
     ]
+    if report["skipped"]:
+        lines.append(f"skipped {plural(len(report['skipped']), 'document')}: {_shown(report['skipped'])}")
     if not clusters:
         lines.append("no near-duplicates found")
+    else:
+        lines.append("bits: how many bits a document differs from its cluster's first document")
     width = shutil.get_terminal_size((100, 24)).columns
     for number, cluster in enumerate(clusters, start=1):
         docs = cluster["documents"]
         id_w = max(2, *(len(str(d["id"])) for d in docs))
         src_w = min(max(6, *(_width(d["source"]) for d in docs)), 48)
         text_w = max(width - id_w - src_w - 14, 20)
-        lines += ["", f"cluster {number} ({cluster['size']} documents)",
+        lines += ["", f"cluster {number} ({plural(cluster['size'], 'document')})",
                   f"  {'id':>{id_w}}  {'bits':>4}  {'source':<{src_w}}  text"]
         for d in docs:
             text = d["title"] + ": " + d["preview"] if d["title"] else d["preview"]

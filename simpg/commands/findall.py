@@ -18,14 +18,19 @@ repeated fingerprints apart. No database is involved: this is
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterable
 from typing import IO, Any
 
 import numpy as np
 
+from simpg.corpus import open_output, read_lines
 from simpg.exc import InvalidFingerprint, SimpgError
-from simpg.layout import Layout
+from simpg.layout import MAX_K, Layout
+
+#: seed 004's format: ASCII digits only (no ``_``, ``+`` or other scripts' digits, which int() takes).
+_DECIMAL = re.compile("-?[0-9]+")
 
 
 def register(subparsers: Any) -> None:
@@ -58,7 +63,8 @@ def read_fingerprints(lines: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     """Fingerprints and their 1-based line numbers; blank lines are skipped.
 
     Raises:
-        InvalidFingerprint: a line that is not a decimal in ``[0, 2**64)``, naming it.
+        InvalidFingerprint: a line that is not plain ASCII decimal in ``[0, 2**64)``
+            (``1_000``, ``+1000`` and ``١٠٠٠`` are refused), naming it.
     """
     values: list[int] = []
     numbers: list[int] = []
@@ -66,13 +72,12 @@ def read_fingerprints(lines: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         text = line.strip()
         if not text:
             continue
-        try:
-            value = int(text, 10)
-        except ValueError:
+        if not _DECIMAL.fullmatch(text):
             raise InvalidFingerprint(
-                f"line {number}: expected a decimal 64-bit fingerprint, got {text!r:.40}") from None
-        if not 0 <= value < 2**64:
-            raise InvalidFingerprint(f"line {number}: expected 64-bit fingerprint in [0, 2**64), got {value}")
+                f"line {number}: expected a decimal 64-bit fingerprint (digits 0-9), got {text!r:.40}")
+        value = int(text, 10)
+        if text.startswith("-") or value >= 2**64:
+            raise InvalidFingerprint(f"line {number}: expected 64-bit fingerprint in [0, 2**64), got {text:.40}")
         values.append(value)
         numbers.append(number)
     return np.array(values, dtype=np.uint64), np.array(numbers, dtype=np.int64)
@@ -81,32 +86,23 @@ def read_fingerprints(lines: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
 def _layout(args: argparse.Namespace, n: int) -> Layout | None:
     from simpg.psycopg import allpairs
 
-    if args.distance < 0:
-        raise SimpgError(f"--distance must be 0 or more, got {args.distance}")
+    if not 0 <= args.distance <= MAX_K:
+        raise SimpgError(f"--distance must be from 0 to {MAX_K}, got {args.distance}")
     if args.blocks is None:
-        allpairs.pairs_layout(args.distance, n)  # validates --distance, naming it
+        allpairs.pairs_layout(args.distance, n)
         return None  # allpairs fits its passes to the data
     if args.blocks <= args.distance:
         raise SimpgError(f"--blocks ({args.blocks}) must be more than --distance ({args.distance})")
     return Layout(args.distance, (args.blocks,))
 
 
-def _open_in(path: str) -> IO[str]:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8")
-
-
 def _read_input(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
-    """Fingerprints and their input line numbers, from --input or stdin."""
-    source = _open_in(args.input)
-    try:
-        return read_fingerprints(source)
-    finally:
-        if source is not sys.stdin:
-            source.close()
+    """Fingerprints and their input line numbers, from --input or stdin (UTF-8, strictly)."""
+    return read_fingerprints(read_lines(args.input))
 
 
 def _open_out(path: str) -> IO[str]:
-    return sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
+    return sys.stdout if path == "-" else open_output(path)
 
 
 def run_find_all(args: argparse.Namespace) -> int:

@@ -3,7 +3,9 @@
 Each FILE is one document (UTF-8, streamed, so any size works). ``-`` reads standard
 input: one document per line by default, or all of it as one document with ``--whole``.
 Output is one line per document, in input order: the unsigned 64-bit fingerprint in
-decimal, or 16 hex digits with ``--hex``, or a JSON object with ``--json``::
+decimal, or 16 hex digits with ``--hex``, followed by two spaces and the file name when
+more than one FILE is given (like ``sha256sum``; ``-:LINE`` for a line of stdin), or a
+JSON object with ``--json``::
 
     {"source": "a.txt", "fingerprint": 1234, "hex": "00000000000004d2",
      "bigint": 1234, "config": "simpg-fp1:..."}
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from simpg.bits import to_db
+from simpg.corpus import cannot_read
 from simpg.fingerprint.config import LANGS, UNITS, WEIGHTINGS, FingerprintConfig
 from simpg.fingerprint.errors import FingerprintError
 from simpg.fingerprint.fingerprinter import Fingerprinter
@@ -107,7 +110,7 @@ def _documents(fp: Fingerprinter, args: argparse.Namespace) -> Iterator[tuple[di
             try:
                 value = fp.fingerprint_file(name, errors=args.errors)
             except OSError as exc:
-                raise FingerprintError(f"cannot read {name!r}: {exc.strerror}") from None
+                raise cannot_read(name, exc) from None
             yield {"source": name}, value
 
 
@@ -122,15 +125,18 @@ def run(args: argparse.Namespace) -> int:
         raise FingerprintError("no input; give FILE... or - to read stdin")
     fp = Fingerprinter(config)
     identity = config.identity
+    named = len(args.files) > 1  # which line is which file, as sha256sum prints it
     out = sys.stdout
     for where, value in _documents(fp, args):
         if args.json:
             record = dict(where)
             record.update(fingerprint=value, hex=f"{value:016x}", bigint=to_db(value), config=identity)
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        elif args.hex:
-            out.write(f"{value:016x}\n")
-        else:
-            out.write(f"{value}\n")
+            out.flush()
+            continue
+        text = f"{value:016x}" if args.hex else f"{value}"
+        if named:
+            text += f"  {where['source']}" + (f":{where['line']}" if "line" in where else "")
+        out.write(text + "\n")
         out.flush()
     return 0

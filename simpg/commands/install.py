@@ -62,9 +62,20 @@ def run_install(args: argparse.Namespace) -> int:
     """Install into --dsn."""
     with _connect(args) as conn:
         before = schema.installed_version(conn)
+        as_extension = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'simpg'").fetchone() is not None
+        if before is not None and args.extension and not as_extension:
+            raise SimpgError(
+                f"simpg {before} is installed here as a plain script, not with CREATE EXTENSION; "
+                "use it as it is (run without --extension), or remove the plain install "
+                "before installing the extension")
         plain = True if args.plain else (False if args.extension else None)
         version = schema.install(conn, plain=plain)
-    print(f"simpg {version} {'was already' if before else 'is now'} installed")
+    if before:
+        how = "as an extension" if as_extension else "as a plain script"
+        print(f"simpg {version} was already installed ({how})")
+    else:
+        print(f"simpg {version} is now installed")
     return 0
 
 

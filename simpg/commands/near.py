@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
 from simpg import bits
-from simpg.commands.dedup import add_common_arguments, database_dsn
+from simpg.commands.dedup import add_common_arguments, check_k, database_dsn
 from simpg.commands.install import add_dsn_argument
 from simpg.exc import InvalidFingerprint, SimpgError
 
@@ -34,16 +35,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
                    help="word splitting of --text/--file, as in simpg dedup (default: auto)")
     add_dsn_argument(p)
-    add_common_arguments(p)
+    add_common_arguments(p, k_default=None, k_help="(default: the radius the table's simpg index was built for)")
     p.set_defaults(func=run)
 
 
 def parse_fingerprint(text: str) -> int:
-    """A command-line fingerprint: decimal, or hex with 0x."""
-    try:
-        value = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
-    except ValueError:
-        raise InvalidFingerprint(f"expected 64-bit fingerprint, got {text!r}") from None
+    """A command-line fingerprint: ASCII decimal, or hex with 0x (no ``_``, ``+`` or other digits)."""
+    if re.fullmatch("-?[0-9]+", text):
+        value = int(text, 10)
+    elif re.fullmatch("0[xX][0-9a-fA-F]+", text):
+        value = int(text, 16)
+    else:
+        raise InvalidFingerprint(f"expected 64-bit fingerprint, got {text!r}")
     return bits.check(value)
 
 
@@ -55,7 +58,7 @@ def _queries(args: argparse.Namespace) -> list[tuple[str, int]]:
     if args.text or args.file:
         config = FingerprintConfig(lang=args.lang)
         out += [(f"text {t[:40]!r}", fingerprint(t, config)) for t in args.text]
-        out += [(path, fingerprint(read_text(path), config)) for path in args.file]
+        out += [(path, fingerprint(read_text(path), config)) for path in args.file]  # one wording for bad files
     if not out:
         raise SimpgError("nothing to look up; give fingerprints, --text or --file")
     return out
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     queries = _queries(args)
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         index = SimIndex(conn, args.table, args.column)
-        results = index.near_many([fp for _, fp in queries], args.k)
+        k = check_k(args.k, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
+        results = index.near_many([fp for _, fp in queries], k)
         details: dict[Any, tuple[str, str | None]] = {}
         if args.table == "simpg_documents":
             ids = sorted({n.id for found in results for n in found})
@@ -90,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     for item in report:
-        print(f"{item['query']} (fingerprint {item['fingerprint']}): {len(item['neighbors'])} within {args.k} bits")
+        print(f"{item['query']} (fingerprint {item['fingerprint']}): {len(item['neighbors'])} within {k} bits")
         if item["neighbors"]:
             id_w = max(2, *(len(str(r["id"])) for r in item["neighbors"]))
             print(f"  {'id':>{id_w}}  {'bits':>4}  source")

@@ -273,3 +273,25 @@ def test_offline_sql_renders_the_operations(env):
         "(simpg.permute(body_fp, 2, '{4}'::integer[], 0)) STORED"
     ) in sql
     assert "simpg.register_index(CAST('articles' AS regclass), 'body_fp', 2" in sql
+
+
+def test_autogenerate_installs_simpg_when_missing(tmp_path, bare_db):
+    """On a database without simpg the first migration installs it, and runs as generated."""
+    env = AlembicEnv(tmp_path, bare_db.dsn)
+    env.write_models(ARTICLES.format(blocks=5))
+    text = env.autogenerate("articles")
+    up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
+    assert up.index("op.install_simpg()") < up.index("op.create_table('articles'")
+    assert down.index("op.drop_table('articles')") < down.index("op.uninstall_simpg()")
+    env.upgrade()
+    assert catalog(bare_db.conn) == [
+        ("articles", "simhash", 3, [5], [f"simhash_p{t}" for t in range(10)])
+    ]
+    assert_clean(env)  # installed now: no second install_simpg
+    env.downgrade("base")
+    assert bare_db.conn.execute("SELECT to_regnamespace('simpg')").fetchone() == (None,)
+
+
+def test_autogenerate_does_not_install_twice(env, db):
+    env.write_models(ARTICLES.format(blocks=5))
+    assert "install_simpg" not in env.autogenerate("articles")

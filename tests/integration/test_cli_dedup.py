@@ -124,9 +124,10 @@ def test_bad_inputs(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Pa
     (folder / "bad.txt").write_bytes("caf\u00e9 ".encode() + b"\xff\xfe rest")
     code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn)
     assert code == 1
-    assert err == f"simpg: {folder / 'bad.txt'}: invalid utf-8 at byte offset 6 (byte 0xff)\n"
+    assert err == (f"simpg: {folder / 'bad.txt'}: invalid utf-8 at byte offset 6 (byte 0xff); to go on, use "
+                   "--errors replace (U+FFFD for bad bytes) or --errors skip (leave such documents out)\n")
     code, _, err = run(capsys, "dedup", str(tmp_path / "nope"), "--dsn", dsn)
-    assert (code, err) == (1, f"simpg: no such file or folder: {tmp_path / 'nope'}\n")
+    assert (code, err) == (1, f"simpg: cannot read '{tmp_path / 'nope'}': No such file or directory\n")
     (tmp_path / "x.pdf").write_bytes(b"%PDF")
     code, _, err = run(capsys, "dedup", str(tmp_path / "x.pdf"), "--dsn", dsn)
     assert code == 1 and "expected a folder, a .jsonl file or a .csv file" in err
@@ -135,10 +136,87 @@ def test_bad_inputs(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Pa
     code, _, err = run(capsys, "dedup", str(bad_json), "--dsn", dsn)
     assert (code, err) == (1, f"simpg: {bad_json}:2: field 'text' is not a string: 5\n")
     (folder / "bad.txt").unlink()
-    code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "-k", "5")
-    assert code == 1 and "k=5 is above the radius k=4" in err
+    for k in ("5", "40", "-2"):  # the range of this collection, not advice to rebuild its index
+        code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "-k", k)
+        assert (code, err) == (1, f"simpg: -k must be from 0 to 4 for the reference table simpg_documents, "
+                                  f"got {k}\n")
+    for workers in ("0", "-2"):
+        code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--workers", workers)
+        assert (code, err) == (1, f"simpg: --workers must be 1 or more, got {workers}\n")
     with psycopg.connect(dsn) as conn:  # refused before loading anything
         assert conn.execute("SELECT count(*) FROM simpg_documents").fetchone() == (0,)
+
+
+def test_errors_replace_and_skip(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One non-UTF-8 file need not abort the run: --errors replace or skip, skips reported."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    base = "the committee met on tuesday and agreed to repaint the old fence around the park " * 3
+    (folder / "a.txt").write_text(base, encoding="utf-8")
+    (folder / "b.txt").write_text(base + "today", encoding="utf-8")
+    latin1 = (base + "caf\u00e9").encode("latin-1")
+    (folder / "c.txt").write_bytes(latin1)
+    (folder / "d.bin.txt").write_bytes(b"\x00\x01binary")
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json", "--errors", "skip")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["documents"] == 2 and report["skipped"] == [str(folder / "c.txt"), str(folder / "d.bin.txt")]
+    assert report["unreadable"] == [
+        {"source": str(folder / "c.txt"), "reason": f"invalid utf-8 at byte offset {len(base) + 3} (byte 0xe9)"},
+        {"source": str(folder / "d.bin.txt"), "reason": "not a text file (NUL byte at offset 0)"}]
+    assert "skipped 2 documents that are not valid utf-8 (--errors skip)" in err
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--errors", "skip")
+    assert f"skipped 2 documents: {folder / 'c.txt'}, {folder / 'd.bin.txt'}" in out.splitlines()
+    (folder / "d.bin.txt").unlink()
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json", "--errors", "replace")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["documents"] == 3 and report["skipped"] == []
+    with psycopg.connect(dsn) as conn:  # as simpg fingerprint --errors replace reads it
+        row = conn.execute("SELECT body, simhash FROM simpg_documents WHERE source = %s",
+                           [str(folder / "c.txt")]).fetchone()
+    assert row is not None and row[0] == latin1.decode("utf-8", "replace")
+    assert bits.from_db(row[1]) == fingerprint(latin1.decode("utf-8", "replace"))
+
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_bytes(b'{"text": "' + base.encode() + b'"}\n{"text": "caf\xe9 ' + base.encode()
+                      + b'"}\n{"text": "' + base.encode() + b'again"}\n')
+    code, out, err = run(capsys, "dedup", str(jsonl), "--dsn", dsn, "--json", "--errors", "skip")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["documents"] == 2 and report["skipped"] == [f"{jsonl}:2"]
+    code, out, err = run(capsys, "dedup", str(jsonl), "--dsn", dsn, "--json", "--errors", "replace")
+    assert code == 0 and json.loads(out)["documents"] == 3
+    code, out, err = run(capsys, "dedup", str(jsonl), "--dsn", dsn)
+    assert code == 1 and err.startswith(f"simpg: {jsonl}: invalid utf-8 at byte offset ")
+
+
+def test_table_says_what_it_shows(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Singular counts, the clustering rule, and what the bits column is, in the output itself."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    base = "the committee met on tuesday and agreed to repaint the old fence around the park " * 3
+    (folder / "a.txt").write_text(base, encoding="utf-8")
+    (folder / "b.txt").write_text(base, encoding="utf-8")
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (f"2 documents in collection '{folder}': 1 cluster of near-duplicates (each member "
+                        "within 4 bits of its cluster's first document), 2 documents in them")
+    assert lines[1] == "bits: how many bits a document differs from its cluster's first document"
+    (folder / "b.txt").unlink()
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn,  # type: ignore[attr-defined]
+                         "--clusters", "components")
+    assert out.splitlines()[0] == (f"1 document in collection '{folder}': 0 clusters of near-duplicates "
+                                   "(chains of documents within 4 bits of each other), 0 documents in them")
+
+
+def test_progress_covers_every_stage(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--progress")  # type: ignore[attr-defined]
+    assert code == 0
+    for stage in ("reading", "fingerprinting", "loading and indexing", "simpg: clustering "):
+        assert stage in err, (stage, err)
 
 
 def test_unreachable_server(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -115,12 +115,19 @@ def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize("argv, stdin, message", [
-    (["-d", "3"], "12\nabc\n", "simpg: line 2: expected a decimal 64-bit fingerprint, got 'abc'\n"),
+    (["-d", "3"], "12\nabc\n", "simpg: line 2: expected a decimal 64-bit fingerprint (digits 0-9), got 'abc'\n"),
+    # seed 004's format is plain ASCII decimal; int() would take these as 1000
+    (["-d", "3"], "5\n1_000\n", "simpg: line 2: expected a decimal 64-bit fingerprint (digits 0-9), got '1_000'\n"),
+    (["-d", "3"], "+1000\n", "simpg: line 1: expected a decimal 64-bit fingerprint (digits 0-9), got '+1000'\n"),
+    (["-d", "3"], "\n\n\u0661\u0660\u0660\u0660\n",
+     "simpg: line 3: expected a decimal 64-bit fingerprint (digits 0-9), got '\u0661\u0660\u0660\u0660'\n"),
     (["-d", "3"], "-1\n", "simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got -1\n"),
     (["-d", "3"], f"{2**64}\n", f"simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got {2**64}\n"),
     (["-d", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than --distance (3)\n"),
-    (["-d", "-1"], "1\n", "simpg: --distance must be 0 or more, got -1\n"),
-    (["-d", "17"], "1\n", "simpg: k must be an integer from 0 to 16, got 17\n"),
+    # the flag the user typed, and its range, whichever way it is out
+    (["-d", "-1"], "1\n", "simpg: --distance must be from 0 to 16, got -1\n"),
+    (["-d", "17"], "1\n", "simpg: --distance must be from 0 to 16, got 17\n"),
+    (["-d", "40"], "1\n", "simpg: --distance must be from 0 to 16, got 40\n"),
 ])
 def test_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                    argv: list[str], stdin: str, message: str) -> None:
@@ -130,5 +137,25 @@ def test_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtur
 
 
 def test_missing_input_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "find-clusters", "-d", "3", "-i", str(tmp_path / "none.txt"))
-    assert code == 1 and err.startswith("simpg: [Errno 2] No such file or directory")
+    """The wording simpg fingerprint uses, for input and output alike."""
+    missing = tmp_path / "none.txt"
+    code, _, err = run(capsys, "find-clusters", "-d", "3", "-i", str(missing))
+    assert (code, err) == (1, f"simpg: cannot read '{missing}': No such file or directory\n")
+    src = tmp_path / "in.txt"
+    src.write_text("1\n2\n", encoding="utf-8")
+    out = tmp_path / "no" / "out.txt"
+    code, _, err = run(capsys, "find-all", "-d", "3", "-i", str(src), "-o", str(out))
+    assert (code, err) == (1, f"simpg: cannot write '{out}': No such file or directory\n")
+
+
+@pytest.mark.parametrize("command", ["find-all", "find-clusters"])
+def test_input_file_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
+    """A non-UTF-8 file is one line naming the file and byte, as on stdin, never a traceback."""
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes(b"12\n34\xe9\n")
+    code, out, err = run(capsys, command, "-d", "3", "-i", str(bad))
+    assert (code, out, err) == (1, "", f"simpg: {bad}: invalid utf-8 at byte offset 5 (byte 0xe9)\n")
+    binary = Path("/bin/ls")
+    if binary.exists():
+        code, out, err = run(capsys, command, "-d", "3", "-i", str(binary))
+        assert code == 1 and out == "" and err.startswith("simpg: ") and err.count("\n") == 1

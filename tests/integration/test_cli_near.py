@@ -48,6 +48,8 @@ def test_near_on_another_table(conn: object, db: object, capsys: pytest.CaptureF
     (["0xZZ"], "simpg: expected 64-bit fingerprint, got '0xZZ'\n"),
     ([str(2**64)], f"simpg: expected 64-bit fingerprint in [0, 2**64), got {2**64}\n"),
     ([], "simpg: nothing to look up; give fingerprints, --text or --file\n"),
+    (["1_000"], "simpg: expected 64-bit fingerprint, got '1_000'\n"),
+    (["+5"], "simpg: expected 64-bit fingerprint, got '+5'\n"),
 ])
 def test_near_bad_input(db: object, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     code, out, err = run(capsys, "near", *argv, "--dsn", db.dsn)  # type: ignore[attr-defined]
@@ -59,9 +61,29 @@ def test_near_without_index_or_bad_k(db: object, capsys: pytest.CaptureFixture[s
     assert code == 1 and 'relation "nothing_here" does not exist' in err
     assert main(["dedup", str(CORPUS), "--dsn", db.dsn]) == 0  # type: ignore[attr-defined]
     capsys.readouterr()
-    code, _, err = run(capsys, "near", "5", "-k", "9", "--dsn", db.dsn)  # type: ignore[attr-defined]
-    assert code == 1 and err.startswith("simpg: k=9 is above the radius k=4")
+    # the range this table allows, not advice to rebuild an index the user may not own
+    for k in ("9", "40", "-1"):
+        code, _, err = run(capsys, "near", "5", "-k", k, "--dsn", db.dsn)  # type: ignore[attr-defined]
+        assert (code, err) == (1, f"simpg: -k must be from 0 to 4 for the index on simpg_documents.simhash, "
+                                  f"got {k}\n")
+    missing = tmp_path / "missing.txt"
+    code, _, err = run(capsys, "near", "--file", str(missing), "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert (code, err) == (1, f"simpg: cannot read '{missing}': No such file or directory\n")
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok \xc3\x28")
     code, _, err = run(capsys, "near", "--file", str(bad), "--dsn", db.dsn)  # type: ignore[attr-defined]
     assert (code, err) == (1, f"simpg: {bad}: invalid utf-8 at byte offset 3 (byte 0xc3)\n")
+
+
+def test_near_defaults_to_the_index_radius(conn: object, db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/python.md's pattern on an index made with create_index's default k=3."""
+    conn.execute("CREATE TABLE articles (id integer PRIMARY KEY, simhash bigint)")  # type: ignore[attr-defined]
+    conn.execute("INSERT INTO articles VALUES (1, 42), (2, 43), (3, 42 # 15)")  # type: ignore[attr-defined]
+    conn.execute("SELECT simpg.create_index('articles', 'simhash')")  # type: ignore[attr-defined]
+    code, out, err = run(capsys, "near", "42", "--table", "articles", "--column", "simhash",
+                         "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert code == 0, err
+    assert out.splitlines()[0] == "42 (fingerprint 42): 2 within 3 bits"
+    code, out, err = run(capsys, "near", "42", "--table", "articles", "--column", "simhash", "-k", "4",
+                         "--dsn", db.dsn)  # type: ignore[attr-defined]
+    assert (code, err) == (1, "simpg: -k must be from 0 to 3 for the index on articles.simhash, got 4\n")

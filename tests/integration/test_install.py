@@ -63,7 +63,14 @@ def test_plain_script_gives_the_same_objects_as_the_extension(pg, bare_db, db, c
     assert schema.installed_version(bare_db.conn) == "0.2.0"
     # a second install is refused clearly, and the CLI says it is already there
     assert main(["install", "--dsn", bare_db.dsn]) == 0
-    assert "already installed" in capsys.readouterr().out
+    assert "already installed (as a plain script)" in capsys.readouterr().out
+    # --extension asks for CREATE EXTENSION, which a plain install is not: refused, saying so
+    assert main(["install", "--extension", "--dsn", bare_db.dsn]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "simpg: simpg 0.2.0 is installed here as a plain script, not with CREATE EXTENSION; "
+        "use it as it is (run without --extension), or remove the plain install "
+        "before installing the extension\n")
 
 
 def test_install_chooses_extension_when_files_are_present(pg, bare_db):

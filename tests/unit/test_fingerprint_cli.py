@@ -36,9 +36,40 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_decimal_default(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     a, b = files
-    assert run([str(a), str(b)]) == 0
+    assert run([str(a)]) == 0  # one file: the bare number, for scripts
+    assert capsys.readouterr().out == f"{fingerprint(a.read_text())}\n"
+    assert run([str(a), str(b)]) == 0  # several: each line names its file, as sha256sum does
     out = capsys.readouterr().out.splitlines()
-    assert out == [str(fingerprint(a.read_text())), str(fingerprint(b.read_text()))]
+    assert out == [f"{fingerprint(a.read_text())}  {a}", f"{fingerprint(b.read_text())}  {b}"]
+    assert run(["--hex", str(a), str(b)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"{fingerprint(b.read_text()):016x}  {b}"
+
+
+def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`simpg fingerprint ... | head -1`: no 'Broken pipe' message, status 0."""
+    import subprocess
+
+    data = "".join(f"line number {i} of some text\n" for i in range(20000)).encode()
+    proc = subprocess.Popen([sys.executable, "-m", "simpg", "fingerprint", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    import threading
+
+    def feed() -> None:
+        try:
+            proc.stdin.write(data)  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            pass  # simpg stopped reading once its output pipe closed
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    assert proc.stdout.readline().strip().isdigit()
+    proc.stdout.close()  # the reader goes, as head does
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    feeder.join()
+    assert err == b""
 
 
 def test_hex_and_options(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
