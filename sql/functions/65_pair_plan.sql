@@ -140,8 +140,10 @@ BEGIN
         EXECUTE format('SELECT array_agg(t.%I) FROM %s AS t WHERE t.%I IS NOT NULL', col, rel, col)
             INTO v_sample;
     ELSE
-        EXECUTE format('SELECT array_agg(t.%I) FROM %s AS t TABLESAMPLE BERNOULLI (%s) REPEATABLE (0) WHERE t.%I IS NOT NULL',
-                       col, rel, least(100.0, 100.0 * c_sample / v_rows), col)
+        -- the LIMIT bounds the work when reltuples is far below the table's real size
+        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE BERNOULLI (%s) REPEATABLE (0) '
+                       'WHERE t.%I IS NOT NULL LIMIT %s) AS s',
+                       col, rel, least(100.0, 100.0 * c_sample / v_rows), col, 4 * c_sample)
             INTO v_sample;
     END IF;
     v_m := coalesce(cardinality(v_sample), 0);

@@ -268,6 +268,33 @@ def test_pairs_and_clusters_on_low_entropy_fingerprints(conn, kind):
         assert {key: (cid, size) for key, cid, size in got_clusters} == brute(rows, 3), method
 
 
+def test_a_sampled_plan_on_a_larger_skewed_table_stays_exact(conn):
+    """Above 6,000 rows pair_masks samples (TABLESAMPLE BERNOULLI, fixed seed); even with
+    planner statistics far below the table's size the answer is exact."""
+    import numpy as np
+
+    rng = np.random.default_rng(31)
+    fps = rng.integers(0, 2**32, size=9000, dtype=np.uint64)  # 32-bit values
+    fps[:300] = fps[300:600] ^ (np.uint64(1) << rng.integers(0, 32, size=300).astype(np.uint64))
+    rows = {i + 1: int(fp) for i, fp in enumerate(fps)}
+    load(conn, dict(list(rows.items())[:1000]))
+    conn.execute("ANALYZE docs")  # reltuples 1,000: stale once the rest is in
+    with conn.cursor().copy("COPY docs (id, title, simhash) FROM STDIN") as copy:
+        for key, fp in list(rows.items())[1000:]:
+            copy.write_row((key, "t", bits.to_db(fp)))
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
+    conn.execute("UPDATE pg_class SET reltuples = 3000 WHERE oid = 'docs'::regclass")
+    masks = conn.execute(
+        "SELECT simpg.pair_masks(i, 3) FROM simpg.indexes AS i WHERE indexed_table = 'docs'::regclass"
+    ).fetchone()[0]
+    assert masks != conn.execute("SELECT simpg.layout_masks(3, '{4}')").fetchone()[0]
+    d = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    a, b = np.nonzero(np.triu(d <= 3, 1))
+    expected = {(int(x) + 1, int(y) + 1): int(d[x, y]) for x, y in zip(a, b, strict=True)}
+    assert sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', 3)", []) == expected
+    assert len(expected) >= 300
+
+
 def test_one_fingerprint_everywhere_compares_every_pair_once(conn):
     """All rows equal: every plan compares every pair, so the cheapest is one pass."""
     rows = {i: 0x0123456789ABCDEF for i in range(1, 301)}
