@@ -117,8 +117,8 @@ class UninstallSimpgOp(MigrateOperation):
     def uninstall_simpg(cls, operations: Operations, *, plain: bool | None = None) -> None:
         """Remove simpg (DROP EXTENSION, or the plain install's schema).
 
-        Refuses, naming them, while simpg.indexes records indexes or other objects use
-        simpg's functions, so no user data goes with it.
+        Refuses, naming them, while simpg.indexes lists indexes (tables still have prefix
+        columns) or other objects use simpg's functions, so no user data goes with it.
         """
         return operations.invoke(cls(plain=plain))
 
@@ -217,7 +217,7 @@ def _uninstall_simpg(operations: Operations, op: UninstallSimpgOp) -> None:
     )
     if recorded:
         raise SimpgError(
-            f"simpg.indexes still records {len(recorded)} simhash index(es): "
+            f"{len(recorded)} table column(s) still have a simhash index: "
             f"{', '.join(recorded)}; "
             "drop them first with op.drop_simhash_index(table, column)"
         )

@@ -60,7 +60,7 @@ def test_install_index_and_uninstall(bare_db, plain):
 
     with pytest.raises(
         SimpgError,
-        match=r"simpg.indexes still records 1 simhash index\(es\): docs\.fp; "
+        match=r"1 table column\(s\) still have a simhash index: docs\.fp; "
         r"drop them first",
     ):
         with operations(bare_db.dsn) as op:
