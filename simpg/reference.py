@@ -2,8 +2,8 @@
 
 The DDL below is the one definition for raw SQL; :mod:`simpg.sqlalchemy.documents`
 and ``migrations/`` mirror it and the test suite compares them. The table is indexed
-for ``k <= 3`` with 5 blocks (10 tables): prefixes of 24-26 bits stay selective up to
-tens of millions of rows.
+for ``k <= 4`` with 6 blocks (15 tables): prefixes of 20-22 bits keep a lookup to a few
+candidates a table up to a few million rows (``simpg plan --k 4`` for bigger tables).
 
 Example:
     >>> import psycopg

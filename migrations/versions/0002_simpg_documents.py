@@ -1,4 +1,4 @@
-"""The simpg_documents table of the reference schema, indexed for k <= 3 (5 blocks, 10 tables).
+"""The simpg_documents table of the reference schema, indexed for k <= 4 (6 blocks, 15 tables).
 
 Revision ID: 0002
 Revises: 0001
