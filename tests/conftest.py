@@ -47,12 +47,14 @@ def _selected(config: pytest.Config) -> list[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # pgTAP (tests/pgtap) comes from Debian's package. Install it before any server
-    # starts: apt may upgrade PostgreSQL's own files, which a running server would not
-    # survive. As root (CI, a fresh machine) the suite does it; otherwise it says how.
-    if not _selected(session.config) or "pg15" not in _selected(session.config):
+    # pgTAP (tests/pgtap) and make (`make installcheck`) come from Debian's packages.
+    # This is the one place they are installed, so that the README's test command sets
+    # up a fresh machine by itself; before any server starts, as apt may upgrade
+    # PostgreSQL's own files, which a running server would not survive. As root (CI, a
+    # fresh machine) the suite does it; otherwise it says what to install.
+    if not _selected(session.config):
         return
-    servers.ensure_debian_pgtap()
+    servers.ensure_debian_packages()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -74,14 +74,20 @@ def debian_bindir(major: int = 15) -> Path:
     return path
 
 
-def ensure_debian_pgtap(major: int = 15) -> None:
-    """Install Debian's postgresql-NN-pgtap when it is missing and we are root."""
-    if Path(f"/usr/share/postgresql/{major}/extension/pgtap.control").exists():
+def ensure_debian_packages(major: int = 15) -> None:
+    """Install what the suite needs from Debian when it is missing and we are root:
+    pgTAP (tests/pgtap) and make (``make installcheck``, test_installcheck.py)."""
+    missing = []
+    if not Path(f"/usr/share/postgresql/{major}/extension/pgtap.control").exists():
+        missing.append(f"postgresql-{major}-pgtap")
+    if shutil.which("make") is None:
+        missing.append("make")
+    if not missing:
         return
     if not _is_root() or not shutil.which("apt-get"):
-        raise RuntimeError(f"pgTAP is not installed; run: apt-get install postgresql-{major}-pgtap")
+        raise RuntimeError(f"missing Debian packages; run: apt-get install {' '.join(missing)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", f"postgresql-{major}-pgtap"]
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
     if subprocess.run(install, env=env, capture_output=True).returncode != 0:
         subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
         subprocess.run(install, env=env, check=True, capture_output=True)

@@ -95,7 +95,7 @@ class InstallSimpgOp(MigrateOperation):
             plain: True always runs the plain script (managed servers); False requires
                 CREATE EXTENSION; None (default) prefers the extension.
         """
-        return operations.invoke(cls(plain=plain))
+        operations.invoke(cls(plain=plain))
 
     def reverse(self) -> UninstallSimpgOp:
         """The operation that undoes this one."""
@@ -120,7 +120,7 @@ class UninstallSimpgOp(MigrateOperation):
         Refuses, naming them, while simpg.indexes lists indexes (tables still have prefix
         columns) or other objects use simpg's functions, so no user data goes with it.
         """
-        return operations.invoke(cls(plain=plain))
+        operations.invoke(cls(plain=plain))
 
     def reverse(self) -> InstallSimpgOp:
         """The operation that undoes this one."""
@@ -292,7 +292,7 @@ class CreateSimhashIndexOp(MigrateOperation):
                 migration's transaction. Adding the generated columns still rewrites the
                 table under an ACCESS EXCLUSIVE lock (see docs/alembic.md).
         """
-        return operations.invoke(
+        operations.invoke(
             cls(
                 table_name,
                 column_name,
@@ -368,7 +368,7 @@ class DropSimhashIndexOp(MigrateOperation):
             concurrently: drop the B-trees with DROP INDEX CONCURRENTLY first, outside the
                 migration's transaction; dropping the columns after that is metadata-only.
         """
-        return operations.invoke(
+        operations.invoke(
             cls(table_name, column_name, schema=schema, concurrently=concurrently)
         )
 

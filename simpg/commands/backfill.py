@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from simpg import bits
 from simpg.commands.install import add_dsn_argument
@@ -545,9 +545,10 @@ def run(args: argparse.Namespace) -> int:
                     (estimate,) = conn.execute(
                         "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s", (oid,)
                     ).fetchone() or (0,)
-                    (levels,) = conn.execute(
+                    # one function call: always one row
+                    (levels,) = cast("tuple[list[int]]", conn.execute(
                         "SELECT simpg.default_levels(%s, %s)", (args.k, estimate)
-                    ).fetchone()
+                    ).fetchone())
                     layout = Layout(args.k, tuple(levels))
                 _refuse_taken_columns(conn, args.table, args.fp_column, layout)
         added = add_fingerprint_column(

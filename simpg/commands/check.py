@@ -76,7 +76,8 @@ def _run(conn: Any, statement: str, params: list[Any]) -> list[Any]:
     from simpg.psycopg import _common
 
     try:
-        return conn.execute(statement, params).fetchall()
+        rows: list[Any] = conn.execute(statement, params).fetchall()
+        return rows
     except psycopg.Error as err:
         raise _common.translate(err) from err
 

@@ -41,10 +41,8 @@ from sqlalchemy import (
     Integer,
     Table,
     Text,
-    and_,
     bindparam,
     event,
-    or_,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -52,11 +50,10 @@ from sqlalchemy.dialects.postgresql.base import RESERVED_WORDS
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
-from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout, default_blocks
 from simpg.psycopg._common import IndexProblem
-from simpg.sqlalchemy.functions import _levels, hamming, layout_is, prefix_hi, prefix_lo
+from simpg.sqlalchemy.functions import _levels, layout_is
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +69,6 @@ __all__ = [
     "register_statement",
     "simhash_index",
     "table_indexes",
-    "within_clause",
 ]
 
 #: Rows that the default layout is sized for when ``blocks`` is not given.
@@ -302,7 +298,7 @@ def index_for(column: Any) -> SimHashIndex:
     expr = column.__clause_element__() if hasattr(column, "__clause_element__") else column
     for candidate in getattr(expr, "proxy_set", (expr,)):
         spec = getattr(candidate, "info", {}).get(_INFO_KEY) if hasattr(candidate, "info") else None
-        if spec is not None:
+        if isinstance(spec, SimHashIndex):  # only simhash_index stores one under this key
             return spec
     name = getattr(expr, "key", None) or repr(expr)
     table = getattr(getattr(expr, "table", None), "name", None)
@@ -358,54 +354,6 @@ def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
     for spec in table_indexes(table).values():
         register(connection, spec)
         logger.info("registered simhash index on %s.%s", table.name, spec.column.name)
-
-
-def _check_k(k: Any, spec: SimHashIndex) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise SimpgError(f"k must be a non-negative integer, got {k!r}")
-    if k > spec.layout.k:
-        raise SimpgError(
-            f"k={k} is above the radius k={spec.layout.k} that the simhash index on "
-            f"{spec.table.name}.{spec.column.name} guarantees"
-        )
-    return k
-
-
-def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
-    """``expr`` within Hamming distance ``k`` of ``other``, through the prefix indexes.
-
-    ``other`` is an unsigned fingerprint (its prefix ranges are computed in Python and
-    sent as literals, so every plan sees the real, narrow ranges), or a SQL expression
-    (ranges computed in SQL with ``simpg.prefix_lo``/``prefix_hi``, e.g. a self-join).
-    """
-    from simpg.sqlalchemy.types import _operand
-
-    spec = index_for(expr)
-    k = _check_k(k, spec)
-    # The prefix columns of the same FROM object as expr (a table or an alias of it).
-    source = getattr(expr, "table", None)
-    if source is None:
-        raise SimpgError(f"within needs a table column, got {expr!r}")
-    prefixes = [source.c[name] for name in spec.prefix_names]
-    layout = spec.layout
-    operand = _operand(other)
-    if operand is other:  # a SQL expression
-        ranges = [
-            p.between(
-                prefix_lo(other, layout.k, layout.levels, t),
-                prefix_hi(other, layout.k, layout.levels, t),
-            )
-            for t, p in enumerate(prefixes)
-        ]
-    else:
-        ranges = [
-            p.between(
-                bindparam(None, lo, BigInteger(), literal_execute=True),
-                bindparam(None, hi, BigInteger(), literal_execute=True),
-            )
-            for p, (lo, hi) in zip(prefixes, layout.prefix_ranges(bits.check(other)), strict=True)
-        ]
-    return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k, layout_guard(spec))
 
 
 def layout_guard(spec: SimHashIndex) -> ColumnElement[bool]:

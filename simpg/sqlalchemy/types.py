@@ -1,5 +1,10 @@
 """The ``SimHash`` column type: unsigned fingerprints in Python, signed bigint in PostgreSQL.
 
+Its comparator's ``within`` builds the query through a declared index
+(:func:`within_clause`), so this module imports :mod:`simpg.sqlalchemy.index`; the
+index declarations do not need the type (they accept ``BigInteger`` columns too) and
+import nothing from here.
+
 Example:
     >>> from sqlalchemy import Column, MetaData, Table, select
     >>> t = Table("docs", MetaData(), Column("simhash", SimHash()))
@@ -13,14 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, type_coerce
+from sqlalchemy import BigInteger, and_, bindparam, or_, type_coerce
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
 
 from simpg import bits
-from simpg.sqlalchemy.functions import hamming
+from simpg.exc import SimpgError
+from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
+from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
-__all__ = ["SimHash"]
+__all__ = ["SimHash", "within_clause"]
 
 
 class SimHash(TypeDecorator[int]):
@@ -59,8 +66,6 @@ class SimHash(TypeDecorator[int]):
                     row's column in a self-join.
                 k: the radius, from 0 to the index's k.
             """
-            from simpg.sqlalchemy.index import within_clause
-
             return within_clause(self.expr, other, k)
 
     comparator_factory = Comparator
@@ -90,3 +95,49 @@ def _operand(other: Any) -> Any:
     # check here, so a bad value fails where the query is built, naming the value
     bits.check(other)
     return type_coerce(other, SimHash())
+
+
+def _check_k(k: Any, spec: SimHashIndex) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise SimpgError(f"k must be a non-negative integer, got {k!r}")
+    if k > spec.layout.k:
+        raise SimpgError(
+            f"k={k} is above the radius k={spec.layout.k} that the simhash index on "
+            f"{spec.table.name}.{spec.column.name} guarantees"
+        )
+    return k
+
+
+def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
+    """``expr`` within Hamming distance ``k`` of ``other``, through the prefix indexes.
+
+    ``other`` is an unsigned fingerprint (its prefix ranges are computed in Python and
+    sent as literals, so every plan sees the real, narrow ranges), or a SQL expression
+    (ranges computed in SQL with ``simpg.prefix_lo``/``prefix_hi``, e.g. a self-join).
+    """
+    spec = index_for(expr)
+    k = _check_k(k, spec)
+    # The prefix columns of the same FROM object as expr (a table or an alias of it).
+    source = getattr(expr, "table", None)
+    if source is None:
+        raise SimpgError(f"within needs a table column, got {expr!r}")
+    prefixes = [source.c[name] for name in spec.prefix_names]
+    layout = spec.layout
+    operand = _operand(other)
+    if operand is other:  # a SQL expression
+        ranges = [
+            p.between(
+                prefix_lo(other, layout.k, layout.levels, t),
+                prefix_hi(other, layout.k, layout.levels, t),
+            )
+            for t, p in enumerate(prefixes)
+        ]
+    else:
+        ranges = [
+            p.between(
+                bindparam(None, lo, BigInteger(), literal_execute=True),
+                bindparam(None, hi, BigInteger(), literal_execute=True),
+            )
+            for p, (lo, hi) in zip(prefixes, layout.prefix_ranges(bits.check(other)), strict=True)
+        ]
+    return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k, layout_guard(spec))

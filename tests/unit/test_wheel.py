@@ -21,3 +21,4 @@ def test_wheel_carries_the_sql_files(tmp_path):
             assert packaged in names
             assert zf.read(packaged) == source.read_bytes()
         assert "simpg/schema.py" in names
+        assert "simpg/py.typed" in names  # PEP 561: type checkers read simpg's annotations
