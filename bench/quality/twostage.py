@@ -302,6 +302,168 @@ def _twostage_grid() -> TwoStage:
     return TwoStage([(6, nb, bb, t), (7, nb, bb, t), (8, nb, bb, t), (8, 256, 1, 40)])
 
 
+# -- product-realistic shingles (bench.quality.sketch_shingles): chosen from the document alone --
+
+AUTO_B = 512
+
+
+def _sketch_auto_doc(args: tuple[str, str, int]) -> tuple[np.ndarray, int]:
+    from bench.quality import sketch_shingles
+
+    text, variant, nbins = args
+    h = sketch_shingles.shingle_hashes(text, variant)
+    if not len(h):  # nothing to sketch: an all-zero sketch, marked by size 0 (never confirmed)
+        return np.zeros(nbins // 64, dtype=np.uint64), 0
+    return pack(sketch(h, nbins, 1), 1), len(h)
+
+
+def sketches_auto(docs: Sequence[dict], variant: str, nbins: int = AUTO_B) -> dict[str, np.ndarray]:
+    """1-bit OPH sketches (packed) over ``variant``'s shingles, and each document's shingle count."""
+
+    def compute() -> dict[str, np.ndarray]:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            rows = pool.map(_sketch_auto_doc, [(d["text"], variant, nbins) for d in docs], chunksize=32)
+        return {"s": np.stack([r[0] for r in rows]), "n": np.array([r[1] for r in rows], dtype=np.int64)}
+
+    return cached("twostage-auto", f"{SKETCH_VERSION}-{variant}-{nbins}x1", docs, compute)
+
+
+class TwoStageAuto:
+    """As TwoStage, with the sketch over shingles chosen from each document alone (one rule, every part).
+
+    ``settings``: (K, T) pairs; B = 512, b = 1. A document with no shingle is never confirmed.
+    """
+
+    name = "twostage-auto"
+
+    def __init__(self, variant: str, settings: Sequence[tuple[int, int]], label: str | None = None) -> None:
+        self.variant = variant
+        self.settings = list(settings)
+        self.label = label or f"2stage-{variant}"
+
+    def run(self, docs: Sequence[dict], lang: str) -> list[Call]:
+        started = time.perf_counter()
+        fps, valid = fingerprints(docs)
+        sk = sketches_auto(docs, self.variant)
+        pairs, dist = pairs_within(fps, valid, max(k for k, _ in self.settings))
+        d = mismatches(sk["s"][pairs[:, 0]], sk["s"][pairs[:, 1]], 1)
+        ok = (sk["n"][pairs[:, 0]] > 0) & (sk["n"][pairs[:, 1]] > 0)
+        seconds = time.perf_counter() - started
+        return [
+            Call(
+                label=f"{self.label} K={k} B={AUTO_B}x1b T={t}",
+                detector=self.name,
+                pairs=pairs[(dist <= k) & (d <= t) & ok],
+                params={"K": k, "B": AUTO_B, "b": 1, "T": t, "sketch": f"{SKETCH_VERSION}/{self.variant}"},
+                not_indexed=int((~valid).sum()),
+                seconds=seconds,
+            )
+            for k, t in self.settings
+        ]
+
+
+#: Chosen on --part tune by ``sweep-auto`` (see its table): shingling and T.
+AUTO_CHOSEN = ("auto4", 80)
+
+
+@register("twostage-auto")
+def _twostage_auto() -> TwoStageAuto:
+    """The chosen document-only shingling at K = 6, 7, 8 (B = 512, b = 1)."""
+    v, t = AUTO_CHOSEN
+    return TwoStageAuto(v, [(6, t), (7, t), (8, t)])
+
+
+@register("twostage-oracle")
+def _twostage_oracle() -> TwoStage:
+    """The oracle sketch (truth's shingles per part) at K = 6, 7, 8, B = 512, b = 1, T = 88."""
+    _, nb, bb, t = CHOSEN
+    return TwoStage([(6, nb, bb, t), (7, nb, bb, t), (8, nb, bb, t)], label="2stage-oracle")
+
+
+def sweep_auto(part: str, langs: Sequence[str], ks: Sequence[int], variants: Sequence[str]) -> None:
+    """Tune (shingling, T) at each K: F1 and unrelated called per part, one T shared by all parts."""
+    from bench.quality.build_corpus import load_part
+
+    rows = []
+    for lang in langs:
+        docs = load_part(lang, part)
+        fps, valid = fingerprints(docs)
+        pairs, dist = pairs_within(fps, valid, max(ks))
+        cls, n_dup = _classes(pairs, lang, part)
+        todo: list[tuple[str, np.ndarray, np.ndarray]] = []
+        sk = sketches(docs, lang)[f"s{AUTO_B}x1"]
+        todo.append(("oracle", sk, np.ones(len(docs), dtype=bool)))
+        for v in variants:
+            t0 = time.perf_counter()
+            z = sketches_auto(docs, v)
+            print(
+                f"{lang} {v}: sketches in {time.perf_counter() - t0:.1f}s, "
+                f"empty {int((z['n'] == 0).sum())}, <20 shingles {int((z['n'] < 20).sum())}",
+                file=sys.stderr,
+            )
+            todo.append((v, z["s"], z["n"] > 0))
+        for v, s, ok in todo:
+            d = mismatches(s[pairs[:, 0]], s[pairs[:, 1]], 1)
+            d = np.where(ok[pairs[:, 0]] & ok[pairs[:, 1]], d, AUTO_B + 1)
+            for k in ks:
+                m = dist <= k
+                du = d[m & (cls == 0)]
+                dd = d[m & (cls == 2)]
+                q = np.percentile(dd, [50, 90, 99]).round(1).tolist() if len(dd) else "-"
+                print(
+                    f"{lang} {v} K={k}: unrelated candidates {len(du)}, min d(unrelated) "
+                    f"{du.min() if len(du) else '-'}, d(dup) p50/p90/p99 {q}",
+                    file=sys.stderr,
+                )
+                # cumulative counts over T at once
+                dup_c = np.cumsum(np.bincount(d[m & (cls == 2)], minlength=AUTO_B + 2))
+                unr_c = np.cumsum(np.bincount(d[m & (cls == 0)], minlength=AUTO_B + 2))
+                for t in range(0, AUTO_B + 1):
+                    dup, unrel = int(dup_c[t]), int(unr_c[t])
+                    p = dup / (dup + unrel) if dup + unrel else 1.0
+                    r = dup / n_dup
+                    f = 2 * p * r / (p + r) if p + r else 0.0
+                    rows.append({"variant": v, "lang": lang, "K": k, "T": t, "p": p, "r": r, "f1": f, "unrel": unrel})
+    out = f"/tmp/twostage-auto-sweep-{part}.json"
+    with open(out, "w") as f:
+        json.dump(rows, f)
+    print(f"wrote {out}", file=sys.stderr)
+    summarize_auto(rows, langs)
+
+
+def summarize_auto(rows: list[dict], langs: Sequence[str]) -> None:
+    """Per (shingling, K): the best T by mean F1 over parts with zero unrelated in all, and the zero-unrelated T max."""
+    by: dict[tuple, dict[str, dict[int, dict]]] = {}
+    for r in rows:
+        by.setdefault((r["variant"], r["K"]), {}).setdefault(r["lang"], {})[r["T"]] = r
+    print(
+        "| shingling | K | best T | zero-unrelated T max | "
+        + " | ".join(f"{x} P / R / F1 / unrel" for x in langs)
+        + " | mean F1 |"
+    )
+    print("|---|---:|---:|---:|" + "---|" * len(langs) + "---:|")
+    for (v, k), per in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if set(per) != set(langs):
+            continue
+        tmax = min(max([t for t, r in per[x].items() if r["unrel"] == 0] or [-1]) for x in langs)
+        ts = sorted(per[langs[0]])
+        best = max(
+            ts,
+            key=lambda t: (
+                (min(per[x][t]["f1"] for x in langs), -t) if all(per[x][t]["unrel"] == 0 for x in langs) else (-1, 0)
+            ),
+        )
+        for t in sorted({best, 88}):
+            cells = " | ".join(
+                f"{per[x][t]['p']:.3f} / {per[x][t]['r']:.3f} / {per[x][t]['f1']:.3f} / {per[x][t]['unrel']}"
+                for x in langs
+            )
+            mf = sum(per[x][t]["f1"] for x in langs) / len(langs)
+            print(f"| {v} | {k} | {t}{'' if t == best else ' (88)'} | {tmax} | {cells} | {mf:.3f} |")
+
+
 # -- tuning sweep (fast: straight from the truth lists, no full report) --------------------
 
 
@@ -412,11 +574,22 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--lang", default="en,zh,mixed")
     s.add_argument("--k", default="4,5,6,7,8")
     sub.add_parser("cost")
+    a = sub.add_parser("sweep-auto")
+    a.add_argument("--part", default="tune")
+    a.add_argument("--lang", default="en,zh,mixed")
+    a.add_argument("--k", default="6,7,8")
+    a.add_argument("--variants", default=",".join(_auto_variants()))
+    c = sub.add_parser("cost-auto")
+    c.add_argument("--variants", default="auto3")
     args = ap.parse_args(argv)
     if args.cmd == "sweep":
         sweep(args.part, args.lang.split(","), [int(x) for x in args.k.split(",")])
     elif args.cmd == "cost":
         cost()
+    elif args.cmd == "sweep-auto":
+        sweep_auto(args.part, args.lang.split(","), [int(x) for x in args.k.split(",")], args.variants.split(","))
+    elif args.cmd == "cost-auto":
+        cost_auto(args.variants.split(","))
 
 
 def cost(sample: int = 600) -> None:
@@ -460,6 +633,56 @@ def cost(sample: int = 600) -> None:
             + " ms/doc; total at 256x1 = "
             f"{(t_sh + res['256x1']) / t_fp:.2f}x fingerprint"
         )
+
+
+def _auto_variants() -> tuple[str, ...]:
+    from bench.quality.sketch_shingles import VARIANTS
+
+    return VARIANTS
+
+
+def cost_auto(variants: Sequence[str], sample: int = 600) -> None:
+    """Per document: simpg's fingerprint, document-only shingle hashing and OPH 512x1 + pack."""
+    from bench.quality import sketch_shingles
+    from bench.quality.build_corpus import load_part
+    from simpg.fingerprint import Fingerprinter
+
+    fpr = Fingerprinter()
+    for lang in ("en", "zh", "mixed"):
+        docs = load_part(lang, "tune")
+        rng = np.random.default_rng(14)
+        texts = [docs[i]["text"] for i in rng.choice(len(docs), size=min(sample, len(docs)), replace=False)]
+        for x in texts[:20]:
+            try:
+                fpr.fingerprint(x)
+            except Exception:  # noqa: BLE001, S112
+                continue
+        t0 = time.perf_counter()
+        for x in texts:
+            try:
+                fpr.fingerprint(x)
+            except Exception:  # noqa: BLE001, S110
+                pass
+        t_fp = time.perf_counter() - t0
+        n = len(texts)
+        chars = sum(len(x) for x in texts) / n
+        for v in variants:
+            sketch_shingles._WORD_HASH.clear()
+            t0 = time.perf_counter()
+            hs = [sketch_shingles.shingle_hashes(x, v) for x in texts]
+            t_sh = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            for h in hs:
+                if len(h):
+                    pack(sketch(h, AUTO_B, 1), 1)
+            t_oph = time.perf_counter() - t0
+            print(
+                f"{lang} {v}: {n} docs, mean {chars:.0f} chars, mean {np.mean([len(h) for h in hs]):.0f} shingles; "
+                f"fingerprint {1e3 * t_fp / n:.3f} ms/doc; "
+                f"shingle hashing {1e3 * t_sh / n:.3f} ms/doc (cold word cache); "
+                f"OPH {AUTO_B}x1 + pack {1e3 * t_oph / n:.3f} ms/doc; "
+                f"sketch total = {(t_sh + t_oph) / t_fp:.2f}x fingerprint"
+            )
 
 
 if __name__ == "__main__":
