@@ -8,7 +8,7 @@ measures the data and joins on bits fitted to it. For each data set this script 
   simpg.pairs        what users run (the plan simpg.pair_masks picks, its sampling included)
   layout plan        the same statement joined on the index layout's prefixes (0.2.0-dev)
   nested loop        every pair of rows compared once (only up to --brute-rows rows)
-  python fitted      simpg.psycopg.allpairs.pair_chunks in memory, passes fitted to the data
+  python fitted      simpg.allpairs.pair_chunks in memory, passes fitted to the data
   python layout      the same over pairs_layout's tables (0.2.0-dev)
 
 checks that all variants return the same pairs, and prints seconds and ratios. It also
@@ -37,8 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from simpg import bits  # noqa: E402
-from simpg.psycopg import allpairs  # noqa: E402
+from simpg import allpairs, bits  # noqa: E402
 
 # name -> (rows, bit positions that vary, counted from bit 0; the rest come from a fixed base)
 DATASETS: dict[str, tuple[int, list[int]]] = {

@@ -42,8 +42,8 @@ from index_bench import prewarm  # bench/ is the script's folder, so on sys.path
 from psycopg import sql
 from psycopg.types.numeric import Int8
 
-from simpg import bits
-from simpg.psycopg import Neighbor, SimIndex, allpairs, lookup, queries
+from simpg import allpairs, bits
+from simpg.psycopg import Neighbor, SimIndex, lookup, queries
 
 
 def make_table(conn: psycopg.Connection, name: str, rows: int) -> None:

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from simpg import bits
 from simpg.exc import InvalidLayout
 
-__all__ = ["MAX_K", "MAX_TABLES", "Layout", "Segment", "block_widths", "default_blocks"]
+__all__ = ["MAX_K", "MAX_TABLES", "Layout", "Permutation", "Segment", "block_widths", "default_blocks"]
 
 #: Largest radius the layouts support (C(m, m-k) tables grow fast beyond it).
 MAX_K = 16
@@ -71,6 +72,97 @@ class Segment:
     src_shift: int
     mask: int
     dst_shift: int
+
+
+#: One run of a :class:`Permutation`: ``(src_shift, mask, dst_shift)``, mask unsigned.
+Run = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Permutation:
+    """One table: a permutation of the 64 bits, and how many leading bits form its prefix.
+
+    This is the one definition of the prefix arithmetic in Python: :class:`Layout`
+    (``permute``, ``prefix_range``), the lookups' range computation
+    (:class:`simpg.psycopg.queries.RangeMaker`) and the all-pairs engine
+    (:mod:`simpg.allpairs`, vectorised) all read a table from here.
+
+    Attributes:
+        runs: the contiguous pieces the permutation moves, in output order (most
+            significant first): ``permuted |= ((fp >> src_shift) & mask) << dst_shift``
+            on unsigned values.
+        prefix_bits: leading bits of the permuted value that must be equal.
+        source_mask: the fingerprint bits that land in the prefix (unsigned): two
+            fingerprints share the prefix exactly when ``(a ^ b) & source_mask == 0``.
+        prefix_runs: ``runs`` cut to the bits that land in the prefix (the others are
+            zero in a prefix range's ``lo``).
+        segments: ``runs`` as :class:`Segment` (signed masks, what SQL evaluates).
+    """
+
+    runs: tuple[Run, ...]
+    prefix_bits: int
+    source_mask: int = field(init=False)
+    prefix_runs: tuple[Run, ...] = field(init=False)
+    segments: tuple[Segment, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        low = bits.BITS - self.prefix_bits
+        prefix_runs = []
+        source_mask = 0
+        for src, mask, dst in self.runs:
+            cut = max(0, low - dst)  # bits of this run that land below the prefix
+            if cut < mask.bit_length():
+                prefix_runs.append((src + cut, mask >> cut, dst + cut))
+                source_mask |= (mask >> cut) << (src + cut)
+        object.__setattr__(self, "prefix_runs", tuple(prefix_runs))
+        object.__setattr__(self, "source_mask", source_mask)
+        object.__setattr__(self, "segments", tuple(Segment(src, bits.to_db(mask), dst) for src, mask, dst in self.runs))
+
+    @classmethod
+    def from_order(cls, order: Sequence[int], prefix_bits: int) -> Permutation:
+        """The permutation that puts source bit ``order[pos]`` (MSB = 0) at output position ``pos``."""
+        spans: list[tuple[int, int, int]] = []  # (output position, source index, width)
+        for pos, src in enumerate(order):
+            if spans and spans[-1][1] + spans[-1][2] == src:
+                out, start, width = spans[-1]
+                spans[-1] = (out, start, width + 1)
+            else:
+                spans.append((pos, src, 1))
+        runs = tuple(
+            (bits.BITS - src - width, (1 << width) - 1, bits.BITS - out - width) for out, src, width in spans
+        )
+        return cls(runs, prefix_bits)
+
+    @classmethod
+    def from_mask(cls, mask: int) -> Permutation:
+        """A table whose prefix is the bits of ``mask`` (unsigned).
+
+        They move to the top (highest first), the other bits below them, each group
+        in its original order: a permutation of the bits, so it keeps every distance.
+        """
+        high_first = range(bits.BITS - 1, -1, -1)
+        chosen = [b for b in high_first if mask >> b & 1]
+        rest = [b for b in high_first if not mask >> b & 1]
+        return cls.from_order([bits.BITS - 1 - b for b in chosen + rest], len(chosen))
+
+    @property
+    def ones(self) -> int:
+        """The bits below the prefix, all set: ``hi - lo`` of a prefix range."""
+        return (1 << (bits.BITS - self.prefix_bits)) - 1
+
+    def apply(self, fp: int) -> int:
+        """The permuted value of an unsigned fingerprint (unsigned, unchecked)."""
+        out = 0
+        for src, mask, dst in self.runs:
+            out |= ((fp >> src) & mask) << dst
+        return out
+
+    def prefix_low(self, fp: int) -> int:
+        """``lo`` of the prefix range of an unsigned fingerprint (unsigned, unchecked)."""
+        lo = 0
+        for src, mask, dst in self.prefix_runs:
+            lo |= ((fp >> src) & mask) << dst
+        return lo
 
 
 @dataclass(frozen=True)
@@ -143,59 +235,42 @@ class Layout:
         order.extend(remaining)
         return order, prefix
 
+    def permutation(self, t: int) -> Permutation:
+        """Table ``t``'s permutation and prefix (:class:`Permutation`)."""
+        self._check_table(t)
+        return self._permutations[t]
+
+    @property
+    def permutations(self) -> tuple[Permutation, ...]:
+        """Every table's :class:`Permutation`, in table order."""
+        return self._permutations
+
     def prefix_bits(self, t: int) -> int:
         """Number of leading bits of table ``t``'s permuted value that must be equal."""
-        return self._order(t)[1]
+        return self.permutation(t).prefix_bits
 
     def segments(self, t: int) -> list[Segment]:
         """Table ``t``'s permutation as runs of contiguous bits (what SQL evaluates)."""
-        self._check_table(t)
-        return self._segments[t]
+        return list(self.permutation(t).segments)
 
     def _check_table(self, t: int) -> None:
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.tables:
             raise InvalidLayout(f"table must be from 0 to {self.tables - 1}, got {t!r}")
 
     @cached_property
-    def _segments(self) -> list[list[Segment]]:
-        result = []
-        for t in range(self.tables):
-            order, _ = self._order(t)
-            runs: list[tuple[int, int, int]] = []  # (output position, source index, width)
-            for pos, src in enumerate(order):
-                if runs and runs[-1][1] + runs[-1][2] == src:
-                    out, start, width = runs[-1]
-                    runs[-1] = (out, start, width + 1)
-                else:
-                    runs.append((pos, src, 1))
-            segs = [
-                Segment(
-                    src_shift=bits.BITS - src - width,
-                    mask=bits.to_db((1 << width) - 1),
-                    dst_shift=bits.BITS - out - width,
-                )
-                for out, src, width in runs
-            ]
-            if len(segs) > MAX_SEGMENTS:
-                raise InvalidLayout(f"layout {self.name} moves {len(segs)} segments, more than {MAX_SEGMENTS}")
-            result.append(segs)
-        return result
+    def _permutations(self) -> tuple[Permutation, ...]:
+        return _layout_permutations(self)
 
     def permute(self, fingerprint: int, t: int) -> int:
         """Table ``t``'s permuted value of an unsigned fingerprint, as signed bigint."""
         fp = bits.check(fingerprint)
-        out = 0
-        for seg in self.segments(t):
-            out |= ((fp >> seg.src_shift) & (seg.mask & bits.MASK)) << seg.dst_shift
-        return bits.to_db(out)
+        return bits.to_db(self.permutation(t).apply(fp))
 
     def prefix_range(self, fingerprint: int, t: int) -> tuple[int, int]:
         """Signed ``[lo, hi]`` of table ``t``'s values sharing the query's prefix."""
-        low_bits = bits.BITS - self.prefix_bits(t)
-        permuted = bits.from_db(self.permute(fingerprint, t))
-        lo = permuted >> low_bits << low_bits
-        hi = lo | ((1 << low_bits) - 1)
-        return bits.to_db(lo), bits.to_db(hi)
+        perm = self.permutation(t)
+        lo = perm.prefix_low(bits.check(fingerprint))
+        return bits.to_db(lo), bits.to_db(lo | perm.ones)
 
     def prefix_ranges(self, fingerprint: int) -> list[tuple[int, int]]:
         """``prefix_range`` for every table, in table order."""
@@ -205,6 +280,18 @@ class Layout:
         """Mean rows read per lookup on uniform fingerprints: sum over tables of N / 2^prefix."""
         # float(): int ** int is not float to a type checker (a negative power would be)
         return float(sum(rows / 2 ** self.prefix_bits(t) for t in range(self.tables)))
+
+
+@lru_cache(maxsize=128)
+def _layout_permutations(layout: Layout) -> tuple[Permutation, ...]:
+    """A layout's tables, shared by equal layouts (``pairs_layout`` builds them afresh)."""
+    result = []
+    for t in range(layout.tables):
+        perm = Permutation.from_order(*layout._order(t))
+        if len(perm.runs) > MAX_SEGMENTS:
+            raise InvalidLayout(f"layout {layout.name} moves {len(perm.runs)} segments, more than {MAX_SEGMENTS}")
+        result.append(perm)
+    return tuple(result)
 
 
 def default_blocks(k: int, rows: int) -> int:

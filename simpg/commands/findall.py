@@ -12,7 +12,7 @@ stdin/stdout). Two differences, both on purpose:
 
 ``--lines`` prints 1-based input line numbers instead of fingerprints, which tells
 repeated fingerprints apart. No database is involved: this is
-:mod:`simpg.psycopg.allpairs` on the fingerprints given.
+:mod:`simpg.allpairs` on the fingerprints given.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def read_fingerprints(lines: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _layout(args: argparse.Namespace, n: int) -> Layout | None:
-    from simpg.psycopg import allpairs
+    from simpg import allpairs
 
     if not 0 <= args.distance <= MAX_K:
         raise SimpgError(f"--distance must be from 0 to {MAX_K}, got {args.distance}")
@@ -107,7 +107,7 @@ def _open_out(path: str) -> IO[str]:
 
 def run_find_all(args: argparse.Namespace) -> int:
     """Print ``[a, b]`` for every pair of input rows within --distance bits."""
-    from simpg.psycopg import allpairs
+    from simpg import allpairs
 
     fps, numbers = _read_input(args)
     layout = _layout(args, len(fps))
@@ -130,7 +130,7 @@ def run_find_all(args: argparse.Namespace) -> int:
 
 def run_find_clusters(args: argparse.Namespace) -> int:
     """Print each cluster (connected component of two or more rows) as a JSON array."""
-    from simpg.psycopg import allpairs
+    from simpg import allpairs
 
     fps, numbers = _read_input(args)
     layout = _layout(args, len(fps))

@@ -14,10 +14,9 @@ import numpy as np
 import psycopg
 from psycopg import errors
 
-from simpg import bits
+from simpg import allpairs, bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import allpairs
 from simpg.psycopg.queries import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo
 
 __all__ = ["IndexProblem", "IndexStats", "Neighbor", "Pair"]

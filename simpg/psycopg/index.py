@@ -410,7 +410,7 @@ class SimIndex:
         """Every pair of rows within distance ``k``, each once, streamed.
 
         Reads ``(id, fingerprint)`` once, then runs seed 001's single pass over
-        permuted tables in memory (:mod:`simpg.psycopg.allpairs`). Rows with equal
+        permuted tables in memory (:mod:`simpg.allpairs`). Rows with equal
         fingerprints are pairs at distance 0. Integer ids come as ``a < b``.
 
         Args:

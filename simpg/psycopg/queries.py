@@ -178,23 +178,15 @@ class IndexInfo:
 class RangeMaker:
     """Each table's signed ``[lo, hi]`` prefix range of a query, fast.
 
-    The same values as :meth:`Layout.prefix_range` (tested), with the permutations
-    unpacked once and cut to the bits that land in each table's prefix (the rest are
-    zero in ``lo`` anyway): a lookup computes them on every call.
+    The same values as :meth:`Layout.prefix_range` (tested): each table's
+    :attr:`Permutation.prefix_runs <simpg.layout.Permutation.prefix_runs>` (the runs cut
+    to the bits that land in its prefix; the rest are zero in ``lo`` anyway), unpacked
+    once into plain tuples, since a lookup computes them on every call.
     """
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self._tables = []
-        for t in range(layout.tables):
-            low = bits.BITS - layout.prefix_bits(t)
-            prefix_segments = []
-            for s in layout.segments(t):
-                mask = s.mask & bits.MASK
-                cut = max(0, low - s.dst_shift)  # bits of this run that land below the prefix
-                if cut < mask.bit_length():
-                    prefix_segments.append((s.src_shift + cut, mask >> cut, s.dst_shift + cut))
-            self._tables.append((tuple(prefix_segments), (1 << low) - 1))
+        self._tables = [(p.prefix_runs, p.ones) for p in layout.permutations]
         n = len(self._tables)
         # a binary bigint[] of n elements: the header, then (length 8, value) per element
         self._array = struct.Struct(_INT8_ARRAY_HEADER + "iq" * n)

@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from simpg import bits
+from simpg.allpairs import prefix_masks, segment_masks
 from simpg.layout import Layout, block_widths
-from simpg.psycopg.allpairs import prefix_masks, segment_masks
 from tests.layouts import mask_family_is_exact
 
 Key = Hashable

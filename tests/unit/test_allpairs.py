@@ -9,10 +9,9 @@ import struct
 import numpy as np
 import pytest
 
-from simpg import bits
+from simpg import allpairs, bits
 from simpg.exc import InvalidFingerprint, InvalidLayout
 from simpg.layout import Layout
-from simpg.psycopg import allpairs
 from simpg.psycopg.queries import RangeMaker
 from tests.layouts import mask_family_is_exact
 

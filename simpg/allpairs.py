@@ -1,0 +1,510 @@
+"""Every near-duplicate pair, and the clusters, of a set of fingerprints: in memory, with numpy.
+
+This is seed 001's "single pass through all tables": for each table of a layout,
+permute every fingerprint (vectorised shifts and masks from :attr:`Layout.permutations`),
+find the fingerprints that share the table's prefix with another one, and compare
+those within each run of equal prefixes. Each table costs a sort of 32-bit keys
+(much cheaper than sorting 64-bit values and their row numbers), and only the rows
+whose prefix repeats are sorted in full.
+
+A pair is reported once, by the first table in which the two fingerprints share the
+prefix (a table ``t`` sees the pair when ``(a ^ b)`` has no bit in ``t``'s prefix;
+:func:`prefix_masks`), so results stream out table by table without a global
+de-duplication. Rows with equal fingerprints are pairs at distance 0, unlike seomoz's
+``find_all``, which keeps a set of fingerprints and loses them.
+
+Clusters come two ways (:data:`CLUSTER_METHODS`). ``"representative"``: rows are taken
+in order (earliest first), each joins the earliest representative it is within ``k`` of,
+or becomes a representative itself, so every member is a near-duplicate of its cluster's
+representative and chains of neighbours never join unrelated rows; deterministic, and
+incremental (a new row only needs its neighbours among the representatives).
+``"components"``: connected components (seed 004), where a row joins when it is within
+``k`` of any member, so two members may be far apart.
+
+Example:
+    >>> import numpy as np
+    >>> fps = np.array([0b1011, 0b1001, 0b1011, 2**63], dtype=np.uint64)
+    >>> sorted((int(i), int(j), int(d)) for a, b, c in pair_chunks(fps, 1) for i, j, d in zip(a, b, c))
+    [(0, 1, 1), (0, 2, 0), (1, 2, 1)]
+    >>> [list(map(int, c)) for c in clusters(fps, 1)]
+    [[0, 1, 2]]
+    >>> chain = np.array([0b0000, 0b0001, 0b0011, 0b0111], dtype=np.uint64)
+    >>> [list(map(int, c)) for c in clusters(chain, 1, method="components")]
+    [[0, 1, 2, 3]]
+    >>> [list(map(int, c)) for c in clusters(chain, 1)]
+    [[0, 1], [2, 3]]
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from simpg import bits
+from simpg.exc import InvalidFingerprint, InvalidLayout
+from simpg.layout import MAX_K, Layout, Permutation
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CLUSTER_METHODS",
+    "as_fingerprints",
+    "clusters",
+    "component_labels",
+    "pair_chunks",
+    "pair_tables",
+    "pairs_layout",
+    "permute",
+    "prefix_masks",
+    "representative_labels",
+    "segment_masks",
+]
+
+#: How :func:`clusters` groups rows: around a representative (the default), or as
+#: connected components.
+CLUSTER_METHODS = ("representative", "components")
+
+_U64 = np.uint64
+_EMPTY = np.empty(0, dtype=np.int64)
+
+# Cost model of pairs_layout, from timings on a 2-core bench machine (docs/python.md):
+# nanoseconds per row per table (permute, key sort, bitset), per row whose key repeats
+# (gathered and sorted in full), and per candidate pair compared.
+_NS_PER_ROW_TABLE = 30.0
+_NS_PER_REPEATED_ROW = 150.0
+_NS_PER_CANDIDATE = 15.0
+#: Fingerprints sampled to fit a plan to the data (as simpg.pair_masks in SQL).
+_PLAN_SAMPLE = 3000
+
+
+def as_fingerprints(values: Any) -> np.ndarray:
+    """Fingerprints as a 1-D ``uint64`` array.
+
+    Accepts a ``uint64`` array (unsigned fingerprints), an ``int64`` array (the signed
+    bigint form PostgreSQL stores: same bits), or an iterable of unsigned Python ints,
+    each checked with :func:`simpg.bits.check` (so -1, 2**64 or None raise, naming
+    the value).
+    """
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise InvalidFingerprint(f"expected a 1-D array of fingerprints, got shape {values.shape}")
+        if values.dtype == np.uint64:
+            return values
+        if values.dtype == np.int64:
+            return values.view(np.uint64)
+        raise InvalidFingerprint(f"expected a uint64 or int64 array of fingerprints, got {values.dtype}")
+    items = list(values)
+    for value in items:
+        bits.check(value)
+    return np.array(items, dtype=np.uint64)
+
+
+#: One pass of the engine: a table's permutation and prefix. A layout's tables
+#: (:attr:`Layout.permutations`) or one built from any mask (:func:`_mask_table`).
+_Table = Permutation
+
+
+def _tables(layout: Layout) -> tuple[_Table, ...]:
+    return layout.permutations
+
+
+def prefix_masks(layout: Layout) -> list[int]:
+    """For each table, the (unsigned) mask of fingerprint bits that form its prefix.
+
+    Two fingerprints share table ``t``'s prefix exactly when ``(a ^ b) & mask == 0``.
+    """
+    return [tb.source_mask for tb in _tables(layout)]
+
+
+def permute(fps: np.ndarray, layout: Layout, t: int) -> np.ndarray:
+    """Table ``t``'s permuted values of unsigned fingerprints (``uint64``).
+
+    Bit for bit :meth:`Layout.permute`, vectorised (unsigned rather than signed).
+    """
+    fps = as_fingerprints(fps)
+    return _permute(fps, layout.permutation(t))
+
+
+def _permute(fps: np.ndarray, table: _Table, out: np.ndarray | None = None,
+             tmp: np.ndarray | None = None) -> np.ndarray:
+    out = np.empty(len(fps), dtype=np.uint64) if out is None else out
+    tmp = np.empty(len(fps), dtype=np.uint64) if tmp is None else tmp
+    out.fill(0)
+    for src, mask, dst in table.runs:
+        np.right_shift(fps, _U64(src), out=tmp)
+        np.bitwise_and(tmp, _U64(mask), out=tmp)
+        np.left_shift(tmp, _U64(dst), out=tmp)
+        np.bitwise_or(out, tmp, out=out)
+    return out
+
+
+def _pass_cost(layout: Layout, rows: int) -> float:
+    """Estimated nanoseconds of one pass over ``rows`` uniform fingerprints."""
+    cost = 0.0
+    for t in range(layout.tables):
+        pbits = layout.prefix_bits(t)
+        key_slots = 2.0 ** min(pbits, 32)
+        repeated = rows * -math.expm1(-rows / key_slots)
+        candidates = rows * rows / 2 / 2.0**pbits
+        cost += rows * _NS_PER_ROW_TABLE + repeated * _NS_PER_REPEATED_ROW + candidates * _NS_PER_CANDIDATE
+    return cost
+
+
+def pairs_layout(k: int, rows: int) -> Layout:
+    """A one-level layout that makes :func:`pair_chunks` fast for ``rows`` uniform fingerprints.
+
+    Any layout with radius ``>= k`` gives the same pairs; this one has the lowest
+    estimated cost (:func:`_pass_cost`): a pass per table, the rows whose key
+    repeats, and the candidate pairs compared.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
+        raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
+    best: tuple[float, Layout] | None = None
+    for m in range(k + 1, bits.BITS + 1):
+        try:
+            layout = Layout(k, (m,))
+        except InvalidLayout:
+            break  # too many tables from here on
+        cost = _pass_cost(layout, rows)
+        if best is None or cost < best[0]:
+            best = (cost, layout)
+    assert best is not None
+    return best[1]
+
+
+def segment_masks(k: int, s: int, weights: Any) -> list[int]:
+    """Masks of every choice of ``s - k`` out of ``s`` segments of the 64 bits (unsigned).
+
+    The segments partition the bits, balanced by ``weights`` (64 of them, bit 0 first:
+    the information each bit carries): the heaviest bit first, each to the lightest
+    segment. Any ``k`` differing bits touch at most ``k`` segments, so two fingerprints
+    within ``k`` agree on some mask's bits, whatever the weights. Bit for bit
+    ``simpg.segment_masks`` in SQL (tests/integration/test_reports.py checks it).
+    """
+    w = [float(x) for x in weights]
+    if not 0 <= k < s <= bits.BITS or len(w) != bits.BITS:
+        raise InvalidLayout(f"segment masks need 0 <= k < s <= 64 and 64 weights, got k={k}, s={s}, {len(w)} weights")
+    segment = [0] * s
+    total = [0.0] * s
+    size = [0] * s
+    for b in sorted(range(bits.BITS), key=lambda b: (-w[b], b)):
+        to = min(range(s), key=lambda i: (total[i], size[i], i))
+        segment[to] |= 1 << b
+        total[to] += max(w[b], 0.0)
+        size[to] += 1
+    masks = []
+    for combo in itertools.combinations(range(s), s - k):
+        mask = 0
+        for i in combo:
+            mask |= segment[i]
+        masks.append(mask)
+    return masks
+
+
+def _mask_table(mask: int) -> _Table:
+    """A table whose prefix is the bits of ``mask`` (:meth:`Permutation.from_mask`)."""
+    return Permutation.from_mask(mask)
+
+
+def _sample(fps: np.ndarray) -> np.ndarray:
+    if len(fps) <= 2 * _PLAN_SAMPLE:
+        return fps
+    return fps[np.random.default_rng(0).choice(len(fps), _PLAN_SAMPLE, replace=False)]
+
+
+def _sample_cost(sample: np.ndarray, masks: list[int], rows: int) -> float:
+    """Estimated nanoseconds of a pass per mask over ``rows`` rows like ``sample``."""
+    m = len(sample)
+    cost = 0.0
+    for mask in masks:
+        _, counts = np.unique(sample & _U64(mask), return_counts=True)
+        collisions = float((counts.astype(np.float64) * (counts - 1)).sum())
+        candidates = collisions / (m * (m - 1)) * rows * (rows - 1) / 2
+        repeated = min(float(rows), 2 * candidates)
+        cost += rows * _NS_PER_ROW_TABLE + repeated * _NS_PER_REPEATED_ROW + candidates * _NS_PER_CANDIDATE
+    return cost
+
+
+def pair_tables(fps: Any, k: int) -> tuple[_Table, ...]:
+    """The tables :func:`pair_chunks` makes its passes over, fitted to ``fps``.
+
+    :func:`pairs_layout` is the fastest for uniform fingerprints; on fingerprints whose
+    bits are far from uniform (32-bit values, one template) its prefixes are nearly
+    constant and a pass compares almost every pair of rows. A sample of the rows
+    measures that; when the layout's passes would compare more pairs than they sort
+    rows, segments balanced by each bit's entropy (:func:`segment_masks`) are tried
+    too and the cheapest estimate wins. Exact either way. As ``simpg.pair_masks``.
+    """
+    fps = as_fingerprints(fps)
+    _check_k(k, None)
+    n = len(fps)
+    layout = pairs_layout(k, n)
+    if n < 2:
+        return _tables(layout)
+    sample = _sample(fps)
+    best = (_sample_cost(sample, prefix_masks(layout), n), _tables(layout))
+    if best[0] <= 2 * n * _NS_PER_ROW_TABLE * layout.tables:
+        return best[1]
+    ones = np.array([np.count_nonzero(sample & _U64(1 << b)) for b in range(bits.BITS)], dtype=np.float64)
+    p = ones / len(sample)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = np.nan_to_num(-(p * np.log2(p) + (1 - p) * np.log2(1 - p)))
+    for s in range(k + 1, min(bits.BITS, k + 5) + 1):
+        if math.comb(s, k) > 256:
+            break
+        masks = segment_masks(k, s, entropy)
+        cost = _sample_cost(sample, masks, n)
+        if cost < best[0]:
+            best = (cost, tuple(_mask_table(m) for m in masks))
+    logger.debug("pair passes: %d tables, estimated %.3f s", len(best[1]), best[0] / 1e9)
+    return best[1]
+
+
+def _check_k(k: int, layout: Layout | None) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise InvalidLayout(f"k must be a non-negative integer, got {k!r}")
+    if layout is None:
+        if k > MAX_K:
+            raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
+    elif k > layout.k:
+        raise InvalidLayout(f"k={k} is above the radius k={layout.k} that layout {layout.name} guarantees")
+
+
+class _Workspace:
+    """Buffers reused by every table of a pass, and the pass's chunking.
+
+    Work goes in chunks of rows that fit in the CPU cache (memory bandwidth, not
+    arithmetic, bounds these loops), and fresh memory is slow to touch the first
+    time, so the row-sized arrays are allocated once per pass.
+    """
+
+    #: Rows per chunk: 64K rows of 8 bytes stay in L2.
+    CHUNK = 1 << 16
+    #: Largest bitset marking repeated keys: 2**26 bits = 8 MiB.
+    MAX_BITSET_BITS = 26
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.perm = np.empty(n, dtype=np.uint64)
+        self.key = np.empty(n, dtype=np.uint32)
+        self.ordered = np.empty(n, dtype=np.uint32)
+        self.hit = np.empty(n, dtype=bool)
+        self.tmp = np.empty(min(n, self.CHUNK), dtype=np.uint64)
+        # About 4 bits per row keeps rows that only share a bitset slot rare.
+        self.bitset_bits = min(self.MAX_BITSET_BITS, max(math.ceil(math.log2(max(n, 2))) + 2, 8))
+        self.bitset = np.zeros(1 << (self.bitset_bits - 3), dtype=np.uint8)
+
+    def chunks(self) -> Iterator[slice]:
+        for start in range(0, self.n, self.CHUNK):
+            yield slice(start, min(start + self.CHUNK, self.n))
+
+
+def _table_pairs(fps: np.ndarray, table: _Table, k: int, ws: _Workspace,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row pairs ``(i < j)`` that share ``table``'s prefix and are within ``k``."""
+    perm, key = ws.perm, ws.key
+    # A 32-bit key: the whole prefix when it fits, else its top 32 bits (a superset).
+    key_bits = min(table.prefix_bits, 32)
+    key_shift = _U64(bits.BITS - key_bits)
+    for part in ws.chunks():
+        _permute(fps[part], table, perm[part], ws.tmp[: part.stop - part.start])
+        key[part] = perm[part] >> key_shift
+    ordered = ws.ordered
+    ordered[:] = key
+    ordered.sort()
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
+        return _EMPTY, _EMPTY, _EMPTY
+    # Mark the repeated keys in a bitset indexed by their top bits (a superset again,
+    # sorted out below by the full prefix) and pick the rows that hit a mark.
+    shift = np.uint32(max(key_bits - ws.bitset_bits, 0))
+    marks = repeated >> shift
+    np.bitwise_or.at(ws.bitset, marks >> 3, np.left_shift(1, marks & 7).astype(np.uint8))
+    for part in ws.chunks():
+        slot = key[part] >> shift
+        ws.hit[part] = (ws.bitset[slot >> 3] >> (slot & 7).astype(np.uint8)) & 1
+    ws.bitset[marks >> 3] = 0
+    rows = np.flatnonzero(ws.hit)
+    # Sort those rows by their full permuted value: runs of equal prefix.
+    sub = perm[rows]
+    order = np.argsort(sub)
+    rows, sub = rows[order], sub[order]
+    prefix = sub >> _U64(bits.BITS - table.prefix_bits)
+    # Pair each position p with p + d while both are in the same run; runs are
+    # contiguous, so the positions still in a run at d are a subset of those at d - 1.
+    out_i, out_j, out_d = [], [], []
+    active = np.arange(len(rows) - 1)
+    d = 1
+    while len(active):
+        active = active[active + d < len(rows)]
+        active = active[prefix[active + d] == prefix[active]]
+        if not len(active):
+            break
+        dist = np.bitwise_count(sub[active] ^ sub[active + d])
+        ok = dist <= k
+        if ok.any():
+            a, b = rows[active[ok]], rows[active[ok] + d]
+            out_i.append(np.minimum(a, b))
+            out_j.append(np.maximum(a, b))
+            out_d.append(dist[ok])
+        d += 1
+    if not out_i:
+        return _EMPTY, _EMPTY, _EMPTY
+    return (np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64),
+            np.concatenate(out_d).astype(np.int64))
+
+
+def pair_chunks(fps: Any, k: int, layout: Layout | None = None,
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every pair of rows within Hamming distance ``k``, in chunks (one per table at most).
+
+    Args:
+        fps: fingerprints (see :func:`as_fingerprints`); the row number is the position.
+        k: largest distance reported.
+        layout: the tables to use (radius at least ``k``); default :func:`pair_tables`,
+            fitted to the data.
+
+    Yields:
+        ``(i, j, distance)`` int64 arrays with ``i < j``. Each pair appears exactly
+        once over all chunks; rows with equal fingerprints are pairs at distance 0.
+    """
+    fps = as_fingerprints(fps)
+    _check_k(k, layout)
+    if len(fps) < 2:
+        return
+    tables = _tables(layout) if layout is not None else pair_tables(fps, k)
+    ws = _Workspace(len(fps))
+    for t, table in enumerate(tables):
+        i, j, d = _table_pairs(fps, table, k, ws)
+        if t and len(i):
+            # Keep a pair only in the first table that sees it.
+            x = fps[i] ^ fps[j]
+            keep = np.ones(len(i), dtype=bool)
+            for earlier in tables[:t]:
+                keep &= (x & _U64(earlier.source_mask)) != 0
+            i, j, d = i[keep], j[keep], d[keep]
+        logger.debug("table %d of %d: %d pairs", t + 1, len(tables), len(i))
+        if len(i):
+            yield i, j, d
+
+
+def component_labels(n: int, i: Iterable[np.ndarray] | np.ndarray, j: Iterable[np.ndarray] | np.ndarray,
+                     ) -> np.ndarray:
+    """Connected components of ``n`` nodes and edges ``i[e] -- j[e]``.
+
+    Union-find done as whole-array passes: hook every root to the smallest root it
+    touches, then jump pointers until every node points at its root; repeat until no
+    edge joins two roots. Only nodes that have an edge take part.
+
+    Returns:
+        For each node, the smallest node of its component (a node without edges is
+        its own label).
+    """
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    labels = np.arange(n, dtype=np.int64)
+    if not len(i):
+        return labels
+    nodes = np.unique(np.concatenate([i, j]))
+    a = np.searchsorted(nodes, i)
+    b = np.searchsorted(nodes, j)
+    parent = np.arange(len(nodes), dtype=np.int64)
+    while len(a):
+        pa, pb = parent[a], parent[b]
+        open_ = pa != pb
+        if not open_.any():
+            break
+        # Edges whose ends share a root stay joined: drop them.
+        a, b, pa, pb = a[open_], b[open_], pa[open_], pb[open_]
+        np.minimum.at(parent, np.maximum(pa, pb), np.minimum(pa, pb))
+        while True:
+            grand = parent[parent]
+            if np.array_equal(grand, parent):
+                break
+            parent = grand
+    # Node positions are sorted, so the smallest position is the smallest node.
+    labels[nodes] = nodes[parent]
+    return labels
+
+
+def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray | None = None,
+                          ) -> np.ndarray:
+    """Each of ``n`` nodes' representative, given the edges ``i[e] -- j[e]``.
+
+    Nodes are taken by ``rank`` (default: their number), earliest first; a node joins the
+    earliest representative it has an edge to, else it is a representative (its own
+    label). So a label is always a neighbour of the node or the node itself.
+    """
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    labels = np.arange(n, dtype=np.int64)
+    if not len(i):
+        return labels
+    rank = np.arange(n, dtype=np.int64) if rank is None else np.asarray(rank, dtype=np.int64)
+    first = rank[i] < rank[j]
+    early, late = np.where(first, i, j), np.where(first, j, i)
+    # Each late node's edges to earlier nodes, earliest first; a node's own status is
+    # settled before any later node looks at it.
+    order = np.lexsort((rank[early], rank[late]))
+    is_rep = np.ones(n, dtype=bool)
+    for a, b in zip(early[order].tolist(), late[order].tolist(), strict=True):
+        if is_rep[b] and labels[b] == b and is_rep[a]:
+            labels[b] = a
+            is_rep[b] = False
+    return labels
+
+
+def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "representative",
+             rank: Any = None) -> list[np.ndarray]:
+    """Clusters of rows within ``k`` (see :data:`CLUSTER_METHODS`), each of two or more rows.
+
+    Equal fingerprints are folded together first, so a fingerprint repeated in many
+    rows costs one comparison, not one per pair of rows.
+
+    Args:
+        fps: fingerprints (see :func:`as_fingerprints`); the row number is the position.
+        k: largest distance within a cluster's pairs (to its representative, or along
+            a chain of components).
+        layout: the tables to use (radius at least ``k``); default: fitted to the data.
+        method: ``"representative"`` (every member within ``k`` of the cluster's earliest
+            row) or ``"components"`` (connected components).
+        rank: the order rows arrive in for ``"representative"`` (default: row number);
+            any sortable array, e.g. ids or timestamps.
+
+    Returns:
+        Arrays of row numbers, each sorted; largest cluster first, then by first row.
+    """
+    if method not in CLUSTER_METHODS:
+        raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
+    fps = as_fingerprints(fps)
+    n = len(fps)
+    _check_k(k, layout)
+    if n < 2:
+        return []
+    unique, inverse = np.unique(fps, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    chunks = list(pair_chunks(unique, k, layout))
+    edges_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
+    edges_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY
+    if method == "components":
+        comp = component_labels(len(unique), edges_i, edges_j)[inverse]
+    else:
+        # A fingerprint arrives with its earliest row, and takes that row as its label.
+        row_rank = np.arange(n) if rank is None else np.unique(np.asarray(rank), return_inverse=True)[1].reshape(-1)
+        order = np.lexsort((np.arange(n), row_rank))
+        first_row = order[np.unique(inverse[order], return_index=True)[1]]
+        rep = representative_labels(len(unique), edges_i, edges_j, row_rank[first_row])
+        comp = first_row[rep][inverse]
+    # Rows sorted by cluster label; a label with two or more rows is a cluster.
+    order = np.argsort(comp, kind="stable")
+    comp_sorted = comp[order]
+    starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    groups = [order[s:s + size] for s, size in zip(starts, sizes, strict=True) if size > 1]
+    groups.sort(key=lambda g: (-len(g), int(g[0])))
+    return groups
