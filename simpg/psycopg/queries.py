@@ -346,8 +346,9 @@ LOOKUP_SETTINGS: dict[str, str] = {
     "jit": "off",
 }
 #: Apply :data:`LOOKUP_SETTINGS` to the session.
-LOOKUP_SETTINGS_SQL = "SELECT " + ", ".join(
-    f"pg_catalog.set_config('{name}', '{value}', false)" for name, value in LOOKUP_SETTINGS.items())
+LOOKUP_SETTINGS_SQL: sql.Composed = sql.SQL("SELECT {}").format(sql.SQL(", ").join(
+    sql.SQL("pg_catalog.set_config({}, {}, false)").format(sql.Literal(name), sql.Literal(value))
+    for name, value in LOOKUP_SETTINGS.items()))
 
 
 class LocalSettings:
@@ -360,10 +361,13 @@ class LocalSettings:
 
     def __init__(self, **settings: str) -> None:
         names = list(settings)
-        self.sql = "SELECT " + ", ".join(
-            [f"pg_catalog.current_setting('{n}')" for n in names]
-            + [f"pg_catalog.set_config('{n}', '{v}', true)" for n, v in settings.items()])
-        self.restore_sql = "SELECT " + ", ".join(f"pg_catalog.set_config('{n}', %s, true)" for n in names)
+        # names and values are quoted as literals by psycopg, never pasted into the text
+        self.sql: sql.Composed = sql.SQL("SELECT {}").format(sql.SQL(", ").join(
+            [sql.SQL("pg_catalog.current_setting({})").format(sql.Literal(n)) for n in names]
+            + [sql.SQL("pg_catalog.set_config({}, {}, true)").format(sql.Literal(n), sql.Literal(v))
+               for n, v in settings.items()]))
+        self.restore_sql: sql.Composed = sql.SQL("SELECT {}").format(sql.SQL(", ").join(
+            sql.SQL("pg_catalog.set_config({}, %s, true)").format(sql.Literal(n)) for n in names))
         self.count = len(names)
 
 
