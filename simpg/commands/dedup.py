@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
 
     from simpg.fingerprint import FingerprintConfig
     from simpg.psycopg import SimIndex
-    from simpg.psycopg._common import radius
+    from simpg.psycopg._common import clusters_of, pair_arrays, pairs_from_arrays, radius
     from simpg.reference import TABLE, ensure_reference_schema
 
     if args.workers is not None and args.workers < 1:
@@ -220,10 +220,14 @@ def run(args: argparse.Namespace) -> int:
                 })
         where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
         stage(args, f"clustering {plural(len(kept), 'document')} within {k} bits ({args.method})")
-        clusters = index.clusters(k, where=where, method=args.method)
+        # one read of the rows: the clusters and the listed pairs come from the same snapshot
+        stored_ids, stored_fps = index.fetch_all(where)
+        clusters = clusters_of(stored_ids, stored_fps, k, args.method)
+        pairs = []
         if args.json:
             stage(args, "listing the pairs within k")
-        pairs = sorted(index.pairs(k, where=where)) if args.json else []
+            pairs = sorted(p for chunk in pair_arrays(stored_ids, stored_fps, k)
+                           for p in pairs_from_arrays(chunk))
         total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s",
                              [collection]).fetchone()
         members = sorted({i for c in clusters for i in c} | {i for p in pairs for i in p[:2]})
@@ -237,7 +241,6 @@ def run(args: argparse.Namespace) -> int:
         # every pair the clusters were made from, so an evaluation scores what users get
         report["pairs"] = [{"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
                            for a, b, d in pairs]
-    if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:
