@@ -54,8 +54,10 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "CLUSTER_METHODS",
     "as_fingerprints",
+    "as_sketches",
     "clusters",
     "component_labels",
+    "confirmed_pair_chunks",
     "pair_chunks",
     "pair_tables",
     "pairs_layout",
@@ -102,6 +104,97 @@ def as_fingerprints(values: Any) -> np.ndarray:
     for value in items:
         bits.check(value)
     return np.array(items, dtype=np.uint64)
+
+
+def as_sketches(values: Any) -> np.ndarray:
+    """Sketches (:mod:`simpg.fingerprint.sketch`) as an ``(n, 4)`` ``uint64`` array.
+
+    Accepts such an array, an ``(n, 32)`` ``uint8`` array, or an iterable of 32-byte
+    ``bytes``; anything else raises, naming the value.
+    """
+    from simpg.fingerprint.sketch import SKETCH_BYTES
+
+    if isinstance(values, np.ndarray):
+        if values.ndim == 2 and values.dtype == np.uint64 and values.shape[1] == SKETCH_BYTES // 8:
+            return values
+        if values.ndim == 2 and values.dtype == np.uint8 and values.shape[1] == SKETCH_BYTES:
+            return np.ascontiguousarray(values).view(">u8").astype(np.uint64)
+        raise InvalidFingerprint(f"expected sketches as an (n, {SKETCH_BYTES}) uint8 array, got "
+                                 f"{values.dtype} of shape {values.shape}")
+    items = list(values)
+    for value in items:
+        if not isinstance(value, (bytes, bytearray)) or len(value) != SKETCH_BYTES:
+            raise InvalidFingerprint(f"expected a sketch of {SKETCH_BYTES} bytes, got {value!r}")
+    raw = np.frombuffer(b"".join(bytes(v) for v in items), dtype=np.uint8).reshape(len(items), SKETCH_BYTES)
+    return as_sketches(raw)
+
+
+def _keys(fps: np.ndarray, sketches: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Distinct rows: their fingerprints, each row's key number, and the keys' sketches.
+
+    Rows equal in fingerprint (and sketch, when given) are one key: a value repeated in
+    many rows costs one comparison, not one per pair of rows.
+    """
+    if sketches is None:
+        unique, inverse = np.unique(fps, return_inverse=True)
+        return unique, inverse.reshape(-1), None
+    if len(sketches) != len(fps):
+        raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sketches)} for {len(fps)}")
+    rows = np.concatenate([fps[:, None], sketches], axis=1)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return np.ascontiguousarray(unique[:, 0]), inverse.reshape(-1), unique[:, 1:]
+
+
+def _confirmed(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], sketches: np.ndarray | None,
+               max_sketch_distance: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The candidate pairs whose sketches differ in at most ``max_sketch_distance`` bits."""
+    for i, j, d in chunks:
+        if sketches is None:
+            yield i, j, d, np.zeros(len(i), dtype=np.int64)
+            continue
+        sd = np.bitwise_count(sketches[i] ^ sketches[j]).sum(axis=1, dtype=np.int64)
+        ok = sd <= max_sketch_distance
+        if ok.any():
+            yield i[ok], j[ok], d[ok], sd[ok]
+
+
+def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: int | None = None,
+                          layout: Layout | None = None,
+                          ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Every pair of rows within ``k`` bits whose sketches confirm it, in chunks.
+
+    The two-stage decision of ``simpg dedup``: the fingerprints find candidates (exactly,
+    as :func:`pair_chunks`), the sketches (:mod:`simpg.fingerprint.sketch`) keep those
+    whose estimated Jaccard similarity is high enough.
+
+    Args:
+        fps: fingerprints (see :func:`as_fingerprints`).
+        sketches: one sketch per row (see :func:`as_sketches`).
+        k: largest fingerprint distance of a candidate.
+        max_sketch_distance: largest sketch distance that confirms a candidate (default
+            :data:`simpg.fingerprint.sketch.MAX_SKETCH_DISTANCE`).
+        layout: as :func:`pair_chunks`.
+
+    Yields:
+        ``(i, j, distance, sketch_distance)`` int64 arrays with ``i < j``, each pair once.
+    """
+    fps = as_fingerprints(fps)
+    sk = as_sketches(sketches)
+    limit = _sketch_limit(max_sketch_distance)
+    _check_k(k, layout)
+    if len(sk) != len(fps):
+        raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sk)} for {len(fps)}")
+    yield from _confirmed(pair_chunks(fps, k, layout), sk, limit)
+
+
+def _sketch_limit(value: int | None) -> int:
+    from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE, SKETCH_BITS
+
+    if value is None:
+        return MAX_SKETCH_DISTANCE
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SKETCH_BITS:
+        raise InvalidLayout(f"max_sketch_distance must be an integer from 0 to {SKETCH_BITS}, got {value!r}")
+    return value
 
 
 #: One pass of the engine: a table's permutation and prefix. A layout's tables
@@ -460,7 +553,8 @@ def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray
 
 
 def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "representative",
-             rank: Any = None) -> list[np.ndarray]:
+             rank: Any = None, sketches: Any = None, max_sketch_distance: int | None = None,
+             ) -> list[np.ndarray]:
     """Clusters of rows within ``k`` (see :data:`CLUSTER_METHODS`), each of two or more rows.
 
     Equal fingerprints are folded together first, so a fingerprint repeated in many
@@ -475,6 +569,9 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
             row) or ``"components"`` (connected components).
         rank: the order rows arrive in for ``"representative"`` (default: row number);
             any sortable array, e.g. ids or timestamps.
+        sketches: one sketch per row (:func:`as_sketches`): a pair joins a cluster only
+            when the sketches confirm it (:func:`confirmed_pair_chunks`).
+        max_sketch_distance: with ``sketches``, the largest sketch distance that confirms.
 
     Returns:
         Arrays of row numbers, each sorted; largest cluster first, then by first row.
@@ -484,17 +581,18 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
     fps = as_fingerprints(fps)
     n = len(fps)
     _check_k(k, layout)
+    sk = None if sketches is None else as_sketches(sketches)
+    limit = _sketch_limit(max_sketch_distance)
     if n < 2:
         return []
-    unique, inverse = np.unique(fps, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    chunks = list(pair_chunks(unique, k, layout))
+    unique, inverse, key_sketches = _keys(fps, sk)
+    chunks = list(_confirmed(pair_chunks(unique, k, layout), key_sketches, limit))
     edges_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
     edges_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY
     if method == "components":
         comp = component_labels(len(unique), edges_i, edges_j)[inverse]
     else:
-        # A fingerprint arrives with its earliest row, and takes that row as its label.
+        # A key arrives with its earliest row, and takes that row as its label.
         row_rank = np.arange(n) if rank is None else np.unique(np.asarray(rank), return_inverse=True)[1].reshape(-1)
         order = np.lexsort((np.arange(n), row_rank))
         first_row = order[np.unique(inverse[order], return_index=True)[1]]

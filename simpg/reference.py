@@ -38,7 +38,8 @@ CREATE TABLE simpg_documents (
     body text NOT NULL,
     simhash bigint NOT NULL,
     fingerprint_config text NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    sketch bit(256)                  -- confirms candidates (simpg.fingerprint.sketch); NULL in rows of simpg < 0.2
 );
 CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
 """
@@ -49,6 +50,8 @@ INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blo
 def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     """Create ``simpg_documents`` and its simpg index unless the table exists.
 
+    A table made by simpg 0.1 gets its ``sketch`` column.
+
     The connection's database must have simpg installed (ExtensionNotInstalled
     otherwise). The table is looked up on the connection's search_path.
 
@@ -58,6 +61,13 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     schema.require_installed(conn)
     row = conn.execute("SELECT pg_catalog.to_regclass(%s)", [TABLE]).fetchone()
     if row and row[0] is not None:
+        # A table made by simpg 0.1 has no sketches yet (migrations/versions/0003 adds them
+        # too). Looked up first: ALTER TABLE would lock the table, and needs its owner.
+        has = conn.execute("SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass "
+                           "AND attname = 'sketch' AND NOT attisdropped", [TABLE]).fetchone()
+        if not has:
+            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN sketch bit(256)")
+            logger.info("added the sketch column to %s", TABLE)
         return False
     with conn.transaction():
         conn.execute(DDL.encode())  # bytes: several statements, no placeholders

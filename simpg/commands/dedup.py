@@ -4,10 +4,13 @@ PATH is a folder of text files (``**/*.txt`` unless ``--glob``), a JSONL file or
 CSV file with a text column (:mod:`simpg.corpus`). The documents go into the reference
 table ``simpg_documents`` (:mod:`simpg.reference`) as one *collection* (default: the
 path), replacing what an earlier run loaded into that collection unless ``--append``.
-The clusters are found from the table in one pass (:meth:`SimIndex.clusters`): by
-default around representatives (in load order, each document joins the earliest
-cluster leader within k bits, else leads one), or with ``--clusters components`` as the
-connected components of "within k bits" (seed 004), which chain neighbours.
+Two documents are near-duplicates when their fingerprints differ in at most k bits
+(default :data:`~simpg.fingerprint.DEDUP_K`) *and* their sketches confirm it
+(:mod:`simpg.fingerprint.sketch`: estimated Jaccard similarity of their shingle sets at
+least 0.72); ``--confirm none`` uses the fingerprints alone. The clusters are found from the
+table in one read: by default around representatives (in load order, each document joins
+the earliest cluster leader it is a near-duplicate of, else leads one), or with
+``--clusters components`` as connected components (seed 004), which chain neighbours.
 
 Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
 PostgreSQL that simpg starts in a per-user folder and stops when it is done.
@@ -34,7 +37,7 @@ from simpg import bits
 from simpg.commands.install import add_dsn_argument
 from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
 from simpg.exc import SimpgError
-from simpg.fingerprint import DEFAULT_K
+from simpg.fingerprint import DEDUP_K, DEFAULT_K, MAX_SKETCH_DISTANCE, SKETCH_BITS
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +57,14 @@ def register(subparsers: Any) -> None:
                     "(table simpg_documents) and print the clusters of near-duplicates.")
     p.add_argument("path", metavar="PATH", help="folder of text files, .jsonl file, or .csv file")
     add_dsn_argument(p)
-    add_common_arguments(p)
+    add_common_arguments(p, None, f"(default: {DEDUP_K} with --confirm sketch, {DEFAULT_K} with --confirm none)")
+    p.add_argument("--confirm", choices=("sketch", "none"), default="sketch",
+                   help="sketch (default): a pair within k bits is a near-duplicate only if the documents' "
+                        "sketches agree (estimated word overlap); none: the fingerprints alone decide")
+    p.add_argument("--max-sketch-distance", type=int, default=MAX_SKETCH_DISTANCE, metavar="T",
+                   help=f"largest number of differing sketch bits that confirms a pair, 0 to {SKETCH_BITS} "
+                        f"(default: {MAX_SKETCH_DISTANCE}: estimated Jaccard similarity >= "
+                        f"{1 - 2 * MAX_SKETCH_DISTANCE / SKETCH_BITS:.2f})")
     p.add_argument("--collection", help="name of this set of documents (default: PATH)")
     p.add_argument("--append", action="store_true",
                    help="keep the collection's earlier documents (default: replace them)")
@@ -166,18 +176,70 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _sketches(docs: list[Document], args: argparse.Namespace) -> list[bytes | None]:
+    """Each document's sketch (None when it has no words to sketch)."""
+    from simpg.fingerprint.sketch import sketch
+
+    def one(doc: Document) -> bytes | None:
+        try:
+            return sketch({"title": doc.title, "body": doc.body} if doc.title else doc.body)
+        except ValueError:
+            return None
+
+    return [one(d) for d in progress(docs, args, len(docs), "sketching")]
+
+
+def check_dedup_args(args: argparse.Namespace) -> int:
+    """-k (default by --confirm) and --max-sketch-distance, refused before any work."""
+    from simpg.layout import MAX_K
+
+    if args.workers is not None and args.workers < 1:
+        raise SimpgError(f"--workers must be 1 or more, got {args.workers}")
+    if not 0 <= args.max_sketch_distance <= SKETCH_BITS:
+        raise SimpgError(f"--max-sketch-distance must be from 0 to {SKETCH_BITS}, got {args.max_sketch_distance}")
+    k = args.k if args.k is not None else (DEDUP_K if args.confirm == "sketch" else DEFAULT_K)
+    if not 0 <= k <= MAX_K:
+        raise SimpgError(f"-k must be from 0 to {MAX_K}, got {k}")
+    return int(k)
+
+
+def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]:
+    """The stored sketches of ``ids``, in that order; rows stored before sketches get theirs now."""
+    from simpg.fingerprint.sketch import from_sql, sketch, to_sql
+
+    found = {row[0]: from_sql(row[1]) for row in conn.execute(
+        "SELECT id, sketch::text FROM simpg_documents WHERE collection = %s AND sketch IS NOT NULL",
+        [collection])}
+    missing = conn.execute("SELECT id, title, body FROM simpg_documents WHERE collection = %s "
+                           "AND sketch IS NULL", [collection]).fetchall()
+    updates = []
+    for id_, title, body in missing:  # stored by simpg 0.1, or by hand: the text is there
+        try:
+            made = sketch({"title": title, "body": body} if title else body)
+        except ValueError:
+            found[id_] = None
+            continue
+        found[id_] = made
+        updates.append((to_sql(made), id_))
+    if updates:
+        with conn.cursor() as cur:
+            cur.executemany("UPDATE simpg_documents SET sketch = %s::bit(256) WHERE id = %s", updates)
+    return [found.get(int(i)) for i in ids]
+
+
 def run(args: argparse.Namespace) -> int:
-    """Read, fingerprint, load, cluster, report."""
+    """Read, fingerprint and sketch, load, pair, cluster, report."""
+    import numpy as np
     import psycopg
     from psycopg import sql
 
     from simpg.fingerprint import FingerprintConfig
+    from simpg.fingerprint.sketch import to_sql
     from simpg.psycopg import SimIndex
-    from simpg.psycopg._common import clusters_of, pair_arrays, pairs_from_arrays, radius
     from simpg.reference import TABLE, ensure_reference_schema
 
-    if args.workers is not None and args.workers < 1:
-        raise SimpgError(f"--workers must be 1 or more, got {args.workers}")
+    k = check_dedup_args(args)
+    confirm = args.confirm == "sketch"
     collection = args.collection or os.fspath(Path(args.path))
     docs, unreadable = _read(args)
     if unreadable:
@@ -185,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
               f"(--errors skip): {_shown([u['source'] for u in unreadable])}", file=sys.stderr)
     config = FingerprintConfig(lang=args.lang)
     fps = _fingerprint(docs, args, config)
-    kept = [(d, fp) for d, fp in zip(docs, fps, strict=True) if fp is not None]
+    sketches = _sketches(docs, args)
+    kept = [(d, fp, sk) for d, fp, sk in zip(docs, fps, sketches, strict=True) if fp is not None]
     empty = [d.source for d, fp in zip(docs, fps, strict=True) if fp is None]
     if empty:
         print(f"simpg: skipped {plural(len(empty), 'document')} without usable text: {_shown(empty)}",
@@ -195,8 +258,6 @@ def run(args: argparse.Namespace) -> int:
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         ensure_reference_schema(conn)
         index = SimIndex(conn, TABLE, "simhash")
-        # refuse a bad k before loading anything
-        k = radius(check_k(args.k, index.info, f"the reference table {TABLE}"), index.info)
         identity = config.identity
         with conn.transaction():
             if args.append:
@@ -211,36 +272,39 @@ def run(args: argparse.Namespace) -> int:
             chunks = [kept[i:i + LOAD_CHUNK] for i in range(0, len(kept), LOAD_CHUNK)]
             # loading is indexing too: the prefix columns and their B-trees fill as rows go in
             for chunk in progress(chunks, args, len(kept), "loading and indexing", weight=len):
-                index.add([fp for _, fp in chunk], columns={
+                index.add([fp for _, fp, _ in chunk], columns={
                     "collection": [collection] * len(chunk),
-                    "source": [d.source for d, _ in chunk],
-                    "title": [d.title for d, _ in chunk],
-                    "body": [d.body for d, _ in chunk],
+                    "source": [d.source for d, _, _ in chunk],
+                    "title": [d.title for d, _, _ in chunk],
+                    "body": [d.body for d, _, _ in chunk],
                     "fingerprint_config": [identity] * len(chunk),
+                    "sketch": [None if sk is None else to_sql(sk) for _, _, sk in chunk],
                 })
         where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
-        stage(args, f"clustering {plural(len(kept), 'document')} within {k} bits ({args.method})")
-        # one read of the rows: the clusters and the listed pairs come from the same snapshot
-        stored_ids, stored_fps = index.fetch_all(where)
-        clusters = clusters_of(stored_ids, stored_fps, k, args.method)
-        pairs = []
-        if args.json:
-            stage(args, "listing the pairs within k")
-            pairs = sorted(p for chunk in pair_arrays(stored_ids, stored_fps, k)
-                           for p in pairs_from_arrays(chunk))
+        how = "confirmed by sketches" if confirm else "fingerprints only"
+        stage(args, f"pairing {plural(len(kept), 'document')} within {k} bits, {how} ({args.method})")
+        # one snapshot: the clusters and the listed pairs come from the same rows
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            stored_ids, stored_fps = index.fetch_all(where)
+            stored_sketches = _stored_sketches(conn, collection, stored_ids) if confirm else None
+        decided = _decide(stored_ids, stored_fps, stored_sketches, k, args.max_sketch_distance)
+        clusters = _clusters(stored_ids, decided, args.method)
         total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s",
                              [collection]).fetchone()
-        members = sorted({i for c in clusters for i in c} | {i for p in pairs for i in p[:2]})
+        members = sorted({i for c in clusters for i in c} | ({i for p in decided for i in p[:2]} if args.json
+                                                               else set()))
         rows = {r[0]: r for r in conn.execute(
-            "SELECT id, source, title, left(body, 300), simhash FROM simpg_documents WHERE id = ANY(%s)",
-            [members])}
+            "SELECT id, source, title, left(body, 300), simhash, sketch::text FROM simpg_documents "
+            "WHERE id = ANY(%s)", [np.array(members, dtype=np.int64).tolist()])}
     report = _report(collection, int(total[0]) if total else 0, k, clusters, rows, skipped)
     report["method"] = args.method
+    report["confirm"] = args.confirm
+    report["max_sketch_distance"] = args.max_sketch_distance if confirm else None
     report["unreadable"] = unreadable  # left out by --errors skip, with the reason
     if args.json:
         # every pair the clusters were made from, so an evaluation scores what users get
-        report["pairs"] = [{"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
-                           for a, b, d in pairs]
+        report["pairs"] = [_pair_json(a, b, d, sd, rows, confirm) for a, b, d, sd in decided]
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:
@@ -248,17 +312,91 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int,
+            max_sketch_distance: int) -> list[tuple[int, int, int, int | None]]:
+    """Every near-duplicate pair ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted.
+
+    With sketches, a document without one (no words to sketch) is nobody's duplicate.
+    """
+    import numpy as np
+
+    from simpg import allpairs
+
+    chunks: list[tuple[Any, Any, Any, Any]]
+    if sketches is None:
+        chunks = [(i, j, d, None) for i, j, d in allpairs.pair_chunks(fps, k)]
+    else:
+        has = np.array([sk is not None for sk in sketches], dtype=bool)
+        rows = np.flatnonzero(has)
+        sk = allpairs.as_sketches([sketches[r] for r in rows.tolist()]) if len(rows) else None
+        chunks = [] if sk is None else [
+            (rows[i], rows[j], d, sd)
+            for i, j, d, sd in allpairs.confirmed_pair_chunks(fps[rows], sk, k, max_sketch_distance)]
+    out: list[tuple[int, int, int, int | None]] = []
+    for i, j, d, sd in chunks:
+        a, b = ids[i].tolist(), ids[j].tolist()
+        sds = [None] * len(a) if sd is None else sd.tolist()
+        out += [(min(x, y), max(x, y), dd, s) for x, y, dd, s in zip(a, b, d.tolist(), sds, strict=True)]
+    out.sort()
+    return out
+
+
+def _clusters(ids: Any, pairs: list[tuple[int, int, int, int | None]], method: str) -> list[list[int]]:
+    """Clusters (size >= 2) of the decided pairs, as sorted id lists, largest first.
+
+    Representatives are taken in id order (load order).
+    """
+    import numpy as np
+
+    from simpg import allpairs
+
+    order = np.sort(np.asarray(ids, dtype=np.int64))
+    if not pairs:
+        return []
+    i = np.searchsorted(order, np.array([p[0] for p in pairs], dtype=np.int64))
+    j = np.searchsorted(order, np.array([p[1] for p in pairs], dtype=np.int64))
+    if method == "components":
+        labels = allpairs.component_labels(len(order), i, j)
+    else:
+        labels = allpairs.representative_labels(len(order), i, j)
+    groups: dict[int, list[int]] = {}
+    for row, label in enumerate(labels.tolist()):
+        groups.setdefault(label, []).append(int(order[row]))
+    out = [g for g in groups.values() if len(g) > 1]
+    out.sort(key=lambda g: (-len(g), g[0]))
+    return out
+
+
+def _pair_json(a: int, b: int, d: int, sd: int | None, rows: Mapping[Any, Sequence[Any]],
+               confirm: bool) -> dict[str, Any]:
+    from simpg.fingerprint import similarity
+
+    out: dict[str, Any] = {"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
+    if confirm and sd is not None:
+        out["sketch_distance"] = sd
+        out["similarity"] = round(similarity(sd), 3)
+    return out
+
+
 def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
             rows: Mapping[Any, Sequence[Any]], skipped: list[str]) -> dict[str, Any]:
+    from simpg.fingerprint import similarity
+    from simpg.fingerprint.sketch import from_sql, sketch_distance
+
     out = []
     for ids in clusters:
         first = bits.from_db(rows[ids[0]][4])
+        first_sketch = from_sql(rows[ids[0]][5])
         docs = []
         for id_ in ids:
-            _, source, title, preview, simhash = rows[id_]
+            _, source, title, preview, simhash, sketch_text = rows[id_]
             fp = bits.from_db(simhash)
+            sk = from_sql(sketch_text)
+            sim = (round(similarity(sketch_distance(first_sketch, sk)), 3)
+                   if sk is not None and first_sketch is not None else None)
             docs.append({"id": id_, "source": source, "title": title, "simhash": fp,
-                         "distance": bits.hamming(first, fp), "preview": " ".join(preview.split())})
+                         "distance": bits.hamming(first, fp), "similarity": sim,
+                         "preview": " ".join(preview.split())})
         out.append({"size": len(ids), "documents": docs})
     return {"collection": collection, "documents": documents, "k": k,
             "clustered_documents": sum(len(c) for c in clusters), "clusters": out, "skipped": skipped}
@@ -289,6 +427,8 @@ def render(report: dict[str, Any]) -> str:
     how = ("each member within {k} bits of its cluster's first document"
            if report.get("method", "representative") == "representative"
            else "chains of documents within {k} bits of each other")
+    if report.get("confirm") == "sketch":
+        how += ", confirmed by sketches"
     lines = [
         f"{plural(report['documents'], 'document')} in collection {report['collection']!r}: "
         f"{plural(len(clusters), 'cluster')} of near-duplicates ({how.format(k=report['k'])}), "
@@ -299,17 +439,19 @@ def render(report: dict[str, Any]) -> str:
     if not clusters:
         lines.append("no near-duplicates found")
     else:
-        lines.append("bits: how many bits a document differs from its cluster's first document")
+        lines.append("bits: how many bits a document differs from its cluster's first document; "
+                     "sim: their estimated share of word sequences (Jaccard, from the sketches)")
     width = shutil.get_terminal_size((100, 24)).columns
     for number, cluster in enumerate(clusters, start=1):
         docs = cluster["documents"]
         id_w = max(2, *(len(str(d["id"])) for d in docs))
         src_w = min(max(6, *(_width(d["source"]) for d in docs)), 48)
-        text_w = max(width - id_w - src_w - 14, 20)
+        text_w = max(width - id_w - src_w - 20, 20)
         lines += ["", f"cluster {number} ({plural(cluster['size'], 'document')})",
-                  f"  {'id':>{id_w}}  {'bits':>4}  {'source':<{src_w}}  text"]
+                  f"  {'id':>{id_w}}  {'bits':>4}  {'sim':>4}  {'source':<{src_w}}  text"]
         for d in docs:
             text = d["title"] + ": " + d["preview"] if d["title"] else d["preview"]
-            lines.append(f"  {d['id']:>{id_w}}  {d['distance']:>4}  {_fit(d['source'], src_w)}  "
+            sim = "" if d.get("similarity") is None else f"{d['similarity']:.2f}"
+            lines.append(f"  {d['id']:>{id_w}}  {d['distance']:>4}  {sim:>4}  {_fit(d['source'], src_w)}  "
                          f"{_fit(text, text_w)}".rstrip())
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from simpg.fingerprint.api import features, fingerprint, fingerprint_features, get_fingerprinter
 from simpg.fingerprint.batch import fingerprint_many
 from simpg.fingerprint.chinese import ChineseTerms
-from simpg.fingerprint.config import DEFAULT_K, FingerprintConfig
+from simpg.fingerprint.config import DEDUP_K, DEFAULT_K, FingerprintConfig
 from simpg.fingerprint.errors import (
     DecodeError,
     EmptyDocument,
@@ -27,12 +27,16 @@ from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 from simpg.fingerprint.hashes import HASH_NAMES, fnv1_64, fnv1a64, hash_function, murmur3_64
 from simpg.fingerprint.normalize import normalize, split_scripts, word_text
 from simpg.fingerprint.simhash import BitTally, combine, quantize
+from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE, SKETCH_BITS, similarity, sketch, sketch_distance
 from simpg.fingerprint.tokenize import ENGLISH_STOPWORDS, anchored_shingles, shingles, words
 
 __all__ = [
+    "DEDUP_K",
     "DEFAULT_K",
     "ENGLISH_STOPWORDS",
     "HASH_NAMES",
+    "MAX_SKETCH_DISTANCE",
+    "SKETCH_BITS",
     "BitTally",
     "ChineseTerms",
     "DecodeError",
@@ -58,6 +62,9 @@ __all__ = [
     "normalize",
     "quantize",
     "shingles",
+    "similarity",
+    "sketch",
+    "sketch_distance",
     "split_scripts",
     "word_text",
     "words",

@@ -33,12 +33,16 @@ from typing import Any, Final
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.fingerprint.hashes import HASH_NAMES
 
-__all__ = ["DEFAULT_FIELDS", "FORMAT_VERSION", "LANGS", "UNITS", "WEIGHTINGS", "FingerprintConfig"]
+__all__ = ["DEDUP_K", "DEFAULT_FIELDS", "FORMAT_VERSION", "LANGS", "UNITS", "WEIGHTINGS", "FingerprintConfig"]
 
 FORMAT_VERSION: Final = 1
 #: Default radius: chosen by bench/eval_quality.py (held-out F1 0.930 English, 0.897 Chinese
 #: at k = 4, against 0.877 and 0.829 at k = 3; no unrelated pair within 4 bits).
 DEFAULT_K: Final = 4
+#: ``simpg dedup``'s candidate radius: pairs within 7 bits, confirmed by the sketch
+#: (simpg.fingerprint.sketch). Chosen on bench/quality's tuning part (F1 0.98 English,
+#: 0.93 Chinese, 0.90 mixed script, no unrelated pair; docs/fingerprinting.md).
+DEDUP_K: Final = 7
 LANGS: Final = ("auto", "zh", "en")
 WEIGHTINGS: Final = ("tf", "binary")
 UNITS: Final = ("word", "char")

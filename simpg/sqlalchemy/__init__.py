@@ -34,13 +34,14 @@ from simpg.sqlalchemy.orm import (
     near_duplicates_async,
     near_select,
 )
-from simpg.sqlalchemy.types import SimHash
+from simpg.sqlalchemy.types import SimHash, Sketch
 from simpg.sqlalchemy.urls import url_from_dsn
 
 __all__ = [
     "FingerprintWriter",
     "SimHash",
     "SimHashIndex",
+    "Sketch",
     "fingerprint_on_write",
     "hamming",
     "index_for",

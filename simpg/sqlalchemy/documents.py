@@ -13,7 +13,8 @@ compares all three on a real server):
         body text NOT NULL,
         simhash bigint NOT NULL,
         fingerprint_config text NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz NOT NULL DEFAULT now(),
+        sketch bit(256)
     );
     CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
     SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);
@@ -27,7 +28,7 @@ from sqlalchemy import BigInteger, DateTime, Index, MetaData, Text, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from simpg.sqlalchemy.index import simhash_index
-from simpg.sqlalchemy.types import SimHash
+from simpg.sqlalchemy.types import SimHash, Sketch
 
 __all__ = ["Document", "DocumentsBase", "metadata"]
 
@@ -52,6 +53,7 @@ class Document(DocumentsBase):
     simhash: Mapped[int] = mapped_column(SimHash)
     fingerprint_config: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    sketch: Mapped[bytes | None] = mapped_column(Sketch)  # confirms candidates; NULL before simpg 0.2
 
 
 simhash_index(Document.simhash, k=4, blocks=6)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, bindparam, or_, type_coerce
+from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, type_coerce
+from sqlalchemy.dialects.postgresql import BIT
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
 
@@ -27,7 +28,45 @@ from simpg.exc import SimpgError
 from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
-__all__ = ["SimHash", "within_clause"]
+__all__ = ["SimHash", "Sketch", "within_clause"]
+
+
+class Sketch(TypeDecorator[bytes]):
+    """A document's 256-bit sketch (:mod:`simpg.fingerprint.sketch`) in a PostgreSQL ``bit(256)``.
+
+    Python sees the 32 bytes :func:`simpg.fingerprint.sketch` returns; SQL compares with
+    ``bit_count(a # b)``. Columns of this type get ``.sketch_distance(other)``.
+    """
+
+    impl = BIT(256)
+    cache_ok = True
+
+    class Comparator(TypeDecorator.Comparator[bytes]):
+        """``sketch_distance`` on Sketch columns."""
+
+        def sketch_distance(self, other: Any) -> ColumnElement[int]:
+            """``bit_count(column # other)``: bits in which two sketches differ."""
+            if isinstance(other, (bytes, bytearray)):
+                other = type_coerce(bindparam(None, bytes(other), type_=Sketch()), Sketch())
+            return func.bit_count(self.expr.op("#")(other), type_=Integer)
+
+    comparator_factory = Comparator
+
+    def process_bind_param(self, value: Any, dialect: Any) -> str | None:
+        """32 bytes to the bit string PostgreSQL reads."""
+        if value is None:
+            return None
+        from simpg.fingerprint.sketch import SKETCH_BITS, SKETCH_BYTES
+
+        if not isinstance(value, (bytes, bytearray)) or len(value) != SKETCH_BYTES:
+            raise SimpgError(f"expected a sketch of {SKETCH_BYTES} bytes, got {value!r}")
+        return format(int.from_bytes(value, "big"), f"0{SKETCH_BITS}b")
+
+    def process_result_value(self, value: Any, dialect: Any) -> bytes | None:
+        """The bit string PostgreSQL returns to 32 bytes."""
+        from simpg.fingerprint.sketch import from_sql
+
+        return from_sql(value)
 
 
 class SimHash(TypeDecorator[int]):

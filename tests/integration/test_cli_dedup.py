@@ -12,26 +12,37 @@ import pytest
 
 from simpg import bits
 from simpg.cli import main
-from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.fingerprint import DEDUP_K, MAX_SKETCH_DISTANCE, FingerprintConfig, fingerprint, sketch, sketch_distance
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
 
-def expected_clusters(texts: dict[str, str], k: int, config: FingerprintConfig | None = None) -> set[frozenset[str]]:
-    """Connected components by brute force over fingerprint() of each text."""
-    fps = {name: fingerprint(text, config) for name, text in texts.items()}
-    parent = {n: n for n in fps}
+def near_pairs(texts: dict[str, object], k: int, confirm: bool = True) -> dict[frozenset[str], tuple[int, int | None]]:
+    """Brute force over every pair: within k bits and, with ``confirm``, sketches within the limit."""
+    fps = {name: fingerprint(text) for name, text in texts.items()}  # type: ignore[arg-type]
+    sks = {name: sketch(text) for name, text in texts.items()}
+    out: dict[frozenset[str], tuple[int, int | None]] = {}
+    for a, b in itertools.combinations(sorted(texts), 2):
+        d, sd = bits.hamming(fps[a], fps[b]), sketch_distance(sks[a], sks[b])
+        if d <= k and (not confirm or sd <= MAX_SKETCH_DISTANCE):
+            out[frozenset((a, b))] = (d, sd if confirm else None)
+    return out
+
+
+def expected_clusters(texts: dict[str, object], k: int, confirm: bool = True) -> set[frozenset[str]]:
+    """Connected components of the brute-force near-duplicate pairs."""
+    parent = {n: n for n in texts}
 
     def find(x: str) -> str:
         while parent[x] != x:
             x = parent[x]
         return x
 
-    for a, b in itertools.combinations(fps, 2):
-        if bits.hamming(fps[a], fps[b]) <= k:
-            parent[find(a)] = find(b)
+    for pair in near_pairs(texts, k, confirm):
+        a, b = sorted(pair)
+        parent[find(a)] = find(b)
     groups: dict[str, set[str]] = {}
-    for n in fps:
+    for n in texts:
         groups.setdefault(find(n), set()).add(n)
     return {frozenset(g) for g in groups.values() if len(g) > 1}
 
@@ -51,19 +62,22 @@ def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> N
     assert report["documents"] == len(files)
     got = {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]}
     assert len(got) >= 5  # the README promises several groups of near-duplicates
+    assert report["k"] == DEDUP_K and report["confirm"] == "sketch"
+    decided = near_pairs(texts, report["k"])
     for cluster in report["clusters"]:
         first = cluster["documents"][0]  # the representative: the first loaded
         for d in cluster["documents"]:
             assert d["simhash"] == fingerprint(texts[d["source"]])
             assert d["distance"] == bits.hamming(first["simhash"], d["simhash"])
-            assert d["distance"] <= report["k"]  # every member is a near-duplicate of it
-    # every pair it decided, with its distance: exactly the pairs within k
-    fps = {name: fingerprint(text) for name, text in texts.items()}
+            if d is not first:  # every member is a confirmed near-duplicate of it
+                assert frozenset((first["source"], d["source"])) in decided
+                sd = sketch_distance(sketch(texts[first["source"]]), sketch(texts[d["source"]]))
+                assert d["similarity"] == round(1 - 2 * sd / 256, 3)
+    # every pair it decided, with its distances: exactly the brute-force pairs
     assert report["method"] == "representative"
-    assert {(frozenset((p["source_a"], p["source_b"])), p["distance"]) for p in report["pairs"]} == {
-        (frozenset((a, b)), bits.hamming(fps[a], fps[b]))
-        for a, b in itertools.combinations(sorted(fps), 2) if bits.hamming(fps[a], fps[b]) <= report["k"]}
-    assert all(p["a"] < p["b"] for p in report["pairs"])
+    assert {frozenset((p["source_a"], p["source_b"])): (p["distance"], p["sketch_distance"])
+            for p in report["pairs"]} == decided
+    assert all(p["a"] < p["b"] and p["similarity"] >= 1 - 2 * MAX_SKETCH_DISTANCE / 256 for p in report["pairs"])
     clustered = {d["source"] for c in report["clusters"] for d in c["documents"]}
     assert clustered == {p[s] for p in report["pairs"] for s in ("source_a", "source_b")}
     code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--json",  # type: ignore[attr-defined]
@@ -71,6 +85,14 @@ def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0, err
     components = {frozenset(d["source"] for d in c["documents"]) for c in json.loads(out)["clusters"]}
     assert components == expected_clusters(texts, report["k"])
+    # --confirm none: the fingerprints alone, at the reference radius
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--json",  # type: ignore[attr-defined]
+                         "--confirm", "none")
+    alone = json.loads(out)
+    assert (alone["k"], alone["confirm"], alone["max_sketch_distance"]) == (4, "none", None)
+    assert {frozenset((p["source_a"], p["source_b"])): (p["distance"], None) for p in alone["pairs"]} == \
+        near_pairs(texts, 4, confirm=False)
+    assert all("similarity" not in p for p in alone["pairs"])
     # rows landed in the reference table, with the config identity
     with psycopg.connect(db.dsn) as conn:  # type: ignore[attr-defined]
         rows = conn.execute("SELECT count(*), min(fingerprint_config) FROM simpg_documents").fetchone()
@@ -81,7 +103,7 @@ def test_sample_corpus_table_and_rerun_replaces(db: object, capsys: pytest.Captu
     code, out, _ = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "-k", "2")  # type: ignore[attr-defined]
     assert code == 0
     assert out.splitlines()[0].startswith(f"{len(list(CORPUS.glob('*.txt')))} documents in collection")
-    assert "cluster 1 (" in out and "  id  bits  source" in out
+    assert "cluster 1 (" in out and "  id  bits   sim  source" in out
     code, again, _ = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "-k", "2")  # type: ignore[attr-defined]
     assert again.splitlines()[0] == out.splitlines()[0]  # replaced, not doubled
     code, appended, _ = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--append", "--json")  # type: ignore[attr-defined]
@@ -101,8 +123,8 @@ def test_jsonl_and_csv(db: object, capsys: pytest.CaptureFixture[str], tmp_path:
     report = json.loads(out)
     assert report["skipped"] == [f"{jsonl}:4"] and "skipped 1 document" in err
     docs = {d["source"]: d for c in report["clusters"] for d in c["documents"]}
-    wanted = expected_clusters({f"{jsonl}:{i}": {"title": f"t{n}", "body": t}  # type: ignore[misc]
-                                for i, (n, t) in enumerate(texts.items(), start=1) if t}, 3)
+    wanted = expected_clusters({f"{jsonl}:{i}": {"title": f"t{n}", "body": t}
+                                for i, (n, t) in enumerate(texts.items(), start=1) if t}, DEDUP_K)
     assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == wanted
     assert all(d["title"].startswith("t") for d in docs.values())
 
@@ -136,15 +158,17 @@ def test_bad_inputs(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Pa
     code, _, err = run(capsys, "dedup", str(bad_json), "--dsn", dsn)
     assert (code, err) == (1, f"simpg: {bad_json}:2: field 'text' is not a string: 5\n")
     (folder / "bad.txt").unlink()
-    for k in ("5", "40", "-2"):  # the range of this collection, not advice to rebuild its index
+    for k in ("17", "40", "-2"):  # pairs come from all rows in memory: any k the engine answers
         code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "-k", k)
-        assert (code, err) == (1, f"simpg: -k must be from 0 to 4 for the reference table simpg_documents, "
-                                  f"got {k}\n")
+        assert (code, err) == (1, f"simpg: -k must be from 0 to 16, got {k}\n")
+    for t in ("257", "-1"):
+        code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--max-sketch-distance", t)
+        assert (code, err) == (1, f"simpg: --max-sketch-distance must be from 0 to 256, got {t}\n")
     for workers in ("0", "-2"):
         code, _, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--workers", workers)
         assert (code, err) == (1, f"simpg: --workers must be 1 or more, got {workers}\n")
-    with psycopg.connect(dsn) as conn:  # refused before loading anything
-        assert conn.execute("SELECT count(*) FROM simpg_documents").fetchone() == (0,)
+    with psycopg.connect(dsn) as conn:  # refused before connecting: nothing made or loaded
+        assert conn.execute("SELECT to_regclass('simpg_documents')").fetchone() == (None,)
 
 
 def test_errors_replace_and_skip(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -203,19 +227,22 @@ def test_table_says_what_it_shows(db: object, capsys: pytest.CaptureFixture[str]
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == (f"2 documents in collection '{folder}': 1 cluster of near-duplicates (each member "
-                        "within 4 bits of its cluster's first document), 2 documents in them")
-    assert lines[1] == "bits: how many bits a document differs from its cluster's first document"
+                        "within 7 bits of its cluster's first document, confirmed by sketches), 2 documents in them")
+    assert lines[1] == ("bits: how many bits a document differs from its cluster's first document; "
+                        "sim: their estimated share of word sequences (Jaccard, from the sketches)")
+    assert lines[5].split()[:3] == ["1", "0", "1.00"]  # id, bits, sim
     (folder / "b.txt").unlink()
     code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn,  # type: ignore[attr-defined]
                          "--clusters", "components")
     assert out.splitlines()[0] == (f"1 document in collection '{folder}': 0 clusters of near-duplicates "
-                                   "(chains of documents within 4 bits of each other), 0 documents in them")
+                                   "(chains of documents within 7 bits of each other, confirmed by sketches), "
+                                   "0 documents in them")
 
 
 def test_progress_covers_every_stage(db: object, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--progress")  # type: ignore[attr-defined]
     assert code == 0
-    for stage in ("reading", "fingerprinting", "loading and indexing", "simpg: clustering "):
+    for stage in ("reading", "fingerprinting", "sketching", "loading and indexing", "simpg: pairing "):
         assert stage in err, (stage, err)
 
 
@@ -258,8 +285,69 @@ def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> N
     assert columns == [
         ("id", "bigint", "NO"), ("collection", "text", "NO"), ("source", "text", "NO"), ("title", "text", "YES"),
         ("body", "text", "NO"), ("simhash", "bigint", "NO"), ("fingerprint_config", "text", "NO"),
-        ("created_at", "timestamp with time zone", "NO"),
+        ("created_at", "timestamp with time zone", "NO"), ("sketch", "bit", "YES"),
     ]
     assert SimIndex(conn, "simpg_documents").layout.name == "k4:6"
     with pytest.raises(ExtensionNotInstalled):
         ensure_reference_schema(bare_db.conn)  # type: ignore[attr-defined]
+
+
+def test_templates_and_separators_do_not_make_duplicates(db: object, capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    """Issue 14: pages sharing a template, or a separator line, are not called duplicates.
+
+    The pages' fingerprints are close (the template and the underscores weigh most), so
+    --confirm none pairs them; the sketches see how little text they share.
+    """
+    header = ("NAME\n" + "_" * 79 + "\nThis manual page is part of the reference documentation of the toolkit. "
+              "Copyright the authors; distributed under the same terms as the toolkit itself.\n")
+    footer = "\nSEE ALSO\nthe toolkit reference manual, the introduction, the index of commands\n" + "_" * 79
+    bodies = [
+        "button widgets display a textual string bitmap or image and invoke a command when pressed",
+        "canvas widgets implement structured graphics and can display lines polygons and ovals",
+        "entry widgets let the user type a single line of text that can be scrolled horizontally",
+        "listbox widgets show a list of strings one per line from which the user may select",
+        "scrollbar widgets control the view of another widget with arrows and a slider",
+        "zh 这个命令用于创建并操作按钮控件按钮可以显示文本位图或图像并在按下时调用命令",
+        "zh 画布控件实现结构化图形可以显示直线多边形椭圆文本窗口以及图像等多种对象",
+    ]
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    texts = {}
+    for n, body in enumerate(bodies):
+        path = folder / f"p{n}.txt"
+        texts[os.fspath(path)] = header + body + footer
+        path.write_text(texts[os.fspath(path)], encoding="utf-8")
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn, "--json")  # type: ignore[attr-defined]
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["pairs"] == [] and report["clusters"] == []
+    assert near_pairs(texts, DEDUP_K) == {}
+    assert near_pairs(texts, DEDUP_K, confirm=False)  # what the fingerprints alone would call duplicates
+
+
+def test_rows_stored_before_sketches_get_them(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A simpg 0.1 table (no sketch column) gains one; old rows are sketched from their stored text."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    base = "the committee met on tuesday and agreed to repaint the old fence around the park " * 3
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text(base, encoding="utf-8")
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json")
+    assert code == 0, err
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as simpg 0.1 left it
+        conn.execute("ALTER TABLE simpg_documents DROP COLUMN sketch")
+    (folder / "a.txt").unlink()
+    (folder / "b.txt").write_text(base + "today", encoding="utf-8")
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json", "--append",
+                         "--collection", str(folder))
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["documents"] == 2
+    assert [(p["source_a"], p["source_b"]) for p in report["pairs"]] == [(str(folder / "a.txt"),
+                                                                          str(folder / "b.txt"))]
+    assert report["pairs"][0]["sketch_distance"] == sketch_distance(sketch(base), sketch(base + "today"))
+    with psycopg.connect(dsn) as conn:
+        stored = conn.execute("SELECT source, sketch::text FROM simpg_documents ORDER BY id").fetchall()
+    assert [(s, int(b, 2).to_bytes(32, "big")) for s, b in stored] == [
+        (str(folder / "a.txt"), sketch(base)), (str(folder / "b.txt"), sketch(base + "today"))]

@@ -38,7 +38,9 @@ def snapshot(conn: psycopg.Connection) -> dict[str, object]:
             "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute AS a "
             "LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
             "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped "
-            "ORDER BY a.attnum",
+            # by name: a column a later migration adds comes after the prefix columns,
+            # which the DDL and the model create last; the order is not what we compare
+            "ORDER BY a.attname",
             (rel,),
         ).fetchall(),
         "indexes": conn.execute(

@@ -1,0 +1,135 @@
+"""The confirming sketch (simpg.fingerprint.sketch): format, estimates, short texts, bad input."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from simpg import allpairs
+from simpg.fingerprint import EmptyDocument, InvalidDocument, sketch, sketch_distance
+from simpg.fingerprint.errors import DecodeError
+from simpg.fingerprint.sketch import (
+    MAX_SKETCH_DISTANCE,
+    SKETCH_BITS,
+    from_sql,
+    shingle_hashes,
+    similarity,
+    to_sql,
+)
+
+WORDS = [f"w{n}" for n in range(5000)]
+
+
+def text(rng: random.Random, n: int) -> list[str]:
+    return [rng.choice(WORDS) for _ in range(n)]
+
+
+def jaccard(a: str, b: str) -> float:
+    x, y = set(shingle_hashes(a).tolist()), set(shingle_hashes(b).tolist())
+    return len(x & y) / len(x | y)
+
+
+def test_pinned_value() -> None:
+    """Sketches are stored: the same text must give the same bits in every release of SKETCH_VERSION 1."""
+    assert sketch("The quick brown fox jumps over the lazy dog").hex() == (
+        "59afede7f64be8e8fe44fb2c263f859f0f27f62405bf4f144d1305e828abe0e0")
+
+
+def test_distance_estimates_jaccard() -> None:
+    rng = random.Random(14)
+    errors = []
+    for _ in range(200):
+        base = text(rng, 300)
+        edited = list(base)
+        for _ in range(rng.randint(0, 120)):
+            edited[rng.randrange(len(edited))] = rng.choice(WORDS)
+        a, b = " ".join(base), " ".join(edited)
+        errors.append(similarity(sketch_distance(sketch(a), sketch(b))) - jaccard(a, b))
+    # 256 one-bit bins: the estimate of J has a standard deviation of about 0.06
+    assert abs(float(np.mean(errors))) < 0.02
+    assert float(np.std(errors)) < 0.09
+
+
+def test_normalisation_and_fields() -> None:
+    assert sketch("Ｈｅｌｌｏ   WORLD again") == sketch("hello world again")
+    assert sketch({"title": "A title", "body": "the body text"}) == sketch("the body text\nA title")
+    assert sketch("caf\u00e9 ol\u00e9".encode()) == sketch("caf\u00e9 ol\u00e9")
+
+
+def test_short_and_unrelated_texts_do_not_collapse() -> None:
+    """Texts of one shingle, or that share only separators, stay far apart."""
+    shorts = ["hello", "world", "ok", "yes no", "你好", "谢谢", "a b", "x"]
+    sketches = [sketch(t) for t in shorts]
+    for i in range(len(shorts)):
+        for j in range(i + 1, len(shorts)):
+            assert sketch_distance(sketches[i], sketches[j]) > 3 * MAX_SKETCH_DISTANCE // 2, (shorts[i], shorts[j])
+    line = "_" * 79
+    a = f"NAME\n{line}\n这个命令用于创建按钮控件\n{line}"
+    b = f"NAME\n{line}\n画布控件实现结构化图形\n{line}"
+    assert sketch_distance(sketch(a), sketch(b)) > MAX_SKETCH_DISTANCE
+
+
+def test_every_bin_is_independent_of_the_others() -> None:
+    """The bin number salts each bit: a one-shingle text is not all zeros or all ones."""
+    bits = bin(int.from_bytes(sketch("hello"), "big")).count("1")
+    assert 80 < bits < 176
+
+
+def test_bad_input_names_the_value() -> None:
+    with pytest.raises(EmptyDocument, match="empty document: no words to sketch"):
+        sketch("  ... !!! ---")
+    with pytest.raises(InvalidDocument, match="expected str, bytes or mapping, got None"):
+        sketch(None)
+    with pytest.raises(InvalidDocument, match="expected str or list of str in field 'body', got int"):
+        sketch({"body": 5})
+    with pytest.raises(DecodeError, match="invalid utf-8 at byte 1"):
+        sketch(b"a\xff")
+    with pytest.raises(ValueError, match="sketches of different sizes: 32 and 3 bytes"):
+        sketch_distance(sketch("a b c"), b"abc")
+    with pytest.raises(InvalidDocument, match="expected a sketch of 32 bytes, got b'ab'"):
+        to_sql(b"ab")
+    with pytest.raises(InvalidDocument, match="expected a bit\\(256\\) string"):
+        from_sql("012")
+
+
+def test_sql_forms_round_trip() -> None:
+    s = sketch("some words to sketch here")
+    assert to_sql(s) == "x" + s.hex()
+    assert from_sql(format(int.from_bytes(s, "big"), f"0{SKETCH_BITS}b")) == s
+    assert from_sql(None) is None
+
+
+def test_confirmed_pairs_match_brute_force() -> None:
+    """allpairs.confirmed_pair_chunks against every pair, with equal fingerprints and bits 0 and 63."""
+    rng = np.random.default_rng(7)
+    n = 400
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    fps[:40] = fps[40:80] ^ (np.uint64(1) << rng.integers(0, 64, size=40).astype(np.uint64))
+    fps[80:90] = fps[90]  # one fingerprint, many rows
+    fps[100] = np.uint64(1)
+    fps[101] = np.uint64(1 << 63) | np.uint64(1)
+    raw = rng.integers(0, 256, size=(n, 32), dtype=np.uint8)
+    raw[:60] = raw[60:120]
+    raw[:60, :2] ^= np.uint8(0x0F)  # 8 differing bits
+    raw[80:85] = raw[90]
+    sketches = allpairs.as_sketches(raw)
+    for k, t in ((0, 0), (3, 8), (7, 40), (64 // 8, 256)):
+        got = {(int(i), int(j), int(d), int(s)) for a, b, c, e in allpairs.confirmed_pair_chunks(fps, raw, k, t)
+               for i, j, d, s in zip(a, b, c, e, strict=True)}
+        want = set()
+        for i in range(n):
+            for j in range(i + 1, n):
+                d = int(fps[i] ^ fps[j]).bit_count()
+                s = int(np.bitwise_count(sketches[i] ^ sketches[j]).sum())
+                if d <= k and s <= t:
+                    want.add((i, j, d, s))
+        assert got == want, (k, t)
+    groups = allpairs.clusters(fps, 3, sketches=raw, max_sketch_distance=8, method="components")
+    assert [80, 81, 82, 83, 84, 90] in [g.tolist() for g in groups]
+    assert all(89 not in g or 90 not in g for g in groups)  # equal fingerprints, unrelated sketches
+    with pytest.raises(Exception, match="expected one sketch per fingerprint, got 2 for 400"):
+        list(allpairs.confirmed_pair_chunks(fps, raw[:2], 3))
+    with pytest.raises(Exception, match="max_sketch_distance must be an integer from 0 to 256, got 300"):
+        list(allpairs.confirmed_pair_chunks(fps, raw, 3, 300))
