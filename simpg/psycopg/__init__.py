@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from simpg.psycopg._common import IndexProblem, IndexStats, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, IndexProblem, IndexStats, Neighbor, Pair
 from simpg.psycopg.aio import AsyncSimIndex, configure_lookups_async
 from simpg.psycopg.busywait import BusyWaitConnection
 from simpg.psycopg.index import SimIndex, configure_lookups
@@ -20,6 +20,7 @@ __all__ = [
     "LOOKUP_SETTINGS",
     "AsyncSimIndex",
     "BusyWaitConnection",
+    "Duplicate",
     "Fingerprint",
     "IndexProblem",
     "IndexStats",

@@ -17,9 +17,9 @@ from psycopg import errors
 from simpg import allpairs, bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, SimpgError
 from simpg.layout import Layout
-from simpg.psycopg.queries import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo
+from simpg.psycopg.queries import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, near_params
 
-__all__ = ["IndexProblem", "IndexStats", "Neighbor", "Pair"]
+__all__ = ["Duplicate", "IndexProblem", "IndexStats", "Neighbor", "Pair"]
 
 
 class Neighbor(NamedTuple):
@@ -27,6 +27,45 @@ class Neighbor(NamedTuple):
 
     id: Any
     distance: int
+
+
+class Duplicate(NamedTuple):
+    """A row a lookup found and its sketch confirmed: id, fingerprint distance, sketch distance."""
+
+    id: Any
+    distance: int
+    sketch_distance: int
+
+    @property
+    def similarity(self) -> float:
+        """The estimated Jaccard similarity of the two documents (from the sketch distance)."""
+        from simpg.fingerprint.sketch import similarity
+
+        return similarity(self.sketch_distance)
+
+
+def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any) -> dict[str, Any]:
+    """Parameters of :func:`~simpg.psycopg.queries.duplicates_sql`, checked (errors name the value)."""
+    from psycopg.types.numeric import Int8
+
+    from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE, SKETCH_BITS, to_sql
+
+    limit = MAX_SKETCH_DISTANCE if max_sketch_distance is None else max_sketch_distance
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= SKETCH_BITS:
+        raise SimpgError(f"max_sketch_distance must be an integer from 0 to {SKETCH_BITS}, got {limit!r}")
+    params = near_params(info, fp, k)
+    params.update(s=to_sql(sketch), t=Int8(limit))
+    return params
+
+
+def sketch_column_error(err: psycopg.Error, table: str, column: str) -> Exception:
+    """A missing or mistyped sketch column, named (other errors of the statement unchanged)."""
+    if isinstance(err, errors.UndefinedColumn) and column in str(err):
+        return SimpgError(f"column {column} of table {table} does not exist (the sketches to confirm with)")
+    if isinstance(err, errors.UndefinedFunction):
+        return SimpgError(f"column {column} of table {table} must be bit(256) (sketches), got: "
+                          f"{str(err).splitlines()[0]}")
+    return translate(err)
 
 
 class Pair(NamedTuple):

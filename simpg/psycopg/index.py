@@ -34,7 +34,7 @@ from psycopg import sql
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries
-from simpg.psycopg._common import IndexProblem, IndexStats, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, IndexProblem, IndexStats, Neighbor, Pair
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.queries import IndexInfo
 
@@ -321,6 +321,39 @@ class SimIndex:
             with self.conn.cursor(binary=True) as cur:
                 cur.execute(self._statement(info, "near"), params, prepare=self.prepare)
                 return [Neighbor(id_, d) for id_, d in cur.fetchall()]
+
+        return self._lookup(run)
+
+    def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
+                    sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
+        """Near-duplicates of one document: rows within ``k`` bits whose sketches confirm them.
+
+        The lookup of :meth:`near`, with each row found kept only when its sketch (a
+        ``bit(256)`` column, :mod:`simpg.fingerprint.sketch`) differs from ``sketch`` in at
+        most ``max_sketch_distance`` bits (default
+        :data:`~simpg.fingerprint.sketch.MAX_SKETCH_DISTANCE`). Nearest sketch first.
+
+        Args:
+            fingerprint: the document's fingerprint.
+            sketch: the document's sketch (32 bytes).
+            k: fingerprint radius (default: the index's).
+            sketch_column: the table's column of sketches.
+            max_sketch_distance: the largest sketch distance that confirms a row.
+        """
+        fp = _common.fingerprint(fingerprint)
+
+        def run(info: IndexInfo) -> list[Duplicate]:
+            params = _common.duplicates_params(info, fp, _common.radius(k, info), sketch, max_sketch_distance)
+            key = f"duplicates {sketch_column}"  # composed once per layout and column, as near's
+            if key not in self._statements:
+                self._statements[key] = queries.duplicates_sql(info, sketch_column).as_bytes(self.conn)
+            statement = self._statements[key]
+            with self.conn.cursor(binary=True) as cur:
+                try:
+                    cur.execute(statement, params, prepare=self.prepare)
+                except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as err:
+                    raise _common.sketch_column_error(err, self.table, sketch_column) from err
+                return [Duplicate(*row) for row in cur.fetchall()]
 
         return self._lookup(run)
 

@@ -256,6 +256,14 @@ def check_k(k: Any, info: IndexInfo) -> int:
     return k
 
 
+def _prefix_condition(info: IndexInfo, lows: sql.Composable) -> sql.Composed:
+    """Each table's prefix range, ORed: the index scans of a lookup."""
+    return sql.SQL(" OR ").join(
+        sql.SQL("t.{col} BETWEEN {lows}[{i}] AND {lows}[{i}] + {ones}").format(
+            col=sql.Identifier(col), lows=lows, i=sql.Literal(t + 1), ones=sql.Literal(info.ranges.ones(t)))
+        for t, col in enumerate(info.prefix_columns))
+
+
 def near_sql(info: IndexInfo, *, numbered: bool = False) -> sql.Composed:
     """One lookup: named parameters ``q``, ``lows`` and ``k`` (see :func:`near_params`).
 
@@ -266,16 +274,33 @@ def near_sql(info: IndexInfo, *, numbered: bool = False) -> sql.Composed:
     """
     q, lows, k = ((sql.SQL("$1"), sql.SQL("$2"), sql.SQL("$3")) if numbered
                   else (sql.Placeholder("q"), sql.Placeholder("lows"), sql.Placeholder("k")))
-    cond = sql.SQL(" OR ").join(
-        sql.SQL("t.{col} BETWEEN {lows}[{i}] AND {lows}[{i}] + {ones}").format(
-            col=sql.Identifier(col), lows=lows, i=sql.Literal(t + 1), ones=sql.Literal(info.ranges.ones(t)))
-        for t, col in enumerate(info.prefix_columns))
+    cond = _prefix_condition(info, lows)
     order = sql.SQL("") if numbered else sql.SQL(" ORDER BY distance, t.{id}").format(id=sql.Identifier(_id(info)))
     return sql.SQL(
         "SELECT t.{id}, simpg.hamming(t.{fp}, {q}) AS distance FROM {rel} AS t "
         "WHERE ({cond}) AND simpg.hamming(t.{fp}, {q}) <= {k} AND {guard}{order}"
     ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
              cond=cond, q=q, k=k, guard=layout_guard(info), order=order)
+
+
+def duplicates_sql(info: IndexInfo, sketch_column: str) -> sql.Composed:
+    """:func:`near_sql` confirmed by sketches: named parameters ``q``, ``lows``, ``k``, ``s``, ``t``.
+
+    ``s`` is the query's sketch (``'x' + hex``), ``t`` the largest sketch distance. The
+    sketch is read from the rows the prefix indexes found (the heap rows the fingerprint
+    check reads anyway), so it needs no index of its own. Rows come back as
+    ``(id, distance, sketch distance)``, nearest sketch first.
+    """
+    q, k = sql.Placeholder("q"), sql.Placeholder("k")
+    sketch = sql.SQL("bit_count(t.{sk} # {s}::bit(256))").format(
+        sk=sql.Identifier(sketch_column), s=sql.Placeholder("s"))
+    return sql.SQL(
+        "SELECT t.{id}, simpg.hamming(t.{fp}, {q}) AS distance, {sketch} AS sketch_distance FROM {rel} AS t "
+        "WHERE ({cond}) AND simpg.hamming(t.{fp}, {q}) <= {k} AND {sketch} <= {t} AND {guard} "
+        "ORDER BY sketch_distance, distance, t.{id}"
+    ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
+             cond=_prefix_condition(info, sql.Placeholder("lows")), q=q, k=k, sketch=sketch,
+             t=sql.Placeholder("t"), guard=layout_guard(info))
 
 
 #: SQLSTATE of simpg.layout_is: the index no longer has the layout a statement was made for.
