@@ -47,7 +47,9 @@ __all__ = [
     "BackfillResult",
     "IndexResult",
     "add_fingerprint_column",
+    "add_sketch_column",
     "backfill_fingerprints",
+    "backfill_sketches",
     "build_index",
     "existing_layout",
     "register",
@@ -132,24 +134,97 @@ def _check_source(conn: Any, table: str, text_column: str) -> tuple[int, str, st
     return oid, qualified, pk[0]
 
 
-def add_fingerprint_column(conn: Any, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
-    """Add a nullable bigint fingerprint column if missing; returns whether it was added."""
+def _add_column(conn: Any, table: str, column: str, sql_type: str, lock_timeout: str) -> bool:
+    """Add a nullable column of ``sql_type`` if missing (refused if it has another type)."""
     from psycopg import sql
 
     oid, qualified, _ = _table_info(conn, table)
     existing = _column_type(conn, oid, column)
     if existing is not None:
-        if existing != "bigint":
-            raise SimpgError(f"column {qualified}.{column} is {existing}, expected bigint")
+        if existing != sql_type:
+            raise SimpgError(f"column {qualified}.{column} is {existing}, expected {sql_type}")
         return False
     with conn.transaction():
         conn.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
-        conn.execute(
-            sql.SQL("ALTER TABLE {} ADD COLUMN {} bigint").format(
-                sql.SQL(qualified), _ident(column)
-            )
-        )
+        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+            sql.SQL(qualified), _ident(column), sql.SQL(sql_type)))
     return True
+
+
+def add_fingerprint_column(conn: Any, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
+    """Add a nullable bigint fingerprint column if missing; returns whether it was added."""
+    return _add_column(conn, table, column, "bigint", lock_timeout)
+
+
+def add_sketch_column(conn: Any, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
+    """Add a nullable ``bit(256)`` sketch column if missing; returns whether it was added."""
+    return _add_column(conn, table, column, "bit(256)", lock_timeout)
+
+
+def _fill(conn: Any, table: str, text_column: str, column: str, sql_type: str,
+          compute: Callable[[list[str]], list[Any]], batch_size: int,
+          progress: Callable[[int, int], None] | None) -> BackfillResult:
+    """Write ``compute(texts)`` into ``column`` for every row where it is NULL, in batches.
+
+    Keyset pagination on the single-column primary key; one UPDATE (its own short
+    transaction, ``conn`` in autocommit) per batch, so a re-run resumes. ``compute``
+    returns one value per text in the SQL text form of ``sql_type``, None to skip it.
+    """
+    from psycopg import sql
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
+    oid, qualified, key = _check_source(conn, table, text_column)
+    found = _column_type(conn, oid, column)
+    if found is None:
+        raise SimpgError(f"column {column} of table {qualified} does not exist")
+    if found != sql_type:
+        raise SimpgError(f"column {qualified}.{column} is {found}, expected {sql_type}")
+    estimate = max(
+        int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]), 0
+    )
+    names = {"key": _ident(key), "text": _ident(text_column), "table": sql.SQL(qualified), "col": _ident(column)}
+    select_batch = sql.SQL(
+        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {col} IS NULL ORDER BY {key} LIMIT %s"
+    ).format(**names)
+    first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {col} IS NULL ORDER BY {key} LIMIT %s").format(
+        **names)
+    update = sql.SQL(
+        "UPDATE {table} AS t SET {col} = v.value::{type} "
+        "FROM unnest(%s::{keytype}[], %s::text[]) AS v(k, value) "
+        "WHERE t.{key} = v.k AND t.{col} IS NULL"
+    ).format(type=sql.SQL(sql_type), keytype=sql.SQL(_column_type(conn, oid, key) or "bigint"), **names)
+
+    result = BackfillResult()
+    started = time.perf_counter()
+    last = None
+    while True:
+        rows = (
+            conn.execute(first_batch, (batch_size,))
+            if last is None
+            else conn.execute(select_batch, (last, batch_size))
+        ).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        values = compute([text if isinstance(text, str) else "" for _, text in rows])
+        keys, written = [], []
+        for (k, _), value in zip(rows, values, strict=True):
+            if value is None:
+                result.skipped += 1
+                if len(result.skipped_keys) < 10:
+                    result.skipped_keys.append(k)
+            else:
+                keys.append(k)
+                written.append(value)
+        if keys:
+            cur = conn.execute(update, (keys, written))
+            result.rows += cur.rowcount
+        result.batches += 1
+        if progress is not None:
+            progress(result.rows + result.skipped, max(estimate, result.rows + result.skipped))
+    result.seconds = time.perf_counter() - started
+    return result
 
 
 def backfill_fingerprints(
@@ -179,76 +254,41 @@ def backfill_fingerprints(
         workers: fingerprinting processes (None: one per CPU).
         progress: called with (rows done, estimated total) after each batch.
     """
-    from psycopg import sql
-
     from simpg.fingerprint import fingerprint_many
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
-    oid, qualified, key = _check_source(conn, table, text_column)
-    if _column_type(conn, oid, fp_column) is None:
-        raise SimpgError(f"column {fp_column} of table {qualified} does not exist")
-    if _column_type(conn, oid, fp_column) != "bigint":
-        raise SimpgError(
-            f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
-            "expected bigint"
-        )
-    estimate = max(
-        int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0]), 0
-    )
-    select_batch = sql.SQL(
-        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {fp} IS NULL "
-        "ORDER BY {key} LIMIT %s"
-    ).format(
-        key=_ident(key), text=_ident(text_column), table=sql.SQL(qualified), fp=_ident(fp_column)
-    )
-    first_batch = sql.SQL(
-        "SELECT {key}, {text} FROM {table} WHERE {fp} IS NULL ORDER BY {key} LIMIT %s"
-    ).format(
-        key=_ident(key), text=_ident(text_column), table=sql.SQL(qualified), fp=_ident(fp_column)
-    )
-    update = sql.SQL(
-        "UPDATE {table} AS t SET {fp} = v.fp "
-        "FROM unnest(%s::{keytype}[], %s::bigint[]) AS v(k, fp) "
-        "WHERE t.{key} = v.k AND t.{fp} IS NULL"
-    ).format(
-        table=sql.SQL(qualified),
-        fp=_ident(fp_column),
-        key=_ident(key),
-        keytype=sql.SQL(_column_type(conn, oid, key) or "bigint"),
-    )
+    def compute(texts: list[str]) -> list[Any]:
+        fps = fingerprint_many(texts, config, workers=workers, on_error="none")
+        return [None if fp is None else str(bits.to_db(fp)) for fp in fps]
 
-    result = BackfillResult()
-    started = time.perf_counter()
-    last = None
-    while True:
-        rows = (
-            conn.execute(first_batch, (batch_size,))
-            if last is None
-            else conn.execute(select_batch, (last, batch_size))
-        ).fetchall()
-        if not rows:
-            break
-        last = rows[-1][0]
-        texts = [text if isinstance(text, str) else "" for _, text in rows]
-        fps = list(fingerprint_many(texts, config, workers=workers, on_error="none"))
-        keys, values = [], []
-        for (k, _), fp in zip(rows, fps, strict=True):
-            if fp is None:
-                result.skipped += 1
-                if len(result.skipped_keys) < 10:
-                    result.skipped_keys.append(k)
-            else:
-                keys.append(k)
-                values.append(bits.to_db(fp))
-        if keys:
-            cur = conn.execute(update, (keys, values))
-            result.rows += cur.rowcount
-        result.batches += 1
-        if progress is not None:
-            progress(result.rows + result.skipped, max(estimate, result.rows + result.skipped))
-    result.seconds = time.perf_counter() - started
-    return result
+    return _fill(conn, table, text_column, fp_column, "bigint", compute, batch_size, progress)
+
+
+def backfill_sketches(
+    conn: Any,
+    table: str,
+    text_column: str,
+    sketch_column: str,
+    *,
+    batch_size: int = 2000,
+    progress: Callable[[int, int], None] | None = None,
+) -> BackfillResult:
+    """Sketch ``text_column`` into ``sketch_column`` (``bit(256)``) for every row where it is NULL.
+
+    As :func:`backfill_fingerprints`: batches, resumable; rows without words to sketch
+    stay NULL and are counted in ``skipped``.
+    """
+    from simpg.fingerprint.sketch import sketch, to_sql
+
+    def compute(texts: list[str]) -> list[Any]:
+        out: list[Any] = []
+        for text in texts:
+            try:
+                out.append(to_sql(sketch(text)))
+            except ValueError:
+                out.append(None)
+        return out
+
+    return _fill(conn, table, text_column, sketch_column, "bit(256)", compute, batch_size, progress)
 
 
 def _literal(text: str) -> str:
@@ -457,6 +497,8 @@ def register(subparsers: Any) -> None:
         "--batch-size", type=int, default=2000, help="rows per batch and transaction (default 2000)"
     )
     p.add_argument("--workers", type=int, default=1, help="fingerprinting processes (default 1)")
+    p.add_argument("--sketch-column", help="also sketch the text into this bit(256) column (added if missing), "
+                                           "to confirm near-duplicates (simpg.fingerprint.sketch)")
     p.add_argument(
         "--config", help="fingerprint config as JSON, or @FILE (default: FingerprintConfig())"
     )
@@ -529,7 +571,10 @@ def run(args: argparse.Namespace) -> int:
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         # everything that can be refused is refused before the first change
-        oid, _, _ = _check_source(conn, args.table, args.text_column)
+        oid, qualified, _ = _check_source(conn, args.table, args.text_column)
+        if args.sketch_column and _column_type(conn, oid, args.sketch_column) not in (None, "bit(256)"):
+            raise SimpgError(f"column {qualified}.{args.sketch_column} is "
+                             f"{_column_type(conn, oid, args.sketch_column)}, expected bit(256)")
         layout = None
         if args.k is not None and args.blocks is not None:
             layout = Layout(args.k, (args.blocks,) if args.inner_blocks is None else (args.blocks, args.inner_blocks))
@@ -566,6 +611,15 @@ def run(args: argparse.Namespace) -> int:
         )
         if bar is not None:
             bar.close()
+            bar = None
+        sketches = None
+        sketch_added = False
+        if args.sketch_column:
+            sketch_added = add_sketch_column(conn, args.table, args.sketch_column, lock_timeout=args.lock_timeout)
+            sketches = backfill_sketches(conn, args.table, args.text_column, args.sketch_column,
+                                         batch_size=args.batch_size, progress=progress if show else None)
+            if bar is not None:
+                bar.close()
         index = None
         if layout is not None:
             index = build_index(
@@ -578,7 +632,8 @@ def run(args: argparse.Namespace) -> int:
                 fingerprint_config=config.identity,
                 lock_timeout=args.lock_timeout,
             )
-    result = {"column_added": added, **asdict(filled), "index": asdict(index) if index else None}
+    result = {"column_added": added, **asdict(filled), "index": asdict(index) if index else None,
+              "sketches": None if sketches is None else {"column_added": sketch_added, **asdict(sketches)}}
     if args.json:
         print(json.dumps(result))
     else:
@@ -589,6 +644,12 @@ def run(args: argparse.Namespace) -> int:
             ("batches", f"{filled.batches:,}"),
             ("fill time", f"{filled.seconds:.1f} s"),
         ]
+        if sketches is not None:
+            rows += [
+                ("sketch column added", "yes" if sketch_added else "no (existed)"),
+                ("sketches written", f"{sketches.rows:,}"),
+                ("sketch time", f"{sketches.seconds:.1f} s"),
+            ]
         if index:
             if index.resumed:
                 dropped = len(index.invalid_dropped)

@@ -220,3 +220,37 @@ def test_columns_with_the_prefix_names_are_refused_before_any_change(db, capsys)
         "simpg: table items already has columns named fp_p2 that are not simpg prefix columns of fp; "
         "see simpg check --table items, then drop or rename them\n")
     assert conn.execute("SELECT count(*) FROM items WHERE fp IS NOT NULL").fetchone() == (0,)
+
+
+def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys):
+    """How a table of simpg 0.1 moves to confirmed lookups (issue 14 item 6): backfill
+    --sketch-column adds and fills the sketches in batches, resumes after a kill, and
+    SimIndex.duplicates then answers exactly."""
+    from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch, sketch_distance
+    from simpg.psycopg import SimIndex
+
+    conn = db.conn
+    texts = make_table(conn, 60)
+    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")  # the 0.1 table: fingerprints only
+    assert code == 0, err
+    code, result, err = backfill(capsys, db, "--sketch-column", "sketch", "--batch-size", "7")
+    assert code == 0, err
+    sketched = sum(1 for t in texts.values() if t and t.strip())
+    assert result["sketches"]["column_added"] is True and result["sketches"]["rows"] == sketched
+    conn.execute("UPDATE items SET sketch = NULL WHERE id % 3 = 0")  # as a run killed half way leaves it
+    code, result, err = backfill(capsys, db, "--sketch-column", "sketch")
+    assert code == 0, err
+    assert result["sketches"]["column_added"] is False and 0 < result["sketches"]["rows"] < sketched
+    stored = {i: int(s, 2).to_bytes(32, "big") for i, s in conn.execute(
+        "SELECT id, sketch::text FROM items WHERE sketch IS NOT NULL")}
+    assert stored == {i: sketch(t) for i, t in texts.items() if t and t.strip()}
+    index = SimIndex(conn, "items", "fp")
+    for i in list(stored)[:20]:
+        text = texts[i]
+        fp = fingerprint(text, CONFIG)
+        want = sorted(j for j, s in stored.items() if bits.hamming(fingerprint(texts[j] or "", CONFIG), fp) <= 3
+                      and sketch_distance(s, sketch(text)) <= MAX_SKETCH_DISTANCE)
+        assert sorted(d.id for d in index.duplicates(fp, sketch(text))) == want
+    conn.execute("ALTER TABLE items ADD COLUMN other text")
+    code, _, err = backfill(capsys, db, "--sketch-column", "other")
+    assert (code, err) == (1, "simpg: column items.other is text, expected bit(256)\n")
