@@ -3,8 +3,11 @@
 Queries are fingerprints (decimal, or hex with ``0x``), ``--text``, or ``--file``
 (fingerprinted with the same settings ``simpg dedup`` uses). The table defaults to the
 reference table ``simpg_documents``, whose rows are shown with their source and title;
-any other table indexed by simpg works too (``--table``, ``--column``). All queries
-go to the database in one statement (:meth:`SimIndex.near_many`).
+any other table indexed by simpg works too (``--table``, ``--column``). Fingerprint
+queries go to the database in one statement (:meth:`SimIndex.near_many`). Text queries
+on a table with a sketch column (``--sketch-column``, default ``sketch``) are confirmed
+by sketches as ``simpg dedup`` confirms (:meth:`SimIndex.duplicates`), unless
+``--confirm none``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--column", default="simhash", help="fingerprint column (default: simhash)")
     p.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
                    help="word splitting of --text/--file, as in simpg dedup (default: auto)")
+    p.add_argument("--confirm", choices=("auto", "sketch", "none"), default="auto",
+                   help="auto (default): confirm --text/--file matches by sketches when the table has the "
+                        "sketch column; sketch: always (fingerprint queries are refused); none: never")
+    p.add_argument("--sketch-column", default="sketch", help="the table's bit(256) sketches (default: sketch)")
+    p.add_argument("--max-sketch-distance", type=int, default=None, metavar="T",
+                   help="largest number of differing sketch bits that confirms a match (default: 36)")
     add_dsn_argument(p)
     add_common_arguments(p, k_default=None, k_help="(default: the radius the table's simpg index was built for)")
     p.set_defaults(func=run)
@@ -50,15 +59,17 @@ def parse_fingerprint(text: str) -> int:
     return bits.check(value)
 
 
-def _queries(args: argparse.Namespace) -> list[tuple[str, int]]:
+def _queries(args: argparse.Namespace) -> list[tuple[str, int, bytes | None]]:
+    """(label, fingerprint, sketch or None) of every query; texts get a sketch."""
     from simpg.corpus import read_text
-    from simpg.fingerprint import FingerprintConfig, fingerprint
+    from simpg.fingerprint import FingerprintConfig, fingerprint, sketch
 
-    out = [(q, parse_fingerprint(q)) for q in args.queries]
+    out: list[tuple[str, int, bytes | None]] = [(q, parse_fingerprint(q), None) for q in args.queries]
     if args.text or args.file:
         config = FingerprintConfig(lang=args.lang)
-        out += [(f"text {t[:40]!r}", fingerprint(t, config)) for t in args.text]
-        out += [(path, fingerprint(read_text(path), config)) for path in args.file]  # one wording for bad files
+        texts = [(f"text {t[:40]!r}", t) for t in args.text]
+        texts += [(path, read_text(path)) for path in args.file]  # one wording for bad files
+        out += [(label, fingerprint(text, config), sketch(text)) for label, text in texts]
     if not out:
         raise SimpgError("nothing to look up; give fingerprints, --text or --file")
     return out
@@ -71,20 +82,32 @@ def run(args: argparse.Namespace) -> int:
     from simpg.psycopg import SimIndex
 
     queries = _queries(args)
+    if args.max_sketch_distance is not None and not 0 <= args.max_sketch_distance <= 256:
+        raise SimpgError(f"--max-sketch-distance must be from 0 to 256, got {args.max_sketch_distance}")
+    if args.confirm == "sketch" and any(sk is None for _, _, sk in queries):
+        raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         index = SimIndex(conn, args.table, args.column)
         k = check_k(args.k, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
-        results = index.near_many([fp for _, fp in queries], k)
+        confirm = args.confirm == "sketch" or (args.confirm == "auto" and _has_column(
+            conn, args.table, args.sketch_column))
+        results: list[list[Any]] = index.near_many([fp for _, fp, _ in queries], k)
+        if confirm:  # text queries, confirmed one by one
+            results = [index.duplicates(fp, sk, k, sketch_column=args.sketch_column,
+                                        max_sketch_distance=args.max_sketch_distance) if sk is not None else found
+                       for (_, fp, sk), found in zip(queries, results, strict=True)]
         details: dict[Any, tuple[str, str | None]] = {}
         if args.table == "simpg_documents":
             ids = sorted({n.id for found in results for n in found})
             details = {r[0]: (r[1], r[2]) for r in conn.execute(
                 "SELECT id, source, title FROM simpg_documents WHERE id = ANY(%s)", [ids])}
     report: list[dict[str, Any]] = []
-    for (label, fp), found in zip(queries, results, strict=True):
+    for (label, fp, _), found in zip(queries, results, strict=True):
         rows = []
         for n in found:
             row: dict[str, Any] = {"id": n.id, "distance": n.distance}
+            if hasattr(n, "sketch_distance"):
+                row["sketch_distance"], row["similarity"] = n.sketch_distance, round(n.similarity, 3)
             if n.id in details:
                 row["source"], row["title"] = details[n.id]
             rows.append(row)
@@ -94,10 +117,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     for item in report:
-        print(f"{item['query']} (fingerprint {item['fingerprint']}): {len(item['neighbors'])} within {k} bits")
+        confirmed = any("similarity" in r for r in item["neighbors"])
+        how = ", confirmed by sketches" if confirmed else ""
+        print(f"{item['query']} (fingerprint {item['fingerprint']}): {len(item['neighbors'])} within {k} bits{how}")
         if item["neighbors"]:
             id_w = max(2, *(len(str(r["id"])) for r in item["neighbors"]))
-            print(f"  {'id':>{id_w}}  {'bits':>4}  source")
+            sim = "   sim" if confirmed else ""
+            print(f"  {'id':>{id_w}}  {'bits':>4}{sim}  source")
             for r in item["neighbors"]:
-                print(f"  {r['id']!s:>{id_w}}  {r['distance']:>4}  {r.get('source', '')}")
+                cell = f"  {r['similarity']:.2f}" if confirmed else ""
+                print(f"  {r['id']!s:>{id_w}}  {r['distance']:>4}{cell}  {r.get('source', '')}")
     return 0
+
+
+def _has_column(conn: Any, table: str, column: str) -> bool:
+    row = conn.execute("SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s "
+                       "AND attnum > 0 AND NOT attisdropped", [table, column]).fetchone()
+    return row is not None

@@ -10,7 +10,7 @@ import pytest
 
 from simpg import bits
 from simpg.cli import main
-from simpg.fingerprint import fingerprint
+from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch, sketch_distance
 from tests.integration.test_cli_dedup import CORPUS, run
 
 
@@ -30,7 +30,32 @@ def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> Non
     for r in results:
         assert [(n["distance"], n["source"]) for n in r["neighbors"]] == expected
     code, out, _ = run(capsys, "near", "--text", texts[os.fspath(path)], "--dsn", dsn)
-    assert code == 0 and "within 4 bits" in out and os.fspath(path) in out
+    assert code == 0 and "within 4 bits, confirmed by sketches" in out and os.fspath(path) in out
+
+
+def test_text_queries_are_confirmed_by_sketches(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """--file on the reference table: the matches simpg dedup would confirm, with their similarity."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    assert main(["dedup", str(CORPUS), "--dsn", dsn]) == 0
+    capsys.readouterr()
+    texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
+    for path in sorted(texts)[:8]:
+        fp, sk = fingerprint(texts[path]), sketch(texts[path])
+        code, out, err = run(capsys, "near", "--file", path, "--dsn", dsn, "--json")
+        assert code == 0, err
+        got = {(n["source"], n["distance"], n["sketch_distance"]) for n in json.loads(out)[0]["neighbors"]}
+        assert got == {(s, bits.hamming(fingerprint(t), fp), sketch_distance(sketch(t), sk))
+                       for s, t in texts.items() if bits.hamming(fingerprint(t), fp) <= 4
+                       and sketch_distance(sketch(t), sk) <= MAX_SKETCH_DISTANCE}
+        code, out, err = run(capsys, "near", "--file", path, "--dsn", dsn, "--json", "--confirm", "none")
+        assert {(n["source"], n["distance"]) for n in json.loads(out)[0]["neighbors"]} == {
+            (s, bits.hamming(fingerprint(t), fp)) for s, t in texts.items() if bits.hamming(fingerprint(t), fp) <= 4}
+    code, out, err = run(capsys, "near", "--file", sorted(texts)[0], "--dsn", dsn)
+    assert "   sim  source" in out.splitlines()[1]
+    code, _, err = run(capsys, "near", "42", "--confirm", "sketch", "--dsn", dsn)
+    assert (code, err) == (1, "simpg: --confirm sketch needs texts (--text, --file): a fingerprint has no sketch\n")
+    code, _, err = run(capsys, "near", "--text", "x", "--max-sketch-distance", "300", "--dsn", dsn)
+    assert (code, err) == (1, "simpg: --max-sketch-distance must be from 0 to 256, got 300\n")
 
 
 def test_near_on_another_table(conn: object, db: object, capsys: pytest.CaptureFixture[str]) -> None:
