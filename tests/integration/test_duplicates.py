@@ -154,3 +154,32 @@ def test_bad_arguments_name_the_value(conn: psycopg.Connection) -> None:
                                          "operator does not exist: text # bit"):
         index.duplicates(q, qs, sketch_column="note")
     assert index.near(q) is not None  # the handle still works
+
+
+def test_sql_report_pairs_confirmed_equal_dedup_engine(conn: psycopg.Connection) -> None:
+    """simpg.pairs at dedup's radius joined with the sketches gives what simpg dedup decides
+    (allpairs.confirmed_pair_chunks), on the same rows."""
+    import numpy as np
+
+    from simpg import allpairs
+    from simpg.fingerprint import DEDUP_K
+
+    index, rows, sketches, queries = setup(conn, 45)
+    rng = random.Random(45)
+    for n, fp in enumerate(rows):  # rows planted around one query: sketches near that query's
+        for q, qs in queries:
+            if bits.hamming(fp, q) <= LAYOUT.k + 1:
+                sketches[n] = flip_bits(qs, rng, rng.randint(0, MAX_SKETCH_DISTANCE // 2 + 4))
+                conn.execute("UPDATE docs SET sketch = %s::bit(256) WHERE id = %s", [to_sql(sketches[n]), n + 1])
+                break
+    index.drop()
+    index.create(DEDUP_K, 8)  # the reports answer up to the index's radius
+    got = set(conn.execute(
+        "SELECT p.key_a, p.key_b, p.distance, bit_count(x.sketch # y.sketch) "
+        "FROM simpg.pairs('docs', %s) AS p JOIN docs AS x ON x.id = p.key_a JOIN docs AS y ON y.id = p.key_b "
+        "WHERE bit_count(x.sketch # y.sketch) <= %s", [DEDUP_K, MAX_SKETCH_DISTANCE]).fetchall())
+    fps = np.array(rows, dtype=np.uint64)
+    want = {(int(i) + 1, int(j) + 1, int(d), int(s))
+            for a, b, c, e in allpairs.confirmed_pair_chunks(fps, sketches, DEDUP_K)
+            for i, j, d, s in zip(a, b, c, e, strict=True)}
+    assert got == want and len(want) > 50
