@@ -42,7 +42,7 @@ import generate  # noqa: E402
 import pgserver  # noqa: E402
 
 from simpg import planner, schema  # noqa: E402
-from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE  # noqa: E402
+from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
 from simpg.psycopg import SimIndex  # noqa: E402
 

@@ -107,12 +107,12 @@ def as_fingerprints(values: Any) -> np.ndarray:
 
 
 def as_sketches(values: Any) -> np.ndarray:
-    """Sketches (:mod:`simpg.fingerprint.sketch`) as an ``(n, 4)`` ``uint64`` array.
+    """Sketches (:mod:`simpg.fingerprint.minhash`) as an ``(n, 4)`` ``uint64`` array.
 
     Accepts such an array, an ``(n, 32)`` ``uint8`` array, or an iterable of 32-byte
     ``bytes``; anything else raises, naming the value.
     """
-    from simpg.fingerprint.sketch import SKETCH_BYTES
+    from simpg.fingerprint.minhash import SKETCH_BYTES
 
     if isinstance(values, np.ndarray):
         if values.ndim == 2 and values.dtype == np.uint64 and values.shape[1] == SKETCH_BYTES // 8:
@@ -164,7 +164,7 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
     """Every pair of rows within ``k`` bits whose sketches confirm it, in chunks.
 
     The two-stage decision of ``simpg dedup``: the fingerprints find candidates (exactly,
-    as :func:`pair_chunks`), the sketches (:mod:`simpg.fingerprint.sketch`) keep those
+    as :func:`pair_chunks`), the sketches (:mod:`simpg.fingerprint.minhash`) keep those
     whose estimated Jaccard similarity is high enough.
 
     Args:
@@ -172,7 +172,7 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
         sketches: one sketch per row (see :func:`as_sketches`).
         k: largest fingerprint distance of a candidate.
         max_sketch_distance: largest sketch distance that confirms a candidate (default
-            :data:`simpg.fingerprint.sketch.MAX_SKETCH_DISTANCE`).
+            :data:`simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`).
         layout: as :func:`pair_chunks`.
 
     Yields:
@@ -188,7 +188,7 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
 
 
 def _sketch_limit(value: int | None) -> int:
-    from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE, SKETCH_BITS
+    from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE, SKETCH_BITS
 
     if value is None:
         return MAX_SKETCH_DISTANCE

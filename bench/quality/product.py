@@ -2,7 +2,7 @@
 
 The detector ``simpg-dedup`` calls the same library function as ``simpg dedup``
 (:func:`simpg.allpairs.confirmed_pair_chunks`) on the product's own fingerprints
-(``FingerprintConfig()``) and sketches (:func:`simpg.fingerprint.sketch.sketch`), so the
+(``FingerprintConfig()``) and sketches (:func:`simpg.fingerprint.sketch`), so the
 figures are what users get. ``simpg-dedup-grid`` adds neighbouring (K, T) settings.
 
 Tuning (``--part tune`` only) and the report (``--part heldout``)::
@@ -26,7 +26,7 @@ from bench.quality.detectors import Call, SimpgDetector, _simpg_code_digest, _wo
 
 
 def _sketch_doc(text: str) -> tuple[bytes, bool]:
-    from simpg.fingerprint.sketch import SKETCH_BYTES, sketch
+    from simpg.fingerprint.minhash import SKETCH_BYTES, sketch
 
     try:
         return sketch(text), True
@@ -89,7 +89,7 @@ class Dedup:
 
 def default_settings() -> tuple[int, int]:
     from simpg.fingerprint import DEDUP_K
-    from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE
+    from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE
 
     return DEDUP_K, MAX_SKETCH_DISTANCE
 

@@ -277,7 +277,7 @@ def backfill_sketches(
     As :func:`backfill_fingerprints`: batches, resumable; rows without words to sketch
     stay NULL and are counted in ``skipped``.
     """
-    from simpg.fingerprint.sketch import sketch, to_sql
+    from simpg.fingerprint.minhash import sketch, to_sql
 
     def compute(texts: list[str]) -> list[Any]:
         out: list[Any] = []

@@ -6,7 +6,7 @@ table ``simpg_documents`` (:mod:`simpg.reference`) as one *collection* (default:
 path), replacing what an earlier run loaded into that collection unless ``--append``.
 Two documents are near-duplicates when their fingerprints differ in at most k bits
 (default :data:`~simpg.fingerprint.DEDUP_K`) *and* their sketches confirm it
-(:mod:`simpg.fingerprint.sketch`: estimated Jaccard similarity of their shingle sets at
+(:mod:`simpg.fingerprint.minhash`: estimated Jaccard similarity of their shingle sets at
 least 0.72); ``--confirm none`` uses the fingerprints alone. The clusters are found from the
 table in one read: by default around representatives (in load order, each document joins
 the earliest cluster leader it is a near-duplicate of, else leads one), or with
@@ -178,7 +178,7 @@ def plural(n: int, word: str) -> str:
 
 def _sketches(docs: list[Document], args: argparse.Namespace) -> list[bytes | None]:
     """Each document's sketch (None when it has no words to sketch)."""
-    from simpg.fingerprint.sketch import sketch
+    from simpg.fingerprint.minhash import sketch
 
     def one(doc: Document) -> bytes | None:
         try:
@@ -205,7 +205,7 @@ def check_dedup_args(args: argparse.Namespace) -> int:
 
 def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]:
     """The stored sketches of ``ids``, in that order; rows stored before sketches get theirs now."""
-    from simpg.fingerprint.sketch import from_sql, sketch, to_sql
+    from simpg.fingerprint.minhash import from_sql, sketch, to_sql
 
     found = {row[0]: from_sql(row[1]) for row in conn.execute(
         "SELECT id, sketch::text FROM simpg_documents WHERE collection = %s AND sketch IS NOT NULL",
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
     from psycopg import sql
 
     from simpg.fingerprint import FingerprintConfig
-    from simpg.fingerprint.sketch import to_sql
+    from simpg.fingerprint.minhash import to_sql
     from simpg.psycopg import SimIndex
     from simpg.reference import TABLE, ensure_reference_schema
 
@@ -381,7 +381,7 @@ def _pair_json(a: int, b: int, d: int, sd: int | None, rows: Mapping[Any, Sequen
 def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
             rows: Mapping[Any, Sequence[Any]], skipped: list[str]) -> dict[str, Any]:
     from simpg.fingerprint import similarity
-    from simpg.fingerprint.sketch import from_sql, sketch_distance
+    from simpg.fingerprint.minhash import from_sql, sketch_distance
 
     out = []
     for ids in clusters:

@@ -25,9 +25,9 @@ from simpg.fingerprint.errors import (
 )
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 from simpg.fingerprint.hashes import HASH_NAMES, fnv1_64, fnv1a64, hash_function, murmur3_64
+from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE, SKETCH_BITS, similarity, sketch, sketch_distance
 from simpg.fingerprint.normalize import normalize, split_scripts, word_text
 from simpg.fingerprint.simhash import BitTally, combine, quantize
-from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE, SKETCH_BITS, similarity, sketch, sketch_distance
 from simpg.fingerprint.tokenize import ENGLISH_STOPWORDS, anchored_shingles, shingles, words
 
 __all__ = [

@@ -39,7 +39,7 @@ class Duplicate(NamedTuple):
     @property
     def similarity(self) -> float:
         """The estimated Jaccard similarity of the two documents (from the sketch distance)."""
-        from simpg.fingerprint.sketch import similarity
+        from simpg.fingerprint.minhash import similarity
 
         return similarity(self.sketch_distance)
 
@@ -48,7 +48,7 @@ def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_
     """Parameters of :func:`~simpg.psycopg.queries.duplicates_sql`, checked (errors name the value)."""
     from psycopg.types.numeric import Int8
 
-    from simpg.fingerprint.sketch import MAX_SKETCH_DISTANCE, SKETCH_BITS, to_sql
+    from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE, SKETCH_BITS, to_sql
 
     limit = MAX_SKETCH_DISTANCE if max_sketch_distance is None else max_sketch_distance
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= SKETCH_BITS:

@@ -252,9 +252,9 @@ class AsyncSimIndex:
         """Near-duplicates of one document: rows within ``k`` bits whose sketches confirm them.
 
         The lookup of :meth:`near`, with each row found kept only when its sketch (a
-        ``bit(256)`` column, :mod:`simpg.fingerprint.sketch`) differs from ``sketch`` in at
+        ``bit(256)`` column, :mod:`simpg.fingerprint.minhash`) differs from ``sketch`` in at
         most ``max_sketch_distance`` bits (default
-        :data:`~simpg.fingerprint.sketch.MAX_SKETCH_DISTANCE`). Nearest sketch first.
+        :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`). Nearest sketch first.
 
         Args:
             fingerprint: the document's fingerprint.

@@ -32,7 +32,7 @@ __all__ = ["SimHash", "Sketch", "within_clause"]
 
 
 class Sketch(TypeDecorator[bytes]):
-    """A document's 256-bit sketch (:mod:`simpg.fingerprint.sketch`) in a PostgreSQL ``bit(256)``.
+    """A document's 256-bit sketch (:mod:`simpg.fingerprint.minhash`) in a PostgreSQL ``bit(256)``.
 
     Python sees the 32 bytes :func:`simpg.fingerprint.sketch` returns; SQL compares with
     ``bit_count(a # b)``. Columns of this type get ``.sketch_distance(other)``.
@@ -56,7 +56,7 @@ class Sketch(TypeDecorator[bytes]):
         """32 bytes to the bit string PostgreSQL reads."""
         if value is None:
             return None
-        from simpg.fingerprint.sketch import SKETCH_BITS, SKETCH_BYTES
+        from simpg.fingerprint.minhash import SKETCH_BITS, SKETCH_BYTES
 
         if not isinstance(value, (bytes, bytearray)) or len(value) != SKETCH_BYTES:
             raise SimpgError(f"expected a sketch of {SKETCH_BYTES} bytes, got {value!r}")
@@ -64,7 +64,7 @@ class Sketch(TypeDecorator[bytes]):
 
     def process_result_value(self, value: Any, dialect: Any) -> bytes | None:
         """The bit string PostgreSQL returns to 32 bytes."""
-        from simpg.fingerprint.sketch import from_sql
+        from simpg.fingerprint.minhash import from_sql
 
         return from_sql(value)
 

@@ -18,7 +18,7 @@ from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, selec
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch
-from simpg.fingerprint.sketch import to_sql
+from simpg.fingerprint.minhash import to_sql
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimIndex, Duplicate, SimIndex
 from simpg.sqlalchemy import SimHash, Sketch, simhash_index, url_from_dsn

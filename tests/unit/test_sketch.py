@@ -10,7 +10,7 @@ import pytest
 from simpg import allpairs
 from simpg.fingerprint import EmptyDocument, InvalidDocument, sketch, sketch_distance
 from simpg.fingerprint.errors import DecodeError
-from simpg.fingerprint.sketch import (
+from simpg.fingerprint.minhash import (
     MAX_SKETCH_DISTANCE,
     SKETCH_BITS,
     from_sql,
@@ -133,3 +133,18 @@ def test_confirmed_pairs_match_brute_force() -> None:
         list(allpairs.confirmed_pair_chunks(fps, raw[:2], 3))
     with pytest.raises(Exception, match="max_sketch_distance must be an integer from 0 to 256, got 300"):
         list(allpairs.confirmed_pair_chunks(fps, raw, 3, 300))
+
+
+def test_ascii_fast_path_equals_the_regular_expression() -> None:
+    """ASCII text is split with bytes.translate; the words must be those of the general path."""
+    import re
+
+    from simpg.fingerprint import minhash
+
+    rng = random.Random(3)
+    alphabet = "abcXYZ019_ -.,;:!?'\"()[]{}<>/\\\t\n\r\x0b\x0c\x1f\x7f@#$%^&*+=|~`"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
+        folded = text.casefold()
+        fast = [w.decode() for w in folded.encode().translate(minhash._ASCII_SPLIT).split()]
+        assert fast == re.findall(r"\w+", folded) == minhash._WORDS.findall(folded), text

@@ -117,9 +117,26 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
-@lru_cache(maxsize=1 << 18)
-def _word_hash(word: str) -> int:
-    return int(mmh3.hash64(word, signed=False)[0])
+# Word -> MurmurHash3, shared by every document (a few words make up most of any text).
+# Keys are str, or bytes on the ASCII path: mmh3 hashes a str as its UTF-8 bytes, so both
+# give the same value. Emptied when it grows past _CACHE_LIMIT words.
+_WORD_CACHE: dict[str | bytes, int] = {}
+_CACHE_LIMIT: Final = 1 << 20
+# ASCII text: bytes.translate + split finds the words of \w+ several times faster than re.
+_ASCII_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_ASCII_SPLIT: Final = bytes(c if c in _ASCII_WORD else 0x20 for c in range(256))
+
+
+def _word_hashes(words: list[Any]) -> np.ndarray:
+    """MurmurHash3 (64 bits) of each word, in order."""
+    try:
+        return np.fromiter(map(_WORD_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
+    except KeyError:
+        if len(_WORD_CACHE) > _CACHE_LIMIT:
+            _WORD_CACHE.clear()
+        for word in set(words).difference(_WORD_CACHE):
+            _WORD_CACHE[word] = int(mmh3.hash64(word, signed=False)[0])
+        return np.fromiter(map(_WORD_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
 def _ngrams(tokens: np.ndarray, n: int, tag: np.ndarray) -> np.ndarray:
@@ -162,15 +179,22 @@ def _text(doc: Any) -> str:
     raise InvalidDocument(f"expected str, bytes or mapping, got {'None' if doc is None else type(doc).__name__}")
 
 
+def _shingles(doc: Any) -> np.ndarray:
+    """The 64-bit hashes of a document's shingles, in no order, repeats included."""
+    text = unicodedata.normalize("NFKC", _text(doc)).casefold()
+    words: list[Any]
+    if text.isascii():  # no spaceless script; the same words as the regular expression, faster
+        words, chars = text.encode("ascii").translate(_ASCII_SPLIT).split(), []
+    else:
+        words, chars = _WORDS.findall(text), _SPACELESS_CHARS.findall(text)
+    word_tokens = _word_hashes(words)
+    char_tokens = _mix(np.fromiter((ord(c) for c in chars), dtype=np.uint64, count=len(chars)) + _GOLD)
+    return np.concatenate([_ngrams(word_tokens, _WORD_N, _TAG_WORD), _ngrams(char_tokens, _CHAR_N, _TAG_CHAR)])
+
+
 def shingle_hashes(doc: Any) -> np.ndarray:
     """The 64-bit hashes of a document's shingle set (unique, sorted, uint64)."""
-    text = unicodedata.normalize("NFKC", _text(doc)).casefold()
-    words = _WORDS.findall(text)
-    chars = _SPACELESS_CHARS.findall(text)
-    word_tokens = np.fromiter((_word_hash(w) for w in words), dtype=np.uint64, count=len(words))
-    char_tokens = _mix(np.fromiter((ord(c) for c in chars), dtype=np.uint64, count=len(chars)) + _GOLD)
-    return np.unique(np.concatenate([_ngrams(word_tokens, _WORD_N, _TAG_WORD),
-                                     _ngrams(char_tokens, _CHAR_N, _TAG_CHAR)]))
+    return np.unique(_shingles(doc))
 
 
 @lru_cache(maxsize=1)
@@ -186,7 +210,7 @@ def _borrow_order() -> np.ndarray:
 
 def _minima(hashes: np.ndarray) -> np.ndarray:
     """The smallest hash in each bin, empty bins filled by optimal densification."""
-    bins = (hashes >> _SHIFT).astype(np.int64)  # hashes are sorted, so bins are too
+    bins = (hashes >> _SHIFT).astype(np.int64)  # hashes are sorted, so bins are too (repeats allowed)
     first = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
     minima = np.zeros(SKETCH_BITS, dtype=np.uint64)
     filled = np.zeros(SKETCH_BITS, dtype=bool)
@@ -217,7 +241,7 @@ def sketch(doc: Any) -> bytes:
         EmptyDocument: no word or character to make a shingle of.
         InvalidDocument: not text; DecodeError: bytes that are not UTF-8.
     """
-    hashes = shingle_hashes(doc)
+    hashes = np.sort(_shingles(doc))  # a repeated shingle changes no minimum: no need to drop it
     if not len(hashes):
         raise EmptyDocument("empty document: no words to sketch")
     with np.errstate(over="ignore"):
