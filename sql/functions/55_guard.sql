@@ -1,0 +1,261 @@
+-- near-unique guard (issue 16): no two committed rows of a table within k bits, under
+-- any number of concurrent writers, without serialising them.
+--
+-- Two fingerprints within the index's k share the full prefix of at least one of its
+-- permuted tables. So a writer takes a transaction-level advisory lock for each table's
+-- prefix of the fingerprint it writes, in one fixed order, and only then looks for a
+-- stored row within k: the writers that could conflict wait for each other, nobody else
+-- does (two unrelated prefixes that hash to one lock key only cost a wait). The look
+-- runs after the locks, as a new statement, so at READ COMMITTED it sees every row
+-- committed by a writer it waited for. At SERIALIZABLE the look is a read of the index
+-- ranges that PostgreSQL's serializable snapshot isolation watches: a conflicting
+-- writer it cannot see makes one of the two fail with 40001 (retry). REPEATABLE READ has
+-- neither and is refused.
+
+-- guard_lock_keys: the advisory lock keys of fingerprint fp under a layout, sorted and
+-- distinct (the order every writer takes them in, so single-row writes never deadlock).
+-- A key is a 64-bit hash of (table, permuted table t, fp's prefix in t): writers to other
+-- tables, and other prefixes of this one, get other keys but for hash collisions.
+CREATE FUNCTION simpg.guard_lock_keys(rel regclass, fp bigint, k integer, levels integer[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (SELECT array_agg(DISTINCT key ORDER BY key)
+            FROM generate_series(0, simpg.table_count(k, levels) - 1) AS t,
+                 hashint8extended(simpg.prefix_lo(fp, k, levels, t), (rel::oid::bigint << 16) | t) AS key);
+
+COMMENT ON FUNCTION simpg.guard_lock_keys(regclass, bigint, integer, integer[]) IS
+    'The advisory lock keys (pg_advisory_xact_lock(bigint)) a guarded write of fp takes, in the order it takes them';
+
+-- guard_check: the trigger a guard installs (AFTER INSERT OR UPDATE OF the fingerprint
+-- column, FOR EACH ROW). Its arguments are fixed by create_guard: fingerprint column,
+-- guard k, key column, then the index layout (k, levels) and its prefix columns. The
+-- layout is checked against the row's own generated prefix values, so an index
+-- re-created with another layout makes writes fail (SQLSTATE SPG01) instead of looking
+-- in the wrong ranges. Rows of the same statement see each other (AFTER triggers run
+-- when the statement's rows are all in).
+CREATE FUNCTION simpg.guard_check() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_col name := TG_ARGV[0];
+    v_k integer := TG_ARGV[1]::integer;
+    v_key_col name := TG_ARGV[2];
+    v_index_k integer := TG_ARGV[3]::integer;
+    v_levels integer[] := TG_ARGV[4]::integer[];
+    v_prefix_columns name[] := TG_ARGV[5]::name[];
+    v_new jsonb := to_jsonb(NEW);
+    v_fp bigint := (v_new ->> v_col)::bigint;
+    v_lock bigint;
+    v_ranges text[] := '{}';
+    v_hit record;
+BEGIN
+    IF v_fp IS NULL OR (TG_OP = 'UPDATE' AND to_jsonb(OLD) -> v_col = v_new -> v_col) THEN
+        RETURN NULL;  -- nothing to guard, or the fingerprint did not change
+    END IF;
+    IF current_setting('transaction_isolation') = 'repeatable read' THEN
+        RAISE EXCEPTION 'the simpg guard on %.% cannot see concurrent writers at REPEATABLE READ', TG_RELID::regclass,
+            quote_ident(v_col)
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'write at READ COMMITTED or SERIALIZABLE';
+    END IF;
+    FOR t IN 0 .. cardinality(v_prefix_columns) - 1 LOOP
+        IF (v_new ->> v_prefix_columns[t + 1])::bigint IS DISTINCT FROM simpg.permute(v_fp, v_index_k, v_levels, t) THEN
+            RAISE EXCEPTION 'the simpg guard on %.% was made for the k=% blocks=% index, which is gone or changed',
+                TG_RELID::regclass, quote_ident(v_col), v_index_k, array_to_string(v_levels, 'x')
+                USING ERRCODE = 'SPG01',
+                      HINT = format('drop the guard and create it again: SELECT simpg.drop_guard(%L, %L); '
+                                    'SELECT simpg.create_guard(%L, %L, %s)', TG_RELID::regclass, v_col,
+                                    TG_RELID::regclass, v_col, v_k);
+        END IF;
+        v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_prefix_columns[t + 1],
+                                       simpg.prefix_lo(v_fp, v_index_k, v_levels, t),
+                                       simpg.prefix_hi(v_fp, v_index_k, v_levels, t));
+    END LOOP;
+    FOREACH v_lock IN ARRAY simpg.guard_lock_keys(TG_RELID, v_fp, v_index_k, v_levels) LOOP
+        PERFORM pg_advisory_xact_lock(v_lock);
+    END LOOP;
+    -- a new statement after the locks: at READ COMMITTED, a new snapshot
+    EXECUTE format('SELECT t.%I::text AS key, simpg.hamming(t.%I, $1) AS distance FROM %s AS t '
+                   'WHERE (%s) AND simpg.hamming(t.%I, $1) <= $2 AND t.%I::text IS DISTINCT FROM $3 '
+                   'ORDER BY 2, 1 LIMIT 1',
+                   v_key_col, v_col, TG_RELID::regclass, array_to_string(v_ranges, ' OR '), v_col, v_key_col)
+        INTO v_hit USING v_fp, v_k, v_new ->> v_key_col;
+    IF v_hit.key IS NOT NULL THEN
+        RAISE EXCEPTION 'near-duplicate row in %: its % is within % bits of a stored row''s', TG_RELID::regclass,
+            quote_ident(v_col), v_k
+            USING ERRCODE = 'exclusion_violation',
+                  CONSTRAINT = TG_NAME,
+                  DETAIL = format('Key (%s)=(%s) is within %s bits of the new row, key (%s)=(%s).',
+                                  v_key_col, v_hit.key, v_hit.distance, v_key_col, v_new ->> v_key_col),
+                  TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, COLUMN = v_col;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.guard_check() IS
+    'Trigger of a simpg guard: refuses a row within k bits of another (SQLSTATE 23P01), race-free';
+
+-- create_guard: from now on no committed state of rel holds two rows whose col differ
+-- in at most k bits (default: the index's k). Needs the simpg index on col (its layout
+-- gives the locks and the lookup) and a key column to name rows by (default: the single-
+-- column primary key). Refused when the table already holds such rows, saying how many
+-- and how to list them. Runs as the caller, who must be allowed to create the trigger.
+CREATE FUNCTION simpg.create_guard(rel regclass, col name DEFAULT NULL, k integer DEFAULT NULL,
+                                   key_column name DEFAULT NULL)
+    RETURNS name
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.index_layout(rel, col);
+    v_key name := (simpg.report_key(rel, key_column)).column_name;
+    v_k integer := coalesce(k, v_row.k);
+    v_name name := simpg.object_name(v_row.fingerprint_column, '_simpg_guard');
+    v_pairs bigint;
+BEGIN
+    IF v_k < 0 OR v_k > v_row.k THEN
+        RAISE EXCEPTION 'a guard on %.% needs k from 0 to %, the radius of its simpg index, got %', rel,
+            quote_ident(v_row.fingerprint_column), v_row.k, v_k
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_trigger WHERE tgrelid = rel AND tgname = v_name) THEN
+        RAISE EXCEPTION 'table % already has the guard %', rel, quote_ident(v_name)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = format('SELECT simpg.drop_guard(%L, %L) first to change it', rel, v_row.fingerprint_column);
+    END IF;
+    -- the trigger first, under a lock that keeps writers out until the check is done
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', rel);
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OF %I ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION simpg.guard_check(%L, %L, %L, %L, %L, %L)',
+                   v_name, v_row.fingerprint_column, rel, v_row.fingerprint_column, v_k, v_key,
+                   v_row.k, v_row.levels, v_row.prefix_columns);
+    SELECT count(*) INTO v_pairs FROM simpg.pairs(NULL::text, rel, v_k, v_row.fingerprint_column, v_key);
+    IF v_pairs > 0 THEN
+        RAISE EXCEPTION 'table % already holds % pair(s) of rows within % bits', rel, v_pairs, v_k
+            USING ERRCODE = 'exclusion_violation',
+                  HINT = format('list them with SELECT * FROM simpg.pairs(%L, %s, %L), remove or change one row '
+                                'of each, then create the guard', rel, v_k, v_row.fingerprint_column);
+    END IF;
+    RETURN v_name;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.create_guard(regclass, name, integer, name) IS
+    'Refuse, race-free, any write that leaves two rows of rel within k bits (a trigger); returns its name';
+
+-- drop_guard: remove the guard of rel.col (an error if there is none).
+CREATE FUNCTION simpg.drop_guard(rel regclass, col name DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_guard record;
+BEGIN
+    SELECT * INTO v_guard FROM simpg.table_guards(rel) AS g WHERE col IS NULL OR g.fingerprint_column = col;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % has no simpg guard%', rel, coalesce(' on column ' || quote_ident(col), '')
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('DROP TRIGGER %I ON %s', v_guard.guard_name, rel);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.drop_guard(regclass, name) IS 'Remove the simpg guard of rel (on col)';
+
+-- table_guards: the guards of a table, read from its triggers' arguments (tgargs: each
+-- argument's UTF-8 bytes, then a zero byte).
+CREATE FUNCTION simpg.table_guards(rel regclass)
+    RETURNS TABLE (guard_name name, fingerprint_column name, k integer, key_column name)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_trigger record;
+    v_args text[];
+    v_rest bytea;
+    v_end integer;
+BEGIN
+    FOR v_trigger IN
+        SELECT tr.tgname, tr.tgargs FROM pg_trigger AS tr
+        WHERE tr.tgrelid = rel AND tr.tgfoid = 'simpg.guard_check()'::regprocedure ORDER BY tr.tgname
+    LOOP
+        v_args := '{}';
+        v_rest := v_trigger.tgargs;
+        LOOP
+            v_end := position('\x00'::bytea IN v_rest);
+            EXIT WHEN v_end = 0;
+            v_args := v_args || convert_from(substring(v_rest FROM 1 FOR v_end - 1), 'UTF8');
+            v_rest := substring(v_rest FROM v_end + 1);
+        END LOOP;
+        guard_name := v_trigger.tgname;
+        fingerprint_column := v_args[1];
+        k := v_args[2]::integer;
+        key_column := v_args[3];
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.table_guards(regclass) IS
+    'The simpg guards of rel: trigger name, fingerprint column, k and key column';
+
+-- insert_or_get: the 409 case without an exception. Inserts new_row (column -> value;
+-- columns left out take their defaults) into a guarded table, or, when the guard refuses
+-- it, inserts nothing and returns the stored row nearest to it: one row
+-- (inserted, key, distance), key as text, distance NULL when inserted.
+CREATE FUNCTION simpg.insert_or_get(rel regclass, new_row jsonb, col name DEFAULT NULL)
+    RETURNS TABLE (inserted boolean, key text, distance integer)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_guard record;
+    v_columns text;
+    v_unknown text;
+    v_constraint text;
+BEGIN
+    SELECT * INTO v_guard FROM simpg.table_guards(rel) AS g WHERE col IS NULL OR g.fingerprint_column = col;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % has no simpg guard%', rel, coalesce(' on column ' || quote_ident(col), '')
+            USING ERRCODE = 'undefined_object', HINT = 'create one with simpg.create_guard(table, column)';
+    END IF;
+    IF new_row IS NULL OR jsonb_typeof(new_row) <> 'object' THEN
+        RAISE EXCEPTION 'new_row must be a JSON object of column values, got %', coalesce(new_row::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT string_agg(j.name, ', ') FILTER (WHERE a.attname IS NULL OR a.attgenerated <> ''),
+           string_agg(quote_ident(j.name), ', ') FILTER (WHERE a.attname IS NOT NULL AND a.attgenerated = '')
+    INTO v_unknown, v_columns
+    FROM jsonb_object_keys(new_row) AS j(name)
+    LEFT JOIN pg_attribute AS a ON a.attrelid = rel AND a.attname = j.name AND a.attnum > 0 AND NOT a.attisdropped;
+    IF v_unknown IS NOT NULL THEN
+        RAISE EXCEPTION 'table % has no column it can write called %', rel, v_unknown
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    BEGIN
+        EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_record(NULL::%s, $1) RETURNING %I::text',
+                       rel, v_columns, v_columns, rel, v_guard.key_column)
+            INTO key USING new_row;
+        inserted := true;
+        RETURN NEXT;
+        RETURN;
+    EXCEPTION WHEN exclusion_violation THEN
+        GET STACKED DIAGNOSTICS v_constraint = CONSTRAINT_NAME;
+        IF v_constraint IS DISTINCT FROM v_guard.guard_name THEN
+            RAISE;  -- another constraint's refusal is the caller's to see
+        END IF;
+    END;
+    -- refused: the nearest stored row, through the index (the guard found one within k)
+    EXECUTE format('SELECT t.%I::text, simpg.hamming(t.%I, $1) FROM (%s) AS t ORDER BY 2, 1 LIMIT 1',
+                   v_guard.key_column, v_guard.fingerprint_column,
+                   simpg.near_query(rel, (new_row ->> v_guard.fingerprint_column)::bigint, v_guard.k,
+                                    v_guard.fingerprint_column))
+        INTO key, distance USING (new_row ->> v_guard.fingerprint_column)::bigint;
+    inserted := false;
+    RETURN NEXT;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.insert_or_get(regclass, jsonb, name) IS
+    'Insert a row into a guarded table, or return the stored row within k it would duplicate: (inserted, key, distance)';
