@@ -6,6 +6,7 @@ __all__ = [
     "ExtensionNotInstalled",
     "InvalidFingerprint",
     "InvalidLayout",
+    "NearDuplicate",
     "SimpgError",
 ]
 
@@ -29,3 +30,18 @@ class InvalidLayout(SimpgError, ValueError):
 
 class ExtensionNotInstalled(SimpgError):
     """Simpg is not installed in this database; run 'simpg install --dsn ...' or op.install_simpg()."""
+
+
+class NearDuplicate(SimpgError):
+    """A simpg guard refused a write: a stored row is within k bits (SQLSTATE 23P01).
+
+    Attributes:
+        key: the stored row's key, as text (the guard's key column).
+        distance: its Hamming distance to the refused fingerprint.
+        guard: the guard (trigger) that refused it.
+    """
+
+    def __init__(self, message: str | None = None, *, key: str | None = None, distance: int | None = None,
+                 guard: str | None = None) -> None:
+        super().__init__(message)
+        self.key, self.distance, self.guard = key, distance, guard

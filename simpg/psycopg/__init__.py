@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from simpg.psycopg._common import Duplicate, IndexProblem, IndexStats, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, near_duplicate
 from simpg.psycopg.aio import AsyncSimIndex, configure_lookups_async
 from simpg.psycopg.busywait import BusyWaitConnection
 from simpg.psycopg.index import SimIndex, configure_lookups
@@ -22,13 +22,16 @@ __all__ = [
     "BusyWaitConnection",
     "Duplicate",
     "Fingerprint",
+    "Guard",
     "IndexProblem",
     "IndexStats",
+    "Inserted",
     "Neighbor",
     "Pair",
     "SimIndex",
     "configure_lookups",
     "configure_lookups_async",
+    "near_duplicate",
     "register_simpg",
     "register_simpg_async",
 ]

@@ -15,11 +15,11 @@ import psycopg
 from psycopg import errors
 
 from simpg import allpairs, bits
-from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, SimpgError
+from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, NearDuplicate, SimpgError
 from simpg.layout import Layout
 from simpg.psycopg.queries import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, near_params
 
-__all__ = ["Duplicate", "IndexProblem", "IndexStats", "Neighbor", "Pair"]
+__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "near_duplicate"]
 
 
 class Neighbor(NamedTuple):
@@ -27,6 +27,27 @@ class Neighbor(NamedTuple):
 
     id: Any
     distance: int
+
+
+class Guard(NamedTuple):
+    """A simpg guard of a table (``simpg.table_guards``)."""
+
+    name: str
+    column: str
+    k: int
+    key_column: str
+
+
+class Inserted(NamedTuple):
+    """What ``insert_or_get`` did.
+
+    Either ``inserted`` the row (``key`` is its key), or found the stored row ``key``
+    within ``distance`` bits and inserted nothing.
+    """
+
+    inserted: bool
+    key: str
+    distance: int | None
 
 
 class Duplicate(NamedTuple):
@@ -136,8 +157,29 @@ _CLEAR_SQLSTATES = (errors.InvalidParameterValue, errors.UndefinedObject, errors
                     errors.InvalidObjectDefinition)
 
 
+def near_duplicate(err: psycopg.Error) -> NearDuplicate | None:
+    """The :class:`~simpg.exc.NearDuplicate` a simpg guard's refusal means, else None.
+
+    For your own INSERTs: ``except psycopg.errors.ExclusionViolation as err:
+    dup = near_duplicate(err)``.
+    """
+    import re
+
+    if not isinstance(err, errors.ExclusionViolation):
+        return None
+    found = re.fullmatch(r"Key \((?:.+)\)=\((.*)\) is within (\d+) bits of the new row, key \(.+\)=\(.*\)\.",
+                         err.diag.message_detail or "", re.S)
+    if found is None:
+        return None  # an EXCLUDE constraint's, not a guard's
+    message = (err.diag.message_primary or str(err)) + f" ({err.diag.message_detail})"
+    return NearDuplicate(message, key=found.group(1), distance=int(found.group(2)), guard=err.diag.constraint_name)
+
+
 def translate(err: psycopg.Error) -> Exception:
     """A SimpgError for the database errors whose message says it all, else ``err``."""
+    duplicate = near_duplicate(err)
+    if duplicate is not None:
+        return duplicate
     if isinstance(err, (errors.UndefinedFunction, errors.InvalidSchemaName)) and "simpg" in str(err):
         return ExtensionNotInstalled()
     if isinstance(err, _CLEAR_SQLSTATES) or err.sqlstate in (LAYOUT_CHANGED, DAMAGED):

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -24,10 +25,11 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries
-from simpg.psycopg._common import Duplicate, IndexProblem, IndexStats, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
 from simpg.psycopg.queries import IndexInfo
 
 __all__ = ["AsyncSimIndex", "configure_lookups_async"]
@@ -246,6 +248,52 @@ class AsyncSimIndex:
                 return [Neighbor(id_, d) for id_, d in await cur.fetchall()]
 
         return await self._lookup(run)
+
+    # -- near-unique guard (docs/guard.md) ---------------------------------------------
+
+    async def create_guard(self, k: int | None = None, key_column: str | None = None) -> str:
+        """``simpg.create_guard``: from now on no two committed rows within ``k`` bits; returns its name.
+
+        ``k`` defaults to the index's. Writes that would break it raise
+        :class:`~simpg.exc.NearDuplicate` through this handle (``ExclusionViolation`` elsewhere:
+        :func:`~simpg.psycopg.near_duplicate` reads it).
+        """
+        row = await self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s)",
+                                [self.table, self.column, k, key_column])
+        return str(row[0])
+
+    async def drop_guard(self) -> None:
+        """``simpg.drop_guard``: remove the column's guard."""
+        await self._call("SELECT simpg.drop_guard(%s::regclass, %s)", [self.table, self.column])
+
+    async def guards(self) -> list[Guard]:
+        """The table's guards (``simpg.table_guards``)."""
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute("SELECT * FROM simpg.table_guards(%s::regclass)", [self.table])
+                return [Guard(*row) for row in await cur.fetchall()]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+
+    async def insert_or_get(self, row: Mapping[str, Any]) -> Inserted:
+        """``simpg.insert_or_get``: insert ``row``, or return the stored row it would duplicate.
+
+        ``row`` maps columns to values, the fingerprint as an unsigned int.
+        """
+        values = dict(row)
+        if self.column in values and values[self.column] is not None:
+            values[self.column] = bits.to_db(_common.fingerprint(values[self.column]))
+        found = await self._call("SELECT * FROM simpg.insert_or_get(%s::regclass, %s::jsonb, %s)",
+                                  [self.table, json.dumps(values, default=str), self.column])
+        return Inserted(*found)
+
+    async def _call(self, statement: str, params: list[Any]) -> Any:
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute(statement, params)
+                return await cur.fetchone()
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
 
     async def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
                     sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:

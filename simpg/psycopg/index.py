@@ -23,6 +23,7 @@ index was re-created elsewhere with another layout the handle reads it again by 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -31,10 +32,11 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries
-from simpg.psycopg._common import Duplicate, IndexProblem, IndexStats, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.queries import IndexInfo
 
@@ -323,6 +325,52 @@ class SimIndex:
                 return [Neighbor(id_, d) for id_, d in cur.fetchall()]
 
         return self._lookup(run)
+
+    # -- near-unique guard (docs/guard.md) ---------------------------------------------
+
+    def create_guard(self, k: int | None = None, key_column: str | None = None) -> str:
+        """``simpg.create_guard``: from now on no two committed rows within ``k`` bits; returns its name.
+
+        ``k`` defaults to the index's. Writes that would break it raise
+        :class:`~simpg.exc.NearDuplicate` through this handle (``ExclusionViolation`` elsewhere:
+        :func:`~simpg.psycopg.near_duplicate` reads it).
+        """
+        row = self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s)",
+                                [self.table, self.column, k, key_column])
+        return str(row[0])
+
+    def drop_guard(self) -> None:
+        """``simpg.drop_guard``: remove the column's guard."""
+        self._call("SELECT simpg.drop_guard(%s::regclass, %s)", [self.table, self.column])
+
+    def guards(self) -> list[Guard]:
+        """The table's guards (``simpg.table_guards``)."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT * FROM simpg.table_guards(%s::regclass)", [self.table])
+                return [Guard(*row) for row in cur.fetchall()]
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
+
+    def insert_or_get(self, row: Mapping[str, Any]) -> Inserted:
+        """``simpg.insert_or_get``: insert ``row``, or return the stored row it would duplicate.
+
+        ``row`` maps columns to values, the fingerprint as an unsigned int.
+        """
+        values = dict(row)
+        if self.column in values and values[self.column] is not None:
+            values[self.column] = bits.to_db(_common.fingerprint(values[self.column]))
+        found = self._call("SELECT * FROM simpg.insert_or_get(%s::regclass, %s::jsonb, %s)",
+                                  [self.table, json.dumps(values, default=str), self.column])
+        return Inserted(*found)
+
+    def _call(self, statement: str, params: list[Any]) -> Any:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(statement, params)
+                return cur.fetchone()
+        except psycopg.Error as err:
+            raise _common.translate(err) from err
 
     def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
                     sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:

@@ -20,6 +20,7 @@ import pytest
 from psycopg import errors
 
 from simpg import bits
+from simpg.exc import SimpgError
 
 K = 3
 
@@ -67,7 +68,8 @@ def test_guard_refuses_near_duplicates_in_every_kind_of_write(conn: psycopg.Conn
     for n, (target, positions) in enumerate([(base[0], [0]), (base[21], [63, 1, 2]), (base[22], [63]),
                                              (base[5], [10, 20, 30])]):
         with pytest.raises(errors.ExclusionViolation) as info:
-            conn.execute("INSERT INTO docs (id, simhash) VALUES (%s, %s)", [100 + n, bits.to_db(flip(target, positions))])
+            conn.execute("INSERT INTO docs (id, simhash) VALUES (%s, %s)",
+                         [100 + n, bits.to_db(flip(target, positions))])
         key, distance = refused_row(info.value)
         assert base[key - 1] == target and distance == len(positions)
         assert info.value.diag.constraint_name == "simhash_simpg_guard"
@@ -233,7 +235,8 @@ def test_updates_race_too(db: object) -> None:
         make(conn)
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO docs (id, simhash) VALUES (%s, %s)",
-                            [(1000 * w + n, bits.to_db(rng.getrandbits(64))) for w in range(writers) for n in range(rounds)])
+                            [(1000 * w + n, bits.to_db(rng.getrandbits(64)))
+                             for w in range(writers) for n in range(rounds)])
         conn.execute("SELECT simpg.create_guard('docs', 'simhash')")
 
     def update(conn: psycopg.Connection, id_: int, fp: int) -> None:
@@ -290,3 +293,44 @@ def test_insert_or_get(conn: psycopg.Connection) -> None:
     conn.execute("CREATE TABLE bare (id bigint PRIMARY KEY, simhash bigint)")
     with pytest.raises(errors.UndefinedObject, match="table public.bare has no simpg guard"):
         conn.execute("SELECT * FROM simpg.insert_or_get('bare', '{}')")
+
+
+def test_python_surface(conn: psycopg.Connection, db: object) -> None:
+    """SimIndex and AsyncSimIndex: create/drop/list the guard, insert_or_get, NearDuplicate."""
+    import asyncio
+
+    from simpg.exc import NearDuplicate
+    from simpg.psycopg import AsyncSimIndex, Guard, Inserted, SimIndex, near_duplicate
+
+    make(conn)
+    index = SimIndex(conn, "docs", "simhash")
+    assert index.create_guard() == "simhash_simpg_guard"
+    assert index.guards() == [Guard("simhash_simpg_guard", "simhash", K, "id")]
+    fp = 2**64 - 12345
+    assert index.insert_or_get({"id": 1, "simhash": fp, "note": "a"}) == Inserted(True, "1", None)
+    assert index.insert_or_get({"id": 2, "simhash": fp ^ 1}) == Inserted(False, "1", 1)
+    with pytest.raises(NearDuplicate) as info:
+        index.add([fp ^ 0b110], columns={"id": [10]})
+    assert (info.value.key, info.value.distance, info.value.guard) == ("1", 2, "simhash_simpg_guard")
+    assert "near-duplicate row in public.docs" in str(info.value)
+    with pytest.raises(errors.ExclusionViolation) as raw:
+        conn.execute("INSERT INTO docs (id, simhash) VALUES (3, %s)", [bits.to_db(fp ^ 4)])
+    dup = near_duplicate(raw.value)
+    assert dup is not None and (dup.key, dup.distance) == ("1", 1)
+    with pytest.raises(SimpgError, match="k from 0 to 3"):
+        index.drop_guard()
+        index.create_guard(k=9)
+
+    async def run() -> tuple[list[Guard], Inserted]:
+        aconn = await psycopg.AsyncConnection.connect(db.dsn, autocommit=True)  # type: ignore[attr-defined]
+        async with aconn:
+            aindex = AsyncSimIndex(aconn, "docs", "simhash")
+            await aindex.create_guard(k=2)
+            found = await aindex.insert_or_get({"id": 5, "simhash": fp ^ 3})
+            guards = await aindex.guards()
+            await aindex.drop_guard()
+            return guards, found
+
+    guards, found = asyncio.run(run())
+    assert guards == [Guard("simhash_simpg_guard", "simhash", 2, "id")] and found == Inserted(False, "1", 2)
+    assert index.guards() == []
