@@ -16,6 +16,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pytest
@@ -150,3 +151,15 @@ def bare_db(pg: PG) -> Iterator[Database]:
 def conn(db: Database) -> psycopg.Connection:
     """Autocommit connection to a fresh database with simpg installed."""
     return db.conn
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark (2 cores) for the whole session: starting one takes seconds."""
+    from simpg.spark import session
+
+    spark = session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2",
+                                 "spark.ui.enabled": "false", "spark.driver.memory": "2g"})
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()

@@ -76,12 +76,15 @@ def debian_bindir(major: int = 15) -> Path:
 
 def ensure_debian_packages(major: int = 15) -> None:
     """Install what the suite needs from Debian when it is missing and we are root:
-    pgTAP (tests/pgtap) and make (``make installcheck``, test_installcheck.py)."""
+    pgTAP (tests/pgtap), make (``make installcheck``, test_installcheck.py) and a Java
+    runtime for Spark (test_spark.py; pyspark itself comes from PyPI with the test extra)."""
     missing = []
     if not Path(f"/usr/share/postgresql/{major}/extension/pgtap.control").exists():
         missing.append(f"postgresql-{major}-pgtap")
     if shutil.which("make") is None:
         missing.append("make")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        missing.append("default-jre-headless")
     if not missing:
         return
     if not _is_root() or not shutil.which("apt-get"):

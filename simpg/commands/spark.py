@@ -1,0 +1,153 @@
+"""``simpg spark find-all`` and ``simpg spark find-clusters``: the same answers, on Apache Spark.
+
+Input: a Parquet, CSV or text file (or folder) of fingerprints (``--input``), or a
+PostgreSQL table (``--table``, with ``--dsn`` or SIMPG_DSN). Output: Parquet or CSV
+(``--output``), or a new PostgreSQL table (``--output-table``). Pairs are
+``id_a, id_b, distance`` (``id_a < id_b``); clusters ``cluster_id, id, size``, as
+``simpg.pairs`` and ``simpg.clusters`` report them. Without ids, a row's id is its
+1-based line (or row) number, as ``simpg find-all --lines``. See docs/spark.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from simpg.exc import SimpgError
+from simpg.layout import MAX_K, Layout
+
+
+def register(subparsers: Any) -> None:
+    """Add ``spark`` with its find-all and find-clusters subcommands."""
+    top = subparsers.add_parser("spark", help="find-all / find-clusters on Apache Spark (simpg[spark])",
+                                description="All pairs within --distance, or clusters, on Apache Spark: "
+                                            "files or a PostgreSQL table in, files or a table out.")
+    commands = top.add_subparsers(dest="spark_command", metavar="COMMAND")
+    for name, text in (("find-all", "write every pair of rows within --distance bits"),
+                       ("find-clusters", "write the clusters of rows within --distance bits")):
+        p = commands.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}, on Spark.")
+        p.add_argument("-d", "--distance", type=int, required=True, metavar="BITS",
+                       help="largest number of differing bits")
+        source = p.add_mutually_exclusive_group(required=True)
+        source.add_argument("-i", "--input", metavar="PATH", help="Parquet, CSV (with a header) or text file or folder")
+        source.add_argument("--table", help="PostgreSQL table to read (with --dsn or SIMPG_DSN)")
+        p.add_argument("--format", choices=("parquet", "csv", "text"),
+                       help="input format (default: from the extension; text otherwise)")
+        p.add_argument("--fp-column", help="fingerprint column (default: fp, fingerprint or simhash; "
+                                           "simhash for --table)")
+        p.add_argument("--id-column", help="integer id column (default: id if there is one; for files without "
+                                           "one, the 1-based row number)")
+        sink = p.add_mutually_exclusive_group(required=True)
+        sink.add_argument("-o", "--output", metavar="PATH", help="Parquet or CSV folder to write")
+        sink.add_argument("--output-table", metavar="TABLE", help="PostgreSQL table to create and fill")
+        p.add_argument("--output-format", choices=("parquet", "csv"),
+                       help="output format (default: from the extension; parquet otherwise)")
+        p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+        p.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"),
+                       help="PostgreSQL connection string for --table / --output-table (default: $SIMPG_DSN)")
+        p.add_argument("-b", "--blocks", metavar="LEVELS",
+                       help="layout blocks, e.g. 5 or 4x4 (default: the planner's design cheapest on Spark)")
+        p.add_argument("--block-size", type=int, default=None, metavar="ROWS",
+                       help="rows of one block of an oversized group (default 4096)")
+        p.add_argument("--partitions", type=int, metavar="N", help="shuffle partitions of the pair search")
+        p.add_argument("--master", help="Spark master, e.g. local[2] or spark://host:7077 "
+                                        "(default: spark-submit's, else local[*])")
+        p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting, e.g. spark.driver.memory=8g (repeatable)")
+        if name == "find-clusters":
+            p.add_argument("--method", choices=("components", "representative"), default="components",
+                           help="components: connected components (the default, as find-clusters); "
+                                "representative: by id, each row joins the earliest representative within "
+                                "--distance, else becomes one")
+        p.set_defaults(func=run, spark_kind=name)
+    top.set_defaults(func=lambda args: _usage(top))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _layout(args: argparse.Namespace) -> Layout | None:
+    if not 0 <= args.distance <= MAX_K:
+        raise SimpgError(f"--distance must be from 0 to {MAX_K}, got {args.distance}")
+    if args.block_size is not None and args.block_size < 1:
+        raise SimpgError(f"--block-size must be at least 1, got {args.block_size}")
+    if args.partitions is not None and args.partitions < 1:
+        raise SimpgError(f"--partitions must be at least 1, got {args.partitions}")
+    if args.blocks is None:
+        return None
+    parts = args.blocks.lower().split("x")
+    if not all(p.isdigit() for p in parts) or len(parts) > 2:
+        raise SimpgError(f"--blocks must be a block count like 5 or 4x4, got {args.blocks!r}")
+    return Layout(args.distance, tuple(int(p) for p in parts))
+
+
+def _conf(items: list[str]) -> dict[str, str]:
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SimpgError(f"--conf must be KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run find-all or find-clusters on Spark; print one JSON line of what was written."""
+    from simpg.spark.session import require_pyspark
+
+    layout = _layout(args)
+    conf = _conf(args.conf)
+    if (args.table or args.output_table) and not args.dsn:
+        raise SimpgError("--table and --output-table need --dsn or SIMPG_DSN")
+    if args.input and "://" not in args.input and not os.path.exists(args.input):
+        raise SimpgError(f"cannot read {args.input!r}: No such file or directory")
+    require_pyspark()
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        return _run(args, layout, conf)
+    except (PySparkException, Py4JError) as err:
+        text = str(err).strip().splitlines()
+        raise SimpgError(f"spark failed: {text[0] if text else type(err).__name__}") from None
+
+
+def _run(args: argparse.Namespace, layout: Layout | None, conf: dict[str, str]) -> int:
+    import contextlib
+
+    from simpg.spark import engine, io
+    from simpg.spark.session import session
+
+    spark = session(args.master, conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    options: dict[str, Any] = {"partitions": args.partitions}
+    if args.block_size:
+        options["block_size"] = args.block_size
+    with contextlib.ExitStack() as stack:
+        if args.table:
+            df = stack.enter_context(io.read_table(spark, args.dsn, args.table, args.fp_column or "simhash",
+                                                   args.id_column or "id", args.partitions))
+        else:
+            df = io.read_file(spark, args.input, args.format, args.fp_column, args.id_column)
+        prepared = engine.prepare(df)  # read (and, from a table, in its snapshot) once
+    if args.spark_kind == "find-all":
+        result = engine.pairs(prepared, args.distance, layout, **options)
+        columns = io.PAIRS_COLUMNS
+    else:
+        result = engine.clusters(prepared, args.distance, layout, method=args.method, **options)
+        columns = io.CLUSTERS_COLUMNS
+    summary: dict[str, Any] = {"rows": prepared.row_count, "distinct": prepared.distinct_count}
+    if args.output_table:
+        summary["table"] = args.output_table
+        summary["written"] = io.write_table(result, args.dsn, args.output_table, columns, overwrite=args.overwrite)
+    else:
+        fmt = args.output_format or ("csv" if args.output.rstrip("/").lower().endswith(".csv") else "parquet")
+        io.write_file(result, args.output, fmt, overwrite=args.overwrite)
+        summary["output"] = args.output
+    print(json.dumps(summary))
+    return 0
