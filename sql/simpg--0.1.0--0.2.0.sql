@@ -836,6 +836,11 @@ BEGIN
         RAISE EXCEPTION 'no simpg index on %.%', rel, quote_ident(col)
             USING ERRCODE = 'undefined_object';
     END IF;
+    IF EXISTS (SELECT FROM simpg.table_guards(rel) AS g WHERE g.fingerprint_column = col) THEN
+        RAISE EXCEPTION 'the simpg guard on %.% uses this index', rel, quote_ident(col)
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = format('drop the guard first: SELECT simpg.drop_guard(%L, %L)', rel, col);
+    END IF;
     EXECUTE format('ALTER TABLE %s %s', rel, v_drops);
 END
 $$;
@@ -1040,11 +1045,12 @@ COMMENT ON FUNCTION simpg.guard_lock_keys(regclass, bigint, integer, integer[]) 
 
 -- guard_check: the trigger a guard installs (AFTER INSERT OR UPDATE OF the fingerprint
 -- column, FOR EACH ROW). Its arguments are fixed by create_guard: fingerprint column,
--- guard k, key column, then the index layout (k, levels) and its prefix columns. The
--- layout is checked against the row's own generated prefix values, so an index
--- re-created with another layout makes writes fail (SQLSTATE SPG01) instead of looking
--- in the wrong ranges. Rows of the same statement see each other (AFTER triggers run
--- when the statement's rows are all in).
+-- guard k, key column, the index layout (k, levels), its prefix columns and each one's
+-- prefix length. The ranges and lock keys come from the row's own generated prefix
+-- values: nothing of the layout is computed per row. simpg.drop_index refuses while a
+-- guard uses the index, and a prefix column dropped by hand makes writes fail (SPG01),
+-- so the guard never looks in ranges of another layout. Rows of the same statement see
+-- each other (AFTER triggers run when the statement's rows are all in).
 CREATE OR REPLACE FUNCTION simpg.guard_check() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -1053,11 +1059,13 @@ DECLARE
     v_col name := TG_ARGV[0];
     v_k integer := TG_ARGV[1]::integer;
     v_key_col name := TG_ARGV[2];
-    v_index_k integer := TG_ARGV[3]::integer;
-    v_levels integer[] := TG_ARGV[4]::integer[];
     v_prefix_columns name[] := TG_ARGV[5]::name[];
+    v_prefix_bits integer[] := TG_ARGV[6]::integer[];
     v_new jsonb := to_jsonb(NEW);
     v_fp bigint := (v_new ->> v_col)::bigint;
+    v_prefix bigint;
+    v_mask bigint;
+    v_locks bigint[] := '{}';
     v_lock bigint;
     v_ranges text[] := '{}';
     v_hit record;
@@ -1072,19 +1080,21 @@ BEGIN
                   HINT = 'write at READ COMMITTED or SERIALIZABLE';
     END IF;
     FOR t IN 0 .. cardinality(v_prefix_columns) - 1 LOOP
-        IF (v_new ->> v_prefix_columns[t + 1])::bigint IS DISTINCT FROM simpg.permute(v_fp, v_index_k, v_levels, t) THEN
-            RAISE EXCEPTION 'the simpg guard on %.% was made for the k=% blocks=% index, which is gone or changed',
-                TG_RELID::regclass, quote_ident(v_col), v_index_k, array_to_string(v_levels, 'x')
+        v_prefix := (v_new ->> v_prefix_columns[t + 1])::bigint;
+        IF v_prefix IS NULL THEN
+            RAISE EXCEPTION 'the simpg guard on %.% uses prefix column %, which is gone',
+                TG_RELID::regclass, quote_ident(v_col), quote_ident(v_prefix_columns[t + 1])
                 USING ERRCODE = 'SPG01',
-                      HINT = format('drop the guard and create it again: SELECT simpg.drop_guard(%L, %L); '
-                                    'SELECT simpg.create_guard(%L, %L, %s)', TG_RELID::regclass, v_col,
-                                    TG_RELID::regclass, v_col, v_k);
+                      HINT = format('drop the guard (SELECT simpg.drop_guard(%L, %L)), repair or re-create the '
+                                    'index, then create the guard again', TG_RELID::regclass, v_col);
         END IF;
+        v_mask := -1::bigint << (64 - v_prefix_bits[t + 1]);  -- as simpg.prefix_lo / prefix_hi
+        v_locks := v_locks || hashint8extended(v_prefix & v_mask, (TG_RELID::oid::bigint << 16) | t);
         v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_prefix_columns[t + 1],
-                                       simpg.prefix_lo(v_fp, v_index_k, v_levels, t),
-                                       simpg.prefix_hi(v_fp, v_index_k, v_levels, t));
+                                       v_prefix & v_mask, v_prefix | ~v_mask);
     END LOOP;
-    FOREACH v_lock IN ARRAY simpg.guard_lock_keys(TG_RELID, v_fp, v_index_k, v_levels) LOOP
+    -- in ascending order, the order of simpg.guard_lock_keys: every writer takes them alike
+    FOREACH v_lock IN ARRAY ARRAY(SELECT DISTINCT x FROM unnest(v_locks) AS x ORDER BY x) LOOP
         PERFORM pg_advisory_xact_lock(v_lock);
     END LOOP;
     -- a new statement after the locks: at READ COMMITTED, a new snapshot
@@ -1140,9 +1150,11 @@ BEGIN
     -- the trigger first, under a lock that keeps writers out until the check is done
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', rel);
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OF %I ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION simpg.guard_check(%L, %L, %L, %L, %L, %L)',
+                   'EXECUTE FUNCTION simpg.guard_check(%L, %L, %L, %L, %L, %L, %L)',
                    v_name, v_row.fingerprint_column, rel, v_row.fingerprint_column, v_k, v_key,
-                   v_row.k, v_row.levels, v_row.prefix_columns);
+                   v_row.k, v_row.levels, v_row.prefix_columns,
+                   ARRAY(SELECT simpg.prefix_bits(v_row.k, v_row.levels, t)
+                         FROM generate_series(0, cardinality(v_row.prefix_columns) - 1) AS t));
     SELECT count(*) INTO v_pairs FROM simpg.pairs(NULL::text, rel, v_k, v_row.fingerprint_column, v_key);
     IF v_pairs > 0 THEN
         RAISE EXCEPTION 'table % already holds % pair(s) of rows within % bits', rel, v_pairs, v_k

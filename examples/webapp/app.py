@@ -3,6 +3,10 @@
     POST /documents            {"title": "...", "body": "..."}
         201 + the stored document, or
         409 + the existing near-duplicate (within k bits) that blocked it
+
+The database refuses the near-duplicate itself (``simhash_guard``: simpg.create_guard):
+writers of unrelated documents never wait for each other, and two copies posted at the
+same moment cannot both be stored.
     GET  /documents/<id>       the document
     GET  /documents/<id>/near  its near-duplicates, nearest first (?k= up to the index's k)
 
@@ -18,17 +22,24 @@ from datetime import datetime
 from typing import Any
 
 from flask import Flask, jsonify, request
-from sqlalchemy import BigInteger, DateTime, Engine, Text, create_engine, func, select
+from sqlalchemy import BigInteger, DateTime, Engine, Text, create_engine, func
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintError
-from simpg.sqlalchemy import SimHash, fingerprint_on_write, near_select, simhash_index, url_from_dsn
+from simpg.sqlalchemy import (
+    SimHash,
+    fingerprint_on_write,
+    near_duplicate,
+    near_select,
+    simhash_guard,
+    simhash_index,
+    url_from_dsn,
+)
 
 K = 3
-# pg_advisory_xact_lock key that serialises "check for a near-duplicate, then insert"
-INSERT_LOCK = 0x51AB_0001
 
 
 class Base(DeclarativeBase):
@@ -46,6 +57,7 @@ class Document(Base):
 
 
 simhash_index(Document.simhash, k=K, blocks=5)
+simhash_guard(Document.simhash)  # no two stored documents within K bits, race-free
 fingerprint_on_write(Document.body, Document.simhash)  # default FingerprintConfig()
 
 
@@ -97,16 +109,20 @@ def create_app(
             doc = Document(title=title, body=data["body"])  # fingerprinted here
         except FingerprintError as err:
             return error(422, f"cannot fingerprint body: {err}")
-        with Session.begin() as session:
-            # Without the lock, two near-duplicates posted at once could both pass the check.
-            session.execute(select(func.pg_advisory_xact_lock(INSERT_LOCK)))
-            nearest = session.scalars(near_select(Document, doc.simhash, K).limit(1)).first()
-            if nearest is not None:
-                dist = bits.hamming(nearest.simhash, doc.simhash)
-                return jsonify(error="near-duplicate", existing=as_json(nearest, dist)), 409
-            session.add(doc)
-            session.flush()
-            session.refresh(doc)
+        try:
+            with Session.begin() as session:
+                session.add(doc)
+                session.flush()  # the guard refuses a near-duplicate here
+                session.refresh(doc)
+        except IntegrityError as err:
+            duplicate = near_duplicate(err)
+            if duplicate is None:
+                raise
+            with Session() as session:
+                nearest = session.get(Document, int(duplicate.key or 0))
+                if nearest is None:  # deleted since: a retry may succeed
+                    return error(409, "near-duplicate of a document deleted since; try again")
+                return jsonify(error="near-duplicate", existing=as_json(nearest, duplicate.distance)), 409
         return jsonify(as_json(doc)), 201, {"Location": f"/documents/{doc.id}"}
 
     @app.get("/documents/<int:doc_id>")

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import (
+    SimHashGuard,
     SimHashIndex,
     index_for,
+    near_duplicate,
     object_name,
     prefix_expression,
     register,
+    simhash_guard,
     simhash_index,
+    table_guards,
     table_indexes,
 )
 from simpg.sqlalchemy.orm import (
@@ -40,12 +44,14 @@ from simpg.sqlalchemy.urls import url_from_dsn
 __all__ = [
     "FingerprintWriter",
     "SimHash",
+    "SimHashGuard",
     "SimHashIndex",
     "Sketch",
     "fingerprint_on_write",
     "hamming",
     "index_for",
     "layout_is",
+    "near_duplicate",
     "near_duplicates",
     "near_duplicates_async",
     "near_select",
@@ -55,7 +61,9 @@ __all__ = [
     "prefix_hi",
     "prefix_lo",
     "register",
+    "simhash_guard",
     "simhash_index",
+    "table_guards",
     "table_indexes",
     "url_from_dsn",
 ]

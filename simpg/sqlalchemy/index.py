@@ -32,6 +32,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -50,16 +51,19 @@ from sqlalchemy.dialects.postgresql.base import RESERVED_WORDS
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
-from simpg.exc import SimpgError
+from simpg.exc import NearDuplicate, SimpgError
 from simpg.layout import Layout, default_blocks
 from simpg.psycopg._common import IndexProblem
+from simpg.psycopg._common import near_duplicate as _psycopg_near_duplicate
 from simpg.sqlalchemy.functions import _levels, layout_is
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "SimHashGuard",
     "SimHashIndex",
     "index_for",
+    "near_duplicate",
     "layout_guard",
     "object_name",
     "PREFIX_INDEX_FILLFACTOR",
@@ -67,7 +71,9 @@ __all__ = [
     "prefix_index_sql",
     "register",
     "register_statement",
+    "simhash_guard",
     "simhash_index",
+    "table_guards",
     "table_indexes",
 ]
 
@@ -354,6 +360,72 @@ def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
     for spec in table_indexes(table).values():
         register(connection, spec)
         logger.info("registered simhash index on %s.%s", table.name, spec.column.name)
+    for guard in _TABLE_GUARDS.get(table, {}).values():  # after the indexes they use
+        connection.execute(guard.create_statement(connection))
+        logger.info("created simpg guard on %s.%s (k=%s)", table.name, guard.column.name, guard.k)
+
+
+@dataclass(frozen=True, eq=False)
+class SimHashGuard:
+    """A near-unique guard declared on an indexed fingerprint column (docs/guard.md)."""
+
+    table: Table
+    column: Column[Any]
+    k: int
+    key_column: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The trigger's name, as simpg.create_guard makes it."""
+        return object_name(self.column.name, "_simpg_guard")
+
+    def create_statement(self, connection: Connection) -> TextClause:
+        """``SELECT simpg.create_guard(...)`` for this guard."""
+        return text("SELECT simpg.create_guard(CAST(:rel AS regclass), :col, :k, :key)").bindparams(
+            bindparam("rel", _regclass(connection, self.table), Text()),
+            bindparam("col", self.column.name, Text()),
+            bindparam("k", self.k, Integer()),
+            bindparam("key", self.key_column, Text()),
+        )
+
+
+_TABLE_GUARDS: weakref.WeakKeyDictionary[Table, dict[str, SimHashGuard]] = weakref.WeakKeyDictionary()
+
+
+def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None = None) -> SimHashGuard:
+    """Declare a near-unique guard next to :func:`simhash_index`: ``create_all`` makes it.
+
+    From then on the database refuses any write that leaves two rows within ``k`` bits
+    (default: the index's k), race-free; a refused flush raises ``IntegrityError``, which
+    :func:`near_duplicate` turns into :class:`~simpg.exc.NearDuplicate` (the stored row's
+    key and distance). Call it after :func:`simhash_index` on the same column.
+    """
+    col = _resolve_column(column)
+    spec = index_for(col)
+    radius = spec.layout.k if k is None else k
+    if isinstance(radius, bool) or not isinstance(radius, int) or not 0 <= radius <= spec.layout.k:
+        raise SimpgError(f"a guard on {col.table.name}.{col.name} needs k from 0 to {spec.layout.k}, "
+                         f"the radius of its simhash index, got {k!r}")
+    guards = _TABLE_GUARDS.setdefault(col.table, {})
+    if col.name in guards:
+        raise SimpgError(f"column {col.table.name}.{col.name} already has a guard")
+    guards[col.name] = guard = SimHashGuard(col.table, col, radius, key_column)
+    return guard
+
+
+def table_guards(table: Table) -> dict[str, SimHashGuard]:
+    """Fingerprint column name -> SimHashGuard declared on ``table`` (empty if none)."""
+    return dict(_TABLE_GUARDS.get(table, {}))
+
+
+def near_duplicate(err: BaseException) -> NearDuplicate | None:
+    """The :class:`~simpg.exc.NearDuplicate` a guard's refusal means, else None.
+
+    ``err``: SQLAlchemy's ``IntegrityError`` (from a flush or commit) or psycopg's
+    ``ExclusionViolation``.
+    """
+    orig = getattr(err, "orig", err)
+    return _psycopg_near_duplicate(orig) if isinstance(orig, psycopg.Error) else None
 
 
 def layout_guard(spec: SimHashIndex) -> ColumnElement[bool]:

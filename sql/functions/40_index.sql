@@ -253,6 +253,11 @@ BEGIN
         RAISE EXCEPTION 'no simpg index on %.%', rel, quote_ident(col)
             USING ERRCODE = 'undefined_object';
     END IF;
+    IF EXISTS (SELECT FROM simpg.table_guards(rel) AS g WHERE g.fingerprint_column = col) THEN
+        RAISE EXCEPTION 'the simpg guard on %.% uses this index', rel, quote_ident(col)
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = format('drop the guard first: SELECT simpg.drop_guard(%L, %L)', rel, col);
+    END IF;
     EXECUTE format('ALTER TABLE %s %s', rel, v_drops);
 END
 $$;

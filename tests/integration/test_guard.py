@@ -123,15 +123,29 @@ def test_bad_calls_name_the_problem(conn: psycopg.Connection) -> None:
         conn.execute("INSERT INTO docs (id, simhash) VALUES (1, 42)")
     conn.rollback()
     conn.autocommit = True
-    # an index re-created with another layout: writes fail until the guard is made again
-    conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
-    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
-    with pytest.raises(psycopg.Error, match="was made for the k=3 blocks=5 index, which is gone or changed") as info:
+    # the index cannot change under a guard; a prefix column dropped by hand stops writes
+    with pytest.raises(errors.DependentObjectsStillExist, match="the simpg guard on public.docs.simhash uses this"):
+        conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
+    conn.execute("ALTER TABLE docs DROP COLUMN simhash_p3")
+    with pytest.raises(psycopg.Error, match="uses prefix column simhash_p3, which is gone") as info:
         conn.execute("INSERT INTO docs (id, simhash) VALUES (1, 42)")
     assert info.value.sqlstate == "SPG01"
     conn.execute("SELECT simpg.drop_guard('docs', 'simhash')")
+    conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 4)")
     conn.execute("SELECT simpg.create_guard('docs', 'simhash')")
     conn.execute("INSERT INTO docs (id, simhash) VALUES (1, 42)")
+    # the lock keys a write takes are simpg.guard_lock_keys of its fingerprint
+    conn.autocommit = False
+    conn.execute("INSERT INTO docs (id, simhash) VALUES (2, %s)", [bits.to_db(2**64 - 99)])
+    held = conn.execute(
+        "SELECT array_agg(((classid::bigint << 32) | objid::bigint) ORDER BY 1) FROM pg_locks "
+        "WHERE locktype = 'advisory' AND objsubid = 1 AND pid = pg_backend_pid()").fetchone()[0]
+    assert sorted(held) == sorted(conn.execute("SELECT simpg.guard_lock_keys('docs', %s, 3, '{4}')",
+                                               [bits.to_db(2**64 - 99)]).fetchone()[0])
+    assert len(held) == 4
+    conn.rollback()
+    conn.autocommit = True
 
 
 def race(dsn: str, writers: int, fps: list[list[int]], write: Callable[[psycopg.Connection, int, int], None],

@@ -87,6 +87,7 @@ def test_near_lists_are_exact(client, db):
     first = client.post("/documents", json={"body": "seed document for the neighbour list"}).json
     fp = int(first["simhash"], 16)
     flips = [0, 1 << 63, 1, (1 << 63) | 1, 0b111 << 30, 0b1111 << 30]
+    db.conn.execute("SELECT simpg.drop_guard('webapp_documents')")  # the guard would refuse them
     with db.conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO webapp_documents (body, simhash) VALUES ('x', %s)",
@@ -106,6 +107,18 @@ def test_bad_requests(client):
     doc = client.post("/documents", json={"body": "a document to ask about"}).json
     resp = client.get(f"/documents/{doc['id']}/near?k=4")
     assert resp.status_code == 400 and "k=4 is above the radius k=3" in resp.json["error"]
+
+
+def test_the_guard_is_in_the_database(client, db):
+    """create_all made the guard: a near-duplicate inserted around the app is refused too."""
+    import psycopg
+
+    first = client.post("/documents", json={"body": "stored through the app, then copied by hand"}).json
+    assert db.conn.execute("SELECT guard_name, k FROM simpg.table_guards('webapp_documents')").fetchall() == [
+        ("simhash_simpg_guard", 3)]
+    with pytest.raises(psycopg.errors.ExclusionViolation):
+        db.conn.execute("INSERT INTO webapp_documents (body, simhash) VALUES ('x', %s)",
+                        [bits.to_db(int(first["simhash"], 16) ^ 0b101)])
 
 
 def test_concurrent_duplicates_store_one(client):

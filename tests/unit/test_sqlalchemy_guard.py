@@ -1,0 +1,31 @@
+"""simhash_guard declarations: validated when declared, before any database sees them."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import BigInteger, Column, MetaData, Table
+
+from simpg.exc import SimpgError
+from simpg.sqlalchemy import SimHashGuard, near_duplicate, simhash_guard, simhash_index, table_guards
+
+
+def table(name: str) -> Table:
+    return Table(name, MetaData(), Column("id", BigInteger, primary_key=True), Column("simhash", BigInteger))
+
+
+def test_guard_needs_the_index_and_a_k_within_its_radius() -> None:
+    t = table("g1")
+    with pytest.raises(SimpgError, match="column g1.simhash has no simhash index"):
+        simhash_guard(t.c.simhash)
+    simhash_index(t.c.simhash, k=3, blocks=5)
+    with pytest.raises(SimpgError, match="needs k from 0 to 3, the radius of its simhash index, got 4"):
+        simhash_guard(t.c.simhash, k=4)
+    guard = simhash_guard(t.c.simhash)
+    assert guard == table_guards(t)["simhash"] and isinstance(guard, SimHashGuard)
+    assert (guard.k, guard.name) == (3, "simhash_simpg_guard")
+    with pytest.raises(SimpgError, match="column g1.simhash already has a guard"):
+        simhash_guard(t.c.simhash, k=2)
+
+
+def test_near_duplicate_ignores_other_errors() -> None:
+    assert near_duplicate(ValueError("x")) is None
