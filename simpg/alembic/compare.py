@@ -24,13 +24,19 @@ from alembic.operations import ops
 from alembic.util import DispatchPriority, PriorityDispatchResult
 from sqlalchemy import Column, text
 
-from simpg.alembic.ops import _VERSION_SQL, CreateSimhashIndexOp, DropSimhashIndexOp, InstallSimpgOp
+from simpg.alembic.ops import (
+    _VERSION_SQL,
+    CreateSimhashGuardOp,
+    CreateSimhashIndexOp,
+    DropSimhashIndexOp,
+    InstallSimpgOp,
+)
 from simpg.alembic.render import mark_simhash_types
-from simpg.sqlalchemy.index import SimHashIndex, table_indexes
+from simpg.sqlalchemy.index import SimHashGuard, SimHashIndex, table_guards, table_indexes
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CatalogIndex", "compare_simhash_indexes"]
+__all__ = ["CatalogIndex", "compare_simhash_guards", "compare_simhash_indexes"]
 
 Key = tuple[Any, str, str]  # (schema or None for the default one, table, fingerprint column)
 
@@ -235,8 +241,69 @@ def compare_simhash_indexes(
     return PriorityDispatchResult.CONTINUE
 
 
+# The guards in the database: (schema, table, column) -> (k, key column). Guards are
+# triggers of simpg.guard_check; none when simpg is not installed.
+_GUARDS_SQL = text("""
+SELECT n.nspname, c.relname, g.fingerprint_column, g.k, g.key_column
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+CROSS JOIN LATERAL simpg.table_guards(c.oid) AS g
+WHERE EXISTS (SELECT FROM pg_catalog.pg_trigger AS t JOIN pg_catalog.pg_proc AS p ON p.oid = t.tgfoid
+              WHERE t.tgrelid = c.oid AND p.proname = 'guard_check'
+                AND p.pronamespace = to_regnamespace('simpg'))
+""")
+
+
+def compare_simhash_guards(
+    autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
+) -> PriorityDispatchResult:
+    """Declared guards (:func:`~simpg.sqlalchemy.simhash_guard`) against the database's.
+
+    A guard is created after its table's other operations (its index first) and dropped
+    before them (before its index). Runs after :func:`compare_simhash_indexes`.
+    """
+    conn = autogen_context.connection
+    if conn is None or conn.dialect.name != "postgresql":
+        return PriorityDispatchResult.CONTINUE
+    default_schema = conn.dialect.default_schema_name
+
+    def norm(schema: str | None) -> str | None:
+        return None if schema in (None, default_schema) else schema
+
+    declared: dict[Key, SimHashGuard] = {}
+    compared: set[tuple[str | None, str]] = set()
+    for model_table in autogen_context.sorted_tables:
+        schema = norm(model_table.schema)
+        if schema not in schemas:
+            continue
+        compared.add((schema, model_table.name))
+        for column, guard in table_guards(model_table).items():
+            declared[(schema, model_table.name, column)] = guard
+    stored: dict[Key, tuple[int, str]] = {}
+    if conn.execute(_VERSION_SQL).scalar() is not None:
+        for nsp, table, column, k, key in conn.execute(_GUARDS_SQL):
+            if norm(nsp) in schemas:
+                stored[(norm(nsp), table, column)] = (k, key)
+    for key in sorted(set(declared) | set(stored), key=lambda x: (x[0] or "", x[1], x[2])):
+        schema, table, column = key
+        want, row = declared.get(key), stored.get(key)
+        if want is not None and row is not None and row[0] == want.k and want.key_column in (None, row[1]):
+            continue
+        where = _positions(upgrade_ops, schema, table, default_schema)
+        if want is not None:
+            create = CreateSimhashGuardOp(table, column, k=want.k, key_column=want.key_column, schema=schema)
+            upgrade_ops.ops.insert(where[-1] + 1 if where else len(upgrade_ops.ops), create)
+            logger.info("Detected added simhash guard on %s.%s", table, column)
+        if row is not None and (schema, table) in compared:
+            drop = CreateSimhashGuardOp(table, column, k=row[0], key_column=row[1], schema=schema).reverse()
+            upgrade_ops.ops.insert(where[0] if where else 0, drop)
+            logger.info("Detected removed simhash guard on %s.%s", table, column)
+    return PriorityDispatchResult.CONTINUE
+
+
 def _register(fn: Callable[..., PriorityDispatchResult]) -> None:
     comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(fn)
 
 
 _register(compare_simhash_indexes)
+_register(compare_simhash_guards)

@@ -11,8 +11,10 @@ Example (in a migration file)::
     def upgrade():
         op.install_simpg()
         op.create_simhash_index("articles", "simhash", k=3, blocks=5)
+        op.create_simhash_guard("articles", "simhash")    # no two rows within k (docs/guard.md)
 
     def downgrade():
+        op.drop_simhash_guard("articles", "simhash")
         op.drop_simhash_index("articles", "simhash")
         op.uninstall_simpg()
 """
@@ -41,7 +43,9 @@ from simpg.sqlalchemy.index import (
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CreateSimhashGuardOp",
     "CreateSimhashIndexOp",
+    "DropSimhashGuardOp",
     "DropSimhashIndexOp",
     "InstallSimpgOp",
     "UninstallSimpgOp",
@@ -457,3 +461,87 @@ def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
                 text(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_prefix}{prep.quote(name)}")
             )
         operations.execute(drop)
+
+
+# -- near-unique guards (docs/guard.md) ------------------------------------------------------
+
+
+@Operations.register_operation("create_simhash_guard")
+class CreateSimhashGuardOp(MigrateOperation):
+    """Add a near-unique guard on an indexed fingerprint column (``simpg.create_guard``)."""
+
+    def __init__(self, table_name: str, column_name: str, *, k: int | None = None,
+                 key_column: str | None = None, schema: str | None = None) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.k = k
+        self.key_column = key_column
+        self.schema = schema
+
+    @classmethod
+    def create_simhash_guard(cls, operations: Operations, table_name: str, column_name: str, *,
+                             k: int | None = None, key_column: str | None = None,
+                             schema: str | None = None) -> None:
+        """From now on no two committed rows within ``k`` bits (default: the index's k).
+
+        Args:
+            operations: given by Alembic.
+            table_name: the table (its simhash index must exist).
+            column_name: its fingerprint column.
+            k: the guard's radius, up to the index's.
+            key_column: the column naming rows in refusals (default: the primary key).
+            schema: the table's schema.
+        """
+        operations.invoke(cls(table_name, column_name, k=k, key_column=key_column, schema=schema))
+
+    def reverse(self) -> DropSimhashGuardOp:
+        """The operation that undoes this one."""
+        return DropSimhashGuardOp(self.table_name, self.column_name, schema=self.schema, _reverse=self)
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("add_simhash_guard", self.schema, self.table_name, self.column_name, self.k)
+
+
+@Operations.register_operation("drop_simhash_guard")
+class DropSimhashGuardOp(MigrateOperation):
+    """Remove the near-unique guard of a fingerprint column (``simpg.drop_guard``)."""
+
+    def __init__(self, table_name: str, column_name: str, *, schema: str | None = None,
+                 _reverse: CreateSimhashGuardOp | None = None) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.schema = schema
+        self._reverse = _reverse
+
+    @classmethod
+    def drop_simhash_guard(cls, operations: Operations, table_name: str, column_name: str, *,
+                           schema: str | None = None) -> None:
+        """Drop what create_simhash_guard made."""
+        operations.invoke(cls(table_name, column_name, schema=schema))
+
+    def reverse(self) -> CreateSimhashGuardOp:
+        """The operation that undoes this one."""
+        if self._reverse is None:
+            raise ValueError(f"drop_simhash_guard({self.table_name!r}, {self.column_name!r}) is not reversible: "
+                             "its k is unknown")
+        return self._reverse
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("remove_simhash_guard", self.schema, self.table_name, self.column_name)
+
+
+@Operations.implementation_for(CreateSimhashGuardOp)
+def _create_simhash_guard(operations: Operations, op: CreateSimhashGuardOp) -> None:
+    rel = _rel(operations, op.table_name, op.schema)
+    operations.execute(select(_simpg("create_guard", cast(literal(rel, Text), REGCLASS),
+                                     literal(op.column_name, Text), literal(op.k, Integer),
+                                     literal(op.key_column, Text))))
+
+
+@Operations.implementation_for(DropSimhashGuardOp)
+def _drop_simhash_guard(operations: Operations, op: DropSimhashGuardOp) -> None:
+    rel = _rel(operations, op.table_name, op.schema)
+    operations.execute(select(_simpg("drop_guard", cast(literal(rel, Text), REGCLASS),
+                                     literal(op.column_name, Text))))

@@ -15,7 +15,9 @@ from alembic.autogenerate.api import AutogenContext
 from alembic.operations import ops
 
 from simpg.alembic.ops import (
+    CreateSimhashGuardOp,
     CreateSimhashIndexOp,
+    DropSimhashGuardOp,
     DropSimhashIndexOp,
     InstallSimpgOp,
     UninstallSimpgOp,
@@ -53,6 +55,20 @@ def _render_drop(autogen_context: AutogenContext, op: DropSimhashIndexOp) -> str
     if op.concurrently:
         kwargs["concurrently"] = True
     return _call("drop_simhash_index", [repr(op.table_name), repr(op.column_name)], kwargs)
+
+
+@renderers.dispatch_for(CreateSimhashGuardOp)
+def _render_create_guard(autogen_context: AutogenContext, op: CreateSimhashGuardOp) -> str:
+    autogen_context.imports.add(OPS_IMPORT)
+    kwargs = {key: getattr(op, key) for key in ("k", "key_column", "schema") if getattr(op, key) is not None}
+    return _call("create_simhash_guard", [repr(op.table_name), repr(op.column_name)], kwargs)
+
+
+@renderers.dispatch_for(DropSimhashGuardOp)
+def _render_drop_guard(autogen_context: AutogenContext, op: DropSimhashGuardOp) -> str:
+    autogen_context.imports.add(OPS_IMPORT)
+    kwargs = {"schema": op.schema} if op.schema is not None else {}
+    return _call("drop_simhash_guard", [repr(op.table_name), repr(op.column_name)], kwargs)
 
 
 @renderers.dispatch_for(InstallSimpgOp)

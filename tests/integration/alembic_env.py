@@ -55,7 +55,7 @@ MODELS_HEADER = """
 from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from simpg.sqlalchemy import SimHash, simhash_index
+from simpg.sqlalchemy import SimHash, simhash_guard, simhash_index
 
 
 class Base(DeclarativeBase):

@@ -295,3 +295,41 @@ def test_autogenerate_installs_simpg_when_missing(tmp_path, bare_db):
 def test_autogenerate_does_not_install_twice(env, db):
     env.write_models(ARTICLES.format(blocks=5))
     assert "install_simpg" not in env.autogenerate("articles")
+
+
+def test_guard_autogenerates_after_its_index_and_round_trips(env, db):
+    """simhash_guard in the model: op.create_simhash_guard after the index, dropped before it."""
+    import psycopg
+
+    env.write_models(ARTICLES.format(blocks=5) + "simhash_guard(Article.simhash, k=2)\n")
+    text = env.autogenerate("guarded")
+    up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
+    assert up.index("op.create_simhash_index('articles', 'simhash', k=3, blocks=5)") < up.index(
+        "op.create_simhash_guard('articles', 'simhash', k=2)")
+    assert down.index("op.drop_simhash_guard('articles', 'simhash')") < down.index(
+        "op.drop_simhash_index('articles', 'simhash')")
+    env.upgrade()
+    guards = "SELECT guard_name, fingerprint_column, k, key_column FROM simpg.table_guards('articles')"
+    assert db.conn.execute(guards).fetchall() == [("simhash_simpg_guard", "simhash", 2, "id")]
+    db.conn.execute("INSERT INTO articles (title, body, simhash) VALUES ('a', 'b', 12345)")
+    with pytest.raises(psycopg.errors.ExclusionViolation):
+        db.conn.execute("INSERT INTO articles (title, body, simhash) VALUES ('a', 'b', 12344)")
+    assert_clean(env)
+    # another k: drop and create; no guard in the model: drop
+    env.write_models(ARTICLES.format(blocks=5) + "simhash_guard(Article.simhash)\n")
+    text = env.autogenerate("k3")
+    up = body_of(text, "upgrade")
+    assert up.index("op.drop_simhash_guard('articles', 'simhash')") < up.index(
+        "op.create_simhash_guard('articles', 'simhash', k=3)")
+    env.upgrade()
+    assert db.conn.execute(guards).fetchall() == [("simhash_simpg_guard", "simhash", 3, "id")]
+    assert_clean(env)
+    env.write_models(ARTICLES.format(blocks=5))
+    text = env.autogenerate("unguarded")
+    assert "op.drop_simhash_guard('articles', 'simhash')" in body_of(text, "upgrade")
+    assert "op.create_simhash_guard('articles', 'simhash', k=3, key_column='id')" in body_of(text, "downgrade")
+    env.upgrade()
+    assert db.conn.execute(guards).fetchall() == []
+    assert_clean(env)
+    env.downgrade("base")
+    assert db.conn.execute("SELECT to_regclass('articles')").fetchone() == (None,)
