@@ -507,6 +507,9 @@ def register(subparsers: Any) -> None:
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
     )
     p.add_argument("--inner-blocks", type=int, help="level-2 blocks, optional")
+    p.add_argument("--guard", action="store_true",
+                   help="then refuse near-duplicates on write: simpg.create_guard with the index's k "
+                        "(docs/guard.md); fails, naming how many, if the table already holds some")
     p.add_argument(
         "--lock-timeout",
         default="5s",
@@ -632,7 +635,11 @@ def run(args: argparse.Namespace) -> int:
                 fingerprint_config=config.identity,
                 lock_timeout=args.lock_timeout,
             )
-    result = {"column_added": added, **asdict(filled), "index": asdict(index) if index else None,
+        guard = None
+        if args.guard:
+            row = conn.execute("SELECT simpg.create_guard(%s::regclass, %s)", (args.table, args.fp_column)).fetchone()
+            guard = row[0] if row else None
+    result = {"column_added": added, **asdict(filled), "index": asdict(index) if index else None, "guard": guard,
               "sketches": None if sketches is None else {"column_added": sketch_added, **asdict(sketches)}}
     if args.json:
         print(json.dumps(result))
@@ -644,6 +651,8 @@ def run(args: argparse.Namespace) -> int:
             ("batches", f"{filled.batches:,}"),
             ("fill time", f"{filled.seconds:.1f} s"),
         ]
+        if guard is not None:
+            rows.append(("guard", f"{guard} (no two rows within the index's k)"))
         if sketches is not None:
             rows += [
                 ("sketch column added", "yes" if sketch_added else "no (existed)"),

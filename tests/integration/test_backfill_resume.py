@@ -254,3 +254,19 @@ def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys)
     conn.execute("ALTER TABLE items ADD COLUMN other text")
     code, _, err = backfill(capsys, db, "--sketch-column", "other")
     assert (code, err) == (1, "simpg: column items.other is text, expected bit(256)\n")
+
+
+def test_backfill_adds_the_guard(db, capsys):
+    """--guard: after the index, simpg.create_guard; refused while near-duplicates are stored."""
+    conn = db.conn
+    make_table(conn, 60)  # rows 13 and 14 hold the same text
+    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5", "--guard")
+    assert code == 1 and "already holds" in err and "pair(s) of rows within 3 bits" in err
+    pairs = conn.execute("SELECT key_a, key_b FROM simpg.pairs('items', 3)").fetchall()
+    conn.execute("DELETE FROM items WHERE id = ANY(%s)", [[b for _, b in pairs]])
+    code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "5", "--guard")
+    assert code == 0, err
+    assert result["guard"] == "fp_simpg_guard"
+    stored = conn.execute("SELECT fp FROM items WHERE fp IS NOT NULL LIMIT 1").fetchone()[0]
+    with pytest.raises(psycopg.errors.ExclusionViolation):
+        conn.execute("INSERT INTO items (body, fp) VALUES ('copy', %s)", [stored ^ 1])
