@@ -451,3 +451,45 @@ def test_a_rewritten_partition_is_seen_through_its_partitioned_table(db):
     got = {r[0] for r in reader.execute("SELECT id FROM simpg.near(NULL::parts, 200, 3)").fetchall()}
     assert got == {i for i in range(1, 501) if bits.hamming(i, 200) <= 3}
     reader.close()
+
+
+# -- the near-unique guard (issue 16) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_guard_by_the_owner_binds_every_writer_and_survives_dump_and_restore(scene, how):
+    """alice guards her table; bob, who may insert, can neither drop the guard nor get past
+    it, even with an advisory lock of the same number held; dump and restore keep it."""
+    scene.install(how)
+    rng = random.Random(16)
+    fps = [rng.getrandbits(64) for _ in range(200)]
+    with scene.connect(scene.alice) as alice:
+        alice.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")
+        with alice.cursor() as cur:
+            cur.executemany("INSERT INTO docs VALUES (%s, %s)", [(i, bits.to_db(f)) for i, f in enumerate(fps, 1)])
+        alice.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+        alice.execute("SELECT simpg.create_guard('docs', 'fp')")
+        alice.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE ON docs TO {}").format(sql.Identifier(scene.bob)))
+        keys = alice.execute("SELECT simpg.guard_lock_keys('docs', %s, 3, '{5}')",
+                             [bits.to_db(fps[0] ^ 1)]).fetchone()[0]
+    with scene.connect(scene.bob) as bob:
+        for attack in ("SELECT simpg.drop_guard('docs', 'fp')", "DROP TRIGGER fp_simpg_guard ON docs",
+                       "ALTER TABLE docs DISABLE TRIGGER fp_simpg_guard", "SELECT simpg.drop_index('docs', 'fp')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                bob.execute(attack)
+        bob.execute("SELECT pg_advisory_lock(%s)", [keys[0]])  # bob's own lock on one of the keys
+        with pytest.raises(psycopg.errors.ExclusionViolation):
+            bob.execute("INSERT INTO docs VALUES (1000, %s)", [bits.to_db(fps[0] ^ 1)])
+        with pytest.raises(psycopg.errors.ExclusionViolation):
+            bob.execute("UPDATE docs SET fp = %s WHERE id = 2", [bits.to_db(fps[0] ^ 2)])
+        bob.execute("SELECT pg_advisory_unlock_all()")
+    for dumper, restorer, target in ((scene.alice, scene.alice, f"{scene.name}_r1"),
+                                     ("postgres", "postgres", f"{scene.name}_r2")):
+        done = restore(scene, dump(scene, dumper), restorer, target)
+        assert done.returncode == 0, done.stderr.decode()
+        with psycopg.connect(scene.dsn(scene.alice, target), autocommit=True) as conn:
+            assert conn.execute("SELECT guard_name, k FROM simpg.table_guards('docs')").fetchall() == [
+                ("fp_simpg_guard", 3)]
+            with pytest.raises(psycopg.errors.ExclusionViolation):
+                conn.execute("INSERT INTO docs VALUES (1000, %s)", [bits.to_db(fps[5] ^ 4)])
+            assert conn.execute("SELECT count(*) FROM docs").fetchone() == (200,)

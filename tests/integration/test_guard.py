@@ -13,6 +13,7 @@ import json
 import random
 import re
 import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -348,3 +349,43 @@ def test_python_surface(conn: psycopg.Connection, db: object) -> None:
     guards, found = asyncio.run(run())
     assert guards == [Guard("simhash_simpg_guard", "simhash", 2, "id")] and found == Inserted(False, "1", 2)
     assert index.guards() == []
+
+
+def test_writers_of_several_statements_meet_a_deadlock_at_worst(db: object) -> None:
+    """Two transactions, each writing two rows in two statements, in crossed order: one of them
+    is cancelled as a deadlock (40P01, retryable), the other commits, and no pair is within k."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make(conn)
+        conn.execute("SELECT simpg.create_guard('docs')")
+    a, b = 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210
+    t1, t2 = psycopg.connect(dsn), psycopg.connect(dsn)
+    outcome: dict[str, BaseException | None] = {}
+    try:
+        t1.execute("INSERT INTO docs (id, simhash) VALUES (1, %s)", [bits.to_db(a)])
+        t2.execute("INSERT INTO docs (id, simhash) VALUES (2, %s)", [bits.to_db(b)])
+
+        def second(conn: psycopg.Connection, name: str, id_: int, fp: int) -> None:
+            try:
+                conn.execute("INSERT INTO docs (id, simhash) VALUES (%s, %s)", [id_, bits.to_db(fp)])
+                conn.commit()
+                outcome[name] = None
+            except psycopg.Error as err:
+                conn.rollback()
+                outcome[name] = err
+
+        first = threading.Thread(target=second, args=(t1, "t1", 3, b ^ 1))  # waits for t2's keys
+        first.start()
+        time.sleep(0.3)
+        second(t2, "t2", 4, a ^ 1)  # waits for t1's: a deadlock, which PostgreSQL breaks
+        first.join(timeout=60)
+    finally:
+        t1.close()
+        t2.close()
+    failures = [err for err in outcome.values() if err is not None]
+    assert len(outcome) == 2 and len(failures) == 1, outcome
+    assert isinstance(failures[0], errors.DeadlockDetected)
+    with psycopg.connect(dsn) as conn:
+        rows = stored(conn)
+    assert len(rows) == 2
+    assert_no_pair_within(rows, K)
