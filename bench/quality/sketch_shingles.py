@@ -35,6 +35,8 @@ import unicodedata
 import mmh3
 import numpy as np
 
+from simpg.fingerprint import minhash
+
 M64 = (1 << 64) - 1
 _C1 = np.uint64(0xBF58476D1CE4E5B9)
 _C2 = np.uint64(0x94D049BB133111EB)
@@ -43,23 +45,7 @@ _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _TAG_WORD = np.uint64(0x5752440000000000)
 _TAG_CHAR = np.uint64(0x4348520000000000)
 
-_SPACELESS = (
-    "\u3005-\u3007"  # 々〆〇
-    "\u3021-\u3029\u3038-\u303b"  # Hangzhou numerals, 〸〹〺〻
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana (incl. ー)
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3100-\u312f\u31a0-\u31bf"  # Bopomofo
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\U00020000-\U0003134f"  # CJK extensions B-G, compatibility supplement
-    "\u0e00-\u0e7f"  # Thai
-    "\u0e80-\u0eff"  # Lao
-    "\u0f00-\u0fff"  # Tibetan
-    "\u1000-\u109f"  # Myanmar
-    "\u1780-\u17ff"  # Khmer
-)
+_SPACELESS = minhash._SPACELESS  # the product's definition (simpg.fingerprint.minhash)
 _HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
 
 
@@ -88,14 +74,7 @@ def _word_hash(w: str) -> int:
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        x = x.astype(np.uint64, copy=True)
-        x ^= x >> np.uint64(30)
-        x *= _C1
-        x ^= x >> np.uint64(27)
-        x *= _C2
-        x ^= x >> np.uint64(31)
-    return x
+    return minhash._mix(x)
 
 
 def _ngrams(t: np.ndarray, n: int, tag: np.ndarray) -> np.ndarray:

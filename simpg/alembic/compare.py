@@ -156,6 +156,22 @@ def _drop_op(key: Key, row: CatalogIndex) -> DropSimhashIndexOp:
     return create.reverse()
 
 
+def _model_tables(autogen_context: AutogenContext, schemas: set[str | None],
+                  norm: Callable[[str | None], str | None]) -> list[tuple[str | None, Any]]:
+    """The model's tables autogenerate compares: in ``schemas``, past the name and object filters."""
+    out = []
+    for model_table in autogen_context.sorted_tables:
+        schema = norm(model_table.schema)
+        if schema not in schemas:
+            continue
+        if not autogen_context.run_name_filters(model_table.name, "table", {"schema_name": model_table.schema}):
+            continue
+        if not autogen_context.run_object_filters(model_table, model_table.name, "table", False, None):
+            continue
+        out.append((schema, model_table))
+    return out
+
+
 def compare_simhash_indexes(
     autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
 ) -> PriorityDispatchResult:
@@ -170,14 +186,7 @@ def compare_simhash_indexes(
 
     declared: dict[Key, SimHashIndex] = {}
     compared_tables: set[tuple[str | None, str]] = set()
-    for model_table in autogen_context.sorted_tables:
-        schema = norm(model_table.schema)
-        if schema not in schemas:
-            continue
-        if not autogen_context.run_name_filters(model_table.name, "table", {"schema_name": model_table.schema}):
-            continue
-        if not autogen_context.run_object_filters(model_table, model_table.name, "table", False, None):
-            continue
+    for schema, model_table in _model_tables(autogen_context, schemas, norm):
         compared_tables.add((schema, model_table.name))
         for column, declared_spec in table_indexes(model_table).items():
             declared[(schema, model_table.name, column)] = declared_spec
@@ -272,10 +281,7 @@ def compare_simhash_guards(
 
     declared: dict[Key, SimHashGuard] = {}
     compared: set[tuple[str | None, str]] = set()
-    for model_table in autogen_context.sorted_tables:
-        schema = norm(model_table.schema)
-        if schema not in schemas:
-            continue
+    for schema, model_table in _model_tables(autogen_context, schemas, norm):
         compared.add((schema, model_table.name))
         for column, guard in table_guards(model_table).items():
             declared[(schema, model_table.name, column)] = guard
