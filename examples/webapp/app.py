@@ -23,17 +23,16 @@ from typing import Any
 
 from flask import Flask, jsonify, request
 from sqlalchemy import BigInteger, DateTime, Engine, Text, create_engine, func
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from simpg import bits
-from simpg.exc import SimpgError
+from simpg.exc import NearDuplicate, SimpgError
 from simpg.fingerprint import FingerprintError
 from simpg.sqlalchemy import (
     SimHash,
     fingerprint_on_write,
-    near_duplicate,
     near_select,
+    raise_near_duplicates,
     simhash_guard,
     simhash_index,
     url_from_dsn,
@@ -92,6 +91,7 @@ def create_app(
 ) -> Flask:
     """The Flask app; ``create_tables`` runs create_all (a demo: use Alembic in production)."""
     engine = engine or create_engine(url or database_url())
+    raise_near_duplicates(engine)  # the guard's refusals arrive as NearDuplicate (an IntegrityError)
     if create_tables:
         Base.metadata.create_all(engine)
     Session = sessionmaker(engine, expire_on_commit=False)
@@ -114,10 +114,7 @@ def create_app(
                 session.add(doc)
                 session.flush()  # the guard refuses a near-duplicate here
                 session.refresh(doc)
-        except IntegrityError as err:
-            duplicate = near_duplicate(err)
-            if duplicate is None:
-                raise
+        except NearDuplicate as duplicate:
             with Session() as session:
                 nearest = session.get(Document, int(duplicate.key or 0))
                 if nearest is None:  # deleted since: a retry may succeed

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import (
+    NearDuplicateError,
     SimHashGuard,
     SimHashIndex,
     index_for,
     near_duplicate,
     object_name,
     prefix_expression,
+    raise_near_duplicates,
     register,
     simhash_guard,
     simhash_index,
@@ -43,6 +45,7 @@ from simpg.sqlalchemy.urls import url_from_dsn
 
 __all__ = [
     "FingerprintWriter",
+    "NearDuplicateError",
     "SimHash",
     "SimHashGuard",
     "SimHashIndex",
@@ -60,6 +63,7 @@ __all__ = [
     "prefix_expression",
     "prefix_hi",
     "prefix_lo",
+    "raise_near_duplicates",
     "register",
     "simhash_guard",
     "simhash_index",

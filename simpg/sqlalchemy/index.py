@@ -49,6 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import RESERVED_WORDS
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from simpg.exc import NearDuplicate, SimpgError
@@ -63,7 +64,9 @@ __all__ = [
     "SimHashGuard",
     "SimHashIndex",
     "index_for",
+    "NearDuplicateError",
     "near_duplicate",
+    "raise_near_duplicates",
     "layout_guard",
     "object_name",
     "PREFIX_INDEX_FILLFACTOR",
@@ -416,6 +419,34 @@ def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None =
 def table_guards(table: Table) -> dict[str, SimHashGuard]:
     """Fingerprint column name -> SimHashGuard declared on ``table`` (empty if none)."""
     return dict(_TABLE_GUARDS.get(table, {}))
+
+
+class NearDuplicateError(IntegrityError, NearDuplicate):
+    """The ``IntegrityError`` of a guard's refusal, carrying ``key``, ``distance`` and ``guard``.
+
+    Raised instead of a plain ``IntegrityError`` on engines passed to
+    :func:`raise_near_duplicates`; ``except IntegrityError`` still catches it.
+    """
+
+
+def raise_near_duplicates(engine: Any) -> None:
+    """Make ``engine`` raise :class:`NearDuplicateError` for a simpg guard's refusals.
+
+    A ``handle_error`` listener: other errors are left as SQLAlchemy raises them.
+    Works for sync engines and for an ``AsyncEngine``'s ``sync_engine``.
+    """
+    target = getattr(engine, "sync_engine", engine)
+
+    @event.listens_for(target, "handle_error")
+    def _near_duplicate(context: Any) -> BaseException | None:
+        found = near_duplicate(context.original_exception)
+        wrapped = context.sqlalchemy_exception
+        if found is None or wrapped is None:
+            return None
+        error = NearDuplicateError(wrapped.statement, wrapped.params, wrapped.orig,
+                                   hide_parameters=wrapped.hide_parameters)
+        error.key, error.distance, error.guard = found.key, found.distance, found.guard
+        return error
 
 
 def near_duplicate(err: BaseException) -> NearDuplicate | None:

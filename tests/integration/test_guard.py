@@ -389,3 +389,30 @@ def test_writers_of_several_statements_meet_a_deadlock_at_worst(db: object) -> N
         rows = stored(conn)
     assert len(rows) == 2
     assert_no_pair_within(rows, K)
+
+
+def test_sqlalchemy_raises_near_duplicate_errors(conn: psycopg.Connection, db: object) -> None:
+    """raise_near_duplicates(engine): a refused flush is a NearDuplicateError with key and distance."""
+    from sqlalchemy import create_engine
+    from sqlalchemy import text as sql_text
+    from sqlalchemy.exc import IntegrityError
+
+    from simpg.sqlalchemy import NearDuplicateError, raise_near_duplicates, url_from_dsn
+
+    make(conn)
+    conn.execute("SELECT simpg.create_guard('docs')")
+    conn.execute("INSERT INTO docs (id, simhash) VALUES (1, 4096)")
+    engine = create_engine(url_from_dsn(db.dsn))  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(IntegrityError) as plain, engine.begin() as sa:
+            sa.execute(sql_text("INSERT INTO docs (id, simhash) VALUES (2, 4097)"))
+        assert not isinstance(plain.value, NearDuplicateError)
+        raise_near_duplicates(engine)
+        with pytest.raises(NearDuplicateError) as info, engine.begin() as sa:
+            sa.execute(sql_text("INSERT INTO docs (id, simhash) VALUES (2, 4097)"))
+        assert (info.value.key, info.value.distance, info.value.guard) == ("1", 1, "simhash_simpg_guard")
+        with pytest.raises(IntegrityError) as other, engine.begin() as sa:  # not a guard's: left alone
+            sa.execute(sql_text("INSERT INTO docs (id, simhash) VALUES (1, 99999999)"))
+        assert not isinstance(other.value, NearDuplicateError)
+    finally:
+        engine.dispose()

@@ -29,3 +29,13 @@ def test_guard_needs_the_index_and_a_k_within_its_radius() -> None:
 
 def test_near_duplicate_ignores_other_errors() -> None:
     assert near_duplicate(ValueError("x")) is None
+
+
+def test_near_duplicate_error_is_both_kinds() -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    from simpg.exc import NearDuplicate, SimpgError
+    from simpg.sqlalchemy import NearDuplicateError
+
+    assert issubclass(NearDuplicateError, IntegrityError) and issubclass(NearDuplicateError, NearDuplicate)
+    assert issubclass(NearDuplicateError, SimpgError)
