@@ -177,16 +177,14 @@ def plural(n: int, word: str) -> str:
 
 
 def _sketches(docs: list[Document], args: argparse.Namespace) -> list[bytes | None]:
-    """Each document's sketch (None when it has no words to sketch)."""
-    from simpg.fingerprint.minhash import sketch
+    """Each document's sketch (None when it has no words to sketch), in worker processes as
+    fingerprinting.
+    """
+    from simpg.fingerprint import sketch_many
 
-    def one(doc: Document) -> bytes | None:
-        try:
-            return sketch({"title": doc.title, "body": doc.body} if doc.title else doc.body)
-        except ValueError:
-            return None
-
-    return [one(d) for d in progress(docs, args, len(docs), "sketching")]
+    workers = args.workers or (None if len(docs) >= PARALLEL_FROM else 1)
+    inputs = ({"title": d.title, "body": d.body} if d.title else d.body for d in docs)
+    return list(progress(sketch_many(inputs, workers=workers), args, len(docs), "sketching"))
 
 
 def check_dedup_args(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from simpg.fingerprint.api import features, fingerprint, fingerprint_features, get_fingerprinter
-from simpg.fingerprint.batch import fingerprint_many
+from simpg.fingerprint.batch import fingerprint_many, sketch_many
 from simpg.fingerprint.chinese import ChineseTerms
 from simpg.fingerprint.config import DEDUP_K, DEFAULT_K, FingerprintConfig
 from simpg.fingerprint.errors import (
@@ -65,6 +65,7 @@ __all__ = [
     "similarity",
     "sketch",
     "sketch_distance",
+    "sketch_many",
     "split_scripts",
     "word_text",
     "words",

@@ -24,7 +24,7 @@ from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import FingerprintError, InvalidDocument
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 
-__all__ = ["fingerprint_many"]
+__all__ = ["fingerprint_many", "sketch_many"]
 
 OnError = Literal["raise", "none"]
 
@@ -96,11 +96,51 @@ def fingerprint_many(
         for item in items:
             yield _run(fp, item, on_error)
         return
+    yield from _imap(_work, ((item, on_error) for item in items), workers, chunksize, mp_context,
+                     _init_worker, (cfg,))
+
+
+def _imap(work: Any, items: Iterable[Any], workers: int, chunksize: int, mp_context: str | None,
+          initializer: Any = None, initargs: tuple[Any, ...] = ()) -> Iterator[Any]:
+    """``work`` over ``items`` in a pool of worker processes, in input order, lazily."""
     ctx = multiprocessing.get_context(mp_context)
-    pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cfg,))
+    pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
     try:
-        yield from pool.imap(_work, ((item, on_error) for item in items), chunksize)
+        yield from pool.imap(work, items, chunksize)
         pool.close()
     finally:
         pool.terminate()
         pool.join()
+
+
+def _sketch_or_none(doc: Any) -> bytes | None:
+    from simpg.fingerprint.minhash import sketch
+
+    try:
+        return sketch(doc)
+    except FingerprintError:
+        return None
+
+
+def sketch_many(
+    docs: Iterable[Document],
+    *,
+    workers: int | None = None,
+    chunksize: int = 64,
+    mp_context: str | None = "spawn",
+) -> Iterator[bytes | None]:
+    """The sketch (:func:`simpg.fingerprint.sketch`) of each document, in input order, lazily.
+
+    A document with nothing to sketch (empty, not text) gives None. ``workers``,
+    ``chunksize`` and ``mp_context`` as in :func:`fingerprint_many`.
+    """
+    if workers is None:
+        workers = os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidDocument(f"expected workers >= 1, got {workers!r}")
+    if docs is None or isinstance(docs, (str, bytes)):
+        raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
+    if workers == 1:
+        yield from map(_sketch_or_none, docs)
+        return
+    yield from _imap(_sketch_or_none, docs, workers, chunksize, mp_context)

@@ -148,3 +148,14 @@ def test_ascii_fast_path_equals_the_regular_expression() -> None:
         folded = text.casefold()
         fast = [w.decode() for w in folded.encode().translate(minhash._ASCII_SPLIT).split()]
         assert fast == re.findall(r"\w+", folded) == minhash._WORDS.findall(folded), text
+
+
+def test_sketch_many_keeps_order_and_gives_none_for_nothing_to_sketch() -> None:
+    from simpg.fingerprint import sketch_many
+
+    docs = ["one two three four", "", {"title": "t", "body": "body words here"}, "...", "五六七八九"]
+    want = [sketch(docs[0]), None, sketch(docs[2]), None, sketch(docs[4])]
+    assert list(sketch_many(docs, workers=1)) == want
+    assert list(sketch_many(docs * 40, workers=2, chunksize=7)) == want * 40
+    with pytest.raises(InvalidDocument, match="expected workers >= 1, got 0"):
+        list(sketch_many(docs, workers=0))
