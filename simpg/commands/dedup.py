@@ -177,9 +177,7 @@ def plural(n: int, word: str) -> str:
 
 
 def _sketches(docs: list[Document], args: argparse.Namespace) -> list[bytes | None]:
-    """Each document's sketch (None when it has no words to sketch), in worker processes as
-    fingerprinting.
-    """
+    """Each document's sketch (None: no words to sketch), in worker processes as fingerprinting."""
     from simpg.fingerprint import sketch_many
 
     workers = args.workers or (None if len(docs) >= PARALLEL_FROM else 1)
