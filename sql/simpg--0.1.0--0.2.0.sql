@@ -1649,6 +1649,64 @@ $$;
 
 COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
     'The masks the pair reports within k join on, for an index''s table and column: the layout''s, or segments fitted to a sample of the data';
+
+-- Candidate rows from the index's B-trees (issue 17). With the layout's masks, table
+-- t's mask is exactly the prefix_bits(t) leading bits of its stored prefix column, and
+-- that column's B-tree holds the table in prefix order. So the rows that share table
+-- t's mask with another row (the only rows pass t can pair) come from an index-only
+-- scan in order, grouped by the leading bits (a sort of presorted input, then a
+-- GroupAggregate: no hash of the whole table), and each repeated prefix's rows from a
+-- range scan of the same B-tree. On uniform fingerprints that is about 1.5% of the
+-- rows per pass. Callers then join those rows on fp under the mask, recomputed from
+-- the fingerprint itself, so a candidate never makes a pair that is not one.
+-- Trust: the candidates are as complete as the stored prefixes are current, exactly as
+-- for simpg.near (simpg.check finds stale ones); this is only used when the caller may
+-- read every prefix column, and falls back to joining the whole table otherwise.
+
+-- prefix_candidates_usable: whether the pair reports can take candidates from the
+-- B-trees of layout for these masks: the masks are the layout's own (not segments
+-- fitted to skewed data) and the caller may SELECT every prefix column.
+CREATE OR REPLACE FUNCTION simpg.prefix_candidates_usable(layout simpg.indexes, masks bigint[]) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN masks OPERATOR(pg_catalog.=) simpg.layout_masks(layout.k, layout.levels)
+       AND (SELECT pg_catalog.bool_and(pg_catalog.has_column_privilege(layout.indexed_table, c, 'SELECT'))
+            FROM pg_catalog.unnest(layout.prefix_columns) AS c);
+
+COMMENT ON FUNCTION simpg.prefix_candidates_usable(simpg.indexes, bigint[]) IS
+    'Internal: whether pair passes on masks can read their candidate rows from the B-trees of layout';
+
+-- prefix_groups: the statement giving, per prefix of table t of layout that two or
+-- more rows share, the range [lo, hi] of the prefix column that holds them (a range
+-- scan of the B-tree then returns exactly the rows of the group). Contract: t in
+-- [0, table_count); given current prefixes, every row that shares table t's mask with
+-- another row lies in exactly one group.
+CREATE OR REPLACE FUNCTION simpg.prefix_groups(layout simpg.indexes, t integer) RETURNS text
+    LANGUAGE sql STABLE
+    -- p: the prefix, the leading bits as an arithmetic shift keeps them (so the
+    -- B-tree's order is p's order and the Sort over it is a presorted datum sort);
+    -- lo clears the other bits, hi sets them
+    RETURN pg_catalog.format(
+        'SELECT x.p << %3$L::integer AS lo, (x.p << %3$L::integer) | ~(%4$L::bigint << %3$L::integer) AS hi '
+        'FROM (SELECT s.%1$I >> %3$L::integer AS p FROM %2$s AS s WHERE s.%1$I IS NOT NULL ORDER BY s.%1$I) AS x '
+        'GROUP BY x.p HAVING pg_catalog.count(*) > %5$L::bigint',
+        layout.prefix_columns[t + 1], layout.indexed_table,
+        64 - simpg.prefix_bits(layout.k, layout.levels, t), -1, 1);
+
+COMMENT ON FUNCTION simpg.prefix_groups(simpg.indexes, integer) IS
+    'Internal: the ranges of table t''s prefix column that hold the rows sharing a prefix with another row';
+
+-- prefix_range_rows: a LATERAL subquery reading the rows of group g (a row of
+-- simpg.prefix_groups) by a range scan of table t's B-tree, select_list over alias s.
+-- OFFSET 0 keeps it a parameterized scan per group.
+CREATE OR REPLACE FUNCTION simpg.prefix_range_rows(layout simpg.indexes, t integer, select_list text)
+    RETURNS text
+    LANGUAGE sql STABLE
+    RETURN pg_catalog.format(
+        'SELECT %3$s FROM %2$s AS s WHERE s.%1$I >= g.lo AND s.%1$I <= g.hi OFFSET %4$L::bigint',
+        layout.prefix_columns[t + 1], layout.indexed_table, select_list, 0);
+
+COMMENT ON FUNCTION simpg.prefix_range_rows(simpg.indexes, integer, text) IS
+    'Internal: the rows of one prefix group g of table t, by a range scan of its B-tree';
 -- report functions
 --
 -- All near-duplicate pairs of a table, their clusters (connected components) and
@@ -1783,14 +1841,16 @@ CREATE OR REPLACE FUNCTION simpg.mask_select(col name, masks bigint[]) RETURNS t
 COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
     'Internal: the select list of each pass''s join key, the fingerprint under its mask, as q0, q1, ...';
 
--- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
--- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
--- order; every pair of rows within distance k exactly once, rows with equal
--- fingerprints included, rows with a NULL fingerprint left out. key_type NULL returns
--- keys in the key column's own type.
-CREATE OR REPLACE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
-                                  key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
-    RETURNS text
+-- pairs_passes: the statements of a pair report, run one after the other; their
+-- UNION ALL is simpg.pairs_query. With the B-trees usable (simpg.prefix_candidates_usable)
+-- one statement per pass t: the rows of its repeated prefixes (simpg.prefix_groups),
+-- self-joined on the fingerprint under mask t, keeping a pair only when no earlier
+-- mask sees it ((a # b) & m_u <> 0 for every u < t, as simpg/allpairs.py does), so
+-- each pair comes out once. Otherwise one statement: a hash join per pass over one
+-- scan of the whole table (simpg.prefix_join). Contract: as pairs_query's.
+CREATE OR REPLACE FUNCTION simpg.pairs_passes(rel regclass, k integer, col name DEFAULT NULL,
+                                   key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+    RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -1799,34 +1859,98 @@ DECLARE
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
     v_masks bigint[] := simpg.pair_masks(v_row, k);
+    v_select text := format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
+                            v_type, v_type);
+    v_cols text := format('s.%I AS key, s.%I AS fp', v_key.column_name, v_row.fingerprint_column);
 BEGIN
+    IF simpg.prefix_candidates_usable(v_row, v_masks) THEN
+        -- the pass's candidate rows, each with its group's lo (one range scan per
+        -- group), then a hash self-join within each group
+        RETURN ARRAY(
+            SELECT format(
+                '(WITH c AS MATERIALIZED (SELECT g.lo, s.* FROM (%s) AS g, LATERAL (%s) AS s) '
+                'SELECT %s FROM c AS a JOIN c AS b ON b.lo = a.lo AND b.fp & %L::bigint = a.fp & %L::bigint AND a.key < b.key '
+                'WHERE %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                simpg.prefix_groups(v_row, t), simpg.prefix_range_rows(v_row, t, v_cols),
+                v_select, v_masks[t + 1], v_masks[t + 1],
+                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> %L::bigint AND ', v_masks[u + 1], 0), ''
+                                   ORDER BY u)
+                 FROM generate_series(0, t - 1) AS u),
+                k)
+            FROM generate_series(0, cardinality(v_masks) - 1) AS t
+            ORDER BY t);
+    END IF;
     -- The CTE reads the table once; each pass is a hash join on its masked bits.
-    RETURN format(
+    RETURN ARRAY[format(
         'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
         v_key.column_name, v_row.fingerprint_column,
         simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column,
-        simpg.prefix_join(format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
-                                 v_type, v_type),
-                          cardinality(v_masks), k, 'key'));
+        simpg.prefix_join(v_select, cardinality(v_masks), k, 'key'))];
 END
 $$;
+
+COMMENT ON FUNCTION simpg.pairs_passes(regclass, integer, name, name, regtype) IS
+    'Internal: the statements simpg.pairs runs in turn (one per pass when the B-trees give candidates)';
+
+-- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
+-- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
+-- order; every pair of rows within distance k exactly once, rows with equal
+-- fingerprints included, rows with a NULL fingerprint left out. key_type NULL returns
+-- keys in the key column's own type.
+CREATE OR REPLACE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
+                                  key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+    RETURNS text
+    LANGUAGE sql STABLE
+    RETURN pg_catalog.array_to_string(simpg.pairs_passes(rel, k, col, key_column, key_type), ' UNION ALL ');
 
 COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
     'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
 
+-- report_work_mem: raises work_mem, for the rest of the calling function, to what a
+-- pass's in-memory sort of rel's prefixes takes (about 40 bytes a row, at least 64MB,
+-- at most 1GB): spilled to disk the sort took 2-3x as long at 1M rows. Only call it
+-- from a function with a SET work_mem clause, which confines the change to that
+-- function (a SET LOCAL inside such a function ends with it).
+CREATE OR REPLACE FUNCTION simpg.report_work_mem(rel regclass) RETURNS text
+    LANGUAGE sql VOLATILE
+    RETURN pg_catalog.set_config('work_mem',
+        (SELECT LEAST(1024 * 1024, GREATEST(64 * 1024,
+                    GREATEST(c.reltuples, 0) * 40 / 1024))::bigint::text || 'kB'
+         FROM pg_catalog.pg_class AS c WHERE c.oid = rel), true);
+
+COMMENT ON FUNCTION simpg.report_work_mem(regclass) IS
+    'Internal: sets work_mem, local to the calling function, for the in-memory sorts of a pair report on rel';
+
 -- pairs: every pair of rows within distance k, keys as bigint (integer keys).
--- The planner knows nothing of the CTE's prefix columns and prefers a merge join
--- whose sorts spill, then JIT-compiles it for its inflated cost estimate; a hash join
--- per table without JIT is 2.1-2.4x faster on 100k rows (bench/reports.py).
+-- Runs the statements of simpg.pairs_passes in turn: each pass is its own statement
+-- (its sort's memory freed before the next), and on tables of 100,000 rows or more a
+-- NOTICE after each pass shows a long run's progress. STABLE: every pass reads the
+-- calling query's snapshot. Settings: no hash aggregate (grouping a B-tree's
+-- presorted prefixes is a cheap sort, hashing a million groups is not); no merge join
+-- or JIT (the planner knows nothing of the masked columns; a hash join without JIT was
+-- 2.1-2.4x faster than its merge join on 100k rows, bench/reports.py).
 CREATE OR REPLACE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
     RETURNS TABLE (key_a bigint, key_b bigint, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     SET enable_mergejoin = off
+    SET enable_hashagg = off
     SET jit = off
+    SET work_mem = '64MB'
 AS $$
+DECLARE
+    v_passes text[] := simpg.pairs_passes(rel, k, col, key_column, 'bigint');
+    v_notice boolean := (SELECT c.reltuples >= 100000 FROM pg_class AS c WHERE c.oid = rel);
+    v_start timestamptz := clock_timestamp();
 BEGIN
-    RETURN QUERY EXECUTE simpg.pairs_query(rel, k, col, key_column, 'bigint');
+    PERFORM simpg.report_work_mem(rel);
+    FOR v_i IN 1 .. cardinality(v_passes) LOOP
+        RETURN QUERY EXECUTE v_passes[v_i];
+        IF v_notice THEN
+            RAISE NOTICE 'simpg.pairs on %: pass % of % done after % s', rel, v_i, cardinality(v_passes),
+                round(extract(epoch FROM clock_timestamp() - v_start)::numeric, 1);
+        END IF;
+    END LOOP;
 END
 $$;
 
@@ -1840,15 +1964,84 @@ CREATE OR REPLACE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k inte
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     SET enable_mergejoin = off
+    SET enable_hashagg = off
     SET jit = off
+    SET work_mem = '64MB'
 AS $$
+DECLARE
+    v_passes text[] := simpg.pairs_passes(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+    v_notice boolean := (SELECT c.reltuples >= 100000 FROM pg_class AS c WHERE c.oid = rel);
+    v_start timestamptz := clock_timestamp();
 BEGIN
-    RETURN QUERY EXECUTE simpg.pairs_query(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+    PERFORM simpg.report_work_mem(rel);
+    FOR v_i IN 1 .. cardinality(v_passes) LOOP
+        RETURN QUERY EXECUTE v_passes[v_i];
+        IF v_notice THEN
+            RAISE NOTICE 'simpg.pairs on %: pass % of % done after % s', rel, v_i, cardinality(v_passes),
+                round(extract(epoch FROM clock_timestamp() - v_start)::numeric, 1);
+        END IF;
+    END LOOP;
 END
 $$;
 
 COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name) IS
     'Every pair of rows of rel within Hamming distance k, once each, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
+
+-- fingerprint_pairs_query: the statement the clustering functions read: columns n
+-- (how many fingerprints are numbered), ia < ib (their numbers, 1 .. n), fa, fb: every
+-- pair of distinct fingerprints of rel within k once. Fingerprints are
+-- numbered in fingerprint order, or with by_key in the order of their smallest key
+-- (then fingerprint); numbers need only keep that relative order, so with the B-trees
+-- (simpg.prefix_candidates_usable) only the fingerprints in a pair are numbered, and
+-- each pass joins the distinct fingerprints of each of its prefix groups. A
+-- fingerprint's rows share every prefix, so a group holds all of them and its
+-- smallest key. Otherwise every distinct fingerprint is numbered and joined
+-- (simpg.prefix_join). key_column is read only with by_key.
+CREATE OR REPLACE FUNCTION simpg.fingerprint_pairs_query(layout simpg.indexes, masks bigint[], k integer,
+                                              key_column name, by_key boolean)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_cols text := format('s.%I AS fp, s.%I AS key', layout.fingerprint_column,
+                          CASE WHEN by_key THEN key_column ELSE layout.fingerprint_column END);
+    v_order text := CASE WHEN by_key THEN 'u.key, u.fp' ELSE 'u.fp' END;
+BEGIN
+    IF simpg.prefix_candidates_usable(layout, masks) THEN
+        RETURN format(
+            'WITH p AS MATERIALIZED (%s), '
+            'f AS MATERIALIZED (SELECT u.fp, (row_number() OVER (ORDER BY %s))::integer AS i '
+            'FROM (SELECT p.fa AS fp, p.ka AS key FROM p UNION SELECT p.fb, p.kb FROM p) AS u) '
+            'SELECT (SELECT count(*) FROM f)::integer, LEAST(x.i, y.i) AS ia, GREATEST(x.i, y.i) AS ib, '
+            'CASE WHEN x.i < y.i THEN p.fa ELSE p.fb END AS fa, CASE WHEN x.i < y.i THEN p.fb ELSE p.fa END AS fb '
+            'FROM p JOIN f AS x ON x.fp = p.fa JOIN f AS y ON y.fp = p.fb',
+            (SELECT string_agg(format(
+                '(WITH c AS MATERIALIZED (SELECT g.lo, s.fp, min(s.key) AS key FROM (%s) AS g, LATERAL (%s) AS s '
+                'GROUP BY g.lo, s.fp) '
+                'SELECT a.fp AS fa, b.fp AS fb, a.key AS ka, b.key AS kb FROM c AS a JOIN c AS b '
+                'ON b.lo = a.lo AND b.fp & %L::bigint = a.fp & %L::bigint AND a.fp < b.fp '
+                'WHERE %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                simpg.prefix_groups(layout, t), simpg.prefix_range_rows(layout, t, v_cols),
+                masks[t + 1], masks[t + 1],
+                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> %L::bigint AND ', masks[u + 1], 0), ''
+                                   ORDER BY u)
+                 FROM generate_series(0, t - 1) AS u),
+                k), ' UNION ALL ' ORDER BY t)
+             FROM generate_series(0, cardinality(masks) - 1) AS t),
+            v_order);
+    END IF;
+    RETURN format(
+        'WITH d AS (SELECT DISTINCT ON (t.fp) t.fp, t.key FROM (%s) AS t ORDER BY t.fp, t.key), '
+        'r AS MATERIALIZED (SELECT t.fp, %s, (row_number() OVER (ORDER BY %s))::integer AS i FROM d AS t) '
+        'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%s) AS p',
+        format('SELECT %s FROM %s AS s WHERE s.%I IS NOT NULL', v_cols, layout.indexed_table, layout.fingerprint_column), simpg.mask_select('fp', masks), replace(v_order, 'u.', 't.'),
+        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(masks), k, 'i'));
+END
+$$;
+
+COMMENT ON FUNCTION simpg.fingerprint_pairs_query(simpg.indexes, bigint[], integer, name, boolean) IS
+    'Internal: the statement giving each pair of distinct fingerprints of a table within k once, numbered for the clustering functions';
 
 -- fingerprint_clusters: connected components of the distinct fingerprints of rel,
 -- joined by the pairs within distance k.
@@ -1868,7 +2061,9 @@ CREATE OR REPLACE FUNCTION simpg.fingerprint_clusters(rel regclass, k integer, c
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     SET enable_mergejoin = off
+    SET enable_hashagg = off
     SET jit = off
+    SET work_mem = '64MB'
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
@@ -1888,13 +2083,8 @@ DECLARE
     v_fps bigint[];
     v_roots bigint[];
 BEGIN
-    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE format(
-        'WITH d AS (SELECT DISTINCT t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL), '
-        'r AS MATERIALIZED (SELECT d.*, (row_number() OVER (ORDER BY d.fp))::integer AS i FROM d) '
-        'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%s) AS p',
-        v_row.fingerprint_column, simpg.mask_select(v_row.fingerprint_column, v_masks), rel,
-        v_row.fingerprint_column,
-        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_masks), k, 'fp'))
+    PERFORM simpg.report_work_mem(rel);
+    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE simpg.fingerprint_pairs_query(v_row, v_masks, k, NULL, false)
     LOOP
         IF v_parent IS NULL THEN
             v_parent := array_fill(NULL::integer, ARRAY[v_n]);
@@ -1969,7 +2159,9 @@ CREATE OR REPLACE FUNCTION simpg.fingerprint_representatives(rel regclass, k int
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     SET enable_mergejoin = off
+    SET enable_hashagg = off
     SET jit = off
+    SET work_mem = '64MB'
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
@@ -1986,16 +2178,12 @@ DECLARE
     v_fa bigint;
     v_fb bigint;
 BEGIN
+    PERFORM simpg.report_work_mem(rel);
     -- pairs (a earlier than b), by b then a: when b is reached, every earlier
     -- fingerprint's place is settled, and the first representative among b's earlier
     -- neighbours is the earliest
-    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE format(
-        'WITH d AS (SELECT DISTINCT ON (t.%1$I) t.%1$I AS fp, t.%2$I AS key FROM %3$s AS t '
-        'WHERE t.%1$I IS NOT NULL ORDER BY t.%1$I, t.%2$I), '
-        'r AS MATERIALIZED (SELECT t.fp, %4$s, (row_number() OVER (ORDER BY t.key, t.fp))::integer AS i FROM d AS t) '
-        'SELECT (SELECT count(*) FROM r)::integer, p.* FROM (%5$s) AS p ORDER BY p.ib, p.ia',
-        v_row.fingerprint_column, v_key.column_name, rel, simpg.mask_select('fp', v_masks),
-        simpg.prefix_join('a.i AS ia, b.i AS ib, a.fp AS fa, b.fp AS fb', cardinality(v_masks), k, 'i'))
+    FOR v_n, v_a, v_b, v_fa, v_fb IN EXECUTE format('SELECT q.* FROM (%s) AS q ORDER BY q.ib, q.ia',
+        simpg.fingerprint_pairs_query(v_row, v_masks, k, v_key.column_name, true))
     LOOP
         IF v_rep IS NULL THEN
             v_rep := array_fill(NULL::integer, ARRAY[v_n]);
@@ -2028,6 +2216,24 @@ $$;
 COMMENT ON FUNCTION simpg.fingerprint_representatives(regclass, integer, name, name) IS
     'Clusters of rel''s distinct fingerprints around representatives (arrival by smallest key): each member and its representative''s fingerprint';
 
+-- cluster_call: the call of the clustering function of method on layout's table
+-- (fingerprint, cluster), as text for the report statements.
+CREATE OR REPLACE FUNCTION simpg.cluster_call(layout simpg.indexes, k integer, method text, key_column name)
+    RETURNS text
+    LANGUAGE sql STABLE
+    RETURN CASE method
+        WHEN 'components' THEN pg_catalog.format(
+            'simpg.fingerprint_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name)',
+            layout.indexed_table, k, layout.fingerprint_column)
+        ELSE pg_catalog.format(
+            'simpg.fingerprint_representatives(%L::pg_catalog.regclass, %s, %L::pg_catalog.name, %L::pg_catalog.name)',
+            layout.indexed_table, k, layout.fingerprint_column,
+            (simpg.report_key(layout.indexed_table, key_column)).column_name)
+    END;
+
+COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
+    'Internal: the call of the clustering function of method, as text';
+
 -- cluster_rows_query: per row with a fingerprint, its key and its cluster (the
 -- cluster's representative fingerprint, or for 'components' its smallest; a row
 -- alone at its fingerprint keeps its own). The outer statements group on comp.
@@ -2049,13 +2255,7 @@ BEGIN
     RETURN format(
         'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t LEFT JOIN %s AS c ON c.fingerprint = t.%I '
         'WHERE t.%I IS NOT NULL',
-        key_expr, v_row.fingerprint_column, rel,
-        CASE method
-            WHEN 'components' THEN format('simpg.fingerprint_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name)',
-                                          rel, k, v_row.fingerprint_column)
-            ELSE format('simpg.fingerprint_representatives(%L::pg_catalog.regclass, %s, %L::pg_catalog.name, %L::pg_catalog.name)',
-                        rel, k, v_row.fingerprint_column, (simpg.report_key(rel, key_column)).column_name)
-        END,
+        key_expr, v_row.fingerprint_column, rel, simpg.cluster_call(v_row, k, method, key_column),
         v_row.fingerprint_column, v_row.fingerprint_column);
 END
 $$;
@@ -2080,7 +2280,27 @@ AS $$
 DECLARE
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+    v_rows text := simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name);
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
+    -- Only rows in a cluster of two or more come out, and each has a fingerprint with
+    -- a neighbour (in the clustering function's result) or shares its fingerprint with
+    -- another row (so it is in a repeated prefix of table 0). With the B-trees usable,
+    -- the windows below sort just those rows, read by index, not the whole table.
+    IF v_key.column_name <> v_row.fingerprint_column
+       AND simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
+        v_rows := format(
+            'WITH c AS MATERIALIZED (SELECT * FROM %1$s), '
+            't AS (SELECT s.* FROM (%2$s) AS g, LATERAL (%3$s) AS s '
+            'UNION SELECT x.%4$I, x.%5$I FROM c JOIN %6$s AS x ON x.%7$I = simpg.permute(c.fingerprint, %8$L::integer, '
+            '%9$L::integer[], %10$L::integer) AND x.%5$I = c.fingerprint) '
+            'SELECT t.%4$I AS key, coalesce(c.cluster, t.%5$I) AS comp FROM t LEFT JOIN c ON c.fingerprint = t.%5$I',
+            simpg.cluster_call(v_row, k, method, v_key.column_name),
+            simpg.prefix_groups(v_row, 0),
+            simpg.prefix_range_rows(v_row, 0, format('s.%I, s.%I', v_key.column_name, v_row.fingerprint_column)),
+            v_key.column_name, v_row.fingerprint_column, rel, v_row.prefix_columns[1],
+            v_row.k, v_row.levels, 0);
+    END IF;
     -- first_value over the key order rather than min(): uuid and other types have
     -- a B-tree order but no min aggregate
     RETURN format(
@@ -2088,8 +2308,7 @@ BEGIN
         'SELECT first_value(w.key) OVER (PARTITION BY w.comp ORDER BY w.key) AS cluster_id, w.key, '
         'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
         'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
-        v_type, v_type,
-        simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name));
+        v_type, v_type, v_rows);
 END
 $$;
 

@@ -183,3 +183,61 @@ $$;
 
 COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
     'The masks the pair reports within k join on, for an index''s table and column: the layout''s, or segments fitted to a sample of the data';
+
+-- Candidate rows from the index's B-trees (issue 17). With the layout's masks, table
+-- t's mask is exactly the prefix_bits(t) leading bits of its stored prefix column, and
+-- that column's B-tree holds the table in prefix order. So the rows that share table
+-- t's mask with another row (the only rows pass t can pair) come from an index-only
+-- scan in order, grouped by the leading bits (a sort of presorted input, then a
+-- GroupAggregate: no hash of the whole table), and each repeated prefix's rows from a
+-- range scan of the same B-tree. On uniform fingerprints that is about 1.5% of the
+-- rows per pass. Callers then join those rows on fp under the mask, recomputed from
+-- the fingerprint itself, so a candidate never makes a pair that is not one.
+-- Trust: the candidates are as complete as the stored prefixes are current, exactly as
+-- for simpg.near (simpg.check finds stale ones); this is only used when the caller may
+-- read every prefix column, and falls back to joining the whole table otherwise.
+
+-- prefix_candidates_usable: whether the pair reports can take candidates from the
+-- B-trees of layout for these masks: the masks are the layout's own (not segments
+-- fitted to skewed data) and the caller may SELECT every prefix column.
+CREATE FUNCTION simpg.prefix_candidates_usable(layout simpg.indexes, masks bigint[]) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN masks OPERATOR(pg_catalog.=) simpg.layout_masks(layout.k, layout.levels)
+       AND (SELECT pg_catalog.bool_and(pg_catalog.has_column_privilege(layout.indexed_table, c, 'SELECT'))
+            FROM pg_catalog.unnest(layout.prefix_columns) AS c);
+
+COMMENT ON FUNCTION simpg.prefix_candidates_usable(simpg.indexes, bigint[]) IS
+    'Internal: whether pair passes on masks can read their candidate rows from the B-trees of layout';
+
+-- prefix_groups: the statement giving, per prefix of table t of layout that two or
+-- more rows share, the range [lo, hi] of the prefix column that holds them (a range
+-- scan of the B-tree then returns exactly the rows of the group). Contract: t in
+-- [0, table_count); given current prefixes, every row that shares table t's mask with
+-- another row lies in exactly one group.
+CREATE FUNCTION simpg.prefix_groups(layout simpg.indexes, t integer) RETURNS text
+    LANGUAGE sql STABLE
+    -- p: the prefix, the leading bits as an arithmetic shift keeps them (so the
+    -- B-tree's order is p's order and the Sort over it is a presorted datum sort);
+    -- lo clears the other bits, hi sets them
+    RETURN pg_catalog.format(
+        'SELECT x.p << %3$L::integer AS lo, (x.p << %3$L::integer) | ~(%4$L::bigint << %3$L::integer) AS hi '
+        'FROM (SELECT s.%1$I >> %3$L::integer AS p FROM %2$s AS s WHERE s.%1$I IS NOT NULL ORDER BY s.%1$I) AS x '
+        'GROUP BY x.p HAVING pg_catalog.count(*) > %5$L::bigint',
+        layout.prefix_columns[t + 1], layout.indexed_table,
+        64 - simpg.prefix_bits(layout.k, layout.levels, t), -1, 1);
+
+COMMENT ON FUNCTION simpg.prefix_groups(simpg.indexes, integer) IS
+    'Internal: the ranges of table t''s prefix column that hold the rows sharing a prefix with another row';
+
+-- prefix_range_rows: a LATERAL subquery reading the rows of group g (a row of
+-- simpg.prefix_groups) by a range scan of table t's B-tree, select_list over alias s.
+-- OFFSET 0 keeps it a parameterized scan per group.
+CREATE FUNCTION simpg.prefix_range_rows(layout simpg.indexes, t integer, select_list text)
+    RETURNS text
+    LANGUAGE sql STABLE
+    RETURN pg_catalog.format(
+        'SELECT %3$s FROM %2$s AS s WHERE s.%1$I >= g.lo AND s.%1$I <= g.hi OFFSET %4$L::bigint',
+        layout.prefix_columns[t + 1], layout.indexed_table, select_list, 0);
+
+COMMENT ON FUNCTION simpg.prefix_range_rows(simpg.indexes, integer, text) IS
+    'Internal: the rows of one prefix group g of table t, by a range scan of its B-tree';

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
@@ -621,3 +622,95 @@ def test_reports_run_in_a_read_only_transaction(conn):
         assert conn.execute("SELECT key FROM simpg.clusters('docs', 1)").fetchall() == [(1,), (2,)]
         stats = conn.execute("SELECT * FROM simpg.duplicate_stats('docs', 1)").fetchone()
         assert stats == (3, 2, 1, 2, 2)
+
+
+# Issue 17: with the layout's masks and SELECT on the prefix columns, the reports read
+# each pass's candidate rows from its prefix B-tree (simpg.prefix_groups); a role that
+# may read only the key and fingerprint columns gets the join over the whole table.
+# Both paths must give the brute-force answer on the same adversarial data.
+B_TREE_LAYOUTS = [(0, 1, None), (1, 3, None), (3, 5, None), (3, 4, 4), (5, 7, None)]
+
+
+def _reports(conn: psycopg.Connection, k: int) -> tuple[Any, ...]:
+    pairs = sql_pairs(conn, "SELECT key_a, key_b, distance FROM simpg.pairs('docs', %s)", [k])
+    clusters = {
+        method: {
+            key: (cid, size)
+            for cid, key, size in conn.execute(
+                "SELECT * FROM simpg.clusters('docs', %s, method => %s)", [k, method]
+            ).fetchall()
+        }
+        for method in ("representative", "components")
+    }
+    return pairs, clusters
+
+
+@pytest.mark.parametrize("index_k, blocks, inner", B_TREE_LAYOUTS, ids=lambda v: str(v))
+def test_b_tree_candidates_and_the_whole_table_join_equal_brute_force(db, index_k, blocks, inner):
+    from tests.integration.test_security import login_role, role_dsn
+
+    conn = db.conn
+    rng = random.Random(1700 + index_k * 10 + blocks)
+    fps = adversarial_fingerprints(rng, max(index_k, 1), blocks, random_rows=400)
+    # exact duplicates in a group of five, and near copies at distance index_k exactly
+    fps += [fps[0]] * 5 + [flip(fps[3] or 0, range(0, 64, 64 // max(index_k, 1))[:index_k])]
+    rows = keyed(fps, rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', %s, %s, %s)", [index_k, blocks, inner])
+    tables = len(conn.execute("SELECT simpg.layout_masks(k, levels) FROM simpg.indexes").fetchone()[0])
+    with login_role(conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+        conn.execute(f'GRANT SELECT (id, simhash) ON docs TO "{role}"')
+        for k in range(index_k + 1):
+            # the owner's passes: one statement per table of the layout (the B-tree path)
+            passes = conn.execute("SELECT simpg.pairs_passes('docs', %s)", [k]).fetchone()[0]
+            assert len(passes) == tables and "LATERAL" in passes[0]
+            # the role's: one statement joining the whole table
+            passes = other.execute("SELECT simpg.pairs_passes('docs', %s)", [k]).fetchone()[0]
+            assert len(passes) == 1 and "LATERAL" not in passes[0]
+            expected = (
+                brute_pairs(rows, k),
+                {"representative": brute_representatives(rows, k), "components": brute_clusters(rows, k)},
+            )
+            assert _reports(conn, k) == expected, f"k={k}, B-trees"
+            assert _reports(other, k) == expected, f"k={k}, whole table"
+    assert any(d == 0 for d in expected[0].values()) and any(d == index_k for d in expected[0].values())
+
+
+def test_b_tree_path_on_a_partitioned_table_and_a_large_group(conn):
+    rng = random.Random(1717)
+    fps: list[int | None] = [rng.getrandbits(64) for _ in range(300)]
+    fps += [fps[1]] * 40  # one fingerprint in 41 rows: 820 pairs at distance 0
+    fps += [flip(fps[2] or 0, [0, 63]), flip(fps[2] or 0, [31, 32, 33])]
+    rows = keyed(fps, rng)
+    conn.execute("CREATE TABLE docs (id bigint, title text, simhash bigint, PRIMARY KEY (id)) PARTITION BY HASH (id)")
+    for r in range(3):
+        conn.execute(f"CREATE TABLE docs_{r} PARTITION OF docs FOR VALUES WITH (MODULUS 3, REMAINDER {r})")
+    with conn.cursor().copy("COPY docs (id, title, simhash) FROM STDIN") as copy:
+        for key, fp in rows.items():
+            copy.write_row((key, "t", None if fp is None else bits.to_db(fp)))
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3)")
+    assert len(conn.execute("SELECT simpg.pairs_passes('docs', 3)").fetchone()[0]) > 1
+    for k in (0, 3):
+        assert sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', %s)", [k]) == brute_pairs(rows, k)
+        got = conn.execute("SELECT key, cluster_id, size FROM simpg.clusters('docs', %s)", [k]).fetchall()
+        assert {key: (cid, size) for key, cid, size in got} == brute_representatives(rows, k)
+
+
+def test_pairs_reports_its_progress_per_pass_on_large_tables(conn):
+    rng = random.Random(1718)
+    fps: list[int | None] = [rng.getrandbits(64) for _ in range(3000)]
+    fps += [flip(fps[i] or 0, rng.sample(range(64), i % 4)) for i in range(100)]
+    rows = keyed(fps, rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    conn.execute("SELECT count(*) FROM simpg.pairs('docs', 3)").fetchone()
+    assert notices == []  # small tables stay quiet
+    # what ANALYZE would record for a large table (the notices key on reltuples)
+    conn.execute("UPDATE pg_class SET reltuples = 200000 WHERE oid = 'docs'::regclass")
+    got = sql_pairs(conn, "SELECT * FROM simpg.pairs('docs', 3)", [])
+    assert got == brute_pairs(rows, 3)
+    assert len(notices) == 10
+    for i, notice in enumerate(notices, 1):
+        assert re.fullmatch(rf"simpg.pairs on public.docs: pass {i} of 10 done after [0-9.]+ s", notice)
