@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic.autogenerate.api import AutogenContext
 from alembic.autogenerate.compare import comparators
@@ -32,12 +32,13 @@ from simpg.alembic.ops import (
     InstallSimpgOp,
 )
 from simpg.alembic.render import mark_simhash_types
-from simpg.sqlalchemy.index import SimHashGuard, SimHashIndex, table_guards, table_indexes
+from simpg.sqlalchemy.index import SimHashIndex, table_guards, table_indexes
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CatalogIndex", "compare_simhash_guards", "compare_simhash_indexes"]
 
+_T = TypeVar("_T")
 Key = tuple[Any, str, str]  # (schema or None for the default one, table, fingerprint column)
 
 
@@ -172,6 +173,27 @@ def _model_tables(autogen_context: AutogenContext, schemas: set[str | None],
     return out
 
 
+def _normaliser(default_schema: str | None) -> Callable[[str | None], str | None]:
+    """Schema names as the comparators key them: None for the connection's default schema."""
+    def norm(schema: str | None) -> str | None:
+        return None if schema in (None, default_schema) else schema
+
+    return norm
+
+
+def _declared(autogen_context: AutogenContext, schemas: set[str | None],
+              norm: Callable[[str | None], str | None], per_table: Callable[[Any], dict[str, _T]],
+              ) -> tuple[dict[Key, _T], set[tuple[str | None, str]]]:
+    """What the model declares per (schema, table, column), and the tables compared."""
+    declared: dict[Key, _T] = {}
+    compared: set[tuple[str | None, str]] = set()
+    for schema, model_table in _model_tables(autogen_context, schemas, norm):
+        compared.add((schema, model_table.name))
+        for column, item in per_table(model_table).items():
+            declared[(schema, model_table.name, column)] = item
+    return declared, compared
+
+
 def compare_simhash_indexes(
     autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
 ) -> PriorityDispatchResult:
@@ -180,16 +202,8 @@ def compare_simhash_indexes(
     if conn is None or conn.dialect.name != "postgresql":
         return PriorityDispatchResult.CONTINUE
     default_schema = conn.dialect.default_schema_name
-
-    def norm(schema: str | None) -> str | None:
-        return None if schema in (None, default_schema) else schema
-
-    declared: dict[Key, SimHashIndex] = {}
-    compared_tables: set[tuple[str | None, str]] = set()
-    for schema, model_table in _model_tables(autogen_context, schemas, norm):
-        compared_tables.add((schema, model_table.name))
-        for column, declared_spec in table_indexes(model_table).items():
-            declared[(schema, model_table.name, column)] = declared_spec
+    norm = _normaliser(default_schema)
+    declared, compared_tables = _declared(autogen_context, schemas, norm, table_indexes)
 
     catalog = {
         key: row
@@ -275,16 +289,8 @@ def compare_simhash_guards(
     if conn is None or conn.dialect.name != "postgresql":
         return PriorityDispatchResult.CONTINUE
     default_schema = conn.dialect.default_schema_name
-
-    def norm(schema: str | None) -> str | None:
-        return None if schema in (None, default_schema) else schema
-
-    declared: dict[Key, SimHashGuard] = {}
-    compared: set[tuple[str | None, str]] = set()
-    for schema, model_table in _model_tables(autogen_context, schemas, norm):
-        compared.add((schema, model_table.name))
-        for column, guard in table_guards(model_table).items():
-            declared[(schema, model_table.name, column)] = guard
+    norm = _normaliser(default_schema)
+    declared, compared = _declared(autogen_context, schemas, norm, table_guards)
     stored: dict[Key, tuple[int, str]] = {}
     if conn.execute(_VERSION_SQL).scalar() is not None:
         for nsp, table, column, k, key in conn.execute(_GUARDS_SQL):
