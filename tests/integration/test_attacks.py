@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -327,6 +328,13 @@ def test_temporary_tables_leave_no_catalog_rows(db):
         other.execute("CREATE TEMP TABLE scratch (id bigint PRIMARY KEY, fp bigint)")
         other.execute("SELECT simpg.create_index('scratch', 'fp', 2, 3)")
         assert db.conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (1,)
+        pid = other.info.backend_pid
+    # the server drops a session's temporary tables as its backend exits, after the client
+    # has closed: wait for that backend to be gone (it was flaky on a loaded machine)
+    for _ in range(200):
+        if db.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone() == (0,):
+            break
+        time.sleep(0.05)
     assert db.conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (0,)
     db.conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp bigint)")  # may reuse the oid
     with pytest.raises(psycopg.errors.UndefinedObject):
