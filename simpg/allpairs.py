@@ -188,13 +188,9 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
 
 
 def _sketch_limit(value: int | None) -> int:
-    from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE, SKETCH_BITS
+    from simpg.fingerprint.minhash import checked_max_distance
 
-    if value is None:
-        return MAX_SKETCH_DISTANCE
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SKETCH_BITS:
-        raise InvalidLayout(f"max_sketch_distance must be an integer from 0 to {SKETCH_BITS}, got {value!r}")
-    return value
+    return checked_max_distance(value)
 
 
 #: One pass of the engine: a table's permutation and prefix. A layout's tables

@@ -38,42 +38,27 @@ import time
 from collections.abc import Sequence
 from functools import lru_cache
 
-import mmh3
 import numpy as np
 
+from bench.quality import sketch_shingles
 from bench.quality import truth as truth_mod
 from bench.quality.detectors import Call, cached, pairs_within, popcount64, register
 from bench.quality.sources import REPO
+from simpg.fingerprint import minhash
 
 M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-_C1 = np.uint64(0xBF58476D1CE4E5B9)
-_C2 = np.uint64(0x94D049BB133111EB)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 SKETCH_VERSION = "oph-optdens-v1"
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser (a bijection of uint64), vectorised."""
-    with np.errstate(over="ignore"):
-        x = x.astype(np.uint64, copy=True)
-        x ^= x >> np.uint64(30)
-        x *= _C1
-        x ^= x >> np.uint64(27)
-        x *= _C2
-        x ^= x >> np.uint64(31)
-    return x
+    """splitmix64 finaliser (a bijection of uint64), vectorised: the product's."""
+    return minhash._mix(x)
 
 
-_WORD_HASH: dict[str, int] = {}
-
-
-def _word_hash(w: str) -> int:
-    h = _WORD_HASH.get(w)
-    if h is None:
-        h = mmh3.hash64(w, signed=False)[0]
-        if len(_WORD_HASH) < 2_000_000:
-            _WORD_HASH[w] = h
-    return h
+# the word-hash cache of bench.quality.sketch_shingles (one dict: cost() clears it)
+_WORD_HASH = sketch_shingles._WORD_HASH
+_word_hash = sketch_shingles._word_hash
 
 
 def shingle_hashes(text: str, lang: str) -> np.ndarray:

@@ -185,14 +185,19 @@ def _sketches(docs: list[Document], args: argparse.Namespace) -> list[bytes | No
     return list(progress(sketch_many(inputs, workers=workers), args, len(docs), "sketching"))
 
 
+def check_max_sketch_distance(value: int | None) -> None:
+    """--max-sketch-distance (None: the default), refused outside 0 .. SKETCH_BITS; shared with ``simpg near``."""
+    if value is not None and not 0 <= value <= SKETCH_BITS:
+        raise SimpgError(f"--max-sketch-distance must be from 0 to {SKETCH_BITS}, got {value}")
+
+
 def check_dedup_args(args: argparse.Namespace) -> int:
     """-k (default by --confirm) and --max-sketch-distance, refused before any work."""
     from simpg.layout import MAX_K
 
     if args.workers is not None and args.workers < 1:
         raise SimpgError(f"--workers must be 1 or more, got {args.workers}")
-    if not 0 <= args.max_sketch_distance <= SKETCH_BITS:
-        raise SimpgError(f"--max-sketch-distance must be from 0 to {SKETCH_BITS}, got {args.max_sketch_distance}")
+    check_max_sketch_distance(args.max_sketch_distance)
     k = args.k if args.k is not None else (DEDUP_K if args.confirm == "sketch" else DEFAULT_K)
     if not 0 <= k <= MAX_K:
         raise SimpgError(f"-k must be from 0 to {MAX_K}, got {k}")

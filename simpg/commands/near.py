@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from simpg import bits
-from simpg.commands.dedup import add_common_arguments, check_k, database_dsn
+from simpg.commands.dedup import add_common_arguments, check_k, check_max_sketch_distance, database_dsn
 from simpg.commands.install import add_dsn_argument
 from simpg.exc import InvalidFingerprint, SimpgError
 
@@ -82,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from simpg.psycopg import SimIndex
 
     queries = _queries(args)
-    if args.max_sketch_distance is not None and not 0 <= args.max_sketch_distance <= 256:
-        raise SimpgError(f"--max-sketch-distance must be from 0 to 256, got {args.max_sketch_distance}")
+    check_max_sketch_distance(args.max_sketch_distance)
     if args.confirm == "sketch" and any(sk is None for _, _, sk in queries):
         raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:

@@ -48,13 +48,14 @@ from typing import Any, Final
 import mmh3
 import numpy as np
 
-from simpg.fingerprint.errors import DecodeError, EmptyDocument, InvalidDocument
+from simpg.fingerprint.errors import DecodeError, EmptyDocument, InvalidConfig, InvalidDocument
 
 __all__ = [
     "MAX_SKETCH_DISTANCE",
     "SKETCH_BITS",
     "SKETCH_BYTES",
     "SKETCH_VERSION",
+    "checked_max_distance",
     "from_sql",
     "shingle_hashes",
     "similarity",
@@ -265,6 +266,18 @@ def similarity(distance: int, bits: int = SKETCH_BITS) -> float:
     (0 below that).
     """
     return max(0.0, 1.0 - 2.0 * distance / bits)
+
+
+def checked_max_distance(value: int | None) -> int:
+    """A confirming limit of sketch bits; None means :data:`MAX_SKETCH_DISTANCE`.
+
+    Refused, naming the value, unless an integer from 0 to :data:`SKETCH_BITS`.
+    """
+    if value is None:
+        return MAX_SKETCH_DISTANCE
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SKETCH_BITS:
+        raise InvalidConfig(f"max_sketch_distance must be an integer from 0 to {SKETCH_BITS}, got {value!r}")
+    return value
 
 
 def to_sql(value: bytes) -> str:

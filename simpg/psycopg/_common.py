@@ -69,11 +69,9 @@ def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_
     """Parameters of :func:`~simpg.psycopg.queries.duplicates_sql`, checked (errors name the value)."""
     from psycopg.types.numeric import Int8
 
-    from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE, SKETCH_BITS, to_sql
+    from simpg.fingerprint.minhash import checked_max_distance, to_sql
 
-    limit = MAX_SKETCH_DISTANCE if max_sketch_distance is None else max_sketch_distance
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= SKETCH_BITS:
-        raise SimpgError(f"max_sketch_distance must be an integer from 0 to {SKETCH_BITS}, got {limit!r}")
+    limit = checked_max_distance(max_sketch_distance)
     params = near_params(info, fp, k)
     params.update(s=to_sql(sketch), t=Int8(limit))
     return params

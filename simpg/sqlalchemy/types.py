@@ -53,14 +53,12 @@ class Sketch(TypeDecorator[bytes]):
     comparator_factory = Comparator
 
     def process_bind_param(self, value: Any, dialect: Any) -> str | None:
-        """32 bytes to the bit string PostgreSQL reads."""
+        """32 bytes to the bit string PostgreSQL reads (:func:`~simpg.fingerprint.minhash.to_sql`)."""
         if value is None:
             return None
-        from simpg.fingerprint.minhash import SKETCH_BITS, SKETCH_BYTES
+        from simpg.fingerprint.minhash import to_sql
 
-        if not isinstance(value, (bytes, bytearray)) or len(value) != SKETCH_BYTES:
-            raise SimpgError(f"expected a sketch of {SKETCH_BYTES} bytes, got {value!r}")
-        return format(int.from_bytes(value, "big"), f"0{SKETCH_BITS}b")
+        return to_sql(value)
 
     def process_result_value(self, value: Any, dialect: Any) -> bytes | None:
         """The bit string PostgreSQL returns to 32 bytes."""
