@@ -992,30 +992,267 @@ $$;
 COMMENT ON FUNCTION simpg.near_query(regclass, bigint, integer, name) IS
     'The index-backed SQL statement that finds the rows within distance k of fp';
 
--- near: every row of a table within distance k of fp, nearest first, read through the
--- prefix indexes. Polymorphic: SELECT * FROM simpg.near(NULL::articles, 1234, 3).
--- The distance of a row is simpg.hamming(its fingerprint column, fp).
-CREATE OR REPLACE FUNCTION simpg.near(tbl anyelement, fp bigint, k integer, col name DEFAULT NULL)
-    RETURNS SETOF anyelement
+-- layout_is, for the statements simpg.near prepares: also the prefix columns, by name and
+-- in table order, and with sole, that col's index is the table's only one (what a call
+-- that names no column relies on). Evaluated when the statement is planned, as above.
+CREATE OR REPLACE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels integer[], prefix_columns name[],
+                                sole boolean)
+    RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM simpg.snapshot_sees_table(rel);
+    PERFORM FROM simpg.table_indexes(rel) AS i
+    WHERE i.fingerprint_column = col AND i.k = layout_is.k AND i.levels = layout_is.levels
+      AND i.prefix_columns = layout_is.prefix_columns
+      AND (NOT sole OR (SELECT count(*) FROM simpg.table_indexes(rel)) = 1);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
+            rel, quote_ident(col), k, array_to_string(levels, 'x')
+            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimIndex.refresh())';
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[], name[], boolean) IS
+    'True if rel.col''s simpg index has this k, levels and prefix columns (and, with sole, is rel''s only one), else an error (SQLSTATE SPG01)';
+
+-- lookup_lead: how lookup_statement's text begins, up to the layout it states (the
+-- arguments of layout_is after the table), where prepared_lookup reads that layout back.
+-- A SQL-standard body, bound when created: no search_path to pin, and it is inlined.
+CREATE OR REPLACE FUNCTION simpg.lookup_lead(kind text, rel regclass) RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN CASE kind
+        WHEN 'near' THEN format('SELECT t.* FROM %s AS t WHERE simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
+        WHEN 'many' THEN format('SELECT q.i::integer, t FROM unnest($1) WITH ORDINALITY AS q(fp, i) '
+                                'JOIN %s AS t ON simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
+    END;
+
+COMMENT ON FUNCTION simpg.lookup_lead(text, regclass) IS
+    'How the statement simpg.near (kind near) or simpg.near_many (kind many) prepares begins, up to the layout it states';
+
+-- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the
+-- fingerprint, $2 k) or simpg.near_many (kind 'many': $1 the fingerprints, $2 k)
+-- prepares for an index of this layout. The ranges are simpg.prefix_lo/prefix_hi of
+-- the parameter with constant layout arguments, which PostgreSQL folds when it plans,
+-- so one generic plan serves every fingerprint. The layout it was made for is stated
+-- in it, as layout_is(...), checked whenever PostgreSQL plans it.
+CREATE OR REPLACE FUNCTION simpg.lookup_statement(kind text, rel regclass, col name, k integer, levels integer[],
+                                       prefix_columns name[], sole boolean)
+    RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
-    -- tiny tables would otherwise be scanned sequentially; the indexes are always right here
-    SET enable_seqscan = off
+AS $$
+DECLARE
+    v_fp text := CASE kind WHEN 'near' THEN '$1' WHEN 'many' THEN 'q.fp' END;
+BEGIN
+    IF v_fp IS NULL THEN
+        RAISE EXCEPTION 'kind must be near or many, got %', coalesce(kind, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- one expression: it is evaluated at every call of simpg.near (prepared_lookup)
+    RETURN simpg.lookup_lead(kind, rel)
+        || format('%L::name, %s, %L::integer[], %L::name[], %s) AND (', col, k, levels, prefix_columns,
+                  CASE WHEN sole THEN 'true' ELSE 'false' END)
+        || array_to_string(ARRAY(
+               SELECT format('t.%I BETWEEN simpg.prefix_lo(%2$s, %3$s, %4$L::integer[], %5$s) '
+                             'AND simpg.prefix_hi(%2$s, %3$s, %4$L::integer[], %5$s)',
+                             c.name, v_fp, k, levels, c.t - 1)
+               FROM unnest(prefix_columns) WITH ORDINALITY AS c(name, t)), ' OR ')
+        || format(') AND simpg.hamming(t.%I, %s) <= $2 ORDER BY ', col, v_fp)
+        || CASE kind WHEN 'many' THEN 'q.i, ' ELSE '' END
+        || format('simpg.hamming(t.%I, %s)', col, v_fp);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.lookup_statement(text, regclass, name, integer, integer[], name[], boolean) IS
+    'The parameterised statement simpg.near (kind near) or simpg.near_many (kind many) prepares for this layout';
+
+-- unquote_literal: the value of a string literal as quote_literal writes it ('...' or E'...')
+CREATE OR REPLACE FUNCTION simpg.unquote_literal(literal text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN CASE WHEN starts_with(literal, 'E''')
+                THEN replace(replace(substr(literal, 3, length(literal) - 3), '''''', ''''), '\\', '\')
+                ELSE replace(substr(literal, 2, length(literal) - 2), '''''', '''') END;
+
+COMMENT ON FUNCTION simpg.unquote_literal(text) IS
+    'The value of a string literal as quote_literal writes it';
+
+-- prepared_lookup: the name of this session's prepared statement (SQL PREPARE) for a
+-- kind of lookup on rel.col, and the radius it was made for; a NULL radius when there
+-- is none that simpg can trust (prepare_lookup then makes one). The statement outlives
+-- the call, so later calls skip the catalog, the layout arithmetic and the planner:
+-- that is what makes simpg.near as fast as a client's own prepared statement. It is
+-- trusted only if its text is exactly lookup_statement's for the layout it states:
+-- anyone in the session could have prepared a statement of that name, and it runs with
+-- the caller's rights. Whether the stated layout is still the table's is checked by
+-- layout_is whenever PostgreSQL plans it, and any change to the table's columns makes
+-- PostgreSQL plan it again.
+CREATE OR REPLACE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name,
+                                      OUT statement_name text, OUT radius integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_attnum smallint := 0;  -- 0: the table's only index
+    v_header text;
+    v_text text;
+    v_claim text[];
+BEGIN
+    IF col IS NOT NULL THEN
+        SELECT a.attnum INTO v_attnum FROM pg_attribute AS a
+        WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    END IF;
+    statement_name := format('simpg_%s_%s_%s', kind, rel::oid, v_attnum);
+    v_header := format('PREPARE %I(%s, integer) AS ', statement_name,
+                       CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END);
+    SELECT p.statement INTO v_text FROM pg_prepared_statements AS p WHERE p.name = statement_name;
+    -- the layout it states follows its lead: '<col>'::name, <k>, '{<levels>}'::integer[],
+    -- '{<prefix columns>}'::name[], <sole>) AND ...
+    v_claim := regexp_match(substr(v_text, length(v_header || simpg.lookup_lead(kind, rel)) + 1),
+        '^(E?''(?:[^'']|'''')*'')::name, (\d{1,2}), ''(\{\d{1,2}(?:,\d{1,2})?\})''::integer\[\], '
+        '(E?''(?:[^'']|'''')*'')::name\[\], (true|false)\) AND ');
+    IF v_claim IS NOT NULL
+       AND v_text = v_header || simpg.lookup_statement(kind, rel, simpg.unquote_literal(v_claim[1])::name,
+                                                      v_claim[2]::integer, v_claim[3]::integer[],
+                                                      simpg.unquote_literal(v_claim[4])::name[], v_claim[5]::boolean) THEN
+        radius := v_claim[2]::integer;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.prepared_lookup(text, regclass, name) IS
+    'Name of the session''s prepared lookup statement on rel and its radius (NULL if there is none simpg made)';
+
+-- prepare_lookup: (re)prepares prepared_lookup's statement from the catalog.
+-- Contract: raises for what checked_layout raises (k above the radius, no such index).
+CREATE OR REPLACE FUNCTION simpg.prepare_lookup(kind text, rel regclass, k integer, col name,
+                                     OUT statement_name text, OUT radius integer)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+BEGIN
+    statement_name := (simpg.prepared_lookup(kind, rel, col)).statement_name;
+    IF EXISTS (SELECT FROM pg_prepared_statements AS p WHERE p.name = statement_name) THEN
+        EXECUTE format('DEALLOCATE %I', statement_name);
+    END IF;
+    EXECUTE format('PREPARE %I(%s, integer) AS ', statement_name,
+                   CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END)
+            || simpg.lookup_statement(kind, rel, v_row.fingerprint_column, v_row.k, v_row.levels,
+                                      v_row.prefix_columns, col IS NULL);
+    radius := v_row.k;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.prepare_lookup(text, regclass, integer, name) IS
+    'Prepares the session''s lookup statement on rel from the catalog; its name and radius';
+
+-- lookup_rel: the table whose row type tbl is (the polymorphic first argument of near)
+CREATE OR REPLACE FUNCTION simpg.lookup_rel(tbl anyelement) RETURNS regclass
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_rel regclass;
 BEGIN
-    SELECT typ.typrelid INTO v_rel FROM pg_type AS typ WHERE typ.oid = pg_typeof(tbl);
-    IF v_rel IS NULL OR v_rel = 0 THEN
+    SELECT nullif(typ.typrelid, 0) INTO v_rel FROM pg_type AS typ WHERE typ.oid = pg_typeof(tbl);
+    IF v_rel IS NULL THEN
         RAISE EXCEPTION 'first argument must be a table row type such as NULL::articles, got %', pg_typeof(tbl)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN QUERY EXECUTE simpg.near_query(v_rel, fp, k, col);
+    RETURN v_rel;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.lookup_rel(anyelement) IS
+    'The table whose row type the argument has (NULL::articles gives articles)';
+
+-- near: every row of a table within distance k of fp, nearest first, read through the
+-- prefix indexes. Polymorphic: SELECT * FROM simpg.near(NULL::articles, 1234, 3).
+-- The distance of a row is simpg.hamming(its fingerprint column, fp). It runs the
+-- session's prepared statement for the table (simpg.prepared_lookup) with its one
+-- generic plan: a call costs about what a client's own prepared statement does.
+CREATE OR REPLACE FUNCTION simpg.near(tbl anyelement, fp bigint, k integer, col name DEFAULT NULL)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql VOLATILE  -- it may PREPARE
+    SET search_path = pg_catalog, pg_temp
+    -- tiny tables would otherwise be scanned sequentially; the indexes are always right here
+    SET enable_seqscan = off
+    SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_rel regclass := simpg.lookup_rel(tbl);
+    v_lookup record;
+BEGIN
+    IF fp IS NULL THEN
+        RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM simpg.snapshot_sees_table(v_rel);
+    v_lookup := simpg.prepared_lookup('near', v_rel, col);
+    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
+        v_lookup := simpg.prepare_lookup('near', v_rel, k, col);
+    END IF;
+    BEGIN
+        RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint, %s::integer)', v_lookup.statement_name, fp, k);
+    -- the table changed since the statement was prepared: PostgreSQL, planning it again,
+    -- finds its stated layout wrong (SPG01), a prefix column gone, or other columns
+    -- ("cached plan must not change result type")
+    EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported THEN
+        v_lookup := simpg.prepare_lookup('near', v_rel, k, col);
+        RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint, %s::integer)', v_lookup.statement_name, fp, k);
+    END;
 END
 $$;
 
 COMMENT ON FUNCTION simpg.near(anyelement, bigint, integer, name) IS
     'Rows of the table whose row type is given, within Hamming distance k of fp, nearest first';
+
+-- near_many: simpg.near for many fingerprints in one call: each row found, with query,
+-- the 1-based position in fps of the fingerprint it is near; by query, then nearest
+-- first. NULL elements find nothing.
+--   SELECT n.query, (n.hit).id FROM simpg.near_many(NULL::articles, ARRAY[1, 2], 3) AS n
+CREATE OR REPLACE FUNCTION simpg.near_many(tbl anyelement, fps bigint[], k integer, col name DEFAULT NULL)
+    RETURNS TABLE (query integer, hit anyelement)
+    LANGUAGE plpgsql VOLATILE  -- it may PREPARE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_seqscan = off
+    SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_rel regclass := simpg.lookup_rel(tbl);
+    v_lookup record;
+BEGIN
+    IF fps IS NULL THEN
+        RAISE EXCEPTION 'fingerprints must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM simpg.snapshot_sees_table(v_rel);
+    v_lookup := simpg.prepared_lookup('many', v_rel, col);
+    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN
+        v_lookup := simpg.prepare_lookup('many', v_rel, k, col);
+    END IF;
+    BEGIN
+        RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint[], %s::integer)', v_lookup.statement_name, fps, k);
+    EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported THEN
+        v_lookup := simpg.prepare_lookup('many', v_rel, k, col);
+        RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint[], %s::integer)', v_lookup.statement_name, fps, k);
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.near_many(anyelement, bigint[], integer, name) IS
+    'Rows within Hamming distance k of each of fps, with the 1-based position in fps of the fingerprint each is near';
 -- near-unique guard (issue 16): no two committed rows of a table within k bits, under
 -- any number of concurrent writers, without serialising them.
 --

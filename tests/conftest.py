@@ -102,9 +102,11 @@ def pg(request: pytest.FixtureRequest) -> Iterator[PG]:
         server = servers.start_embedded()
     else:
         server = _external(request.config.getoption("--test-dsn"))
+    # a server of someone else's (--test-dsn) has no share folder here: plain install only
+    extension_files = server.name != "external"
     try:
-        schema.install_extension_files(sharedir=server.sharedir)
-        extension_files = True
+        if extension_files:
+            schema.install_extension_files(sharedir=server.sharedir)
     except Exception:  # a server whose share folder we cannot write: plain install only
         extension_files = False
     with psycopg.connect(server.dsn(), autocommit=True) as conn:

@@ -501,3 +501,62 @@ def test_guard_by_the_owner_binds_every_writer_and_survives_dump_and_restore(sce
             with pytest.raises(psycopg.errors.ExclusionViolation):
                 conn.execute("INSERT INTO docs VALUES (1000, %s)", [bits.to_db(fps[5] ^ 4)])
             assert conn.execute("SELECT count(*) FROM docs").fetchone() == (200,)
+
+
+# -- 5. the session's prepared lookups ---------------------------------------------------
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_a_statement_prepared_under_simpgs_name_is_never_run(scene, how):
+    """simpg.near runs the session's prepared statement for the table, with the caller's
+    rights. bob had the session for a while (SET ROLE, or a function of his that the
+    superuser called) and prepared his own statements under that name: one that records
+    who runs it, one in simpg's own form whose stated layout is false, and simpg's exact
+    text prepared on a search_path where his operator would be bound. None of them may
+    run, and the answers stay exact."""
+    scene.admin.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(scene.bob)))
+    scene.install(how)
+    with scene.connect(scene.alice) as alice:
+        rows = docs_table(alice)
+        alice.execute("GRANT SELECT ON docs TO PUBLIC")
+    with scene.connect(scene.bob) as bob:
+        bob.execute("CREATE TABLE public.trap (who text)")
+        bob.execute("GRANT INSERT ON public.trap TO PUBLIC")
+        bob.execute("CREATE FUNCTION public.spy() RETURNS boolean LANGUAGE sql "
+                    "AS $$INSERT INTO public.trap VALUES (current_user) RETURNING true$$")
+        bob.execute("CREATE FUNCTION public.le(integer, integer) RETURNS boolean LANGUAGE sql "
+                    "AS $$INSERT INTO public.trap VALUES (current_user) RETURNING true$$")
+        bob.execute("CREATE OPERATOR public.<= (leftarg = integer, rightarg = integer, function = public.le)")
+    admin = scene.admin
+    name = "simpg_near_{}_0".format(admin.execute("SELECT 'docs'::regclass::oid").fetchone()[0])
+    probes = [fp for fp in rows.values() if fp is not None][:5]
+
+    def exact() -> None:
+        for probe in probes:
+            got = {r[0] for r in admin.execute("SELECT id FROM simpg.near(NULL::docs, %s, 3)",
+                                               [bits.to_db(probe)]).fetchall()}
+            assert got == {key for key, fp in rows.items() if fp is not None and bits.hamming(fp, probe) <= 3}
+
+    def as_bob(statement: str) -> None:
+        admin.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(scene.bob)))
+        admin.execute(f"DEALLOCATE ALL; {statement}")
+        admin.execute("RESET ROLE; RESET search_path")
+
+    as_bob(f"PREPARE {name}(bigint, integer) AS SELECT t.* FROM public.docs AS t WHERE public.spy()")
+    exact()
+    # simpg's form, prefix columns of tables 0 and 1 swapped (in the stated layout and the ranges)
+    columns = admin.execute("SELECT prefix_columns FROM simpg.indexes").fetchone()[0]
+    columns[0], columns[1] = columns[1], columns[0]
+    false = admin.execute("SELECT simpg.lookup_statement('near', 'docs', 'fp', 3, '{5}', %s, true)",
+                          [columns]).fetchone()[0]
+    as_bob(f"PREPARE {name}(bigint, integer) AS {false}")
+    exact()
+    # simpg's own text, prepared where public.<= comes before pg_catalog's
+    text = admin.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [name]).fetchone()[0]
+    assert text.startswith(f"PREPARE {name}(bigint, integer) AS SELECT t.* FROM public.docs AS t WHERE ")
+    as_bob(f"SET search_path = public, pg_catalog; {text}")
+    exact()
+    assert admin.execute("SELECT count(*) FROM public.trap").fetchone() == (0,)
+    # the control: bob's operator does catch that statement run on his search_path
+    admin.execute(f"SET search_path = public, pg_catalog; EXECUTE {name}(0, 3)")
+    assert admin.execute("SELECT count(*) FROM public.trap").fetchone()[0] > 0

@@ -195,3 +195,107 @@ def test_dropping_an_indexed_table_or_column_forgets_its_catalog_row(conn):
     assert rows == [("c",)]
     conn.execute("SELECT simpg.drop_index('c', 'fp')")  # its own drops fire the trigger too
     assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone()[0] == 0
+
+
+# -- the session's prepared lookups (simpg.near, simpg.near_many) ---------------------------
+
+
+def load_corpus(conn: psycopg.Connection, rows: list[int], table: str = "corpus") -> None:
+    conn.execute(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, fp bigint NOT NULL)")
+    with conn.cursor().copy(f"COPY {table} (fp) FROM STDIN") as copy:
+        for fp in rows:
+            copy.write_row((bits.to_db(fp),))
+
+
+def near_ids(conn: psycopg.Connection, q: int, k: int, table: str = "corpus") -> list[tuple[int, int]]:
+    return sorted(conn.execute(
+        f"SELECT id, simpg.hamming(fp, %(q)s) FROM simpg.near(NULL::{table}, %(q)s, %(k)s)",
+        {"q": bits.to_db(q), "k": k}).fetchall())
+
+
+def test_near_many_equals_brute_force_query_by_query(conn):
+    k = 3
+    queries, rows = corpus_for(k, seed=11)
+    load_corpus(conn, rows)
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', %s, 4)", [k])
+    # NULLs find nothing; a repeated query is answered at each of its positions
+    fps = [bits.to_db(q) for q in queries] + [None, bits.to_db(queries[0])]
+    for radius in range(k + 1):
+        got = conn.execute(
+            "SELECT n.query, (n.hit).id, simpg.hamming((n.hit).fp, (%(fps)s::bigint[])[n.query]) "
+            "FROM simpg.near_many(NULL::corpus, %(fps)s, %(k)s) AS n",
+            {"fps": fps, "k": radius}).fetchall()
+        want = [(i + 1, row_id, d) for i, fp in enumerate(fps) if fp is not None
+                for row_id, d in sorted(brute_force(rows, bits.from_db(fp), radius), key=lambda r: (r[1], r[0]))]
+        # by query, then nearest first (ties in any order)
+        assert sorted(got) == sorted(want)
+        assert [(q, d) for q, _, d in got] == sorted((q, d) for q, _, d in got)
+    assert conn.execute("SELECT count(*) FROM simpg.near_many(NULL::corpus, '{}', 3)").fetchone() == (0,)
+    with pytest.raises(psycopg.Error, match="fingerprints must not be null"):
+        conn.execute("SELECT * FROM simpg.near_many(NULL::corpus, NULL, 3)")
+    with pytest.raises(psycopg.Error, match="k=4 is above the radius k=3"):
+        conn.execute("SELECT * FROM simpg.near_many(NULL::corpus, '{1}', 4)")
+
+
+def test_lateral_near_over_a_table_of_queries(conn):
+    queries, rows = corpus_for(2, seed=5)
+    load_corpus(conn, rows)
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 2)")
+    conn.execute("CREATE TABLE probes (pid int, fp bigint)")
+    conn.cursor().executemany("INSERT INTO probes VALUES (%s, %s)", [(i, bits.to_db(q)) for i, q in enumerate(queries)])
+    got = conn.execute("SELECT p.pid, n.id FROM probes AS p CROSS JOIN LATERAL simpg.near(NULL::corpus, p.fp, 2) AS n"
+                       ).fetchall()
+    assert sorted(got) == sorted((i, row_id) for i, q in enumerate(queries) for row_id, _ in brute_force(rows, q, 2))
+
+
+def test_near_follows_every_change_of_the_index_between_calls(conn):
+    """The statement a call prepares outlives it; the next call must still answer exactly."""
+    queries, rows = corpus_for(3, seed=3)
+    load_corpus(conn, rows)
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 2, 3)")
+    assert near_ids(conn, queries[0], 2) == brute_force(rows, queries[0], 2)
+    # a wider index: k=3 was above the old radius
+    conn.execute("SELECT simpg.drop_index('corpus', 'fp')")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 5)")
+    for q in queries:
+        assert near_ids(conn, q, 3) == brute_force(rows, q, 3)
+    # another layout of the same radius: same prefix column names, other permutations
+    conn.execute("SELECT simpg.drop_index('corpus', 'fp')")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 4)")
+    for q in queries:
+        assert near_ids(conn, q, 3) == brute_force(rows, q, 3)
+    # renamed table and columns, another index on a second column
+    conn.execute("ALTER TABLE corpus RENAME TO corpus2")
+    conn.execute("ALTER TABLE corpus2 RENAME COLUMN fp_p0 TO first_prefix")
+    for q in queries:
+        assert near_ids(conn, q, 3, "corpus2") == brute_force(rows, q, 3)
+    conn.execute("ALTER TABLE corpus2 ADD COLUMN other bigint")
+    conn.execute("SELECT simpg.create_index('corpus2', 'other', 1, 2)")
+    with pytest.raises(psycopg.Error, match="has 2 simpg indexes; name the fingerprint column"):
+        near_ids(conn, queries[0], 3, "corpus2")
+    assert sorted(conn.execute(f"SELECT id FROM simpg.near(NULL::corpus2, {bits.to_db(queries[1])}, 3, 'fp')")
+                  .fetchall()) == [(i,) for i, _ in brute_force(rows, queries[1], 3)]
+    # rows written between calls are found
+    conn.execute("INSERT INTO corpus2 (fp) VALUES (%s)", [bits.to_db(queries[2] ^ 1)])
+    assert (len(rows) + 1, 1) in {(i, d) for i, d in conn.execute(
+        "SELECT id, simpg.hamming(fp, %(q)s) FROM simpg.near(NULL::corpus2, %(q)s, 3, 'fp')",
+        {"q": bits.to_db(queries[2])}).fetchall()}
+
+
+def test_prepared_lookups_read_the_prefix_indexes(conn):
+    conn.execute("CREATE TABLE corpus (id bigserial PRIMARY KEY, fp bigint NOT NULL)")
+    conn.execute("INSERT INTO corpus (fp) SELECT (random() * 2^62)::bigint - (random() * 2^62)::bigint "
+                 "FROM generate_series(1, 5000)")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 4)")
+    conn.execute("ANALYZE corpus")
+    conn.execute("SELECT count(*) FROM simpg.near(NULL::corpus, 1, 3)")
+    conn.execute("SELECT count(*) FROM simpg.near_many(NULL::corpus, '{1,2}', 3)")
+    names = dict(conn.execute("SELECT split_part(name, '_', 2), name FROM pg_prepared_statements "
+                              "WHERE name LIKE 'simpg\\_%'").fetchall())
+    assert set(names) == {"near", "many"}
+    # the plan simpg.near runs: generic (one plan for every fingerprint), without seq scans
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    for kind, args in (("near", "1, 3"), ("many", "'{1,2}', 3")):
+        plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN EXECUTE {names[kind]}({args})").fetchall())
+        assert "Seq Scan on corpus" not in plan, plan
+        assert plan.count("Bitmap Index Scan on corpus_fp_p") == 4, plan
