@@ -10,6 +10,9 @@ this prints, with ratios:
    placement (client and server on any CPU, or on separate ones) and by the time
    between lookups; and on lookup connections, near's libpq fast path against
    psycopg's cursor, with the layout checked once per plan or at every execution;
+   ``--public-apis``: that fast path, which drove psycopg internals (kept here as
+   InternalNear to measure it), against psycopg's public APIs for the same statement:
+   cursors made per lookup or kept, RawCursor, pipeline mode, simpg's NearLookup;
 2. batched lookups: SimIndex.near_many (per table, one join of the queries sorted by
    prefix; UNION of the tables) against a LATERAL OR of ranges per query (its form
    before 0.1.1) and a LATERAL UNION ALL of per-table scans, at several batch sizes;
@@ -23,6 +26,7 @@ popcount over all rows for the lookups). Usage:
 
     python bench/psycopg_api.py --dsn "host=... dbname=bench" --rows 1000000
     python bench/psycopg_api.py --dsn ... --rows 10000000 --table b10m   # reuse a table
+    python bench/psycopg_api.py --dsn ... --rows 1000000 --public-apis   # issue 15, code item 2
 
 The table is created (and kept) when missing: ``b<rows>``.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import struct
 import sys
 import time
 from typing import Any
@@ -43,7 +48,44 @@ from psycopg import sql
 from psycopg.types.numeric import Int8
 
 from simpg import allpairs, bits
-from simpg.psycopg import Neighbor, SimIndex, lookup, queries
+from simpg.psycopg import Neighbor, SimIndex, _common, _internals, lookup, queries
+
+
+class InternalNear:
+    """0.1.1's ``near`` fast path, kept here to measure: the statement prepared under a name
+    of its own and sent with ``pgconn.send_query_prepared``, driven by psycopg's private
+    protocol generator (``psycopg.generators.execute``) through the private
+    ``Connection.wait`` under the private ``conn.lock``; rows unordered, sorted in Python.
+    simpg itself no longer does this (issue 15, code item 2: see public_apis())."""
+
+    def __init__(self, conn: psycopg.Connection, info: Any, name: bytes = b"bench_internal_near") -> None:
+        self.conn, self.info, self.name = conn, info, name
+        self.query = queries.near_sql(info, numbered=True).as_bytes(conn)
+        self.prepared = False
+        self.int8 = struct.Struct(">q")
+
+    def gen(self, params: list[bytes]) -> Any:
+        from psycopg import generators  # private: this is what the measurement is about
+
+        pgconn = self.conn.pgconn
+        if not self.prepared:
+            pgconn.send_prepare(self.name, self.query, param_types=[20, 1016, 20])
+            yield from generators.execute(pgconn)
+            self.prepared = True
+        pgconn.send_query_prepared(self.name, params, param_formats=[1, 1, 1], result_format=1)
+        result = (yield from generators.execute(pgconn))[-1]
+        if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
+            raise psycopg.errors.error_from_result(result, encoding=self.conn.info.encoding)
+        found = [Neighbor(int.from_bytes(result.get_value(i, 0) or b"", "big", signed=True),
+                          int.from_bytes(result.get_value(i, 1) or b"", "big", signed=True))
+                 for i in range(result.ntuples)]
+        found.sort(key=lambda r: (r.distance, r.id))
+        return found
+
+    def near(self, q: int, k: int) -> list[Neighbor]:
+        params = [self.int8.pack(bits.to_db(q)), self.info.ranges.lows_array(q).payload, self.int8.pack(k)]
+        with self.conn.lock:
+            return self.conn.wait(self.gen(params))  # type: ignore[no-any-return]
 
 
 def make_table(conn: psycopg.Connection, name: str, rows: int) -> None:
@@ -161,10 +203,10 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
                         .replace("layout_is.", f"{STABLE_GUARD}.").replace("IMMUTABLE", "STABLE"))
 
     def fast(stable: bool) -> Any:
-        statement = lookup.NearStatement(info, handle.conn, prepare=True)
+        statement = InternalNear(handle.conn, info, b"bench_fast_stable" if stable else b"bench_fast")
         if stable:
             statement.query = statement.query.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
-        return lambda q: handle.conn.wait(lookup.near_gen(statement, handle.conn, statement.params(q, 3)))
+        return lambda q: statement.near(q, 3)
 
     def cursor(stable: bool) -> Any:
         statement = queries.near_sql(info).as_bytes(handle.conn)
@@ -178,8 +220,7 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
         return run
 
     variants = {
-        "SimIndex.connect(...).near: libpq fast path, layout checked per plan (this version)":
-            lambda q: handle.near(q, 3),
+        "libpq fast path (0.1.1's SimIndex.near), layout checked per plan": fast(False),
         "libpq fast path, layout checked at every execution": fast(True),
         "psycopg cursor and ORDER BY, layout checked per plan": cursor(False),
         "psycopg cursor and ORDER BY, layout checked at every execution (SimIndex.near before)": cursor(True),
@@ -207,6 +248,158 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
         print(f"| {label} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | {pct(lat, .99) * 1e3:.3f} | "
               f"{statistics.median(lat) / base:.2f} | {answers[label] == ref} |")
     handle.conn.execute(f"DROP FUNCTION public.{STABLE_GUARD}")
+    handle.close()
+
+
+def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None:
+    """SimIndex.near's libpq fast path (psycopg internals: generators, Connection.wait,
+    conn.lock) against psycopg's public APIs for the same statement, on one lookup
+    connection, taking turns (issue 15, code item 2): the cursor as the handles use it
+    where the fast path does not apply (binary, prepared, ORDER BY), the same without
+    ORDER BY and sorted in Python as the fast path does, a RawCursor with libpq's
+    ``$1..$3`` (psycopg 3.2+) made per lookup or kept, the cursor in pipeline mode, and
+    the documented but low-level ``pgconn.exec_prepared`` (a blocking libpq call:
+    Ctrl-C waits for it). Each statement is prepared (``prepare=True``, what
+    ``prepare_threshold=0`` does for every statement). Prints p50/p90 and the client's
+    CPU time per lookup (process time over the whole run, divided), which is where the
+    paths differ: the server does the same work for each."""
+    handle = SimIndex.connect(dsn, name)
+    conn = handle.conn
+    prewarm(conn, name)
+    info = handle.info
+    ordered = queries.near_sql(info).as_bytes(conn)
+    numbered = queries.near_sql(info, numbered=True)  # $1..$3, no ORDER BY
+    unordered = numbered.as_bytes(conn).replace(b"$1", b"%(q)s").replace(b"$2", b"%(lows)s").replace(b"$3", b"%(k)s")
+    raw_query = numbered.as_bytes(conn)
+
+    def by_distance(rows: list[Any]) -> list[Neighbor]:
+        found = [Neighbor(i, d) for i, d in rows]
+        found.sort(key=lambda r: (r.distance, r.id))
+        return found
+
+    def cursor_ordered(q: int) -> list[Neighbor]:
+        with conn.cursor(binary=True) as cur:
+            cur.execute(ordered, queries.near_params(info, q, 3), prepare=True)
+            return [Neighbor(i, d) for i, d in cur.fetchall()]
+
+    def cursor_unordered(q: int) -> list[Neighbor]:
+        with conn.cursor(binary=True) as cur:
+            cur.execute(unordered, queries.near_params(info, q, 3), prepare=True)
+            return by_distance(cur.fetchall())
+
+    def pipelined(q: int) -> list[Neighbor]:
+        with conn.pipeline(), conn.cursor(binary=True) as cur:
+            cur.execute(unordered, queries.near_params(info, q, 3), prepare=True)
+            return by_distance(cur.fetchall())
+
+    kept_cursor = conn.cursor(binary=True)
+
+    def cursor_kept(q: int) -> list[Neighbor]:
+        kept_cursor.execute(unordered, queries.near_params(info, q, 3), prepare=True)
+        return by_distance(kept_cursor.fetchall())
+
+    internal = InternalNear(conn, info)
+    public = lookup.NearLookup(conn)
+    # the whole handle (argument checks, layout re-read on SPG01), with either path inside
+    with_internal, with_public = SimIndex(conn, name), SimIndex(conn, name)
+    for handle_ in (with_internal, with_public):
+        handle_.refresh()
+    internal_h = InternalNear(conn, with_internal.info, b"bench_internal_handle")
+    with_public_lookup = lookup.NearLookup(conn)
+
+    def handle_near(handle_: SimIndex, run: Any) -> Any:
+        return lambda q: handle_._lookup(lambda i: run(i, _common.fingerprint(q), _common.radius(3, i)))
+
+    def internals(enabled: bool, run: Any) -> Any:
+        """``run`` with simpg.psycopg._internals turned on or off (NearLookup's fast path)."""
+        def call(q: int) -> Any:
+            _internals.ENABLED = enabled
+            return run(q)
+        return call
+
+    shipped = _internals.ENABLED
+    variants: dict[str, Any] = {
+        "SimIndex.near with 0.1.1's internal fast path":
+            handle_near(with_internal, lambda i, q, k: internal_h.near(q, k)),
+        "SimIndex.near with NearLookup (public API)":
+            internals(False, handle_near(with_public, lambda i, q, k: with_public_lookup.near(i, q, k))),
+        "SimIndex.near with NearLookup as shipped (fast path on tested psycopg)":
+            internals(shipped, handle_near(with_public, lambda i, q, k: with_public_lookup.near(i, q, k))),
+        "internal: libpq fast path (SimIndex.near in 0.1.1)": lambda q: internal.near(q, 3),
+        "public: simpg.psycopg.lookup.NearLookup (kept RawCursor, sorted in Python)":
+            internals(False, lambda q: public.near(info, q, 3)),
+        "public: cursor, binary, prepared, ORDER BY (the handles' other path)": cursor_ordered,
+        "public: cursor, binary, prepared, sorted in Python": cursor_unordered,
+        "public: cursor in pipeline mode, sorted in Python": pipelined,
+        "public: one cursor kept for all lookups, sorted in Python": cursor_kept,
+    }
+    if hasattr(psycopg, "RawCursor"):  # psycopg 3.2+
+        kept = psycopg.RawCursor(conn)
+        kept.format = psycopg.pq.Format.BINARY
+
+        def raw_new(q: int) -> list[Neighbor]:
+            p = queries.near_params(info, q, 3)
+            with psycopg.RawCursor(conn) as cur:
+                cur.format = psycopg.pq.Format.BINARY
+                cur.execute(raw_query, [p["q"], p["lows"], p["k"]], prepare=True)
+                return by_distance(cur.fetchall())
+
+        def raw_kept(q: int) -> list[Neighbor]:
+            p = queries.near_params(info, q, 3)
+            kept.execute(raw_query, [p["q"], p["lows"], p["k"]], prepare=True)
+            return by_distance(kept.fetchall())
+
+        variants["public: RawCursor ($1..$3), binary, prepared, sorted in Python"] = raw_new
+        variants["public: one RawCursor kept for all lookups"] = raw_kept
+    exec_name = b"bench_exec_prepared"
+    conn.pgconn.prepare(exec_name, internal.query, param_types=[20, 1016, 20])
+
+    def exec_prepared(q: int) -> list[Neighbor]:
+        params = [internal.int8.pack(bits.to_db(q)), info.ranges.lows_array(q).payload, internal.int8.pack(3)]
+        result = conn.pgconn.exec_prepared(exec_name, params, param_formats=[1, 1, 1], result_format=1)
+        return by_distance([(int.from_bytes(result.get_value(i, 0) or b"", "big", signed=True),
+                             int.from_bytes(result.get_value(i, 1) or b"", "big", signed=True))
+                            for i in range(result.ntuples)])
+
+    variants["low-level public: pgconn.exec_prepared (blocking libpq call)"] = exec_prepared
+    for run in variants.values():  # prepare everything, warm the caches
+        for q in qs[:50]:
+            run(q)
+    results: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, float] = dict.fromkeys(variants, 0.0)
+    answers: dict[str, list[Any]] = {v: [] for v in variants}
+    order = list(variants.items())
+    for i, q in enumerate(qs * 2):
+        for label, run in order[i % len(order):] + order[: i % len(order)]:
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            got = run(q)
+            elapsed = time.perf_counter() - t0
+            cpu[label] += time.process_time() - c0
+            results[label].append(elapsed)
+            if i < len(qs):
+                answers[label].append([tuple(x) for x in got])
+    ref = answers[order[0][0]]
+    for q, got in zip(qs, ref, strict=True):
+        d = np.bitwise_count(all_fps ^ np.uint64(q))
+        assert len(got) == int((d <= 3).sum()), "API answer differs from a scan of all rows"
+    internal_label = "internal: libpq fast path (SimIndex.near in 0.1.1)"
+    base = statistics.median(results[internal_label])
+    base_cpu = cpu[internal_label] / len(results[internal_label])
+    print(f"\n## Single lookups on a lookup connection: psycopg internals against public APIs "
+          f"(k=3, psycopg {psycopg.__version__}, {psycopg.pq.__impl__})\n")
+    print("| variant | p50 ms | p90 ms | p50 ratio to the bare fast path | client CPU µs per lookup | CPU ratio "
+          "| same answers |\n|---|---|---|---|---|---|---|")
+    for label, lat in results.items():
+        print(f"| {label} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | "
+              f"{statistics.median(lat) / base:.2f} | {cpu[label] / len(lat) * 1e6:.1f} | "
+              f"{cpu[label] / len(lat) / base_cpu:.2f} | {answers[label] == ref} |")
+    a, b = (results[x] for x in ("SimIndex.near with 0.1.1's internal fast path",
+                                 "SimIndex.near with NearLookup (public API)"))
+    print(f"\nSimIndex.near, public against internal: p50 ratio {statistics.median(b) / statistics.median(a):.2f}, "
+          f"client CPU ratio {cpu['SimIndex.near with NearLookup (public API)'] / cpu[order[0][0]]:.2f}")
+    _internals.ENABLED = shipped
+    conn.pgconn.exec_(b"DEALLOCATE bench_exec_prepared")
     handle.close()
 
 
@@ -416,6 +609,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=3000)
     parser.add_argument("--no-sql-pairs", action="store_true", help="skip the (slow) pure-SQL all-pairs variant")
     parser.add_argument("--only-paths", action="store_true", help="only the fast path / layout check comparison")
+    parser.add_argument("--public-apis", action="store_true",
+                        help="only the fast path against psycopg's public APIs (issue 15, code item 2)")
     args = parser.parse_args()
     name = args.table or f"b{args.rows}"
     with psycopg.connect(args.dsn, autocommit=True) as conn:
@@ -433,6 +628,9 @@ def main() -> None:
               f"{len(qs)} queries")
         if args.only_paths:
             lookup_paths(args.dsn, name, qs, all_fps)
+            return
+        if args.public_apis:
+            public_apis(args.dsn, name, qs, all_fps)
             return
         with SimIndex.connect(args.dsn, name) as tuned, \
                 SimIndex.connect(args.dsn, name, busy_wait=0.001) as polling:

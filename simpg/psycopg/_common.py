@@ -6,6 +6,7 @@ Everything here is free of I/O, so :class:`~simpg.psycopg.SimIndex` and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -13,11 +14,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import psycopg
 from psycopg import errors
+from psycopg.types.numeric import Int8
 
 from simpg import allpairs, bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, NearDuplicate, SimpgError
+from simpg.fingerprint import FingerprintConfig, InvalidConfig
+from simpg.fingerprint.minhash import checked_max_distance, similarity, to_sql
 from simpg.layout import Layout
-from simpg.psycopg.queries import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, near_params
+from simpg.psycopg.catalog import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, check_k
+from simpg.psycopg.statements import near_params
 
 __all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "near_duplicate"]
 
@@ -60,17 +65,11 @@ class Duplicate(NamedTuple):
     @property
     def similarity(self) -> float:
         """The estimated Jaccard similarity of the two documents (from the sketch distance)."""
-        from simpg.fingerprint.minhash import similarity
-
         return similarity(self.sketch_distance)
 
 
 def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any) -> dict[str, Any]:
-    """Parameters of :func:`~simpg.psycopg.queries.duplicates_sql`, checked (errors name the value)."""
-    from psycopg.types.numeric import Int8
-
-    from simpg.fingerprint.minhash import checked_max_distance, to_sql
-
+    """Parameters of :func:`~simpg.psycopg.statements.duplicates_sql`, checked (errors name the value)."""
     limit = checked_max_distance(max_sketch_distance)
     params = near_params(info, fp, k)
     params.update(s=to_sql(sketch), t=Int8(limit))
@@ -161,8 +160,6 @@ def near_duplicate(err: psycopg.Error) -> NearDuplicate | None:
     For your own INSERTs: ``except psycopg.errors.ExclusionViolation as err:
     dup = near_duplicate(err)``.
     """
-    import re
-
     if not isinstance(err, errors.ExclusionViolation):
         return None
     found = re.fullmatch(r"Key \((?:.+)\)=\((.*)\) is within (\d+) bits of the new row, key \(.+\)=\(.*\)\.",
@@ -255,8 +252,6 @@ def fingerprint_array(values: Any) -> np.ndarray:
 
 def radius(k: Any, info: IndexInfo) -> int:
     """``k`` (default: the index's radius), checked against the index."""
-    from simpg.psycopg.queries import check_k
-
     return check_k(info.layout.k if k is None else k, info)
 
 
@@ -281,8 +276,6 @@ def stored_config(info: IndexInfo) -> tuple[Any, str | None]:
     text = info.fingerprint_config
     if not text:
         return None, None
-    from simpg.fingerprint import FingerprintConfig, InvalidConfig
-
     try:
         config = FingerprintConfig.from_json(text)
     except InvalidConfig:
@@ -292,8 +285,6 @@ def stored_config(info: IndexInfo) -> tuple[Any, str | None]:
 
 def text_config(config: Any, info: IndexInfo) -> Any:
     """The config to fingerprint texts with: the given one or the index's, never a mismatch."""
-    from simpg.fingerprint import FingerprintConfig
-
     stored, identity = stored_config(info)
     if config is None:
         if identity is not None and stored is None:
@@ -316,14 +307,17 @@ def config_text(config: Any) -> str | None:
     """What create() stores in simpg.indexes.fingerprint_config: the config's JSON."""
     if config is None:
         return None
-    from simpg.fingerprint import FingerprintConfig
-
     if not isinstance(config, FingerprintConfig):
         raise SimpgError(f"expected FingerprintConfig, got {config!r}")
     return str(config.to_json())
 
 
 # -- results --------------------------------------------------------------------------
+
+def nearest_first(row: Neighbor) -> tuple[int, bool, int]:
+    """Sort key of integer-id lookups: ``ORDER BY distance, id``, a NULL id last (as PostgreSQL)."""
+    return row.distance, row.id is None, row.id or 0
+
 
 def group_near_many(rows: Iterable[Sequence[Any]], count: int) -> list[list[Neighbor]]:
     """``(query number from 1, id, distance)`` rows to one list of neighbours per query."""
@@ -399,7 +393,7 @@ def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "represe
 
 
 def make_stats(info: IndexInfo, row: Sequence[Any], exact: bool) -> IndexStats:
-    """IndexStats from a :func:`~simpg.psycopg.queries.stats_query` row."""
+    """IndexStats from a :func:`~simpg.psycopg.statements.stats_query` row."""
     rows, table_bytes, index_sizes = row
     _, identity = stored_config(info)
     return IndexStats(

@@ -27,10 +27,11 @@ from psycopg import sql
 
 from simpg import bits
 from simpg.exc import SimpgError
+from simpg.fingerprint import fingerprint_many
 from simpg.layout import Layout
-from simpg.psycopg import _common, lookup, queries
+from simpg.psycopg import _common, lookup, queries, settings
 from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
-from simpg.psycopg.queries import IndexInfo
+from simpg.psycopg.catalog import IndexInfo
 
 __all__ = ["AsyncSimIndex", "configure_lookups_async"]
 
@@ -41,7 +42,7 @@ async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
     """:func:`~simpg.psycopg.configure_lookups` for an async connection."""
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     try:
-        await conn.execute(queries.LOOKUP_SETTINGS_SQL)
+        await conn.execute(settings.LOOKUP.statement, settings.LOOKUP.params)
         if idle and not conn.autocommit:
             await conn.commit()
     except psycopg.Error as err:
@@ -73,7 +74,7 @@ class AsyncSimIndex:
         self.prepare = prepare
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
-        self._near: lookup.NearStatement | None = None
+        self._near = lookup.AsyncNearLookup(conn)
         self._owns_conn = False
 
     def __repr__(self) -> str:
@@ -137,12 +138,6 @@ class AsyncSimIndex:
         self._info = IndexInfo.from_rows(catalog, name, type_)
         self._statements = {}
         return self._info
-
-    def _near_statement(self, info: IndexInfo) -> lookup.NearStatement:
-        # One per layout: a handle that read the layout again prepares a new one.
-        if self._near is None or self._near.info is not info:
-            self._near = lookup.NearStatement(info, self.conn, self.prepare)
-        return self._near
 
     def _statement(self, info: IndexInfo, name: str) -> bytes:
         # Composing the SQL of a 10-table OR costs more than the lookup's planning:
@@ -211,8 +206,6 @@ class AsyncSimIndex:
         if fingerprints is not None:
             fps = _common.fingerprint_array(fingerprints)
         else:
-            from simpg.fingerprint import fingerprint_many
-
             docs = list(texts)  # type: ignore[arg-type]
             cfg = _common.text_config(config, info)
             n_workers = workers if workers is not None else (1 if len(docs) < 2000 else None)
@@ -237,15 +230,8 @@ class AsyncSimIndex:
         fp = _common.fingerprint(fingerprint)
 
         async def run(info: IndexInfo) -> list[Neighbor]:
-            radius = _common.radius(k, info)
-            async with self.conn.lock:  # the fast path where it means the same (simpg.psycopg.lookup)
-                if lookup.usable(self.conn, info):
-                    statement = self._near_statement(info)
-                    return await self.conn.wait(lookup.near_gen(statement, self.conn, statement.params(fp, radius)))
-            params = queries.near_params(info, fp, radius)
-            async with self.conn.cursor(binary=True) as cur:
-                await cur.execute(self._statement(info, "near"), params, prepare=self.prepare)
-                return [Neighbor(id_, d) for id_, d in await cur.fetchall()]
+            # a kept AsyncRawCursor, or the tested fast path where it means the same (simpg.psycopg.lookup)
+            return await self._near.near(info, fp, _common.radius(k, info), prepare=self.prepare)
 
         return await self._lookup(run)
 
@@ -338,15 +324,15 @@ class AsyncSimIndex:
             if not len(fps):
                 return []
             params = queries.near_many_params(info, fps, radius)
-            settings = queries.NEAR_MANY_SETTINGS
+            local = settings.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-                await cur.execute(settings.sql)
+                await cur.execute(local.statement, local.params)
                 saved = await cur.fetchone()
                 await cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
                 rows = await cur.fetchall()
                 if outer and saved:  # the local settings would outlive the savepoint
-                    await cur.execute(settings.restore_sql, saved[: settings.count])
+                    await cur.execute(local.restore_statement, local.restore_params(saved))
             return _common.group_near_many(rows, len(fps))
 
         return await self._lookup(run)
@@ -374,8 +360,8 @@ class AsyncSimIndex:
                 cur.adapters.register_loader("bytea", queries.RawByteaLoader)
                 if not outer:
                     await cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                settings = queries.FETCH_SETTINGS
-                await cur.execute(settings.sql)
+                local = settings.FETCH_SETTINGS
+                await cur.execute(local.statement, local.params)
                 saved = await cur.fetchone()
                 await cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)])
                 row = await cur.fetchone()
@@ -384,7 +370,7 @@ class AsyncSimIndex:
                     ids, fps = await cur.fetchone() or (None, None)
                     parts.append(queries.parse_fetch(ids, fps, integer))
                 if outer and saved:
-                    await cur.execute(settings.restore_sql, saved[: settings.count])
+                    await cur.execute(local.restore_statement, local.restore_params(saved))
         except psycopg.Error as err:
             raise _common.translate(err) from err
         return _common.join_parts(parts, integer)

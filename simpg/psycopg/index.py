@@ -34,11 +34,12 @@ from psycopg import sql
 
 from simpg import bits
 from simpg.exc import SimpgError
+from simpg.fingerprint import fingerprint_many
 from simpg.layout import Layout
-from simpg.psycopg import _common, lookup, queries
+from simpg.psycopg import _common, lookup, queries, settings
 from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
-from simpg.psycopg.queries import IndexInfo
+from simpg.psycopg.catalog import IndexInfo
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def configure_lookups(conn: psycopg.Connection[Any]) -> None:
     """
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     try:
-        conn.execute(queries.LOOKUP_SETTINGS_SQL)
+        conn.execute(settings.LOOKUP.statement, settings.LOOKUP.params)
         if idle and not conn.autocommit:
             conn.commit()
     except psycopg.Error as err:
@@ -95,7 +96,7 @@ class SimIndex:
         self.prepare = prepare
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
-        self._near: lookup.NearStatement | None = None
+        self._near = lookup.NearLookup(conn)
         self._owns_conn = False
 
     def __repr__(self) -> str:
@@ -176,12 +177,6 @@ class SimIndex:
         self._info = IndexInfo.from_rows(catalog, name, type_)
         self._statements = {}
         return self._info
-
-    def _near_statement(self, info: IndexInfo) -> lookup.NearStatement:
-        # One per layout: a handle that read the layout again prepares a new one.
-        if self._near is None or self._near.info is not info:
-            self._near = lookup.NearStatement(info, self.conn, self.prepare)
-        return self._near
 
     def _statement(self, info: IndexInfo, name: str) -> bytes:
         # Composing the SQL of a 10-table OR costs more than the lookup's planning:
@@ -299,8 +294,6 @@ class SimIndex:
             raise SimpgError("pass either fingerprints or texts")
         if fingerprints is not None:
             return _common.fingerprint_array(fingerprints)
-        from simpg.fingerprint import fingerprint_many
-
         docs = list(texts)
         cfg = _common.text_config(config, self.info)
         if workers is None:
@@ -314,15 +307,8 @@ class SimIndex:
         fp = _common.fingerprint(fingerprint)
 
         def run(info: IndexInfo) -> list[Neighbor]:
-            radius = _common.radius(k, info)
-            with self.conn.lock:  # the fast path where it means the same (simpg.psycopg.lookup)
-                if lookup.usable(self.conn, info):
-                    statement = self._near_statement(info)
-                    return self.conn.wait(lookup.near_gen(statement, self.conn, statement.params(fp, radius)))
-            params = queries.near_params(info, fp, radius)
-            with self.conn.cursor(binary=True) as cur:
-                cur.execute(self._statement(info, "near"), params, prepare=self.prepare)
-                return [Neighbor(id_, d) for id_, d in cur.fetchall()]
+            # a kept RawCursor, or the tested fast path where it means the same (simpg.psycopg.lookup)
+            return self._near.near(info, fp, _common.radius(k, info), prepare=self.prepare)
 
         return self._lookup(run)
 
@@ -420,14 +406,14 @@ class SimIndex:
             params = queries.near_many_params(info, fps, radius)
             # Planner settings local to a transaction (see simpg.psycopg.queries): inside
             # the caller's transaction that is a savepoint, and the old values are put back.
-            settings = queries.NEAR_MANY_SETTINGS
+            local = settings.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-                saved = cur.execute(settings.sql).fetchone()
+                saved = cur.execute(local.statement, local.params).fetchone()
                 cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
                 rows = cur.fetchall()
                 if outer and saved:
-                    cur.execute(settings.restore_sql, saved[: settings.count])
+                    cur.execute(local.restore_statement, local.restore_params(saved))
             return _common.group_near_many(rows, len(fps))
 
         return self._lookup(run)
@@ -465,14 +451,14 @@ class SimIndex:
                 cur.adapters.register_loader("bytea", queries.RawByteaLoader)
                 if not outer:  # one snapshot across the statements
                     cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                settings = queries.FETCH_SETTINGS
-                saved = cur.execute(settings.sql).fetchone()
+                local = settings.FETCH_SETTINGS
+                saved = cur.execute(local.statement, local.params).fetchone()
                 row = cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)]).fetchone()
                 for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
                     ids, fps = cur.execute(queries.fetch_sql(info, first, end, where)).fetchone() or (None, None)
                     parts.append(queries.parse_fetch(ids, fps, integer))
                 if outer and saved:
-                    cur.execute(settings.restore_sql, saved[: settings.count])
+                    cur.execute(local.restore_statement, local.restore_params(saved))
         except psycopg.Error as err:
             raise _common.translate(err) from err
         return _common.join_parts(parts, integer)

@@ -1,140 +1,139 @@
-"""A single ``near`` sent straight through psycopg's libpq layer: the lookup fast path.
+"""A single ``near``: psycopg's public API, and the measured fast path where it is tested.
 
-A lookup at 10M rows is a round trip of a few tenths of a millisecond, and psycopg's
-cursor (adapting the parameters, the prepared-statement cache, loading the rows)
-was about a tenth of it. For tables with integer ids the handles skip the cursor: the
-parameters are already bytes in the binary format (:class:`NearStatement`), the
-statement is prepared once under a name of its own, and :func:`near_gen` drives
-``PQsendQueryPrepared`` with psycopg's own protocol generator, so the connection's
-``wait()`` (Ctrl-C cancels, :class:`~simpg.psycopg.busywait.BusyWaitConnection`
-polls) does the waiting as for any statement. The statement has no ``ORDER BY``:
-sorting a handful of rows in Python is cheaper than the server's Sort node.
-``bench/psycopg_api.py`` measures this path against the cursor.
+A lookup at 10M rows is a round trip of a few tenths of a millisecond, and the client's
+share of it is mostly psycopg's cursor: making one, adapting the parameters, loading
+the rows. :class:`NearLookup` (and :class:`AsyncNearLookup`), one per handle, do the
+least that psycopg's public API allows: one :class:`psycopg.RawCursor` kept for the
+handle (``$1..$3``: no query conversion), parameters already in the binary format (one
+``bigint[]`` of range starts, :mod:`simpg.psycopg.wire`), the statement prepared
+(``prepare=True``, what ``prepare_threshold=0`` does), binary rows, and for integer ids
+no ``ORDER BY``: Python sorts the handful of rows (cheaper than the server's Sort node;
+other ids are ordered by the server, whose collation decides). A lock per handle keeps
+the cursor to one lookup at a time when threads (or tasks) share a handle.
 
-The handles take this path only where it means the same as the cursor would:
-integer ids (they are read without psycopg's loaders), no pipeline, and a
-connection in autocommit mode or in a transaction that has not failed (on an idle
-connection without autocommit psycopg first opens a transaction; a closed connection
-or a failed transaction the cursor reports as psycopg does).
+Side by side on one lookup connection (``bench/psycopg_api.py --public-apis``, 1M rows,
+psycopg 3.2.0 and 3.3.9), that is the best public form: a ``RawCursor`` made per lookup
+took 1.18-1.21 times as long as a kept one, a cursor in pipeline mode 1.9-2.0 times.
+Still, skipping the cursor altogether (:mod:`simpg.psycopg._internals`:
+``PQsendQueryPrepared`` driven by psycopg's private protocol generator) took
+``SimIndex.near`` 0.85-0.91 times the p50 latency and 0.71-0.74 times the client CPU; so
+for integer ids on a connection in autocommit mode, on the psycopg versions that module
+was tested with, :class:`NearLookup` takes that path, and this public one everywhere
+else (in transactions, pipelines, for other ids, on other psycopg versions).
+
+The public path follows the cursor's rules: on an idle connection without autocommit
+it opens the transaction the caller then commits, in a failed transaction it raises
+``InFailedSqlTransaction``, in pipeline mode it syncs, and psycopg's prepared-statement
+cache notices ``DISCARD ALL`` / ``DEALLOCATE ALL`` sent through the connection.
 """
 
 from __future__ import annotations
 
-import itertools
-import struct
+import asyncio
+import threading
 from typing import Any
 
 import psycopg
-from psycopg import errors, generators
-from psycopg.abc import PQGen
-from psycopg.pq import ExecStatus, Format, PipelineStatus, TransactionStatus
+from psycopg.rows import TupleRow, tuple_row
+from psycopg.types.numeric import Int8
 
 from simpg import bits
-from simpg.psycopg._common import Neighbor
-from simpg.psycopg.queries import INTEGER_TYPES, IndexInfo, near_sql
+from simpg.psycopg import _internals
+from simpg.psycopg._common import Neighbor, nearest_first
+from simpg.psycopg._internals import NearStatement, near_gen, usable  # 0.1.1's names, importable here
+from simpg.psycopg.catalog import IndexInfo
+from simpg.psycopg.statements import near_sql
 
-__all__ = ["NearStatement", "near_gen", "usable"]
-
-_INT8 = struct.Struct(">q")
-_INT8_OID, _INT8_ARRAY_OID = 20, 1016
-_PARAM_TYPES = [_INT8_OID, _INT8_ARRAY_OID, _INT8_OID]  # q, lows, k
-_BINARY = [Format.BINARY] * 3
-# Statement names unique in this process: several handles may share a connection.
-_names = itertools.count(1)
+__all__ = ["AsyncNearLookup", "NearLookup", "NearStatement", "near_gen", "usable"]
 
 
-def usable(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], info: IndexInfo) -> bool:
-    """Whether a lookup on ``conn`` may skip the cursor with the same meaning (see the module doc)."""
-    pgconn = conn.pgconn
-    status = pgconn.transaction_status
-    return (info.id_type in INTEGER_TYPES
-            and not conn.closed and status != TransactionStatus.INERROR  # psycopg's cursor says so
-            and pgconn.pipeline_status == PipelineStatus.OFF
-            and (conn.autocommit or status != TransactionStatus.IDLE))
+def near_query(info: IndexInfo, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bytes:
+    """The statement a lookup sends: ``$1..$3``, ordered by the server unless the ids are integers."""
+    return near_sql(info, numbered=True, ordered=not info.integer_ids).as_bytes(conn)
 
 
-class NearStatement:
-    """The ``near`` statement of one layout, as the bytes libpq sends.
+def near_args(info: IndexInfo, fp: int, k: int) -> list[Any]:
+    """``$1..$3`` for an unsigned fingerprint: the signed fingerprint, each table's range start, ``k``.
+
+    The range starts go as one ready-made binary ``bigint[]``
+    (:class:`~simpg.psycopg.wire.Int8Array`, whose dumper the handles register).
+    """
+    return [Int8(bits.to_db(fp)), info.ranges.lows_array(fp), Int8(k)]
+
+
+def neighbors(rows: list[TupleRow], info: IndexInfo) -> list[Neighbor]:
+    """The rows as neighbours, nearest first: sorted here for integer ids (the server sorted others)."""
+    found = [Neighbor(id_, distance) for id_, distance in rows]
+    if info.integer_ids:
+        found.sort(key=nearest_first)
+    return found
+
+
+class NearLookup:
+    """The single lookups of one handle, on one connection, through a kept :class:`psycopg.RawCursor`.
 
     Args:
-        info: the index whose lookups it runs.
-        conn: the connection (for the client encoding of names in the SQL).
-        prepare: prepare it on the server under a name (else parsed at every call).
+        conn: the handle's connection (with :func:`~simpg.psycopg.wire.register_dumpers` applied).
     """
 
-    def __init__(self, info: IndexInfo, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
-                 prepare: bool) -> None:
-        self.info = info
-        self.query = near_sql(info, numbered=True).as_bytes(conn)
-        self.name = b""  # b"": the unnamed statement, parsed with each call
-        self.prepared = False  # on the server; cleared when the server says it has not got it
-        if prepare:
-            self.rename()
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self._cursor: psycopg.RawCursor[TupleRow] | None = None
+        self._lock = threading.Lock()
+        self._info: IndexInfo | None = None
+        self._query = b""
+        self._fast: NearStatement | None = None
 
-    def rename(self) -> None:
-        """Take a name no statement of this process had."""
-        self.name = f"simpg_near_{next(_names)}".encode()
-        self.prepared = False
-
-    def params(self, fingerprint: int, k: int) -> list[bytes]:
-        """``$1..$3`` in the binary format: the signed fingerprint, each table's range start, k."""
-        return [_INT8.pack(bits.to_db(fingerprint)), self.info.ranges.lows_array(fingerprint).payload,
-                _INT8.pack(k)]
-
-
-def near_gen(statement: NearStatement, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
-             params: list[bytes]) -> PQGen[list[Neighbor]]:
-    """One lookup as a psycopg protocol generator (run it with ``conn.wait``).
-
-    Prepares the statement first if the server does not have it yet, and again once
-    if the server lost it (``DISCARD ALL``, ``DEALLOCATE``) while no transaction was
-    open that the error would have aborted.
-    """
-    pgconn = conn.pgconn
-    for attempt in (1, 2):
-        if statement.name and not statement.prepared:
-            pgconn.send_prepare(statement.name, statement.query, param_types=_PARAM_TYPES)
-            try:
-                _check((yield from generators.execute(pgconn)), ExecStatus.COMMAND_OK, conn)
-            except BaseException:
-                statement.rename()  # interrupted, the server may have it: never send a name twice
-                raise
-            statement.prepared = True
-        if statement.name:
-            pgconn.send_query_prepared(statement.name, params, param_formats=_BINARY, result_format=Format.BINARY)
-        else:
-            pgconn.send_query_params(statement.query, params, param_types=_PARAM_TYPES, param_formats=_BINARY,
-                                     result_format=Format.BINARY)
-        try:
-            result = _check((yield from generators.execute(pgconn)), ExecStatus.TUPLES_OK, conn)
-        except errors.InvalidSqlStatementName:
-            statement.prepared = False
-            if attempt == 2 or pgconn.transaction_status == TransactionStatus.INERROR:
-                raise
-            continue
-        found = [Neighbor(_integer(result.get_value(i, 0)), _integer(result.get_value(i, 1)) or 0)
-                 for i in range(result.ntuples)]  # a distance is never NULL (hamming <= k held)
-        found.sort(key=_nearest_first)
-        return found
-    raise AssertionError("unreachable")
+    def near(self, info: IndexInfo, fp: int, k: int, *, prepare: bool = True) -> list[Neighbor]:
+        """Rows within ``k`` of the unsigned ``fp`` (checked by the caller), nearest first, then by id."""
+        if self._info is not info:  # composing the OR of ten ranges costs more than planning it
+            self._query, self._info = near_query(info, self.conn), info
+            self._fast = NearStatement(info, self.conn, prepare) if info.integer_ids else None
+        if self._fast is not None and _internals.ENABLED:
+            if bool(self._fast.name) != prepare:  # the handle's prepare changed
+                self._fast = NearStatement(info, self.conn, prepare)
+            found = _internals.near(self.conn, self._fast, fp, k)
+            if found is not None:
+                return found
+        query, args = self._query, near_args(info, fp, k)
+        with self._lock:
+            cur = self._cursor
+            if cur is None or cur.closed:
+                cur = self._cursor = psycopg.RawCursor(self.conn, row_factory=tuple_row)
+            cur.execute(query, args, prepare=prepare, binary=True)
+            rows = cur.fetchall()
+        return neighbors(rows, info)
 
 
-def _integer(value: bytes | None) -> int | None:
-    """A binary int2, int4 or int8 (NULL: None)."""
-    return None if value is None else int.from_bytes(value, "big", signed=True)
+class AsyncNearLookup:
+    """:class:`NearLookup` for an :class:`psycopg.AsyncConnection` (a kept :class:`psycopg.AsyncRawCursor`)."""
 
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.conn = conn
+        self._cursor: psycopg.AsyncRawCursor[TupleRow] | None = None
+        self._lock: asyncio.Lock | None = None  # made in the running loop, at the first lookup
+        self._info: IndexInfo | None = None
+        self._query = b""
+        self._fast: NearStatement | None = None
 
-def _nearest_first(row: Neighbor) -> tuple[int, bool, int]:
-    """The cursor path's ``ORDER BY distance, id``: by distance, then id, a NULL id last."""
-    return row.distance, row.id is None, row.id or 0
-
-
-def _check(results: list[Any], status: ExecStatus,
-           conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> Any:
-    """The one result of a statement, or the error it carries, as psycopg raises it."""
-    result = results[-1]
-    if result.status != status:
-        if result.status == ExecStatus.FATAL_ERROR:
-            raise errors.error_from_result(result, encoding=conn.info.encoding)
-        raise psycopg.InterfaceError(f"unexpected result {ExecStatus(result.status).name} from a simpg lookup")
-    return result
+    async def near(self, info: IndexInfo, fp: int, k: int, *, prepare: bool = True) -> list[Neighbor]:
+        """Rows within ``k`` of the unsigned ``fp`` (checked by the caller), nearest first, then by id."""
+        if self._info is not info:
+            self._query, self._info = near_query(info, self.conn), info
+            self._fast = NearStatement(info, self.conn, prepare) if info.integer_ids else None
+        if self._fast is not None and _internals.ENABLED:
+            if bool(self._fast.name) != prepare:
+                self._fast = NearStatement(info, self.conn, prepare)
+            found = await _internals.near_async(self.conn, self._fast, fp, k)
+            if found is not None:
+                return found
+        query, args = self._query, near_args(info, fp, k)
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            cur = self._cursor
+            if cur is None or cur.closed:
+                cur = self._cursor = psycopg.AsyncRawCursor(self.conn, row_factory=tuple_row)
+            await cur.execute(query, args, prepare=prepare, binary=True)
+            rows = await cur.fetchall()
+        return neighbors(rows, info)

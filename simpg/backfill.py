@@ -1,0 +1,580 @@
+r"""Add fingerprints and a simhash index to an existing, big table, online (``simpg backfill``).
+
+Three steps; the first two are safe to run while the application reads and writes:
+
+1. ``ALTER TABLE ... ADD COLUMN <fp> bigint`` (nullable, no default: a catalog change,
+   not a rewrite), under ``lock_timeout`` so it never queues behind a long transaction.
+2. Fill the column in batches: keyset pagination on the primary key, one short
+   transaction per batch, only rows whose fingerprint is NULL (so a re-run resumes).
+3. Optionally the index: the generated prefix columns in one ``ALTER TABLE`` (this one
+   rewrites the table under an ACCESS EXCLUSIVE lock, see docs/sqlalchemy.md), then
+   ``CREATE INDEX CONCURRENTLY`` per prefix, ``ANALYZE``, and ``simpg.register_index``.
+   PostgreSQL's table rewrite is not MVCC-safe: a REPEATABLE READ or SERIALIZABLE
+   transaction whose snapshot is older than the rewrite sees the table empty after it.
+   simpg's own reads refuse such a snapshot (SQLSTATE 40001, docs/security.md); plain
+   SQL on the table is not guarded, so run this step when no such report is open.
+
+A run killed in step 3 resumes when it is run again with the same layout: prefix
+columns of exactly that layout are kept (no second rewrite), indexes left INVALID by an
+interrupted ``CREATE INDEX CONCURRENTLY`` are dropped concurrently, and the missing
+B-trees are built. Prefix columns of another layout, or of a damaged index, are refused
+before anything changes, naming ``simpg repair`` and ``simpg.drop_index``.
+
+Every statement is composed with :mod:`psycopg.sql` (identifiers from the catalog,
+values bound or as literals), so any table, schema or column name works as written.
+:mod:`simpg.commands.backfill` is the command line over these functions.
+
+Example:
+    >>> import psycopg
+    >>> from simpg.backfill import add_fingerprint_column, backfill_fingerprints, build_index
+    >>> conn = psycopg.connect("dbname=app", autocommit=True)  # doctest: +SKIP
+    >>> add_fingerprint_column(conn, "articles", "simhash")  # doctest: +SKIP
+    True
+    >>> backfill_fingerprints(conn, "articles", "body", "simhash").rows  # doctest: +SKIP
+    120000
+    >>> build_index(conn, "articles", "simhash", k=3, blocks=5).layout  # doctest: +SKIP
+    'k3:5'
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import psycopg
+from psycopg import sql
+
+from simpg import bits
+from simpg.exc import SimpgError
+from simpg.fingerprint import FingerprintConfig, fingerprint_many
+from simpg.fingerprint.minhash import sketch, to_sql
+from simpg.layout import Layout
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BackfillResult",
+    "IndexResult",
+    "add_fingerprint_column",
+    "add_sketch_column",
+    "backfill_fingerprints",
+    "backfill_sketches",
+    "build_index",
+    "check_config_matches_index",
+    "check_source",
+    "create_guard",
+    "existing_layout",
+    "layout_to_build",
+    "register_prefixes",
+]
+
+Connection = psycopg.Connection[Any]
+
+
+@dataclass
+class BackfillResult:
+    """What the batched fill did."""
+
+    rows: int = 0  # fingerprints written
+    skipped: int = 0  # rows whose text could not be fingerprinted (left NULL)
+    batches: int = 0
+    seconds: float = 0.0
+    skipped_keys: list[Any] = field(default_factory=list)  # the first few, to look at
+
+
+@dataclass
+class IndexResult:
+    """How long each part of the index build took (the ALTER is the locking part).
+
+    ``resumed``: the prefix columns were there already (a run killed in step 3, or a
+    second run), so there was no ALTER; ``invalid_dropped`` names the INVALID indexes
+    of an interrupted ``CREATE INDEX CONCURRENTLY`` that were dropped, and
+    ``indexes_built`` counts the B-trees built (the others existed).
+    """
+
+    layout: str
+    alter_seconds: float
+    index_seconds: float
+    analyze_seconds: float
+    resumed: bool = False
+    invalid_dropped: list[str] = field(default_factory=list)
+    indexes_built: int = 0
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A table as the catalog names it."""
+
+    oid: int
+    qualified: str  # regclass text, for messages
+    schema: str
+    name: str
+    primary_key: list[str]
+
+    @property
+    def ident(self) -> sql.Identifier:
+        """The table, schema-qualified, for composing statements."""
+        return sql.Identifier(self.schema, self.name)
+
+
+def _table(conn: Connection, table: str) -> _Table:
+    """``table`` (may be schema-qualified) as the catalog has it; raises if it does not exist."""
+    row = conn.execute(
+        "SELECT c.oid, c.oid::regclass::text, n.nspname, c.relname "
+        "FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE c.oid = pg_catalog.to_regclass(%s)", (table,)
+    ).fetchone()
+    if row is None:
+        raise SimpgError(f"table {table} does not exist")
+    oid, qualified, schema, name = row
+    pk = [
+        r[0]
+        for r in conn.execute(
+            "SELECT a.attname FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_attribute AS a "
+            "ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
+            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)",
+            (oid,),
+        )
+    ]
+    return _Table(oid, qualified, schema, name, pk)
+
+
+def _column_type(conn: Connection, oid: int, column: str) -> str | None:
+    """The column's type as ``format_type`` writes it (e.g. ``bigint``, ``bit(256)``); None if missing."""
+    row = conn.execute(
+        "SELECT pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = %s AND attname = %s AND attnum > 0 AND NOT attisdropped",
+        (oid, column),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _array_type(conn: Connection, oid: int, column: str) -> sql.Identifier:
+    """The array type of the column's type, schema-qualified (to cast a parameter to)."""
+    row = conn.execute(
+        "SELECT n.nspname, a.typname FROM pg_catalog.pg_attribute AS x "
+        "JOIN pg_catalog.pg_type AS t ON t.oid = x.atttypid "
+        "JOIN pg_catalog.pg_type AS a ON a.oid = t.typarray "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = a.typnamespace "
+        "WHERE x.attrelid = %s AND x.attname = %s",
+        (oid, column),
+    ).fetchone()
+    if row is None:
+        raise SimpgError(f"the type of column {column} has no array type to send keys as")
+    return sql.Identifier(row[0], row[1])
+
+
+def check_source(conn: Connection, table: str, text_column: str) -> tuple[int, str, str]:
+    """(oid, qualified name, key column) of a table backfill can read; raises before any change."""
+    found = _table(conn, table)
+    if len(found.primary_key) != 1:
+        raise SimpgError(
+            f"table {found.qualified} needs a single-column primary key for batching, has {found.primary_key or 'none'}"
+        )
+    if _column_type(conn, found.oid, text_column) is None:
+        raise SimpgError(f"column {text_column} of table {found.qualified} does not exist")
+    return found.oid, found.qualified, found.primary_key[0]
+
+
+#: The two column types backfill adds: a constant each, never user input.
+_TYPES = {"bigint": sql.SQL("bigint"), "bit(256)": sql.SQL("bit(256)")}
+
+
+def _add_column(conn: Connection, table: str, column: str, sql_type: str, lock_timeout: str) -> bool:
+    """Add a nullable column of ``sql_type`` if missing (refused if it has another type)."""
+    found = _table(conn, table)
+    existing = _column_type(conn, found.oid, column)
+    if existing is not None:
+        if existing != sql_type:
+            raise SimpgError(f"column {found.qualified}.{column} is {existing}, expected {sql_type}")
+        return False
+    with conn.transaction():
+        conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (lock_timeout,))
+        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+            found.ident, sql.Identifier(column), _TYPES[sql_type]))
+    return True
+
+
+def add_fingerprint_column(conn: Connection, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
+    """Add a nullable bigint fingerprint column if missing; returns whether it was added."""
+    return _add_column(conn, table, column, "bigint", lock_timeout)
+
+
+def add_sketch_column(conn: Connection, table: str, column: str, *, lock_timeout: str = "5s") -> bool:
+    """Add a nullable ``bit(256)`` sketch column if missing; returns whether it was added."""
+    return _add_column(conn, table, column, "bit(256)", lock_timeout)
+
+
+def _fill(conn: Connection, table: str, text_column: str, column: str, sql_type: str,
+          compute: Callable[[list[str]], list[Any]], batch_size: int,
+          progress: Callable[[int, int], None] | None) -> BackfillResult:
+    """Write ``compute(texts)`` into ``column`` for every row where it is NULL, in batches.
+
+    Keyset pagination on the single-column primary key; one UPDATE (its own short
+    transaction, ``conn`` in autocommit) per batch, so a re-run resumes. ``compute``
+    returns one value per text in the SQL text form of ``sql_type``, None to skip it.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
+    oid, _, key = check_source(conn, table, text_column)
+    found = _table(conn, table)
+    kind = _column_type(conn, oid, column)
+    if kind is None:
+        raise SimpgError(f"column {column} of table {found.qualified} does not exist")
+    if kind != sql_type:
+        raise SimpgError(f"column {found.qualified}.{column} is {kind}, expected {sql_type}")
+    row = conn.execute("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = %s", (oid,)).fetchone()
+    estimate = max(int(row[0]) if row else 0, 0)
+    names = {"key": sql.Identifier(key), "text": sql.Identifier(text_column), "table": found.ident,
+             "col": sql.Identifier(column)}
+    select_batch = sql.SQL(
+        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {col} IS NULL ORDER BY {key} LIMIT %s"
+    ).format(**names)
+    first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {col} IS NULL ORDER BY {key} LIMIT %s").format(
+        **names)
+    update = sql.SQL(
+        "UPDATE {table} AS t SET {col} = v.value::{type} "
+        "FROM unnest(%s::{keys}, %s::text[]) AS v(k, value) "
+        "WHERE t.{key} = v.k AND t.{col} IS NULL"
+    ).format(type=_TYPES[sql_type], keys=_array_type(conn, oid, key), **names)
+
+    result = BackfillResult()
+    started = time.perf_counter()
+    last = None
+    while True:
+        rows = (
+            conn.execute(first_batch, (batch_size,))
+            if last is None
+            else conn.execute(select_batch, (last, batch_size))
+        ).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        values = compute([text if isinstance(text, str) else "" for _, text in rows])
+        keys, written = [], []
+        for (k, _), value in zip(rows, values, strict=True):
+            if value is None:
+                result.skipped += 1
+                if len(result.skipped_keys) < 10:
+                    result.skipped_keys.append(k)
+            else:
+                keys.append(k)
+                written.append(value)
+        if keys:
+            cur = conn.execute(update, (keys, written))
+            result.rows += cur.rowcount
+        result.batches += 1
+        if progress is not None:
+            progress(result.rows + result.skipped, max(estimate, result.rows + result.skipped))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def backfill_fingerprints(
+    conn: Connection,
+    table: str,
+    text_column: str,
+    fp_column: str,
+    *,
+    config: FingerprintConfig | None = None,
+    batch_size: int = 2000,
+    workers: int | None = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> BackfillResult:
+    """Fingerprint ``text_column`` into ``fp_column`` for every row where it is NULL.
+
+    Keyset pagination on the single-column primary key; one UPDATE (its own short
+    transaction, ``conn`` in autocommit) per batch. Rows whose text cannot be
+    fingerprinted (NULL, empty) stay NULL and are counted in ``skipped``.
+
+    Args:
+        conn: psycopg connection in autocommit mode.
+        table: table name (may be schema-qualified).
+        text_column: the text to fingerprint.
+        fp_column: the bigint fingerprint column.
+        config: FingerprintConfig (default ``FingerprintConfig()``).
+        batch_size: rows per batch (and per transaction).
+        workers: fingerprinting processes (None: one per CPU).
+        progress: called with (rows done, estimated total) after each batch.
+    """
+
+    def compute(texts: list[str]) -> list[Any]:
+        fps = fingerprint_many(texts, config, workers=workers, on_error="none")
+        return [None if fp is None else str(bits.to_db(fp)) for fp in fps]
+
+    return _fill(conn, table, text_column, fp_column, "bigint", compute, batch_size, progress)
+
+
+def backfill_sketches(
+    conn: Connection,
+    table: str,
+    text_column: str,
+    sketch_column: str,
+    *,
+    batch_size: int = 2000,
+    progress: Callable[[int, int], None] | None = None,
+) -> BackfillResult:
+    """Sketch ``text_column`` into ``sketch_column`` (``bit(256)``) for every row where it is NULL.
+
+    As :func:`backfill_fingerprints`: batches, resumable; rows without words to sketch
+    stay NULL and are counted in ``skipped``.
+    """
+
+    def compute(texts: list[str]) -> list[Any]:
+        out: list[Any] = []
+        for text in texts:
+            try:
+                out.append(to_sql(sketch(text)))
+            except ValueError:
+                out.append(None)
+        return out
+
+    return _fill(conn, table, text_column, sketch_column, "bit(256)", compute, batch_size, progress)
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal, for the statements that messages suggest."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def existing_layout(conn: Connection, table: str, fp_column: str, k: int,
+                    layout: Layout | None = None) -> tuple[Layout, list[str], list[str | None]] | None:
+    """The simpg index that an earlier (perhaps killed) run left on ``fp_column``, if any.
+
+    Returns ``(layout, prefix columns, B-tree names)`` of a complete index (every prefix
+    column there; ``None`` where a table has no valid B-tree) whose layout is ``layout``,
+    or has radius ``k`` when ``layout`` is None; None when the column has no prefix
+    columns. Raises, before anything changes, when they are of another layout, or of a
+    damaged index, or of several: backfill must not build next to them.
+    """
+    found_table = _table(conn, table)
+    oid, qualified = found_table.oid, found_table.qualified
+    found = [
+        (Layout(row[0], tuple(row[1])), list(row[2]), list(row[3]))
+        for row in conn.execute(
+            "SELECT i.k, i.levels, i.prefix_columns, i.index_names FROM simpg.indexes AS i "
+            "WHERE i.indexed_table = %s::oid::regclass AND i.fingerprint_column = %s",
+            (oid, fp_column),
+        )
+    ]
+    damage = [
+        f"{problem} ({detail})"
+        for problem, detail in conn.execute(
+            "SELECT c.problem, c.detail FROM simpg.check(%s::oid::regclass, %s, false) AS c "
+            "WHERE c.problem IN ('missing prefix column', 'several layouts')",
+            (oid, fp_column),
+        )
+    ]
+    way_out = (
+        f"remove them with simpg repair --table {table} --column {fp_column} (a damaged index) or "
+        f"SELECT simpg.drop_index({_literal(qualified)}, {_literal(fp_column)}), then run backfill again"
+    )
+    if damage:
+        raise SimpgError(
+            f"column {qualified}.{fp_column} has leftover simpg prefix columns: {'; '.join(damage)}; {way_out}"
+        )
+    if not found:
+        return None
+    have, columns, indexes = found[0]
+    if (layout is not None and have != layout) or have.k != k:
+        raise SimpgError(
+            f"column {qualified}.{fp_column} already has the prefix columns of simpg layout {have.name}, "
+            f"not of {layout.name if layout else f'radius k={k}'}; ask for {have.name}, or {way_out}"
+        )
+    return have, columns, indexes
+
+
+def _object_names(conn: Connection, found: _Table, fp_column: str, layout: Layout) -> tuple[list[str], list[str]]:
+    """Prefix column and B-tree names of ``layout``: ``simpg.object_name``'s, as create_index makes them."""
+    row = conn.execute(
+        "SELECT array_agg(simpg.object_name(%s, '_p' || t) ORDER BY t), "
+        "array_agg(simpg.object_name(%s, '_p' || t || '_idx') ORDER BY t) FROM generate_series(0, %s - 1) AS t",
+        (fp_column, f"{found.name}_{fp_column}", layout.tables),
+    ).fetchone()
+    assert row is not None  # an aggregate: always one row
+    return list(row[0]), list(row[1])
+
+
+def _refuse_taken_columns(conn: Connection, table: str, fp_column: str, layout: Layout) -> None:
+    """Raise if columns that are not prefix columns already have the names of ``layout``'s."""
+    found = _table(conn, table)
+    columns, _ = _object_names(conn, found, fp_column, layout)
+    taken = [
+        r[0]
+        for r in conn.execute(
+            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attname = ANY (%s::name[]) "
+            "AND NOT attisdropped ORDER BY attnum",
+            (found.oid, columns),
+        )
+    ]
+    if taken:
+        raise SimpgError(
+            f"table {found.qualified} already has columns named {', '.join(taken)} that are not simpg prefix "
+            f"columns of {fp_column}; see simpg check --table {table}, then drop or rename them"
+        )
+
+
+def _prefix_expression(fp_column: str, layout: Layout, t: int) -> sql.Composed:
+    """Generation expression of table ``t``'s prefix column: ``simpg.prefix_expression``'s, composed."""
+    levels = "{" + ",".join(map(str, layout.levels)) + "}"
+    return sql.SQL("simpg.permute({}, {}, {}::integer[], {})").format(
+        sql.Identifier(fp_column), sql.Literal(layout.k), sql.Literal(levels), sql.Literal(t))
+
+
+def build_index(
+    conn: Connection,
+    table: str,
+    fp_column: str,
+    *,
+    k: int,
+    blocks: int,
+    inner_blocks: int | None = None,
+    fingerprint_config: str | None = None,
+    lock_timeout: str = "5s",
+) -> IndexResult:
+    """Add the prefix columns (one rewrite), build their B-trees concurrently, and register them.
+
+    ``conn`` must be in autocommit mode (CREATE INDEX CONCURRENTLY cannot run in a
+    transaction block). The ALTER waits at most ``lock_timeout`` for its lock.
+
+    Resumes what an interrupted build of the same layout left (see
+    :func:`existing_layout`): the prefix columns are kept, INVALID indexes on them are
+    dropped concurrently, and only the missing B-trees are built.
+    """
+    # Measured reason for a local import: simpg.sqlalchemy loads SQLAlchemy and Alembic
+    # (0.4-0.9 s), which nothing else here needs; only the fill factor comes from there.
+    from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
+
+    layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
+    found = _table(conn, table)
+    oid, qualified = found.oid, found.qualified
+    if _column_type(conn, oid, fp_column) != "bigint":
+        raise SimpgError(
+            f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
+            "expected bigint"
+        )
+    columns, indexes = _object_names(conn, found, fp_column, layout)
+    built: list[str | None] = [None] * layout.tables  # valid B-trees there already
+    existing = existing_layout(conn, table, fp_column, k, layout)
+    t0 = time.perf_counter()
+    if existing is None:
+        _refuse_taken_columns(conn, table, fp_column, layout)
+        adds = sql.SQL(", ").join(
+            sql.SQL("ADD COLUMN {} bigint GENERATED ALWAYS AS ({}) STORED").format(
+                sql.Identifier(c), _prefix_expression(fp_column, layout, t))
+            for t, c in enumerate(columns)
+        )
+        with conn.transaction():
+            conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (lock_timeout,))
+            conn.execute(sql.SQL("ALTER TABLE {} {}").format(found.ident, adds))
+    else:
+        _, columns, built = existing
+        logger.info("resuming the simpg index on %s.%s (%s): its prefix columns exist",
+                    qualified, fp_column, layout.name)
+    t1 = time.perf_counter()
+    # what an interrupted CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
+    leftovers = conn.execute(
+        "SELECT DISTINCT i.indexrelid::regclass::text, n.nspname, c.relname "
+        "FROM pg_catalog.pg_index AS i "
+        "JOIN pg_catalog.pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
+        "JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE i.indrelid = %s AND a.attname = ANY (%s::name[]) AND NOT i.indisvalid ORDER BY 1",
+        (oid, columns),
+    ).fetchall()
+    invalid = [name for name, _, _ in leftovers]
+    for _, schema, name in leftovers:
+        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, name)))
+    names = []
+    for column, index, there in zip(columns, indexes, built, strict=True):
+        if there is not None:
+            names.append(there)
+            continue
+        conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} ({}) WITH (fillfactor = {})").format(
+            sql.Identifier(index), found.ident, sql.Identifier(column), sql.Literal(PREFIX_INDEX_FILLFACTOR)))
+        names.append(index)
+    indexes = names
+    t2 = time.perf_counter()
+    conn.execute(sql.SQL("ANALYZE {} ({})").format(found.ident, sql.SQL(", ").join(map(sql.Identifier, columns))))
+    register_prefixes(conn, oid, fp_column, layout, columns, indexes, fingerprint_config)
+    t3 = time.perf_counter()
+    logger.info("indexed %s.%s (%s)", qualified, fp_column, layout.name)
+    return IndexResult(layout.name, t1 - t0, t2 - t1, t3 - t2, resumed=existing is not None,
+                       invalid_dropped=invalid, indexes_built=sum(there is None for there in built))
+
+
+def register_prefixes(
+    conn: Connection,
+    oid: int,
+    column: str,
+    layout: Layout,
+    columns: list[str],
+    indexes: list[str],
+    fingerprint_config: str | None,
+) -> None:
+    """``simpg.register_index`` for objects made outside simpg.create_index."""
+    conn.execute(
+        "SELECT simpg.register_index(%s::oid::regclass, %s, %s, %s::integer[], %s::name[], "
+        "%s::name[], %s)",
+        (oid, column, layout.k, list(layout.levels), columns, indexes, fingerprint_config),
+    )
+
+
+def check_config_matches_index(conn: Connection, table: str, fp_column: str, identity: str) -> None:
+    """Refuse to mix fingerprints of another config into an indexed column."""
+    row = conn.execute(
+        "SELECT fingerprint_config FROM simpg.indexes "
+        "WHERE indexed_table = pg_catalog.to_regclass(%s) AND fingerprint_column = %s",
+        (table, fp_column),
+    ).fetchone()
+    if row and row[0] and row[0] != identity:
+        raise SimpgError(
+            f"fingerprint config {identity} does not match the simpg index on {table}.{fp_column}, "
+            f"made with {row[0]}"
+        )
+
+
+def layout_to_build(conn: Connection, table: str, text_column: str, fp_column: str, *,
+                    config: FingerprintConfig, k: int | None = None, blocks: int | None = None,
+                    inner_blocks: int | None = None, sketch_column: str | None = None) -> Layout | None:
+    """Everything ``simpg backfill`` can refuse, refused before the first change; the layout to build.
+
+    Checks the table, its key and text column, the sketch column's type, that the
+    index's fingerprint config (if any) is ``config``'s, and, with ``k``, that the
+    layout asked for (or the table's default for ``k``) can be built or resumed: a run
+    killed while it built the index left prefix columns, whose layout is then the one
+    (refused if it is not the one asked for). None: no index to build.
+    """
+    oid, qualified, _ = check_source(conn, table, text_column)
+    if sketch_column and _column_type(conn, oid, sketch_column) not in (None, "bit(256)"):
+        raise SimpgError(f"column {qualified}.{sketch_column} is "
+                         f"{_column_type(conn, oid, sketch_column)}, expected bit(256)")
+    layout = None
+    if k is not None and blocks is not None:
+        layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
+    check_config_matches_index(conn, table, fp_column, config.identity)
+    if k is None:
+        return layout
+    existing = existing_layout(conn, table, fp_column, k, layout)
+    if existing is not None:
+        return existing[0]
+    if layout is None:
+        (estimate,) = conn.execute(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_catalog.pg_class WHERE oid = %s", (oid,)
+        ).fetchone() or (0,)
+        # one function call: always one row
+        (levels,) = cast("tuple[list[int]]", conn.execute(
+            "SELECT simpg.default_levels(%s, %s)", (k, estimate)
+        ).fetchone())
+        layout = Layout(k, tuple(levels))
+    _refuse_taken_columns(conn, table, fp_column, layout)
+    return layout
+
+
+def create_guard(conn: Connection, table: str, fp_column: str) -> str | None:
+    """``simpg.create_guard`` with the index's k (docs/guard.md); returns its name."""
+    row = conn.execute("SELECT simpg.create_guard(%s::regclass, %s)", (table, fp_column)).fetchone()
+    return row[0] if row else None

@@ -1,0 +1,81 @@
+"""simpg.backfill, the library under ``simpg backfill``: any name works, composed by psycopg.sql (issue 15, item 5)."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+from simpg import backfill
+from simpg.cli import main
+from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.layout import Layout
+from simpg.psycopg import SimIndex
+
+QUALIFIED = '"Odd ""Schema"""."My Table.x"'
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+
+
+def make_table(conn: psycopg.Connection, key_type: str) -> list[str]:
+    conn.execute('CREATE SCHEMA "Odd ""Schema"""')
+    conn.execute(f'CREATE TABLE {QUALIFIED} ("Key Col" {key_type} PRIMARY KEY, "Body; Text" text)')
+    bodies = [" ".join(WORDS[(i + j) % 10] for j in range(12)) + f" {i}" for i in range(120)]
+    with conn.cursor() as cur:
+        cur.executemany(f'INSERT INTO {QUALIFIED} VALUES (%s, %s)',
+                        [(i if key_type == "bigint" else f"key {i:03}", b) for i, b in enumerate(bodies)])
+    conn.execute(f"ANALYZE {QUALIFIED}")
+    return bodies
+
+
+@pytest.mark.parametrize("key_type", ["bigint", "character varying(20)"])
+def test_library_with_names_that_need_quoting(db: object, key_type: str) -> None:
+    conn = db.conn  # type: ignore[attr-defined]
+    bodies = make_table(conn, key_type)
+    fp_column, sketch_column = 'Sim"Hash', "sk etch"
+    config = FingerprintConfig()
+    layout = backfill.layout_to_build(conn, QUALIFIED, "Body; Text", fp_column, config=config, k=3, blocks=5,
+                                      sketch_column=sketch_column)
+    assert layout == Layout(3, (5,))
+    assert backfill.add_fingerprint_column(conn, QUALIFIED, fp_column) is True
+    assert backfill.add_fingerprint_column(conn, QUALIFIED, fp_column) is False
+    filled = backfill.backfill_fingerprints(conn, QUALIFIED, "Body; Text", fp_column, batch_size=50)
+    assert (filled.rows, filled.batches) == (120, 3)
+    assert backfill.add_sketch_column(conn, QUALIFIED, sketch_column) is True
+    assert backfill.backfill_sketches(conn, QUALIFIED, "Body; Text", sketch_column, batch_size=50).rows == 120
+    built = backfill.build_index(conn, QUALIFIED, fp_column, k=3, blocks=5, fingerprint_config=config.identity)
+    assert (built.layout, built.indexes_built, built.resumed) == ("k3:5", 10, False)
+    assert conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)",
+                        [QUALIFIED, fp_column]).fetchone() == (0,)
+    # the index answers, and its B-trees have simpg.create_index's names and fill factor
+    index = SimIndex(conn, QUALIFIED, fp_column)
+    assert index.layout == Layout(3, (5,))
+    first = 0 if key_type == "bigint" else "key 000"
+    assert index.near(fingerprint(bodies[0]), 0)[0].id == first
+    options = conn.execute(
+        "SELECT DISTINCT c.reloptions FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid "
+        "WHERE i.indrelid = %s::regclass AND NOT i.indisprimary", [QUALIFIED]).fetchall()
+    assert options == [(["fillfactor=100"],)]
+    # a second run resumes: nothing to build
+    again = backfill.build_index(conn, QUALIFIED, fp_column, k=3, blocks=5, fingerprint_config=config.identity)
+    assert (again.resumed, again.indexes_built, again.alter_seconds >= 0) == (True, 0, True)
+
+
+def test_cli_with_names_that_need_quoting(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    conn = db.conn  # type: ignore[attr-defined]
+    make_table(conn, "bigint")
+    code = main(["backfill", "--dsn", db.dsn, "--table", QUALIFIED,  # type: ignore[attr-defined]
+                 "--text-column", "Body; Text", "--fp-column", "fp", "--k", "3", "--blocks", "4", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["rows"], result["index"]["layout"], result["index"]["indexes_built"]) == (120, "k3:4", 4)
+
+
+def test_old_import_path_still_works() -> None:
+    from simpg.commands import backfill as command
+
+    assert command.build_index is backfill.build_index
+    assert command.BackfillResult is backfill.BackfillResult
+    with pytest.raises(AttributeError):
+        command.no_such_name  # noqa: B018
