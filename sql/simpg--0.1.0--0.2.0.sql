@@ -510,10 +510,62 @@ $$;
 COMMENT ON FUNCTION simpg.prefix_columns_of(regclass) IS
     'Generated columns of rel that hold a simpg permutation: source column, layout, table number, and its valid B-tree if any';
 
+-- partition_disagreements: the prefix columns of a partitioned table rel that some
+-- partition (at any level) computes with another expression, one row per (partition,
+-- column); none when rel is not partitioned or every partition agrees.
+-- PostgreSQL gives each partition rel's columns and their generation expressions,
+-- and refuses to attach a table whose prefix column is missing or not generated; but
+-- from PostgreSQL 16 a partition may state an expression of its own (CREATE TABLE ...
+-- PARTITION OF rel (col GENERATED ALWAYS AS (...) STORED), or ATTACH PARTITION of a
+-- table made so). A lookup through rel reads that partition's values with rel's prefix
+-- ranges and would miss its rows, so table_indexes counts such a column as missing.
+CREATE OR REPLACE FUNCTION simpg.partition_disagreements(rel regclass)
+    RETURNS TABLE (partition regclass, fingerprint_column name, k integer, levels integer[], t integer,
+                   prefix_column name, expected text, found text)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = rel) IS DISTINCT FROM 'p' THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH c AS MATERIALIZED (
+        SELECT p.fingerprint_column, p.k, p.levels, p.t, p.prefix_column,
+               simpg.prefix_expression(p.fingerprint_column, p.k, p.levels, p.t) AS expected,
+               (SELECT d.adbin::text FROM pg_attrdef AS d
+                WHERE d.adrelid = rel AND d.adnum = p.prefix_attnum) AS root_bin,
+               (SELECT f.attnum FROM pg_attribute AS f
+                WHERE f.attrelid = rel AND f.attname = p.fingerprint_column) AS root_fp
+        FROM simpg.prefix_columns_of(rel) AS p
+    )
+    SELECT m.relid, c.fingerprint_column, c.k, c.levels, c.t, c.prefix_column, c.expected, e.found
+    FROM pg_partition_tree(rel) AS m
+    CROSS JOIN c
+    JOIN pg_attribute AS a ON a.attrelid = m.relid AND a.attname = c.prefix_column AND NOT a.attisdropped
+    JOIN pg_attribute AS f ON f.attrelid = m.relid AND f.attname = c.fingerprint_column AND NOT f.attisdropped
+    LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.attgenerated = 's'
+    CROSS JOIN LATERAL (
+        -- the expression's only column is the fingerprint: the same stored tree on the
+        -- same column number is the same expression, without deparsing it
+        SELECT CASE WHEN d.adbin::text = c.root_bin AND f.attnum = c.root_fp THEN c.expected
+                    ELSE pg_get_expr(d.adbin, d.adrelid) END AS found
+    ) AS e
+    WHERE m.relid <> rel AND e.found IS DISTINCT FROM c.expected
+    ORDER BY m.level, m.relid::regclass::text, c.fingerprint_column, c.k, c.levels, c.t;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.partition_disagreements(regclass) IS
+    'Prefix columns of a partitioned table that a partition computes with another expression (lookups would miss its rows)';
+
 -- table_indexes: rel's simpg indexes, complete or not: one row per (fingerprint column,
 -- layout), prefix_columns and index_names in table order with NULL where one is missing.
 -- The fingerprint config is the comment of the first prefix column, as
 -- 'simpg fingerprint_config: <identity>' (written by register_index).
+-- On a partitioned table, a prefix column that some partition computes differently
+-- (simpg.partition_disagreements) counts as missing: the index is damaged.
 CREATE OR REPLACE FUNCTION simpg.table_indexes(rel regclass)
     RETURNS TABLE (fingerprint_column name, k integer, levels integer[], tables integer,
                    prefix_columns name[], index_names name[], fingerprint_config text)
@@ -523,7 +575,10 @@ CREATE OR REPLACE FUNCTION simpg.table_indexes(rel regclass)
 AS $$
 BEGIN
     RETURN QUERY
-    WITH c AS MATERIALIZED (SELECT * FROM simpg.prefix_columns_of(rel)),
+    WITH c AS MATERIALIZED (
+             SELECT p.* FROM simpg.prefix_columns_of(rel) AS p
+             WHERE NOT EXISTS (SELECT FROM simpg.partition_disagreements(rel) AS d
+                               WHERE d.prefix_column = p.prefix_column)),
          g AS (SELECT DISTINCT c.fingerprint_column, c.k, c.levels,
                       simpg.table_count(c.k, c.levels) AS tables
                FROM c)
@@ -556,6 +611,10 @@ COMMENT ON FUNCTION simpg.table_indexes(regclass) IS
 -- The catalog: one row per complete simpg index in the database (every table of its
 -- layout has its prefix column). B-trees may be missing (index_names has NULL there):
 -- answers stay exact, only slower; simpg.check says so and simpg.repair rebuilds them.
+-- A partitioned table is one row, its own: its partitions (at every level) have the
+-- same prefix columns and B-trees, which PostgreSQL creates and attaches with them, and
+-- are not listed (simpg.index_partitions lists them). A detached partition is a table
+-- of its own again, with a complete index, and is listed.
 CREATE VIEW simpg.indexes AS
 SELECT r.oid::regclass AS indexed_table, i.fingerprint_column, i.k, i.levels,
        i.prefix_columns, i.index_names, i.fingerprint_config
@@ -568,12 +627,48 @@ WHERE r.oid IN (
         WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
           AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
           AND d.refobjid = 'simpg.permute(bigint,integer,integer[],integer)'::pg_catalog.regprocedure)
+  AND NOT r.relispartition
   AND pg_catalog.array_position(i.prefix_columns, NULL) IS NULL;
 
 COMMENT ON VIEW simpg.indexes IS
-    'One row per complete simpg index: its table, fingerprint column, layout, prefix columns, B-trees and fingerprint config (read from the system catalogs)';
+    'One row per complete simpg index: its table (a partitioned table''s partitions are not listed), fingerprint column, layout, prefix columns, B-trees and fingerprint config (read from the system catalogs)';
 
 GRANT SELECT ON simpg.indexes TO PUBLIC;
+
+-- index_partitions: the partitions of a partitioned table rel, at every level (not rel
+-- itself), and what each holds of rel's simpg indexes: one row per (partition, index of
+-- rel), prefix_columns and index_names in table order as simpg.table_indexes finds them
+-- on the partition, NULL where its column is computed differently from rel's
+-- (simpg.partition_disagreements) or its B-tree is missing. A foreign table's B-trees
+-- are on its own server, so its index_names are NULL. No rows when rel is not
+-- partitioned.
+CREATE OR REPLACE FUNCTION simpg.index_partitions(rel regclass)
+    RETURNS TABLE (partition regclass, parent regclass, level integer, relkind "char",
+                   fingerprint_column name, k integer, levels integer[],
+                   prefix_columns name[], index_names name[])
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT m.relid, m.parentrelid, m.level, c.relkind, i.fingerprint_column, i.k, i.levels,
+           coalesce(x.prefix_columns, array_fill(NULL::name, ARRAY[i.tables])),
+           coalesce(x.index_names, array_fill(NULL::name, ARRAY[i.tables]))
+    FROM simpg.table_indexes(rel) AS i
+    CROSS JOIN pg_partition_tree(rel) AS m
+    JOIN pg_class AS c ON c.oid = m.relid
+    LEFT JOIN LATERAL (
+        SELECT p.prefix_columns, p.index_names FROM simpg.table_indexes(m.relid) AS p
+        WHERE p.fingerprint_column = i.fingerprint_column AND p.k = i.k AND p.levels = i.levels
+    ) AS x ON true
+    WHERE m.relid <> rel
+    ORDER BY m.level, m.relid::regclass::text, i.fingerprint_column, i.k, i.levels;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.index_partitions(regclass) IS
+    'Partitions of a partitioned table and their prefix columns and B-trees for each of its simpg indexes';
 
 CREATE OR REPLACE FUNCTION simpg.owns(rel regclass) RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
@@ -608,6 +703,29 @@ $$;
 COMMENT ON FUNCTION simpg.object_name(text, text) IS
     'base || suffix, shortened with a hash to fit PostgreSQL''s 63-byte identifiers';
 
+-- not_a_partition: raises when rel is a partition. A partition has exactly its parent's
+-- columns (PostgreSQL refuses to add or drop one there), so its simpg index is its
+-- parent's: created, dropped and listed with the partitioned table.
+CREATE OR REPLACE FUNCTION simpg.not_a_partition(rel regclass, verb text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_root regclass;
+BEGIN
+    SELECT t.relid INTO v_root FROM pg_partition_ancestors(rel) AS t
+    WHERE NOT (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = t.relid);
+    IF v_root IS NOT NULL AND v_root <> rel THEN
+        RAISE EXCEPTION 'table % is a partition of %: % the simpg index on %', rel, v_root, verb, v_root
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'a partitioned table''s partitions get its prefix columns and B-trees with it (docs/partitions.md)';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.not_a_partition(regclass, text) IS
+    'Raises when rel is a partition, whose simpg index is its partitioned table''s';
+
 -- index_layout: the catalog row for (rel, col).
 -- Contract: raises with a hint when the column has no simpg index, when its index is
 -- damaged (a prefix column missing: answers would miss rows), and when it is ambiguous.
@@ -619,6 +737,8 @@ DECLARE
     v_found simpg.indexes[] := '{}';
     v_damaged text[] := '{}';
     v_index record;
+    v_partition regclass;
+    v_column name;
 BEGIN
     IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -644,6 +764,15 @@ BEGIN
                               ELSE 'drop them with simpg.drop_index(table, column) and create one' END;
     END IF;
     IF cardinality(v_damaged) > 0 THEN
+        SELECT d.partition, d.prefix_column INTO v_partition, v_column
+        FROM simpg.partition_disagreements(rel) AS d
+        WHERE quote_ident(d.fingerprint_column) = v_damaged[1] LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'the simpg index on %.% is damaged: partition % computes column % with another expression, so it cannot answer exactly',
+                rel, v_damaged[1], v_partition, quote_ident(v_column)
+                USING ERRCODE = 'SPG02',
+                      HINT = 'see simpg.check(table); detach the partition, or remove the index with simpg.repair(table) or simpg.drop_index(table, column), then create it again';
+        END IF;
         RAISE EXCEPTION 'the simpg index on %.% is damaged: prefix columns are missing, so it cannot answer exactly',
             rel, v_damaged[1]
             USING ERRCODE = 'SPG02',
@@ -761,6 +890,7 @@ BEGIN
     END IF;
     -- refuse before reading or rewriting anything: the caller must own the table, and
     -- the column must not be indexed already
+    PERFORM simpg.not_a_partition(rel, 'create');
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
@@ -827,6 +957,7 @@ BEGIN
     IF rel IS NULL OR col IS NULL THEN
         RAISE EXCEPTION 'table and column must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    PERFORM simpg.not_a_partition(rel, 'drop');
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
@@ -847,6 +978,134 @@ $$;
 
 COMMENT ON FUNCTION simpg.drop_index(regclass, name) IS
     'Remove the prefix columns (and with them the B-trees) that create_index added for a column, also of a damaged index';
+
+-- prepare_partition: give a table that is to become a partition of parent (ALTER TABLE
+-- parent ATTACH PARTITION tbl ...) what PostgreSQL requires of it for parent's simpg
+-- indexes: each prefix column, generated by the same expression (without them ATTACH
+-- PARTITION fails with "child table is missing column"), and a B-tree on each, which
+-- ATTACH PARTITION then takes as the partition's index instead of building one while it
+-- holds its locks. Returns the statements it ran: none when tbl is ready, so it may run
+-- again.
+-- Contract: parent is a partitioned table whose simpg indexes are complete; the caller
+-- owns both; tbl is not a partition, has each indexed fingerprint column as a bigint,
+-- no simpg index of another layout on it, and any column named like a prefix column
+-- is that generated column. Adds every missing column in one ALTER TABLE (one rewrite
+-- of tbl, under an ACCESS EXCLUSIVE lock on tbl only).
+CREATE OR REPLACE FUNCTION simpg.prepare_partition(parent regclass, tbl regclass) RETURNS SETOF text
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_index record;
+    v_type regtype;
+    v_relname name;
+    v_found record;
+    v_adds text[] := '{}';
+    v_creates text[] := '{}';
+    v_columns name[] := '{}';
+    v_statement text;
+BEGIN
+    IF parent IS NULL OR tbl IS NULL THEN
+        RAISE EXCEPTION 'parent and table must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = parent) <> 'p' THEN
+        RAISE EXCEPTION 'table % is not partitioned', parent USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF tbl = parent OR (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = tbl) THEN
+        RAISE EXCEPTION 'table % is already a partition%', tbl,
+            coalesce(' of ' || (SELECT h.inhparent::regclass::text FROM pg_inherits AS h WHERE h.inhrelid = tbl), '')
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT simpg.owns(parent) THEN
+        RAISE EXCEPTION 'must be owner of table %', parent USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT simpg.owns(tbl) THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT EXISTS (SELECT FROM simpg.table_indexes(parent)) THEN
+        RAISE EXCEPTION 'no simpg index on %', parent
+            USING ERRCODE = 'undefined_object', HINT = 'create one with simpg.create_index(table, column, k)';
+    END IF;
+    SELECT c.relname INTO v_relname FROM pg_class AS c WHERE c.oid = tbl;
+    FOR v_index IN SELECT * FROM simpg.table_indexes(parent) ORDER BY 1, 2, 3 LOOP
+        IF array_position(v_index.prefix_columns, NULL) IS NOT NULL THEN
+            PERFORM simpg.index_layout(parent, v_index.fingerprint_column);  -- raises: damaged
+        END IF;
+        SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
+        WHERE a.attrelid = tbl AND a.attname = v_index.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'column % of table % does not exist', quote_ident(v_index.fingerprint_column), tbl
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF v_type <> 'bigint'::regtype THEN
+            RAISE EXCEPTION 'column %.% is %, expected bigint', tbl, quote_ident(v_index.fingerprint_column), v_type
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        SELECT i.k, i.levels INTO v_found FROM simpg.table_indexes(tbl) AS i
+        WHERE i.fingerprint_column = v_index.fingerprint_column
+          AND (i.k, i.levels) IS DISTINCT FROM (v_index.k, v_index.levels)
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'table % has a simpg index k=% blocks=% on column %, and % has k=% blocks=%',
+                tbl, v_found.k, array_to_string(v_found.levels, 'x'), quote_ident(v_index.fingerprint_column),
+                parent, v_index.k, array_to_string(v_index.levels, 'x')
+                USING ERRCODE = 'duplicate_object',
+                      HINT = format('drop it first: SELECT simpg.drop_index(%L, %L)', tbl, v_index.fingerprint_column);
+        END IF;
+        FOR v_t IN 0 .. v_index.tables - 1 LOOP
+            IF EXISTS (SELECT FROM pg_attribute AS a
+                       WHERE a.attrelid = tbl AND a.attname = v_index.prefix_columns[v_t + 1] AND NOT a.attisdropped) THEN
+                IF NOT EXISTS (SELECT FROM simpg.prefix_columns_of(tbl) AS c
+                               WHERE c.prefix_column = v_index.prefix_columns[v_t + 1]
+                                 AND c.fingerprint_column = v_index.fingerprint_column
+                                 AND c.k = v_index.k AND c.levels = v_index.levels AND c.t = v_t) THEN
+                    RAISE EXCEPTION 'column %.% is not the stored generated column %', tbl,
+                        quote_ident(v_index.prefix_columns[v_t + 1]),
+                        simpg.prefix_expression(v_index.fingerprint_column, v_index.k, v_index.levels, v_t)
+                        USING ERRCODE = 'invalid_object_definition',
+                              HINT = 'drop or rename that column first';
+                END IF;
+            ELSE
+                v_adds := v_adds || format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
+                                           v_index.prefix_columns[v_t + 1],
+                                           simpg.prefix_expression(v_index.fingerprint_column, v_index.k,
+                                                                   v_index.levels, v_t));
+            END IF;
+            -- a valid B-tree on exactly this column, as ATTACH PARTITION can take it
+            IF NOT EXISTS (SELECT FROM pg_index AS i
+                           JOIN pg_class AS ic ON ic.oid = i.indexrelid
+                           JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                           WHERE i.indrelid = tbl AND i.indnatts = 1 AND a.attname = v_index.prefix_columns[v_t + 1]
+                             AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid AND NOT i.indisunique
+                             AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree')) THEN
+                v_creates := v_creates || format('CREATE INDEX %I ON %s (%I) WITH (fillfactor = 100)',
+                                                 simpg.object_name(v_relname || '_' || v_index.fingerprint_column,
+                                                                   format('_p%s_idx', v_t)),
+                                                 tbl, v_index.prefix_columns[v_t + 1]);
+                v_columns := v_columns || v_index.prefix_columns[v_t + 1];
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(v_adds) > 0 THEN
+        v_statement := format('ALTER TABLE %s %s', tbl, array_to_string(v_adds, ', '));
+        EXECUTE v_statement;
+        RETURN NEXT v_statement;
+    END IF;
+    FOREACH v_statement IN ARRAY v_creates LOOP
+        EXECUTE v_statement;
+        RETURN NEXT v_statement;
+    END LOOP;
+    IF cardinality(v_columns) > 0 THEN
+        v_statement := format('ANALYZE %s (%s)', tbl,
+                              (SELECT string_agg(quote_ident(c), ', ') FROM unnest(v_columns) AS c));
+        EXECUTE v_statement;
+        RETURN NEXT v_statement;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.prepare_partition(regclass, regclass) IS
+    'Add a partitioned table''s simpg prefix columns and B-trees to a table about to be attached to it; returns the statements run';
 -- query functions
 
 -- snapshot_sees_table: raises serialization_failure when rel (or a partition of it) was
@@ -2646,6 +2905,19 @@ COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name, name, text) I
 -- simpg.check is to a simpg index what amcheck is to a B-tree: run it after an upgrade,
 -- a restore or a crash. simpg.repair puts right what can be put right without guessing.
 
+-- relation_tree: rel and, when it is partitioned, its partitions at every level, with
+-- their level below rel: the tables whose indexes make up rel's.
+CREATE OR REPLACE FUNCTION simpg.relation_tree(rel regclass) RETURNS TABLE (relid regclass, level integer)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT rel, 0
+    UNION
+    SELECT t.relid, t.level FROM pg_catalog.pg_partition_tree(rel) AS t;
+END;
+
+COMMENT ON FUNCTION simpg.relation_tree(regclass) IS
+    'rel and, if it is partitioned, its partitions at every level, with their level below rel';
+
 -- check: every problem of rel's simpg indexes (of col's, if given), one row each; no
 -- rows means every index is complete, has its B-trees, and stores exactly what
 -- simpg.permute computes today.
@@ -2677,7 +2949,24 @@ BEGIN
             RETURN NEXT;
         END IF;
         FOR v_t IN 0 .. v_index.tables - 1 LOOP
-            IF v_index.prefix_columns[v_t + 1] IS NULL THEN
+            IF v_index.prefix_columns[v_t + 1] IS NULL AND EXISTS (
+                    SELECT FROM simpg.partition_disagreements(rel) AS d
+                    WHERE d.fingerprint_column = v_index.fingerprint_column AND d.k = v_index.k
+                      AND d.levels = v_index.levels AND d.t = v_t) THEN
+                -- rel has the column; a partition computes it otherwise (PostgreSQL 16+)
+                FOR v_column IN
+                    SELECT d.* FROM simpg.partition_disagreements(rel) AS d
+                    WHERE d.fingerprint_column = v_index.fingerprint_column AND d.k = v_index.k
+                      AND d.levels = v_index.levels AND d.t = v_t
+                LOOP
+                    problem := 'missing prefix column';
+                    detail := format('table %s of k=%s blocks=%s: partition %s computes column %I as %s, not %s',
+                                     v_t, v_index.k, array_to_string(v_index.levels, 'x'), v_column.partition,
+                                     v_column.prefix_column, coalesce(v_column.found, 'no expression'),
+                                     v_column.expected);
+                    RETURN NEXT;
+                END LOOP;
+            ELSIF v_index.prefix_columns[v_t + 1] IS NULL THEN
                 problem := 'missing prefix column';
                 detail := format('table %s of k=%s blocks=%s: no column %s', v_t, v_index.k,
                                  array_to_string(v_index.levels, 'x'),
@@ -2691,17 +2980,22 @@ BEGIN
             END IF;
         END LOOP;
         FOR v_column IN
-            SELECT c.prefix_column, ic.relname AS index_name
+            SELECT c.prefix_column, ic.relname AS index_name, x.relid AS partition
             FROM simpg.prefix_columns_of(rel) AS c
-            JOIN pg_index AS i ON i.indrelid = rel AND c.prefix_attnum = ANY (i.indkey)
+            CROSS JOIN simpg.relation_tree(rel) AS x
+            JOIN pg_attribute AS a ON a.attrelid = x.relid AND a.attname = c.prefix_column AND NOT a.attisdropped
+            JOIN pg_index AS i ON i.indrelid = x.relid AND a.attnum = ANY (i.indkey)
             JOIN pg_class AS ic ON ic.oid = i.indexrelid
             WHERE c.fingerprint_column = v_index.fingerprint_column AND c.k = v_index.k
               AND c.levels = v_index.levels AND NOT i.indisvalid
-            ORDER BY ic.relname
+            ORDER BY x.level, x.relid::text, ic.relname
         LOOP
             problem := 'invalid index';
-            detail := format('index %I on column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
-                             v_column.index_name, v_column.prefix_column);
+            detail := CASE WHEN v_column.partition = rel
+                           THEN format('index %I on column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
+                                       v_column.index_name, v_column.prefix_column)
+                           ELSE format('index %I on column %I of partition %s is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
+                                       v_column.index_name, v_column.prefix_column, v_column.partition) END;
             RETURN NEXT;
         END LOOP;
         IF verify_rows THEN
@@ -2739,6 +3033,7 @@ CREATE OR REPLACE FUNCTION simpg.repair(rel regclass, col name DEFAULT NULL)
 AS $$
 DECLARE
     v_index record;
+    v_invalid record;
     v_statement text;
     v_relname name;
 BEGIN
@@ -2749,22 +3044,34 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
     SELECT c.relname INTO v_relname FROM pg_class AS c WHERE c.oid = rel;
-    FOR v_statement IN
-        SELECT DISTINCT format('DROP INDEX %s', i.indexrelid::regclass)
+    -- rel's own first: dropping a partitioned index drops its partitions' with it
+    FOR v_invalid IN
+        SELECT i.indexrelid, min(x.level) AS level
         FROM simpg.prefix_columns_of(rel) AS c
-        JOIN pg_index AS i ON i.indrelid = rel AND c.prefix_attnum = ANY (i.indkey)
+        CROSS JOIN simpg.relation_tree(rel) AS x
+        JOIN pg_attribute AS a ON a.attrelid = x.relid AND a.attname = c.prefix_column AND NOT a.attisdropped
+        JOIN pg_index AS i ON i.indrelid = x.relid AND a.attnum = ANY (i.indkey)
         WHERE NOT i.indisvalid AND (col IS NULL OR c.fingerprint_column = col)
+        GROUP BY i.indexrelid
+        ORDER BY 2, i.indexrelid::regclass::text
     LOOP
+        CONTINUE WHEN NOT EXISTS (SELECT FROM pg_class AS ic WHERE ic.oid = v_invalid.indexrelid);
+        v_statement := format('DROP INDEX %s', v_invalid.indexrelid::regclass);
         EXECUTE v_statement;
         RETURN NEXT v_statement;
     END LOOP;
     FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
                    WHERE col IS NULL OR i.fingerprint_column = col LOOP
         IF array_position(v_index.prefix_columns, NULL) IS NOT NULL THEN
+            -- with the columns that a partition computes otherwise (counted as missing)
             SELECT format('ALTER TABLE %s %s', rel,
                           string_agg(format('DROP COLUMN %I', c), ', ' ORDER BY c))
             INTO v_statement
-            FROM unnest(v_index.prefix_columns) AS c WHERE c IS NOT NULL;
+            FROM (SELECT c FROM unnest(v_index.prefix_columns) AS c WHERE c IS NOT NULL
+                  UNION
+                  SELECT d.prefix_column FROM simpg.partition_disagreements(rel) AS d
+                  WHERE d.fingerprint_column = v_index.fingerprint_column AND d.k = v_index.k
+                    AND d.levels = v_index.levels) AS u(c);
             EXECUTE v_statement;
             RETURN NEXT v_statement;
             CONTINUE;

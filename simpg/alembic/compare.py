@@ -36,7 +36,7 @@ from simpg.sqlalchemy.index import SimHashIndex, table_guards, table_indexes
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CatalogIndex", "compare_simhash_guards", "compare_simhash_indexes"]
+__all__ = ["CatalogIndex", "compare_partitions", "compare_simhash_guards", "compare_simhash_indexes"]
 
 _T = TypeVar("_T")
 Key = tuple[Any, str, str]  # (schema or None for the default one, table, fingerprint column)
@@ -313,9 +313,60 @@ def compare_simhash_guards(
     return PriorityDispatchResult.CONTINUE
 
 
+# Every partition (at any level) and the root of its tree; pg_partition_root is PostgreSQL 12+.
+_PARTITIONS_SQL = text("""
+SELECT n.nspname, c.relname, rn.nspname, r.relname
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_class AS r ON r.oid = pg_catalog.pg_partition_root(c.oid)
+JOIN pg_catalog.pg_namespace AS rn ON rn.oid = r.relnamespace
+WHERE c.relispartition
+""")
+
+
+def compare_partitions(
+    autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
+) -> PriorityDispatchResult:
+    """Leave alone the partitions of the model's partitioned tables.
+
+    A model declares a partitioned table (``postgresql_partition_by``), not its
+    partitions: DDL or a tool such as pg_partman creates them, and PostgreSQL gives them
+    the parent's columns and indexes, simpg's prefix columns and B-trees included.
+    Alembic reflects them as tables the model lacks and would drop them (and their
+    indexes); this comparator removes every operation on a partition that is not in the
+    model itself and whose partitioned root is. Runs after :func:`compare_simhash_indexes`.
+    """
+    conn = autogen_context.connection
+    if conn is None or conn.dialect.name != "postgresql":
+        return PriorityDispatchResult.CONTINUE
+    norm = _normaliser(conn.dialect.default_schema_name)
+    compared = {(schema, table.name) for schema, table in _model_tables(autogen_context, schemas, norm)}
+    partitions = {
+        (norm(nsp), rel)
+        for nsp, rel, root_nsp, root in conn.execute(_PARTITIONS_SQL)
+        if (norm(root_nsp), root) in compared and (norm(nsp), rel) not in compared
+    }
+    if not partitions:
+        return PriorityDispatchResult.CONTINUE
+
+    def on_partition(op: Any) -> bool:
+        name = getattr(op, "table_name", None)
+        return name is not None and (norm(getattr(op, "schema", None)), name) in partitions
+
+    kept = []
+    for op in upgrade_ops.ops:
+        if on_partition(op):
+            logger.info("Kept partition %s of a model's partitioned table", getattr(op, "table_name", None))
+            continue
+        kept.append(op)
+    upgrade_ops.ops = kept
+    return PriorityDispatchResult.CONTINUE
+
+
 def _register(fn: Callable[..., PriorityDispatchResult]) -> None:
     comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(fn)
 
 
 _register(compare_simhash_indexes)
 _register(compare_simhash_guards)
+_register(compare_partitions)

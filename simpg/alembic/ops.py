@@ -22,6 +22,7 @@ Example (in a migration file)::
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
@@ -422,17 +423,84 @@ def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> N
         f"GENERATED ALWAYS AS ({prefix_expression(op.column_name, layout, t)}) STORED"
         for t, c in enumerate(columns)
     )
+    tree = [] if operations.migration_context.as_sql else _partition_tree(operations.get_bind(), rel)
+    if any(node.relkind == "f" for node in tree):
+        raise SimpgError(
+            f"create_simhash_index(concurrently=True) cannot index {rel}: it has foreign partitions, "
+            "whose B-trees are on their own servers; use concurrently=False"
+        )
     with operations.get_context().autocommit_block():
         # one ALTER, so the table is rewritten once
         operations.execute(text(f"ALTER TABLE {rel} {adds}"))
-        for column, index in zip(columns, indexes, strict=True):
-            operations.execute(
-                text(prefix_index_sql(prep.quote(index), rel, prep.quote(column), concurrently=True))
-            )
+        for t, (column, index) in enumerate(zip(columns, indexes, strict=True)):
+            if tree:
+                _partitioned_index(operations, tree, op.column_name, t, column, index)
+            else:
+                operations.execute(
+                    text(prefix_index_sql(prep.quote(index), rel, prep.quote(column), concurrently=True))
+                )
         operations.execute(text(f"ANALYZE {rel} ({', '.join(prep.quote(c) for c in columns)})"))
         operations.execute(
             register_statement(rel, op.column_name, layout, columns, indexes, op.fingerprint_config)
         )
+
+
+@dataclass(frozen=True)
+class _Partition:
+    """A member of a partition tree, as ``pg_partition_tree`` lists it."""
+
+    rel: str  # regclass text
+    parent: str | None
+    level: int
+    relkind: str
+    schema: str
+    name: str
+
+
+_TREE_SQL = text(
+    "SELECT m.relid::regclass::text, m.parentrelid::regclass::text, m.level, c.relkind::text, "
+    "n.nspname, c.relname "
+    "FROM pg_catalog.pg_partition_tree(CAST(:rel AS regclass)) AS m "
+    "JOIN pg_catalog.pg_class AS c ON c.oid = m.relid "
+    "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+    "ORDER BY m.level, m.relid::regclass::text"
+)
+
+
+def _partition_tree(bind: Connection, rel: str) -> list[_Partition]:
+    """The table and its partitions at every level; empty for a table that is not partitioned."""
+    return [_Partition(*row) for row in bind.execute(_TREE_SQL, {"rel": rel})]
+
+
+def _partitioned_index(operations: Operations, tree: list[_Partition], fingerprint_column: str,
+                       t: int, column: str, index: str) -> None:
+    """Table t's B-tree on a partitioned table without blocking its writers.
+
+    PostgreSQL cannot ``CREATE INDEX CONCURRENTLY`` on a partitioned table; its manual
+    gives the way round (CREATE INDEX): an index ``ON ONLY`` each partitioned table
+    (invalid so far), each leaf partition's built concurrently and attached to its
+    parent's, then the partitioned ones attached bottom-up. The root's index becomes
+    valid when its last partition's is attached; if the migration stops before,
+    ``simpg check`` reports it invalid and ``simpg repair`` builds it again.
+    """
+    prep = operations.impl.dialect.identifier_preparer
+    bare: dict[str, str] = {}  # quoted index name (created in its table's schema)
+    qualified: dict[str, str] = {}
+    for node in tree:
+        name = index if node.level == 0 else object_name(f"{node.name}_{fingerprint_column}", f"_p{t}_idx")
+        bare[node.rel] = prep.quote(name)
+        qualified[node.rel] = f"{prep.quote_schema(node.schema)}.{prep.quote(name)}"
+        if node.relkind == "p":
+            operations.execute(text(prefix_index_sql(bare[node.rel], f"ONLY {node.rel}", prep.quote(column))))
+    for node in tree:
+        if node.relkind == "r":
+            operations.execute(text(prefix_index_sql(bare[node.rel], node.rel, prep.quote(column), concurrently=True)))
+            operations.execute(text(f"ALTER INDEX {qualified[str(node.parent)]} "
+                                    f"ATTACH PARTITION {qualified[node.rel]}"))
+    for node in reversed(tree):
+        if node.relkind == "p" and node.level > 0:
+            operations.execute(text(f"ALTER INDEX {qualified[str(node.parent)]} "
+                                    f"ATTACH PARTITION {qualified[node.rel]}"))
 
 
 @Operations.implementation_for(DropSimhashIndexOp)
@@ -445,6 +513,12 @@ def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
         operations.execute(drop)
         return
     bind = _online_bind(operations, "drop_simhash_index(concurrently=True)")
+    if _partition_tree(bind, rel):
+        # PostgreSQL cannot DROP INDEX CONCURRENTLY a partitioned index; dropping the
+        # columns drops the B-trees with them, without reading the table
+        logger.info("%s is partitioned: its B-trees are dropped with its prefix columns", rel)
+        operations.execute(drop)
+        return
     names = (
         bind.execute(
             text("SELECT unnest((simpg.index_layout(CAST(:rel AS regclass), :col)).index_names)"),

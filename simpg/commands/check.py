@@ -90,8 +90,10 @@ def _problems(conn: Any, table: str, column: str | None, verify_rows: bool) -> l
 
 def _indexes(conn: Any, table: str, column: str | None) -> list[dict[str, Any]]:
     """The complete simpg indexes of the table (of the column), as JSON-ready dicts."""
+    # simpg.table_indexes, not the view, which leaves out the partitions of a partitioned table
     rows = _run(conn, "SELECT i.fingerprint_column, i.k, i.levels, i.prefix_columns, i.index_names "
-                      "FROM simpg.indexes AS i WHERE i.indexed_table = %s::regclass "
+                      "FROM simpg.table_indexes(%s::regclass) AS i "
+                      "WHERE pg_catalog.array_position(i.prefix_columns, NULL) IS NULL "
                       "AND (%s::name IS NULL OR i.fingerprint_column = %s::name) "
                       "ORDER BY i.fingerprint_column, i.k, i.levels", [table, column, column])
     return [{"column": c, "layout": Layout(k, tuple(levels)).name, "k": k, "levels": list(levels),

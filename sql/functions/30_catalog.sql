@@ -94,10 +94,62 @@ $$;
 COMMENT ON FUNCTION simpg.prefix_columns_of(regclass) IS
     'Generated columns of rel that hold a simpg permutation: source column, layout, table number, and its valid B-tree if any';
 
+-- partition_disagreements: the prefix columns of a partitioned table rel that some
+-- partition (at any level) computes with another expression, one row per (partition,
+-- column); none when rel is not partitioned or every partition agrees.
+-- PostgreSQL gives each partition rel's columns and their generation expressions,
+-- and refuses to attach a table whose prefix column is missing or not generated; but
+-- from PostgreSQL 16 a partition may state an expression of its own (CREATE TABLE ...
+-- PARTITION OF rel (col GENERATED ALWAYS AS (...) STORED), or ATTACH PARTITION of a
+-- table made so). A lookup through rel reads that partition's values with rel's prefix
+-- ranges and would miss its rows, so table_indexes counts such a column as missing.
+CREATE FUNCTION simpg.partition_disagreements(rel regclass)
+    RETURNS TABLE (partition regclass, fingerprint_column name, k integer, levels integer[], t integer,
+                   prefix_column name, expected text, found text)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = rel) IS DISTINCT FROM 'p' THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH c AS MATERIALIZED (
+        SELECT p.fingerprint_column, p.k, p.levels, p.t, p.prefix_column,
+               simpg.prefix_expression(p.fingerprint_column, p.k, p.levels, p.t) AS expected,
+               (SELECT d.adbin::text FROM pg_attrdef AS d
+                WHERE d.adrelid = rel AND d.adnum = p.prefix_attnum) AS root_bin,
+               (SELECT f.attnum FROM pg_attribute AS f
+                WHERE f.attrelid = rel AND f.attname = p.fingerprint_column) AS root_fp
+        FROM simpg.prefix_columns_of(rel) AS p
+    )
+    SELECT m.relid, c.fingerprint_column, c.k, c.levels, c.t, c.prefix_column, c.expected, e.found
+    FROM pg_partition_tree(rel) AS m
+    CROSS JOIN c
+    JOIN pg_attribute AS a ON a.attrelid = m.relid AND a.attname = c.prefix_column AND NOT a.attisdropped
+    JOIN pg_attribute AS f ON f.attrelid = m.relid AND f.attname = c.fingerprint_column AND NOT f.attisdropped
+    LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.attgenerated = 's'
+    CROSS JOIN LATERAL (
+        -- the expression's only column is the fingerprint: the same stored tree on the
+        -- same column number is the same expression, without deparsing it
+        SELECT CASE WHEN d.adbin::text = c.root_bin AND f.attnum = c.root_fp THEN c.expected
+                    ELSE pg_get_expr(d.adbin, d.adrelid) END AS found
+    ) AS e
+    WHERE m.relid <> rel AND e.found IS DISTINCT FROM c.expected
+    ORDER BY m.level, m.relid::regclass::text, c.fingerprint_column, c.k, c.levels, c.t;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.partition_disagreements(regclass) IS
+    'Prefix columns of a partitioned table that a partition computes with another expression (lookups would miss its rows)';
+
 -- table_indexes: rel's simpg indexes, complete or not: one row per (fingerprint column,
 -- layout), prefix_columns and index_names in table order with NULL where one is missing.
 -- The fingerprint config is the comment of the first prefix column, as
 -- 'simpg fingerprint_config: <identity>' (written by register_index).
+-- On a partitioned table, a prefix column that some partition computes differently
+-- (simpg.partition_disagreements) counts as missing: the index is damaged.
 CREATE FUNCTION simpg.table_indexes(rel regclass)
     RETURNS TABLE (fingerprint_column name, k integer, levels integer[], tables integer,
                    prefix_columns name[], index_names name[], fingerprint_config text)
@@ -107,7 +159,10 @@ CREATE FUNCTION simpg.table_indexes(rel regclass)
 AS $$
 BEGIN
     RETURN QUERY
-    WITH c AS MATERIALIZED (SELECT * FROM simpg.prefix_columns_of(rel)),
+    WITH c AS MATERIALIZED (
+             SELECT p.* FROM simpg.prefix_columns_of(rel) AS p
+             WHERE NOT EXISTS (SELECT FROM simpg.partition_disagreements(rel) AS d
+                               WHERE d.prefix_column = p.prefix_column)),
          g AS (SELECT DISTINCT c.fingerprint_column, c.k, c.levels,
                       simpg.table_count(c.k, c.levels) AS tables
                FROM c)
@@ -140,6 +195,10 @@ COMMENT ON FUNCTION simpg.table_indexes(regclass) IS
 -- The catalog: one row per complete simpg index in the database (every table of its
 -- layout has its prefix column). B-trees may be missing (index_names has NULL there):
 -- answers stay exact, only slower; simpg.check says so and simpg.repair rebuilds them.
+-- A partitioned table is one row, its own: its partitions (at every level) have the
+-- same prefix columns and B-trees, which PostgreSQL creates and attaches with them, and
+-- are not listed (simpg.index_partitions lists them). A detached partition is a table
+-- of its own again, with a complete index, and is listed.
 CREATE VIEW simpg.indexes AS
 SELECT r.oid::regclass AS indexed_table, i.fingerprint_column, i.k, i.levels,
        i.prefix_columns, i.index_names, i.fingerprint_config
@@ -152,12 +211,48 @@ WHERE r.oid IN (
         WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
           AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
           AND d.refobjid = 'simpg.permute(bigint,integer,integer[],integer)'::pg_catalog.regprocedure)
+  AND NOT r.relispartition
   AND pg_catalog.array_position(i.prefix_columns, NULL) IS NULL;
 
 COMMENT ON VIEW simpg.indexes IS
-    'One row per complete simpg index: its table, fingerprint column, layout, prefix columns, B-trees and fingerprint config (read from the system catalogs)';
+    'One row per complete simpg index: its table (a partitioned table''s partitions are not listed), fingerprint column, layout, prefix columns, B-trees and fingerprint config (read from the system catalogs)';
 
 GRANT SELECT ON simpg.indexes TO PUBLIC;
+
+-- index_partitions: the partitions of a partitioned table rel, at every level (not rel
+-- itself), and what each holds of rel's simpg indexes: one row per (partition, index of
+-- rel), prefix_columns and index_names in table order as simpg.table_indexes finds them
+-- on the partition, NULL where its column is computed differently from rel's
+-- (simpg.partition_disagreements) or its B-tree is missing. A foreign table's B-trees
+-- are on its own server, so its index_names are NULL. No rows when rel is not
+-- partitioned.
+CREATE FUNCTION simpg.index_partitions(rel regclass)
+    RETURNS TABLE (partition regclass, parent regclass, level integer, relkind "char",
+                   fingerprint_column name, k integer, levels integer[],
+                   prefix_columns name[], index_names name[])
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT m.relid, m.parentrelid, m.level, c.relkind, i.fingerprint_column, i.k, i.levels,
+           coalesce(x.prefix_columns, array_fill(NULL::name, ARRAY[i.tables])),
+           coalesce(x.index_names, array_fill(NULL::name, ARRAY[i.tables]))
+    FROM simpg.table_indexes(rel) AS i
+    CROSS JOIN pg_partition_tree(rel) AS m
+    JOIN pg_class AS c ON c.oid = m.relid
+    LEFT JOIN LATERAL (
+        SELECT p.prefix_columns, p.index_names FROM simpg.table_indexes(m.relid) AS p
+        WHERE p.fingerprint_column = i.fingerprint_column AND p.k = i.k AND p.levels = i.levels
+    ) AS x ON true
+    WHERE m.relid <> rel
+    ORDER BY m.level, m.relid::regclass::text, i.fingerprint_column, i.k, i.levels;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.index_partitions(regclass) IS
+    'Partitions of a partitioned table and their prefix columns and B-trees for each of its simpg indexes';
 
 CREATE FUNCTION simpg.owns(rel regclass) RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE

@@ -3,6 +3,19 @@
 -- simpg.check is to a simpg index what amcheck is to a B-tree: run it after an upgrade,
 -- a restore or a crash. simpg.repair puts right what can be put right without guessing.
 
+-- relation_tree: rel and, when it is partitioned, its partitions at every level, with
+-- their level below rel: the tables whose indexes make up rel's.
+CREATE FUNCTION simpg.relation_tree(rel regclass) RETURNS TABLE (relid regclass, level integer)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT rel, 0
+    UNION
+    SELECT t.relid, t.level FROM pg_catalog.pg_partition_tree(rel) AS t;
+END;
+
+COMMENT ON FUNCTION simpg.relation_tree(regclass) IS
+    'rel and, if it is partitioned, its partitions at every level, with their level below rel';
+
 -- check: every problem of rel's simpg indexes (of col's, if given), one row each; no
 -- rows means every index is complete, has its B-trees, and stores exactly what
 -- simpg.permute computes today.
@@ -34,7 +47,24 @@ BEGIN
             RETURN NEXT;
         END IF;
         FOR v_t IN 0 .. v_index.tables - 1 LOOP
-            IF v_index.prefix_columns[v_t + 1] IS NULL THEN
+            IF v_index.prefix_columns[v_t + 1] IS NULL AND EXISTS (
+                    SELECT FROM simpg.partition_disagreements(rel) AS d
+                    WHERE d.fingerprint_column = v_index.fingerprint_column AND d.k = v_index.k
+                      AND d.levels = v_index.levels AND d.t = v_t) THEN
+                -- rel has the column; a partition computes it otherwise (PostgreSQL 16+)
+                FOR v_column IN
+                    SELECT d.* FROM simpg.partition_disagreements(rel) AS d
+                    WHERE d.fingerprint_column = v_index.fingerprint_column AND d.k = v_index.k
+                      AND d.levels = v_index.levels AND d.t = v_t
+                LOOP
+                    problem := 'missing prefix column';
+                    detail := format('table %s of k=%s blocks=%s: partition %s computes column %I as %s, not %s',
+                                     v_t, v_index.k, array_to_string(v_index.levels, 'x'), v_column.partition,
+                                     v_column.prefix_column, coalesce(v_column.found, 'no expression'),
+                                     v_column.expected);
+                    RETURN NEXT;
+                END LOOP;
+            ELSIF v_index.prefix_columns[v_t + 1] IS NULL THEN
                 problem := 'missing prefix column';
                 detail := format('table %s of k=%s blocks=%s: no column %s', v_t, v_index.k,
                                  array_to_string(v_index.levels, 'x'),
@@ -48,17 +78,22 @@ BEGIN
             END IF;
         END LOOP;
         FOR v_column IN
-            SELECT c.prefix_column, ic.relname AS index_name
+            SELECT c.prefix_column, ic.relname AS index_name, x.relid AS partition
             FROM simpg.prefix_columns_of(rel) AS c
-            JOIN pg_index AS i ON i.indrelid = rel AND c.prefix_attnum = ANY (i.indkey)
+            CROSS JOIN simpg.relation_tree(rel) AS x
+            JOIN pg_attribute AS a ON a.attrelid = x.relid AND a.attname = c.prefix_column AND NOT a.attisdropped
+            JOIN pg_index AS i ON i.indrelid = x.relid AND a.attnum = ANY (i.indkey)
             JOIN pg_class AS ic ON ic.oid = i.indexrelid
             WHERE c.fingerprint_column = v_index.fingerprint_column AND c.k = v_index.k
               AND c.levels = v_index.levels AND NOT i.indisvalid
-            ORDER BY ic.relname
+            ORDER BY x.level, x.relid::text, ic.relname
         LOOP
             problem := 'invalid index';
-            detail := format('index %I on column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
-                             v_column.index_name, v_column.prefix_column);
+            detail := CASE WHEN v_column.partition = rel
+                           THEN format('index %I on column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
+                                       v_column.index_name, v_column.prefix_column)
+                           ELSE format('index %I on column %I of partition %s is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
+                                       v_column.index_name, v_column.prefix_column, v_column.partition) END;
             RETURN NEXT;
         END LOOP;
         IF verify_rows THEN
@@ -96,6 +131,7 @@ CREATE FUNCTION simpg.repair(rel regclass, col name DEFAULT NULL)
 AS $$
 DECLARE
     v_index record;
+    v_invalid record;
     v_statement text;
     v_relname name;
 BEGIN
@@ -106,22 +142,34 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
     SELECT c.relname INTO v_relname FROM pg_class AS c WHERE c.oid = rel;
-    FOR v_statement IN
-        SELECT DISTINCT format('DROP INDEX %s', i.indexrelid::regclass)
+    -- rel's own first: dropping a partitioned index drops its partitions' with it
+    FOR v_invalid IN
+        SELECT i.indexrelid, min(x.level) AS level
         FROM simpg.prefix_columns_of(rel) AS c
-        JOIN pg_index AS i ON i.indrelid = rel AND c.prefix_attnum = ANY (i.indkey)
+        CROSS JOIN simpg.relation_tree(rel) AS x
+        JOIN pg_attribute AS a ON a.attrelid = x.relid AND a.attname = c.prefix_column AND NOT a.attisdropped
+        JOIN pg_index AS i ON i.indrelid = x.relid AND a.attnum = ANY (i.indkey)
         WHERE NOT i.indisvalid AND (col IS NULL OR c.fingerprint_column = col)
+        GROUP BY i.indexrelid
+        ORDER BY 2, i.indexrelid::regclass::text
     LOOP
+        CONTINUE WHEN NOT EXISTS (SELECT FROM pg_class AS ic WHERE ic.oid = v_invalid.indexrelid);
+        v_statement := format('DROP INDEX %s', v_invalid.indexrelid::regclass);
         EXECUTE v_statement;
         RETURN NEXT v_statement;
     END LOOP;
     FOR v_index IN SELECT * FROM simpg.table_indexes(rel) AS i
                    WHERE col IS NULL OR i.fingerprint_column = col LOOP
         IF array_position(v_index.prefix_columns, NULL) IS NOT NULL THEN
+            -- with the columns that a partition computes otherwise (counted as missing)
             SELECT format('ALTER TABLE %s %s', rel,
                           string_agg(format('DROP COLUMN %I', c), ', ' ORDER BY c))
             INTO v_statement
-            FROM unnest(v_index.prefix_columns) AS c WHERE c IS NOT NULL;
+            FROM (SELECT c FROM unnest(v_index.prefix_columns) AS c WHERE c IS NOT NULL
+                  UNION
+                  SELECT d.prefix_column FROM simpg.partition_disagreements(rel) AS d
+                  WHERE d.fingerprint_column = v_index.fingerprint_column AND d.k = v_index.k
+                    AND d.levels = v_index.levels) AS u(c);
             EXECUTE v_statement;
             RETURN NEXT v_statement;
             CONTINUE;
