@@ -7,7 +7,8 @@ single lookups, one connection each, taking turns query by query (p50, p99, and 
 ratio of each p50 to the raw statement's):
 
   raw prepared statement   the OR of the 10 prefix ranges, computed in Python, sent as a
-                           prepared binary statement with one generic plan
+                           prepared binary statement on a connection with SimIndex's
+                           lookup settings (one generic plan, no sequential scan)
   SimIndex.near            simpg.psycopg (sync)
   AsyncSimIndex.near       simpg.psycopg (asyncio)
   SQLAlchemy Session       select(Model).where(Model.simhash.within(q, 3)) (simhash_index)
@@ -51,6 +52,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from simpg import bits
 from simpg.psycopg import AsyncSimIndex, SimIndex
+from simpg.psycopg.settings import LOOKUP_SETTINGS_SQL
 from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
 
 K = 3
@@ -88,7 +90,8 @@ def single_lookups(dsn: str, table: str, qs: list[int], seq_queries: int) -> lis
     index = SimIndex.connect(dsn, table, "simhash")
     layout, columns = index.info.layout, index.info.prefix_columns
     raw = psycopg.connect(dsn, autocommit=True)
-    raw.execute("SET plan_cache_mode = force_generic_plan")
+    # the session settings of SimIndex's lookup connections: one generic plan, read through the B-trees
+    raw.execute(LOOKUP_SETTINGS_SQL)
     ranges = " OR ".join(f"t.{c} BETWEEN %s AND %s" for c in columns)
     raw_sql = f"SELECT t.id FROM {table} AS t WHERE ({ranges}) AND simpg.hamming(t.simhash, %s) <= {K}"
 
