@@ -14,6 +14,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,9 @@ class Server:
     sharedir: Path
     version: int = 0
     _stop: list[object] = field(default_factory=list, repr=False)
+    #: ``pg_ctl`` of a :func:`start_debian` server: ``control("stop")`` stops it and keeps
+    #: its data, ``control("start")`` starts it again (tests of a server going down).
+    control: Callable[[str], None] | None = field(default=None, repr=False)
 
     def dsn(self, dbname: str = "postgres", user: str | None = None) -> str:
         return f"host={self.host} port={self.port} user={user or self.user} dbname={dbname}"
@@ -129,11 +133,15 @@ def start_debian(major: int = 15, settings: dict[str, str] | None = None) -> Ser
     options = f"-c listen_addresses='' -c unix_socket_directories='{sockdir}' -p 5432 " + " ".join(
         f"-c {name}={value}" for name, value in (settings or TEST_SETTINGS).items()
     )
-    subprocess.run(
-        _as_user([str(bindir / "pg_ctl"), "-D", str(datadir), "-o", options, "-l", str(base / "log"),
-                  "-w", "-t", "120", "start"], os_user),
-        check=True, capture_output=True,
-    )
+
+    def control(action: str) -> None:
+        stop_args = ["-m", "fast"] if action == "stop" else ["-o", options, "-l", str(base / "log")]
+        subprocess.run(
+            _as_user([str(bindir / "pg_ctl"), "-D", str(datadir), *stop_args, "-w", "-t", "120", action], os_user),
+            check=True, capture_output=True,
+        )
+
+    control("start")
 
     def stop() -> None:
         subprocess.run(_as_user([str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "fast", "-w", "stop"],
@@ -143,7 +151,7 @@ def start_debian(major: int = 15, settings: dict[str, str] | None = None) -> Ser
     atexit.register(stop)
     sharedir = Path(subprocess.run([str(bindir / "pg_config"), "--sharedir"], check=True,
                                    capture_output=True, text=True).stdout.strip())
-    server = Server(f"pg{major}", str(sockdir), 5432, SUPERUSER, bindir, sharedir, _stop=[stop])
+    server = Server(f"pg{major}", str(sockdir), 5432, SUPERUSER, bindir, sharedir, _stop=[stop], control=control)
     server.version = _server_version(server)
     return server
 

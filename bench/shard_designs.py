@@ -1,0 +1,230 @@
+"""Two ways to spread a simpg index over shard servers, measured in one run (issue 18, item 3).
+
+* ``hash``: rows spread by a hash of their key (simpg.shards, docs/shards.md): each shard
+  holds its rows with all T prefix columns; a lookup sends every shard one query with
+  the T prefix ranges and the distance filter.
+* ``range``: Google's design (seeds 001/003): one table per permutation t,
+  ``(p, id, fp)`` with ``p`` the permuted fingerprint, RANGE-partitioned by ``p`` over
+  the shards (here: the sign bit, p < 0 on s1, p >= 0 on s2; the sign bit is always in
+  the prefix) with a covering B-tree ``(p) INCLUDE (id, fp)``; a lookup sends one query
+  per permutation, each pruned to the one shard that holds its prefix.
+
+Both on the same coordinator and two shard servers (Debian PostgreSQL 15, bench/pgserver.py
+settings with 1 GB of shared buffers each), N random fingerprints, k=3 and the layout
+simpg.default_levels picks. Measures lookup p50/p99 from one client, lookups/s from
+``--clients`` clients, bytes per row over the shards; answers compared with each other
+and with a numpy popcount. On one machine the shards share its cores, so lookups/s
+cannot show how either design scales with machines; the round trips and the work per
+lookup are what this measures. Usage:
+
+    python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.numeric import Int8
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import pgserver  # noqa: E402
+from simpg import bits, schema  # noqa: E402
+from simpg.layout import Layout  # noqa: E402
+from simpg.psycopg import configure_lookups  # noqa: E402
+from simpg.psycopg.queries import RangeMaker  # noqa: E402
+from simpg.shards import Shard, ShardedIndex, create_shards  # noqa: E402
+
+SETTINGS = {**pgserver.SETTINGS, "shared_buffers": "1GB", "effective_cache_size": "4GB", "huge_pages": "off"}
+
+
+class RangeLookup:
+    """Lookups on the per-permutation range-partitioned tables ``rng_t<t>``."""
+
+    def __init__(self, conn: psycopg.Connection[Any], layout: Layout) -> None:
+        self.conn = conn
+        self.layout = layout
+        self.ranges = RangeMaker(layout)
+        arms = [sql.SQL("SELECT r.id, simpg.hamming(r.fp, %(q)s) AS d FROM {} AS r "
+                        "WHERE r.p BETWEEN %(lo" + str(t) + ")s AND %(hi" + str(t) + ")s "
+                        "AND simpg.hamming(r.fp, %(q)s) <= %(k)s")
+                .format(sql.Identifier(f"rng_t{t}")).as_string(conn)
+                for t in range(layout.tables)]
+        # a row found through several tables once (ids are unique)
+        self.statement = ("SELECT s.id, min(s.d) AS d FROM (" + " UNION ALL ".join(arms)
+                          + ") AS s GROUP BY s.id ORDER BY d, s.id")
+
+    def near(self, fp: int, k: int = 3) -> list[tuple[int, int]]:
+        flat = self.ranges.flat(fp)
+        params: dict[str, Any] = {"q": Int8(bits.to_db(fp)), "k": Int8(k)}
+        for t in range(self.layout.tables):
+            params[f"lo{t}"], params[f"hi{t}"] = Int8(flat[2 * t]), Int8(flat[2 * t + 1])
+        return [(int(i), int(d)) for i, d in self.conn.execute(self.statement, params, prepare=True).fetchall()]
+
+
+def latencies(lookup: Any, queries: list[int]) -> dict[str, float]:
+    for q in queries[:200]:
+        lookup(q)
+    times = []
+    start = time.perf_counter()
+    for q in queries:
+        t = time.perf_counter()
+        lookup(q)
+        times.append(time.perf_counter() - t)
+    total = time.perf_counter() - start
+    return {"p50_ms": float(np.percentile(times, 50)) * 1e3, "p99_ms": float(np.percentile(times, 99)) * 1e3,
+            "lookups_per_s": len(queries) / total}
+
+
+def throughput(make: Any, queries: list[int], clients: int, seconds: float) -> float:
+    counts = [0] * clients
+    stop = time.perf_counter() + seconds
+    barrier = threading.Barrier(clients)
+
+    def work(i: int) -> None:
+        lookup = make()
+        barrier.wait()
+        n = 0
+        while time.perf_counter() < stop:
+            lookup(queries[(i * 997 + n) % len(queries)])
+            n += 1
+        counts[i] = n
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
+    start = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    n = args.rows
+    rng = np.random.default_rng(18)
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    ids = np.arange(1, n + 1, dtype=np.int64)
+    picks = rng.integers(0, n, size=args.queries)
+    flips = rng.integers(0, 64, size=(args.queries, 2))
+    queries = [int(fps[i]) ^ (1 << int(a)) ^ (1 << int(b)) for i, (a, b) in zip(picks, flips, strict=True)]
+
+    started = [pgserver.start(settings=SETTINGS) for _ in range(3)]
+    coord, *shard_servers = started
+    schema.install_extension_files(sharedir=coord.sharedir)
+    for server in started:
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bench")
+        with psycopg.connect(server.dsn("bench"), autocommit=True) as conn:
+            schema.install(conn)
+    out: dict[str, Any] = {"rows": n, "clients": args.clients}
+    id_list, fp_list = ids.tolist(), fps.view(np.int64).tolist()
+    try:
+        with psycopg.connect(coord.dsn("bench"), autocommit=True) as conn:
+            levels = conn.execute("SELECT simpg.default_levels(3, %s)", [n]).fetchall()[0][0]
+            layout = Layout(3, tuple(levels))
+            out["layout"] = layout.name
+
+            # -- hash: simpg.shards, loaded through the coordinator (INSERT, batch_size 1000)
+            conn.execute("CREATE TABLE hashed (id bigint NOT NULL, simhash bigint) PARTITION BY HASH (id)")
+            create_shards(conn, "hashed", "simhash",
+                          [Shard(f"s{i + 1}", s.dsn("bench")) for i, s in enumerate(shard_servers)],
+                          k=3, blocks=levels[0], inner_blocks=levels[1] if len(levels) > 1 else None)
+            t0 = time.perf_counter()
+            conn.execute("INSERT INTO hashed (id, simhash) SELECT * FROM unnest(%s::bigint[], %s::bigint[])",
+                         [id_list, fp_list])
+            out["hash_load_s"] = time.perf_counter() - t0
+
+            # -- range: one table per permutation, split at p = 0
+            t0 = time.perf_counter()
+            for t in range(layout.tables):
+                name = f"rng_t{t}"
+                for i, server in enumerate(shard_servers):
+                    with psycopg.connect(server.dsn("bench"), autocommit=True) as shard:
+                        shard.execute(sql.SQL("CREATE TABLE {} (p bigint NOT NULL, id bigint NOT NULL, "
+                                              "fp bigint NOT NULL)").format(sql.Identifier(name)))
+                        shard.execute(sql.SQL(
+                            "INSERT INTO {} SELECT x.p, x.id, x.fp FROM (SELECT simpg.permute(u.fp, 3, %s::integer[], "
+                            "%s) AS p, u.id, u.fp FROM unnest(%s::bigint[], %s::bigint[]) AS u(id, fp)) AS x "
+                            "WHERE (x.p < 0) = %s").format(sql.Identifier(name)),
+                            [list(levels), t, id_list, fp_list, i == 0])
+                        shard.execute(sql.SQL("CREATE INDEX ON {} (p) INCLUDE (id, fp) WITH (fillfactor = 100)")
+                                      .format(sql.Identifier(name)))
+                        shard.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(name)))
+                conn.execute(sql.SQL("CREATE TABLE {} (p bigint NOT NULL, id bigint NOT NULL, fp bigint NOT NULL) "
+                                     "PARTITION BY RANGE (p)").format(sql.Identifier(name)))
+                for i, bound in enumerate(("FROM (MINVALUE) TO (0)", "FROM (0) TO (MAXVALUE)")):
+                    conn.execute(sql.SQL("CREATE FOREIGN TABLE {} PARTITION OF {} FOR VALUES " + bound
+                                         + " SERVER {} OPTIONS (table_name {}, async_capable 'true')").format(
+                        sql.Identifier(f"{name}_s{i + 1}"), sql.Identifier(name), sql.Identifier(f"s{i + 1}"),
+                        sql.Literal(name)))
+            out["range_build_s"] = time.perf_counter() - t0
+            size = {"hash": 0, "range": 0}
+            for server in shard_servers:
+                with psycopg.connect(server.dsn("bench"), autocommit=True) as shard:
+                    shard.execute("VACUUM ANALYZE hashed")
+                    size["hash"] += shard.execute("SELECT pg_total_relation_size('hashed')").fetchall()[0][0]
+                    size["range"] += shard.execute(
+                        "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                        "WHERE c.relname ~ '^rng_t[0-9]+$' AND c.relkind = 'r'").fetchall()[0][0]
+            out["bytes_per_row"] = {k: float(v) / n for k, v in size.items()}
+
+            def hash_lookup() -> Any:
+                lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
+                configure_lookups(lc)
+                index = ShardedIndex(lc, "hashed", "simhash", id_column="id")
+                return lambda q: [(x.id, x.distance) for x in index.near(q)]
+
+            def range_lookup() -> Any:
+                lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
+                configure_lookups(lc)
+                return RangeLookup(lc, layout).near
+
+            h, r = hash_lookup(), range_lookup()
+            for q in queries[:100]:
+                d = np.bitwise_count(fps ^ np.uint64(q))
+                want = sorted((int(ids[i]), int(d[i])) for i in np.nonzero(d <= 3)[0])
+                assert sorted(h(q)) == want == sorted(r(q)), q
+            for q in queries:
+                assert sorted(h(q)) == sorted(r(q)), q
+            for name, fn in (("hash", h), ("range", r)):
+                out[f"{name}_latency"] = latencies(fn, queries)
+            for name, make in (("hash", hash_lookup), ("range", range_lookup)):
+                out[f"{name}_lookups_per_s_{args.clients}_clients"] = throughput(make, queries, args.clients,
+                                                                                 args.seconds)
+            lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
+            fp = queries[0]
+            stmt = RangeLookup(lc, layout)
+            flat = stmt.ranges.flat(fp)
+            params: dict[str, Any] = {"q": Int8(bits.to_db(fp)), "k": Int8(3)}
+            for t in range(layout.tables):
+                params[f"lo{t}"], params[f"hi{t}"] = Int8(flat[2 * t]), Int8(flat[2 * t + 1])
+            out["range_plan"] = [row[0] for row in lc.execute("EXPLAIN (ANALYZE, COSTS OFF) " + stmt.statement,
+                                                               params)]
+            lc.close()
+    finally:
+        for server in started:
+            for stop in server._stop:
+                stop()  # type: ignore[operator]
+    print(json.dumps({k: v for k, v in out.items() if k != "range_plan"}, indent=1))
+    print("\n".join(line for line in out["range_plan"] if "Scan" in line or "Time" in line))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
