@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--config", help="fingerprint config as JSON, or @FILE (default: FingerprintConfig())"
     )
-    p.add_argument("--k", type=int, help="also build the simhash index for this radius")
+    p.add_argument("-k", "--k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
     )

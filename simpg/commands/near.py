@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         index = SimIndex(conn, args.table, args.column)
-        k = check_k(args.k, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
+        k = check_k(args, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
         confirm = args.confirm == "sketch" or (args.confirm == "auto" and _has_column(
             conn, args.table, args.sketch_column))
         results: list[list[Any]] = index.near_many([fp for _, fp, _ in queries], k)
