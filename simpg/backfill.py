@@ -400,12 +400,12 @@ def _refuse_taken_columns(conn: Connection, table: str, fp_column: str, layout: 
 
 
 def _index_ddl(conn: Connection, oid: int, fp_column: str, layout: Layout,
-               fingerprint_config: str | None) -> list[tuple[str, int | None, str]]:
-    """``simpg.index_ddl(..., concurrently => true)``: (phase, t, statement) of what the index lacks, in order."""
+               fingerprint_config: str | None) -> list[tuple[str, int | None, str | None, str]]:
+    """``simpg.index_ddl(..., concurrently => true)``: (phase, t, index, statement) of what the index lacks."""
     return conn.execute(
-        "SELECT s.phase, s.t, s.statement "
+        "SELECT s.phase, s.t, s.index_name, s.statement "
         "FROM simpg.index_ddl(%s::oid::regclass, %s, %s, %s::integer[], %s, concurrently => true) "
-        "WITH ORDINALITY AS s(phase, t, statement, n) ORDER BY s.n",
+        "WITH ORDINALITY AS s(phase, t, index_name, statement, n) ORDER BY s.n",
         (oid, fp_column, layout.k, list(layout.levels), fingerprint_config),
     ).fetchall()
 
@@ -445,22 +445,9 @@ def build_index(
     else:
         logger.info("resuming the simpg index on %s.%s (%s): its prefix columns exist",
                     qualified, fp_column, layout.name)
-    # what an interrupted CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
-    leftovers = conn.execute(
-        "SELECT DISTINCT i.indexrelid::regclass::text, n.nspname, c.relname "
-        "FROM simpg.prefix_columns_of(%s::oid::regclass) AS p "
-        "JOIN pg_catalog.pg_index AS i ON i.indrelid = %s AND p.prefix_attnum = ANY (i.indkey) "
-        "JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
-        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
-        "WHERE p.fingerprint_column = %s AND NOT i.indisvalid ORDER BY 1",
-        (oid, oid, fp_column),
-    ).fetchall()
-    invalid = [name for name, _, _ in leftovers]
-    for _, schema, name in leftovers:
-        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, name)))
     steps = _index_ddl(conn, oid, fp_column, layout, fingerprint_config)
-    seconds = {"columns": 0.0, "btree": 0.0, "analyze": 0.0, "register": 0.0}
-    for phase, _, statement in steps:
+    seconds = {"columns": 0.0, "drop_invalid": 0.0, "btree": 0.0, "analyze": 0.0, "register": 0.0}
+    for phase, _, _, statement in steps:
         started = time.perf_counter()
         if phase == "columns":  # the rewrite: wait at most lock_timeout for its lock
             with conn.transaction():
@@ -470,9 +457,10 @@ def build_index(
             conn.execute(statement)
         seconds[phase] += time.perf_counter() - started
     logger.info("indexed %s.%s (%s)", qualified, fp_column, layout.name)
-    return IndexResult(layout.name, seconds["columns"], seconds["btree"], seconds["analyze"] + seconds["register"],
-                       resumed=existing is not None, invalid_dropped=invalid,
-                       indexes_built=len({t for phase, t, _ in steps if phase == "btree"}))
+    return IndexResult(layout.name, seconds["columns"], seconds["drop_invalid"] + seconds["btree"],
+                       seconds["analyze"] + seconds["register"], resumed=existing is not None,
+                       invalid_dropped=[str(name) for phase, _, name, _ in steps if phase == "drop_invalid"],
+                       indexes_built=len({t for phase, t, _, _ in steps if phase == "btree"}))
 
 
 def register_prefixes(

@@ -419,7 +419,7 @@ def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> N
     statements = operations.get_bind().execute(
         text("SELECT s.statement FROM simpg.index_ddl(CAST(:rel AS regclass), :col, :k, "
              "CAST(:levels AS integer[]), :config, concurrently => true) "
-             "WITH ORDINALITY AS s(phase, t, statement, n) ORDER BY s.n"),
+             "WITH ORDINALITY AS s(phase, t, index_name, statement, n) ORDER BY s.n"),
         {"rel": rel, "col": op.column_name, "k": layout.k, "levels": list(layout.levels),
          "config": op.fingerprint_config},
     ).scalars().all()

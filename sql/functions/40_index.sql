@@ -166,11 +166,12 @@ COMMENT ON FUNCTION simpg.analyze_statement(regclass, name[]) IS
 
 -- index_ddl: the statements that give col the simpg index (k, levels), in order, one
 -- row each: phase 'columns' (one ALTER TABLE adding every prefix column: one rewrite),
--- 'btree' (table t's B-tree; on a partitioned table with concurrently, its B-tree ON
--- ONLY each partitioned table, each leaf's built CONCURRENTLY and attached, as
--- PostgreSQL's manual describes), 'analyze', 'register' (simpg.register_index, which
--- stores fingerprint_config). Statements run by a client with concurrently => true
--- must run outside a transaction block.
+-- 'drop_invalid' (an INVALID index left on a prefix column by a stopped concurrent
+-- build), 'btree' (table t's B-tree; on a partitioned table with concurrently, its
+-- B-tree ON ONLY each partitioned table, each leaf's built CONCURRENTLY and attached,
+-- as PostgreSQL's manual describes), 'analyze', 'register' (simpg.register_index,
+-- which stores fingerprint_config). index_name: the index a row creates, attaches or
+-- drops. With concurrently => true the statements must run outside a transaction block.
 -- Contract: reads the catalogs, changes nothing, and checks no rights (the statements
 -- do that when they run). What col has already of this layout is left out: prefix
 -- columns and valid B-trees (found by simpg.table_indexes, whatever their names), so
@@ -178,7 +179,7 @@ COMMENT ON FUNCTION simpg.analyze_statement(regclass, name[]) IS
 -- taken, and with concurrently when a partition is a foreign table.
 CREATE FUNCTION simpg.index_ddl(rel regclass, col name, k integer, levels integer[],
                                 fingerprint_config text DEFAULT NULL, concurrently boolean DEFAULT false)
-    RETURNS TABLE (phase text, t integer, statement text)
+    RETURNS TABLE (phase text, t integer, index_name name, statement text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -214,7 +215,7 @@ BEGIN
     END LOOP;
     SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_taken FROM pg_attribute AS a
     WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
-      AND a.attname = ANY (v_columns) AND a.attname <> ALL (coalesce(v_have, '{}'));
+      AND a.attname = ANY (v_columns) AND a.attname <> ALL (array_remove(coalesce(v_have, '{}'), NULL));
     IF v_taken IS NOT NULL THEN
         RAISE EXCEPTION 'table % already has columns named % that are not simpg prefix columns of %',
             rel, v_taken, quote_ident(col)
@@ -230,14 +231,26 @@ BEGIN
 
     IF cardinality(v_adds) > 0 THEN
         phase := 'columns';
-        t := NULL;
         statement := format('ALTER TABLE %s %s', v_rel, array_to_string(v_adds, ', '));
         RETURN NEXT;
     END IF;
+    -- what a stopped CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
+    -- kept (PostgreSQL cannot drop a partitioned one concurrently; that takes its partitions')
+    RETURN QUERY
+    SELECT 'drop_invalid', p.t, ic.relname,
+           format('DROP INDEX%s IF EXISTS %I.%I',
+                  CASE WHEN index_ddl.concurrently AND v_relkind <> 'p' THEN ' CONCURRENTLY' ELSE '' END,
+                  n.nspname, ic.relname)
+    FROM simpg.prefix_columns_of(rel) AS p
+    JOIN pg_index AS i ON i.indrelid = rel AND p.prefix_attnum = ANY (i.indkey)
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
+    WHERE p.fingerprint_column = col AND p.k = index_ddl.k AND p.levels = index_ddl.levels AND NOT i.indisvalid
+    ORDER BY p.t, ic.relname;
     FOR v_t IN 0 .. v_tables - 1 LOOP
         CONTINUE WHEN v_built[v_t + 1] IS NOT NULL;
         IF NOT v_partitioned THEN
-            RETURN QUERY SELECT 'btree', v_t,
+            RETURN QUERY SELECT 'btree', v_t, v_indexes[v_t + 1],
                 simpg.prefix_btree_statement(v_indexes[v_t + 1], rel, v_columns[v_t + 1], index_ddl.concurrently);
             CONTINUE;
         END IF;
@@ -257,22 +270,23 @@ BEGIN
             JOIN pg_namespace AS n ON n.oid = c.relnamespace
         ),
         steps AS (
-            SELECT 1 AS pass, x.level AS depth, x.sort, 0 AS sub,
+            SELECT 1 AS pass, x.level AS depth, x.sort, 0 AS sub, x.idx,
                    simpg.prefix_btree_statement(x.idx, x.relid, v_columns[v_t + 1], false, true) AS s
             FROM tree AS x WHERE x.relkind = 'p'
             UNION ALL
-            SELECT 2, x.level, x.sort, 0, simpg.prefix_btree_statement(x.idx, x.relid, v_columns[v_t + 1], true)
+            SELECT 2, x.level, x.sort, 0, x.idx, simpg.prefix_btree_statement(x.idx, x.relid, v_columns[v_t + 1], true)
             FROM tree AS x WHERE x.relkind = 'r'
             UNION ALL
             SELECT CASE WHEN x.relkind = 'r' THEN 2 ELSE 3 END, CASE WHEN x.relkind = 'r' THEN x.level ELSE -x.level END,
-                   x.sort, 1, format('ALTER INDEX %I.%I ATTACH PARTITION %I.%I', p.nspname, p.idx, x.nspname, x.idx)
+                   x.sort, 1, x.idx, format('ALTER INDEX %I.%I ATTACH PARTITION %I.%I', p.nspname, p.idx, x.nspname, x.idx)
             FROM tree AS x JOIN tree AS p ON p.relid = x.parentrelid
             WHERE x.relkind IN ('r', 'p')
         )
-        SELECT 'btree', v_t, steps.s FROM steps ORDER BY steps.pass, steps.depth, steps.sort, steps.sub;
+        SELECT 'btree', v_t, steps.idx, steps.s FROM steps ORDER BY steps.pass, steps.depth, steps.sort, steps.sub;
     END LOOP;
     phase := 'analyze';
     t := NULL;
+    index_name := NULL;
     statement := simpg.analyze_statement(rel, v_columns);
     RETURN NEXT;
     phase := 'register';

@@ -218,8 +218,40 @@ def test_index_ddl_lists_what_each_path_runs(conn: psycopg.Connection[Any]) -> N
                            "'{3}'::integer[], '{simhash_p0,simhash_p1,simhash_p2}'::name[], "
                            "'{docs_simhash_p0_idx,docs_simhash_p1_idx,docs_simhash_p2_idx}'::name[], 'cfg'::text)"),
     ]
-    # what the table has already is left out: a stopped build resumes where it stopped
+    # what the table has already is left out: a stopped build resumes where it stopped,
+    # after dropping the INVALID index that a failed CREATE INDEX CONCURRENTLY leaves
+    conn.execute("INSERT INTO docs VALUES (1, 5), (2, 5)")
     for _, _, statement in steps[:2]:
         conn.execute(statement)
-    left = conn.execute("SELECT phase, t FROM simpg.index_ddl('docs', 'simhash', 1, '{3}')").fetchall()
-    assert left == [("btree", 1), ("btree", 2), ("analyze", None), ("register", None)]
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("CREATE UNIQUE INDEX CONCURRENTLY docs_simhash_p1_idx ON docs (simhash_p1)")
+    left = conn.execute("SELECT phase, t, index_name, statement FROM simpg.index_ddl('docs', 'simhash', 1, '{3}', "
+                        "concurrently => true)").fetchall()
+    assert [row[:3] for row in left] == [
+        ("drop_invalid", 1, "docs_simhash_p1_idx"), ("btree", 1, "docs_simhash_p1_idx"),
+        ("btree", 2, "docs_simhash_p2_idx"), ("analyze", None, None), ("register", None, None)]
+    assert left[0][3] == "DROP INDEX CONCURRENTLY IF EXISTS public.docs_simhash_p1_idx"
+    for *_, statement in left:
+        conn.execute(statement)
+    assert conn.execute("SELECT * FROM simpg.check('docs')").fetchall() == []
+    assert conn.execute("SELECT count(*) FROM simpg.index_ddl('docs', 'simhash', 1, '{3}')").fetchone() == (2,)
+
+
+def test_alembic_resumes_a_stopped_concurrent_build(db: Any) -> None:
+    """Run again after a failure, create_simhash_index(concurrently=True) keeps what was built."""
+    conn: psycopg.Connection[Any] = db.conn
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
+    conn.execute("INSERT INTO docs SELECT g, g % 50 FROM generate_series(1, 300) AS g")
+    columns = conn.execute("SELECT statement FROM simpg.index_ddl('docs', 'simhash', 3, '{5}') "
+                           "WHERE phase = 'columns'").fetchone()
+    assert columns is not None
+    conn.execute(columns[0])
+    conn.execute("CREATE INDEX docs_simhash_p0_idx ON docs (simhash_p0) WITH (fillfactor = 100)")
+    with pytest.raises(psycopg.errors.UniqueViolation):  # leaves an INVALID index, as a stopped build does
+        conn.execute("CREATE UNIQUE INDEX CONCURRENTLY docs_simhash_p1_idx ON docs (simhash_p1)")
+    rewrites = conn.execute("SELECT relfilenode FROM pg_class WHERE oid = 'docs'::regclass").fetchone()
+    _alembic(db, "public", "docs", "simhash", Layout(3, (5,)), concurrently=True)
+    assert conn.execute("SELECT relfilenode FROM pg_class WHERE oid = 'docs'::regclass").fetchone() == rewrites
+    assert conn.execute("SELECT * FROM simpg.check('docs')").fetchall() == []
+    assert conn.execute("SELECT fingerprint_config, index_names[2] FROM simpg.indexes").fetchone() == (
+        CONFIG, "docs_simhash_p1_idx")
