@@ -409,7 +409,7 @@ def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> N
     layout = op.layout
     if layout is None:
         raise SimpgError("create_simhash_index(concurrently=True) needs blocks=")
-    if operations.migration_context.as_sql:
+    if operations.migration_context.as_sql:  # no database to ask simpg.index_ddl
         with operations.get_context().autocommit_block():
             for statement in _offline_statements(operations, op, layout):
                 operations.execute(statement)

@@ -126,11 +126,10 @@ def prefix_expression(column: str, layout: Layout, t: int) -> str:
     return f"simpg.permute({_quote_ident(column)}, {layout.k}, '{_levels(layout.levels)}'::integer[], {t})"
 
 
-#: Fill factor of the prefix B-trees, as SQL's simpg.prefix_btree_statement writes it. Their keys are
-#: random, so the 10% that PostgreSQL's default of 90 leaves free for ascending inserts
-#: only makes the built index bigger; later random inserts split pages either way.
+#: Fill factor of the prefix B-trees, as SQL's simpg.prefix_btree_statement writes it.
+#: Their keys are random, so the 10% that PostgreSQL's default of 90 leaves free for
+#: ascending inserts only makes the built index bigger; random inserts split pages anyway.
 PREFIX_INDEX_FILLFACTOR = 100
-
 
 
 @dataclass(frozen=True, eq=False)

@@ -47,7 +47,7 @@ def _sql(db: Any, schema: str, table: str, column: str, layout: Layout) -> None:
 
 def _alembic(db: Any, schema: str, table: str, column: str, layout: Layout, *, concurrently: bool) -> None:
     with operations(db.dsn) as op:
-        op.create_simhash_index(table, column, schema=schema, fingerprint_config=CONFIG,
+        op.create_simhash_index(table, column, schema=schema, fingerprint_config=CONFIG,  # type: ignore[attr-defined]
                                 concurrently=concurrently, **_layout_args(layout))
 
 
@@ -56,8 +56,8 @@ def _alembic_offline(db: Any, schema: str, table: str, column: str, layout: Layo
     buffer = io.StringIO()
     context = MigrationContext.configure(dialect_name="postgresql",
                                          opts={"as_sql": True, "literal_binds": True, "output_buffer": buffer})
-    Operations(context).create_simhash_index(table, column, schema=schema, fingerprint_config=CONFIG,
-                                             concurrently=True, **_layout_args(layout))
+    Operations(context).create_simhash_index(  # type: ignore[attr-defined]
+        table, column, schema=schema, fingerprint_config=CONFIG, concurrently=True, **_layout_args(layout))
     statements = [s.strip() for s in buffer.getvalue().split(";\n\n") if s.strip()]
     assert statements[0] == "COMMIT" and statements[-1] == "BEGIN"  # outside the migration's transaction
     for statement in statements[1:-1]:
