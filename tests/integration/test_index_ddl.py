@@ -31,7 +31,7 @@ from tests.integration.test_alembic_ops import operations
 
 CONFIG = "simhash-v1 words:3"
 # long enough that index names are shortened with a hash; quotes, spaces, capitals, non-ASCII
-AWKWARD = ('Ein "langer" Tabellenname für Dokumente', 'Sim Hash "fp"')
+AWKWARD = ('Ein "langer" Tabellenname für alle Dokumente', 'Sim Hash "fp"')
 
 
 def _layout_args(layout: Layout) -> dict[str, Any]:
@@ -126,8 +126,8 @@ def catalog(conn: psycopg.Connection[Any], schema: str, table: str) -> dict[str,
 
 
 def analyzed(conn: psycopg.Connection[Any], schema: str, table: str, columns: list[str]) -> set[str]:
-    rows = conn.execute("SELECT DISTINCT attname FROM pg_stats WHERE schemaname = %s AND attname = ANY (%s)",
-                        [schema, columns]).fetchall()
+    rows = conn.execute("SELECT DISTINCT attname FROM pg_stats WHERE schemaname = %s AND tablename = %s "
+                        "AND attname = ANY (%s)", [schema, table, columns]).fetchall()
     return {r[0] for r in rows}
 
 
@@ -148,6 +148,7 @@ def test_every_path_builds_the_same_index(db: Any, names: tuple[str, str], layou
         assert conn.execute("SELECT count(*) FROM simpg.check(%s::regclass)", [_rel(path, table)]).fetchone() == (0,)
     assert built["sql"]["simpg.indexes"][0][:3] == (column, layout.k, list(layout.levels))
     btrees = built["sql"]["simpg.indexes"][0][4]
+    assert (btrees[0] == f"{table}_{column}_p0_idx") == (names != AWKWARD)  # else shortened with a hash
     options = [o for name, _, o, _, _ in built["sql"]["root indexes"] if name in btrees]
     assert options == [["fillfactor=100"]] * len(btrees)
     for path in PATHS:
