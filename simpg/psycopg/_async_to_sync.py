@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import re
 import sys
 from pathlib import Path
@@ -61,9 +62,14 @@ def convert(source: str) -> str:
     return HEADER + text
 
 
+def _lines(text: str) -> list[str]:
+    """The lines as the syntax tree numbers them (str.splitlines also splits at form feeds and more)."""
+    return io.StringIO(text).readlines()
+
+
 def _offsets(text: str) -> list[int]:
     starts = [0]
-    for line in text.splitlines(keepends=True):
+    for line in _lines(text):
         starts.append(starts[-1] + len(line))
     return starts
 
@@ -82,7 +88,7 @@ def _apply(text: str, edits: list[_Edit]) -> str:
 
 def _async_blocks(text: str) -> list[_Edit]:
     """``if True:  # ASYNC`` blocks, each replaced by its ``else:`` branch, one level less indented."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     starts = _offsets(text)
     edits = []
     for node in ast.walk(ast.parse(text)):
@@ -112,7 +118,7 @@ def _async_syntax(text: str) -> list[_Edit]:
     """
     tree = ast.parse(text)
     starts = _offsets(text)
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     in_strings = {line for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
                   for line in range(node.lineno + 1, (node.end_lineno or 0) + 1)}
     shifts: dict[int, int] = {}  # line number -> columns to move left
