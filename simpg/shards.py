@@ -40,7 +40,7 @@ from simpg import bits, schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import Neighbor, Pair, SimIndex
-from simpg.psycopg._common import translate
+from simpg.psycopg._common import translate, translated
 
 logger = logging.getLogger(__name__)
 
@@ -121,10 +121,8 @@ def parse_shard(text: str) -> Shard:
 
 
 def _rows(conn: psycopg.Connection[Any], statement: Any, params: Sequence[Any] = ()) -> list[Any]:
-    try:
+    with translated():
         return conn.execute(statement, params).fetchall()
-    except psycopg.Error as err:
-        raise translate(err) from err
 
 
 def _is_partitioned(conn: psycopg.Connection[Any], table: str) -> None:
@@ -186,10 +184,8 @@ def create_server(conn: psycopg.Connection[Any], shard: Shard) -> list[str]:
     def run(statement: sql.Composed | sql.SQL) -> None:
         shown = _mask(statement, conn, password)
         logger.info("coordinator: %s", shown)
-        try:
+        with translated():
             conn.execute(statement)
-        except psycopg.Error as err:
-            raise translate(err) from err
         done.append(shown)
 
     def opts(values: dict[str, str]) -> sql.Composable:

@@ -71,15 +71,11 @@ def _connect(args: argparse.Namespace) -> Any:
 
 def _run(conn: Any, statement: str, params: list[Any]) -> list[Any]:
     """Rows of one statement; simpg's clear database errors become SimpgError."""
-    import psycopg
-
     from simpg.psycopg import _common
 
-    try:
+    with _common.translated():
         rows: list[Any] = conn.execute(statement, params).fetchall()
-        return rows
-    except psycopg.Error as err:
-        raise _common.translate(err) from err
+    return rows
 
 
 def _problems(conn: Any, table: str, column: str | None, verify_rows: bool) -> list[Any]:

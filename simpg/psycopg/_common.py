@@ -1,13 +1,15 @@
 """What the sync and async handles share: result types, input checks, error translation.
 
-Everything here is free of I/O, so :class:`~simpg.psycopg.SimIndex` and
-:class:`~simpg.psycopg.AsyncSimIndex` differ only in ``await``.
+Everything here is free of I/O except :func:`translated`, a context manager that
+wraps I/O: sync and async code alike (it does no I/O itself, so it needs no
+``async with``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -18,7 +20,7 @@ from psycopg.types.numeric import Int8
 
 from simpg import allpairs, bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, NearDuplicate, SimpgError
-from simpg.fingerprint import FingerprintConfig, InvalidConfig
+from simpg.fingerprint import FingerprintConfig, InvalidConfig, fingerprint_many
 from simpg.fingerprint.minhash import checked_max_distance, similarity, to_sql
 from simpg.layout import Layout
 from simpg.psycopg.catalog import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, check_k
@@ -186,6 +188,23 @@ def translate(err: psycopg.Error) -> Exception:
     return err
 
 
+@contextmanager
+def translated() -> Iterator[None]:
+    """Database errors raised inside come out as :func:`translate` gives them.
+
+    The one place that says how: ``with translated(): cur.execute(...)``, in sync
+    and async code alike. A psycopg error that :func:`translate` keeps is re-raised
+    as it is, with its traceback.
+    """
+    try:
+        yield
+    except psycopg.Error as err:
+        clear = translate(err)
+        if clear is err:
+            raise
+        raise clear from err
+
+
 def layout_changed(err: psycopg.Error) -> bool:
     """Whether ``err`` says the index may have another layout than a handle read.
 
@@ -301,6 +320,13 @@ def text_config(config: Any, info: IndexInfo) -> Any:
             f"the one the simpg index on {info.label} was made with"
         )
     return config
+
+
+def fingerprint_texts(docs: list[Any], config: Any, workers: int | None) -> np.ndarray:
+    """add()'s fingerprints of texts, as ``uint64`` (one process below 2000 texts unless ``workers``)."""
+    if workers is None:
+        workers = 1 if len(docs) < 2000 else None
+    return np.array(list(fingerprint_many(docs, config, workers=workers)), dtype=np.uint64)
 
 
 def config_text(config: Any) -> str | None:

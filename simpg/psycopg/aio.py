@@ -1,24 +1,46 @@
-"""A handle on one indexed fingerprint column, for psycopg 3's async connections.
+"""A handle on one indexed fingerprint column, for psycopg 3.
 
-The same API as :class:`simpg.psycopg.SimIndex`, with ``await``; the SQL comes from
-:mod:`simpg.psycopg.queries` and the checks from :mod:`simpg.psycopg._common`, so the
-two handles cannot drift apart. The in-memory work of :meth:`AsyncSimIndex.pairs` and
-:meth:`AsyncSimIndex.clusters` runs in a worker thread, off the event loop.
+``aio.py`` is the one source of the async handle and the sync one: ``index.py`` is
+written from it by ``python -m simpg.psycopg._async_to_sync`` (``await`` and
+``async`` dropped, ``Async`` names made sync; tests/unit/test_async_to_sync.py fails
+when it is stale). That is psycopg's own way (``tools/async_to_sync.py``). An I/O-free
+core driven by two thin shells was the other way: every method would become a
+generator of requests (execute, fetch, COPY, transaction, thread) with two
+interpreters of them, results typed ``Any``, and each public method still written
+twice; here each method is written once, as plain code, and the sync one reads as
+plain code too. Where the two really differ (``info`` is a property of the sync
+handle, ``connect`` polls on request, pairs stream eagerly checked), an
+``if True:  # ASYNC`` block holds the async code and its ``else:`` the sync code.
+SQL comes from :mod:`simpg.psycopg.queries`, checks and results from
+:mod:`simpg.psycopg._common`; the in-memory work of fingerprinting, pairs and
+clusters runs in a worker thread in the async handle, off the event loop.
 
 Example:
     >>> import psycopg
     >>> from simpg.psycopg import AsyncSimIndex
     >>> conn = await psycopg.AsyncConnection.connect("dbname=app", autocommit=True)  # doctest: +SKIP
     >>> docs = AsyncSimIndex(conn, "docs", "simhash")  # doctest: +SKIP
-    >>> await docs.near(0x0123456789ABCDEF, 3)  # doctest: +SKIP
-    [Neighbor(id=1, distance=0)]
+    >>> await docs.create(k=3)  # doctest: +SKIP
+    Layout(k=3, levels=(4,))
+    >>> await docs.add([0x0123456789ABCDEF, 0x0123456789ABCDEE])  # doctest: +SKIP
+    2
+    >>> await docs.near(0x0123456789ABCDEF, 1)  # doctest: +SKIP
+    [Neighbor(id=1, distance=0), Neighbor(id=2, distance=1)]
+    >>> [pair async for pair in docs.pairs(3)]  # doctest: +SKIP
+    [Pair(a=1, b=2, distance=1)]
+
+Fingerprints are unsigned Python ints in ``[0, 2**64)`` (or ``uint64`` numpy arrays);
+the handle converts them to the signed bigint PostgreSQL stores. ``k`` defaults to the
+index's radius and may not exceed it. The handle reads the index layout once from
+``simpg.indexes``; every lookup statement checks it (``simpg.layout_is``), so after the
+index was re-created elsewhere with another layout the handle reads it again by itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -27,11 +49,16 @@ from psycopg import sql
 
 from simpg import bits
 from simpg.exc import SimpgError
-from simpg.fingerprint import fingerprint_many
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries, settings
-from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, translated
+from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
+
+if True:  # ASYNC
+    import asyncio
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["AsyncSimIndex", "configure_lookups_async"]
 
@@ -39,25 +66,35 @@ _T = TypeVar("_T")
 
 
 async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
-    """:func:`~simpg.psycopg.configure_lookups` for an async connection."""
+    """Give ``conn``'s session the settings of a lookup connection (``LOOKUP_SETTINGS``).
+
+    A prepared :meth:`AsyncSimIndex.near` then runs one generic plan instead of being
+    planned at every call (0.08 ms less per lookup at 10M rows, docs/benchmarks.md).
+    The settings are session-wide: use them on connections that serve simpg lookups,
+    e.g. as a psycopg_pool ``configure`` callback, not on one that runs your other
+    queries (they would all get generic plans and no sequential scans). Call it on an
+    idle connection; without autocommit it commits the transaction it opens.
+    """
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    try:
+    with translated():
         await conn.execute(settings.LOOKUP.statement, settings.LOOKUP.params)
         if idle and not conn.autocommit:
             await conn.commit()
-    except psycopg.Error as err:
-        raise _common.translate(err) from err
 
 
 class AsyncSimIndex:
-    """Near-duplicate search on ``table.column`` through its simpg index (asyncio).
+    """Near-duplicate search on ``table.column`` through its simpg index.
 
     Args:
-        conn: a psycopg 3 AsyncConnection.
-        table: the table, optionally schema-qualified.
+        conn: a psycopg 3 connection. Statements run in its current transaction
+            (add() and create() open a savepoint or transaction of their own).
+        table: the table, optionally schema-qualified (``"public.docs"``).
         column: the bigint fingerprint column.
-        id_column: the column returned as the row's id; default: the primary key.
-        prepare: prepare the lookup statements on the server.
+        id_column: the column returned as the row's id; default: the table's
+            single-column primary key.
+        prepare: prepare the lookup statements on the server (turn off behind a
+            pooler that cannot keep prepared statements, e.g. PgBouncer in
+            transaction mode before 1.21).
     """
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], table: str, column: str = "simhash", *,
@@ -80,14 +117,48 @@ class AsyncSimIndex:
     def __repr__(self) -> str:
         return f"AsyncSimIndex({self.table!r}, {self.column!r})"
 
+    if True:  # ASYNC
+        @classmethod
+        async def connect(cls, conninfo: str, table: str, column: str = "simhash", *,
+                          id_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimIndex:
+            """A handle on a connection of its own, set up for lookups (:func:`configure_lookups_async`).
+
+            The connection is in autocommit mode; :meth:`close` (or leaving the block of
+            ``async with``) closes it. ``kwargs`` go to :meth:`psycopg.AsyncConnection.connect`.
+            """
+            with translated():
+                conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
+            return await cls._owning(conn, table, column, id_column, prepare)
+    else:
+        @classmethod
+        def connect(cls, conninfo: str, table: str, column: str = "simhash", *, id_column: str | None = None,
+                    prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> AsyncSimIndex:
+            """A handle on a connection of its own, set up for lookups (:func:`configure_lookups`).
+
+            The connection is in autocommit mode; :meth:`close` (or leaving a ``with``
+            block) closes it. ``kwargs`` go to :func:`psycopg.connect`. ``busy_wait``:
+            seconds to poll for each answer before sleeping (a
+            :class:`~simpg.psycopg.busywait.BusyWaitConnection`); 0, the default, waits as
+            psycopg does. Only for a server on other CPUs than this client (see there).
+
+            Example:
+                >>> with SimIndex.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
+                ...     docs.near(0x0123456789ABCDEF, 3)
+            """
+            busy_wait = check_busy_wait(busy_wait)
+            with translated():
+                if busy_wait:
+                    polling = BusyWaitConnection.connect(conninfo, autocommit=True, **kwargs)
+                    polling.busy_wait = busy_wait
+                    conn: psycopg.Connection[Any] = polling
+                else:
+                    conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
+            return cls._owning(conn, table, column, id_column, prepare)
+
     @classmethod
-    async def connect(cls, conninfo: str, table: str, column: str = "simhash", *,
-                      id_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimIndex:
-        """A handle on a connection of its own, set up for lookups (see :meth:`SimIndex.connect`)."""
-        try:
-            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+    async def _owning(cls, conn: psycopg.AsyncConnection[Any], table: str, column: str, id_column: str | None,
+                      prepare: bool) -> AsyncSimIndex:
+        # connect()'s handle, which closes the connection with itself (or now, if it fails)
         try:
             await configure_lookups_async(conn)
             handle = cls(conn, table, column, id_column=id_column, prepare=prepare)
@@ -98,7 +169,7 @@ class AsyncSimIndex:
         return handle
 
     async def close(self) -> None:
-        """Close the connection if :meth:`connect` opened it."""
+        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
         if self._owns_conn:
             await self.conn.close()
 
@@ -108,17 +179,34 @@ class AsyncSimIndex:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def info(self) -> IndexInfo:
-        """The index's catalog entry (read on first use; see :meth:`refresh`)."""
-        return self._info or await self.refresh()
+    # -- catalog ------------------------------------------------------------------
 
-    async def layout(self) -> Layout:
-        """The index layout."""
-        return (await self.info()).layout
+    if True:  # ASYNC
+        async def info(self) -> IndexInfo:
+            """The index's catalog entry (read on first use; see :meth:`refresh`)."""
+            return await self._current()
+
+        async def layout(self) -> Layout:
+            """The index layout."""
+            info = await self._current()
+            return info.layout
+    else:
+        @property
+        def info(self) -> IndexInfo:
+            """The index's catalog entry (read on first use; see :meth:`refresh`)."""
+            return self._current()
+
+        @property
+        def layout(self) -> Layout:
+            """The index layout."""
+            return self._current().layout
+
+    async def _current(self) -> IndexInfo:
+        return self._info or await self.refresh()
 
     async def refresh(self) -> IndexInfo:
         """Read the index layout and the id column again from the database."""
-        try:
+        with translated():
             async with self.conn.cursor() as cur:
                 await cur.execute(queries.CATALOG_SQL, [self.table, self.column])
                 catalog = await cur.fetchone()
@@ -133,8 +221,6 @@ class AsyncSimIndex:
                     if row is None:
                         raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
                     name, type_ = self.id_column, row[0]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
         self._info = IndexInfo.from_rows(catalog, name, type_)
         self._statements = {}
         return self._info
@@ -149,29 +235,40 @@ class AsyncSimIndex:
 
     async def create(self, k: int = 3, blocks: int | None = None, inner_blocks: int | None = None, *,
                      config: Any = None) -> Layout:
-        """Index the column (``simpg.create_index``); returns the layout chosen."""
+        """Index the column (``simpg.create_index``); returns the layout chosen.
+
+        Args:
+            k: the largest distance lookups may ask for.
+            blocks: blocks of the first level; None lets simpg size it from the rows.
+            inner_blocks: blocks of a second level (Google's two-level layouts).
+            config: the :class:`~simpg.fingerprint.FingerprintConfig` of the stored
+                fingerprints, stored with the index so that add(texts=...) uses the same one.
+        """
         stored = _common.config_text(config)
-        try:
-            async with self.conn.cursor() as cur:
-                await cur.execute("SELECT simpg.create_index(%s::regclass, %s, %s, %s, %s, %s)",
-                                  [self.table, self.column, k, blocks, inner_blocks, stored])
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
-        return (await self.refresh()).layout
+        await self._call("SELECT simpg.create_index(%s::regclass, %s, %s, %s, %s, %s)",
+                         [self.table, self.column, k, blocks, inner_blocks, stored])
+        info = await self.refresh()
+        return info.layout
 
     async def drop(self) -> None:
-        """Remove the index (``simpg.drop_index``)."""
-        try:
-            async with self.conn.cursor() as cur:
-                await cur.execute("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+        """Remove the index (``simpg.drop_index``): its prefix columns and their B-trees."""
+        await self._call("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
         self._info = None
 
     async def check(self, verify_rows: bool = True) -> list[IndexProblem]:
-        """Problems of the column's simpg index (``simpg.check``; see :meth:`SimIndex.check`)."""
+        """Problems of the column's simpg index (``simpg.check``); an empty list: all is well.
+
+        Reports missing prefix columns (queries refuse the index), missing B-trees (exact
+        but slow), invalid indexes (an interrupted ``CREATE INDEX CONCURRENTLY``), several
+        layouts on the column, and, with ``verify_rows``, stored prefixes that
+        ``simpg.permute`` no longer computes (this reads the whole table).
+        :meth:`repair` puts right the first three.
+
+        Raises:
+            SimpgError: the column has no simpg index at all (nothing to check).
+        """
         verify = _common.verify_rows(verify_rows)
-        try:
+        with translated():
             async with self.conn.cursor() as cur:
                 await cur.execute(queries.CHECK_SQL, [self.table, self.column, verify])
                 rows = await cur.fetchall()
@@ -179,58 +276,72 @@ class AsyncSimIndex:
                 if not indexed:
                     await cur.execute(queries.INDEXED_SQL, [self.table, self.column])
                     indexed = (await cur.fetchone() or (False,))[0]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
         if not indexed:
             raise _common.no_index_error(self.table, self.column)
         return [IndexProblem(*row) for row in rows]
 
     async def repair(self) -> list[str]:
-        """``simpg.repair`` of the column's index; the statements run (see :meth:`SimIndex.repair`)."""
-        try:
+        """Make the column's simpg index usable again (``simpg.repair``); returns the statements run.
+
+        Drops invalid indexes and builds missing B-trees (not concurrently: writers to
+        the table wait). An index that lost a prefix column cannot answer exactly and
+        has its other prefix columns dropped: :meth:`create` it again afterwards. Stale
+        prefix values are left alone (:meth:`drop`, then :meth:`create`). An empty
+        list: there was nothing to do.
+        """
+        with translated():
             async with self.conn.cursor() as cur:
                 await cur.execute(queries.REPAIR_SQL, [self.table, self.column])
                 done = [row[0] for row in await cur.fetchall()]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
-        self._info = None
+        self._info = None  # the layout is read again at the next call
         return done
+
+    # -- loading --------------------------------------------------------------------
 
     async def add(self, fingerprints: Iterable[int] | np.ndarray | None = None, *,
                   texts: Iterable[Any] | None = None, config: Any = None,
                   columns: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None) -> int:
-        """Bulk-load rows through COPY, all or nothing (see :meth:`SimIndex.add`)."""
-        info = await self.info()
+        """Bulk-load rows through COPY, all or nothing; returns the number of rows.
+
+        Args:
+            fingerprints: unsigned fingerprints (ints or a ``uint64`` array).
+            texts: documents to fingerprint instead (str, UTF-8 bytes or field mappings).
+            config: fingerprint config for ``texts``; default: the index's, else
+                ``FingerprintConfig()``. A config other than the index's is an error.
+            columns: other columns of the new rows, name -> one value per row.
+            workers: processes for fingerprinting ``texts`` (default: 1 for fewer than
+                2000 texts, else one per CPU).
+        """
         if (fingerprints is None) == (texts is None):
             raise SimpgError("pass either fingerprints or texts")
         if fingerprints is not None:
             fps = _common.fingerprint_array(fingerprints)
         else:
-            docs = list(texts)  # type: ignore[arg-type]
-            cfg = _common.text_config(config, info)
-            n_workers = workers if workers is not None else (1 if len(docs) < 2000 else None)
-            fps = await asyncio.to_thread(
-                lambda: np.array(list(fingerprint_many(docs, cfg, workers=n_workers)), dtype=np.uint64))
+            docs = list(texts or ())
+            cfg = _common.text_config(config, await self._current())
+            fps = await asyncio.to_thread(_common.fingerprint_texts, docs, cfg, workers)
         names, values = _common.extra_columns(columns, len(fps))
-        try:
+        info = await self._current()
+        with translated():
             async with self.conn.transaction(), self.conn.cursor() as cur:
                 if not names:
                     async with cur.copy(queries.copy_in_sql(info, names)) as copy:
                         await copy.write(queries.binary_copy_payload([fps.view(np.int64)]))
                 else:
+                    # Text COPY: psycopg adapts each extra value from its Python type.
                     async with cur.copy(queries.copy_in_sql(info, names, binary=False)) as copy:
                         for row in zip(fps.view(np.int64).tolist(), *values, strict=True):
                             await copy.write_row(row)
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
         return len(fps)
+
+    # -- lookups --------------------------------------------------------------------
 
     async def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
         """Rows within distance ``k`` of ``fingerprint``, nearest first (then by id)."""
         fp = _common.fingerprint(fingerprint)
 
         async def run(info: IndexInfo) -> list[Neighbor]:
-            # a kept AsyncRawCursor, or the tested fast path where it means the same (simpg.psycopg.lookup)
+            # a kept RawCursor, or the tested fast path where it means the same (simpg.psycopg.lookup)
             return await self._near.near(info, fp, _common.radius(k, info), prepare=self.prepare)
 
         return await self._lookup(run)
@@ -245,7 +356,7 @@ class AsyncSimIndex:
         :func:`~simpg.psycopg.near_duplicate` reads it).
         """
         row = await self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s)",
-                                [self.table, self.column, k, key_column])
+                               [self.table, self.column, k, key_column])
         return str(row[0])
 
     async def drop_guard(self) -> None:
@@ -254,12 +365,10 @@ class AsyncSimIndex:
 
     async def guards(self) -> list[Guard]:
         """The table's guards (``simpg.table_guards``)."""
-        try:
+        with translated():
             async with self.conn.cursor() as cur:
                 await cur.execute("SELECT * FROM simpg.table_guards(%s::regclass)", [self.table])
                 return [Guard(*row) for row in await cur.fetchall()]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
 
     async def insert_or_get(self, row: Mapping[str, Any]) -> Inserted:
         """``simpg.insert_or_get``: insert ``row``, or return the stored row it would duplicate.
@@ -270,19 +379,18 @@ class AsyncSimIndex:
         if self.column in values and values[self.column] is not None:
             values[self.column] = bits.to_db(_common.fingerprint(values[self.column]))
         found = await self._call("SELECT * FROM simpg.insert_or_get(%s::regclass, %s::jsonb, %s)",
-                                  [self.table, json.dumps(values, default=str), self.column])
+                                 [self.table, json.dumps(values, default=str), self.column])
         return Inserted(*found)
 
-    async def _call(self, statement: str, params: list[Any]) -> Any:
-        try:
+    async def _call(self, statement: str | sql.Composed, params: Sequence[Any]) -> Any:
+        # one statement, its first row
+        with translated():
             async with self.conn.cursor() as cur:
                 await cur.execute(statement, params)
                 return await cur.fetchone()
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
 
     async def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
-                    sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
+                         sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
         """Near-duplicates of one document: rows within ``k`` bits whose sketches confirm them.
 
         The lookup of :meth:`near`, with each row found kept only when its sketch (a
@@ -316,7 +424,11 @@ class AsyncSimIndex:
 
     async def near_many(self, fingerprints: Iterable[int] | np.ndarray,
                         k: int | None = None) -> list[list[Neighbor]]:
-        """:meth:`near` for many fingerprints in one statement (one round trip)."""
+        """:meth:`near` for many fingerprints in one statement (one round trip).
+
+        Returns:
+            One list per query, in query order, each nearest first.
+        """
         fps = _common.fingerprint_array(fingerprints)
 
         async def run(info: IndexInfo) -> list[list[Neighbor]]:
@@ -324,6 +436,8 @@ class AsyncSimIndex:
             if not len(fps):
                 return []
             params = queries.near_many_params(info, fps, radius)
+            # Planner settings local to a transaction (see simpg.psycopg.queries): inside
+            # the caller's transaction that is a savepoint, and the old values are put back.
             local = settings.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
@@ -338,27 +452,39 @@ class AsyncSimIndex:
         return await self._lookup(run)
 
     async def _lookup(self, run: Callable[[IndexInfo], Awaitable[_T]]) -> _T:
-        # See SimIndex._lookup: a layout changed since it was read is read again, once.
+        # The statements carry simpg.layout_is: if the index was re-created with another
+        # layout since this handle read it, read it again and run the lookup once more.
+        # When the error aborted the caller's transaction, the next call reads it.
         try:
-            return await run(_common.with_ids(await self.info()))
+            return await run(_common.with_ids(await self._current()))
         except psycopg.Error as err:
             if not _common.layout_changed(err):
                 raise _common.translate(err) from err
             stale, self._info = self._info, None
             if _common.aborted(self.conn):
                 raise (_common.layout_changed_error(stale) if stale else _common.translate(err)) from err
-        return await run(_common.with_ids(await self.refresh()))
+            logger.info("simpg index on %s.%s changed its layout; reading it again", self.table, self.column)
+        info = _common.with_ids(await self.refresh())
+        with translated():
+            return await run(info)
+
+    # -- whole table ----------------------------------------------------------------
 
     async def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, fingerprints)`` of every row with a fingerprint (see :meth:`SimIndex.fetch_all`)."""
-        info = _common.with_ids(await self.info())
+        """``(ids, fingerprints)`` of every row with a fingerprint, as numpy arrays.
+
+        Integer ids come as int64, others as an object array; fingerprints as
+        unsigned ``uint64``. One statement per 2 GiB of table (see
+        :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
+        """
+        info = _common.with_ids(await self._current())
         integer = _common.integer_ids(info)
         outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
         parts = []
-        try:
+        with translated():
             async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
                 cur.adapters.register_loader("bytea", queries.RawByteaLoader)
-                if not outer:
+                if not outer:  # one snapshot across the statements
                     await cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 local = settings.FETCH_SETTINGS
                 await cur.execute(local.statement, local.params)
@@ -371,42 +497,74 @@ class AsyncSimIndex:
                     parts.append(queries.parse_fetch(ids, fps, integer))
                 if outer and saved:
                     await cur.execute(local.restore_statement, local.restore_params(saved))
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
         return _common.join_parts(parts, integer)
 
-    async def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
-                          ) -> AsyncIterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """:meth:`pairs` as numpy chunks ``(ids a, ids b, distances)``."""
-        k = _common.radius(k, await self.info())
+    async def _rows_within(self, k: int | None, where: sql.Composable | None) -> tuple[np.ndarray, np.ndarray, int]:
+        # what pairs and clusters start from: k checked first, then every row read
+        k = _common.radius(k, await self._current())
         ids, fps = await self.fetch_all(where)
-        chunks = _common.pair_arrays(ids, fps, k)
-        while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
-            yield chunk
+        return ids, fps, k
 
-    async def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> AsyncIterator[Pair]:
-        """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimIndex.pairs`)."""
-        async for chunk in self.pair_arrays(k, where):
-            for pair in _common.pairs_from_arrays(chunk):
-                yield pair
+    if True:  # ASYNC
+        async def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
+                              ) -> AsyncIterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            """:meth:`pairs` as numpy chunks ``(ids a, ids b, distances)``, each computed in a worker thread."""
+            chunks = _common.pair_arrays(*await self._rows_within(k, where))
+            while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+                yield chunk
+
+        async def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> AsyncIterator[Pair]:
+            """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimIndex.pairs`)."""
+            async for chunk in self.pair_arrays(k, where):
+                for pair in _common.pairs_from_arrays(chunk):
+                    yield pair
+    else:
+        def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
+                        ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            """:meth:`pairs` as numpy chunks ``(ids a, ids b, distances)``.
+
+            Checks ``k`` and reads the rows at once; the pairs are computed as you iterate.
+            """
+            return _common.pair_arrays(*self._rows_within(k, where))
+
+        def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> Iterator[Pair]:
+            """Every pair of rows within distance ``k``, each once, streamed.
+
+            Reads ``(id, fingerprint)`` once, then runs seed 001's single pass over
+            permuted tables in memory (:mod:`simpg.allpairs`). Rows with equal
+            fingerprints are pairs at distance 0. Integer ids come as ``a < b``.
+
+            Args:
+                k: largest distance (default: the index's radius).
+                where: only rows meeting this condition on the table alias ``t``, e.g.
+                    ``sql.SQL("t.collection = {}").format("news")``.
+            """
+            chunks = self.pair_arrays(k, where)
+            return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
 
     async def clusters(self, k: int | None = None, where: sql.Composable | None = None,
                        method: str = "representative") -> list[list[Any]]:
-        """Clusters of near-duplicate rows, largest first (see :meth:`SimIndex.clusters`)."""
+        """Clusters of near-duplicate rows, two or more rows each, largest first.
+
+        Each cluster is a sorted list of ids. ``method="representative"`` (the default)
+        takes rows in id order: a row joins the earliest representative within ``k``,
+        else it is one, so every member is within ``k`` of its cluster's smallest id and
+        a chain of neighbours never joins unrelated rows. ``method="components"``:
+        connected components (seed 004), where a row joins when it is within ``k`` of
+        any member, so two members may be far apart.
+        """
         method = _common.cluster_method(method)
-        k = _common.radius(k, await self.info())
-        ids, fps = await self.fetch_all(where)
+        ids, fps, k = await self._rows_within(k, where)
         return await asyncio.to_thread(_common.clusters_of, ids, fps, k, method)
 
     async def stats(self, exact: bool = True) -> IndexStats:
-        """Rows, layout, sizes and fingerprint config of the index."""
-        info = await self.info()
+        """Rows, layout, sizes and fingerprint config of the index.
+
+        Args:
+            exact: count the rows (a full scan) rather than use the planner's estimate.
+        """
+        info = await self._current()
         statement, params = queries.stats_query(info, exact)
-        try:
-            async with self.conn.cursor() as cur:
-                await cur.execute(statement, params)
-                row = await cur.fetchone()
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+        row = await self._call(statement, params)
         assert row is not None
         return _common.make_stats(info, row, exact)

@@ -1,9 +1,26 @@
-"""A handle on one indexed fingerprint column, for psycopg 3 (sync).
+# Generated from aio.py by simpg/psycopg/_async_to_sync.py: do not edit.
+# Change aio.py, then run python -m simpg.psycopg._async_to_sync
+"""A handle on one indexed fingerprint column, for psycopg 3.
+
+``aio.py`` is the one source of the async handle and the sync one: ``index.py`` is
+written from it by ``python -m simpg.psycopg._async_to_sync`` (``await`` and
+``async`` dropped, ``Async`` names made sync; tests/unit/test_async_to_sync.py fails
+when it is stale). That is psycopg's own way (``tools/async_to_sync.py``). An I/O-free
+core driven by two thin shells was the other way: every method would become a
+generator of requests (execute, fetch, COPY, transaction, thread) with two
+interpreters of them, results typed ``Any``, and each public method still written
+twice; here each method is written once, as plain code, and the sync one reads as
+plain code too. Where the two really differ (``info`` is a property of the sync
+handle, ``connect`` polls on request, pairs stream eagerly checked), an
+``if True:  # ASYNC`` block holds the async code and its ``else:`` the sync code.
+SQL comes from :mod:`simpg.psycopg.queries`, checks and results from
+:mod:`simpg.psycopg._common`; the in-memory work of fingerprinting, pairs and
+clusters runs in a worker thread in the async handle, off the event loop.
 
 Example:
     >>> import psycopg
     >>> from simpg.psycopg import SimIndex
-    >>> conn = psycopg.connect("dbname=app", autocommit=True)  # doctest: +SKIP
+    >>> conn = psycopg.Connection.connect("dbname=app", autocommit=True)  # doctest: +SKIP
     >>> docs = SimIndex(conn, "docs", "simhash")  # doctest: +SKIP
     >>> docs.create(k=3)  # doctest: +SKIP
     Layout(k=3, levels=(4,))
@@ -11,7 +28,7 @@ Example:
     2
     >>> docs.near(0x0123456789ABCDEF, 1)  # doctest: +SKIP
     [Neighbor(id=1, distance=0), Neighbor(id=2, distance=1)]
-    >>> list(docs.pairs(3))  # doctest: +SKIP
+    >>> [pair for pair in docs.pairs(3)]  # doctest: +SKIP
     [Pair(a=1, b=2, distance=1)]
 
 Fingerprints are unsigned Python ints in ``[0, 2**64)`` (or ``uint64`` numpy arrays);
@@ -34,10 +51,9 @@ from psycopg import sql
 
 from simpg import bits
 from simpg.exc import SimpgError
-from simpg.fingerprint import fingerprint_many
 from simpg.layout import Layout
 from simpg.psycopg import _common, lookup, queries, settings
-from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
+from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, translated
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
 
@@ -59,12 +75,10 @@ def configure_lookups(conn: psycopg.Connection[Any]) -> None:
     idle connection; without autocommit it commits the transaction it opens.
     """
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    try:
+    with translated():
         conn.execute(settings.LOOKUP.statement, settings.LOOKUP.params)
         if idle and not conn.autocommit:
             conn.commit()
-    except psycopg.Error as err:
-        raise _common.translate(err) from err
 
 
 class SimIndex:
@@ -118,14 +132,19 @@ class SimIndex:
             ...     docs.near(0x0123456789ABCDEF, 3)
         """
         busy_wait = check_busy_wait(busy_wait)
-        try:
+        with translated():
             if busy_wait:
-                conn: psycopg.Connection[Any] = BusyWaitConnection.connect(conninfo, autocommit=True, **kwargs)
-                conn.busy_wait = busy_wait  # type: ignore[attr-defined]
+                polling = BusyWaitConnection.connect(conninfo, autocommit=True, **kwargs)
+                polling.busy_wait = busy_wait
+                conn: psycopg.Connection[Any] = polling
             else:
                 conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+        return cls._owning(conn, table, column, id_column, prepare)
+
+    @classmethod
+    def _owning(cls, conn: psycopg.Connection[Any], table: str, column: str, id_column: str | None,
+                prepare: bool) -> SimIndex:
+        # connect()'s handle, which closes the connection with itself (or now, if it fails)
         try:
             configure_lookups(conn)
             handle = cls(conn, table, column, id_column=id_column, prepare=prepare)
@@ -151,29 +170,33 @@ class SimIndex:
     @property
     def info(self) -> IndexInfo:
         """The index's catalog entry (read on first use; see :meth:`refresh`)."""
-        return self._info or self.refresh()
+        return self._current()
 
     @property
     def layout(self) -> Layout:
         """The index layout."""
-        return self.info.layout
+        return self._current().layout
+
+    def _current(self) -> IndexInfo:
+        return self._info or self.refresh()
 
     def refresh(self) -> IndexInfo:
         """Read the index layout and the id column again from the database."""
-        try:
+        with translated():
             with self.conn.cursor() as cur:
-                catalog = cur.execute(queries.CATALOG_SQL, [self.table, self.column]).fetchone()
+                cur.execute(queries.CATALOG_SQL, [self.table, self.column])
+                catalog = cur.fetchone()
                 assert catalog is not None
                 pk_sql, type_sql = queries.id_column_sql()
                 if self.id_column is None:
-                    name, type_ = _common.id_column(cur.execute(pk_sql, [self.table]).fetchall())
+                    cur.execute(pk_sql, [self.table])
+                    name, type_ = _common.id_column(cur.fetchall())
                 else:
-                    row = cur.execute(type_sql, [self.table, self.id_column]).fetchone()
+                    cur.execute(type_sql, [self.table, self.id_column])
+                    row = cur.fetchone()
                     if row is None:
                         raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
                     name, type_ = self.id_column, row[0]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
         self._info = IndexInfo.from_rows(catalog, name, type_)
         self._statements = {}
         return self._info
@@ -198,21 +221,14 @@ class SimIndex:
                 fingerprints, stored with the index so that add(texts=...) uses the same one.
         """
         stored = _common.config_text(config)
-        try:
-            with self.conn.cursor() as cur:
-                cur.execute("SELECT simpg.create_index(%s::regclass, %s, %s, %s, %s, %s)",
-                            [self.table, self.column, k, blocks, inner_blocks, stored])
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
-        return self.refresh().layout
+        self._call("SELECT simpg.create_index(%s::regclass, %s, %s, %s, %s, %s)",
+                   [self.table, self.column, k, blocks, inner_blocks, stored])
+        info = self.refresh()
+        return info.layout
 
     def drop(self) -> None:
         """Remove the index (``simpg.drop_index``): its prefix columns and their B-trees."""
-        try:
-            with self.conn.cursor() as cur:
-                cur.execute("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+        self._call("SELECT simpg.drop_index(%s::regclass, %s)", [self.table, self.column])
         self._info = None
 
     def check(self, verify_rows: bool = True) -> list[IndexProblem]:
@@ -228,13 +244,14 @@ class SimIndex:
             SimpgError: the column has no simpg index at all (nothing to check).
         """
         verify = _common.verify_rows(verify_rows)
-        try:
+        with translated():
             with self.conn.cursor() as cur:
-                rows = cur.execute(queries.CHECK_SQL, [self.table, self.column, verify]).fetchall()
-                indexed = bool(rows) or (cur.execute(queries.INDEXED_SQL, [self.table, self.column]).fetchone()
-                                         or (False,))[0]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+                cur.execute(queries.CHECK_SQL, [self.table, self.column, verify])
+                rows = cur.fetchall()
+                indexed = bool(rows)
+                if not indexed:
+                    cur.execute(queries.INDEXED_SQL, [self.table, self.column])
+                    indexed = (cur.fetchone() or (False,))[0]
         if not indexed:
             raise _common.no_index_error(self.table, self.column)
         return [IndexProblem(*row) for row in rows]
@@ -248,11 +265,10 @@ class SimIndex:
         prefix values are left alone (:meth:`drop`, then :meth:`create`). An empty
         list: there was nothing to do.
         """
-        try:
+        with translated():
             with self.conn.cursor() as cur:
-                done = [row[0] for row in cur.execute(queries.REPAIR_SQL, [self.table, self.column])]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+                cur.execute(queries.REPAIR_SQL, [self.table, self.column])
+                done = [row[0] for row in cur.fetchall()]
         self._info = None  # the layout is read again at the next call
         return done
 
@@ -272,33 +288,27 @@ class SimIndex:
             workers: processes for fingerprinting ``texts`` (default: 1 for fewer than
                 2000 texts, else one per CPU).
         """
-        fps = self._fingerprints_to_add(fingerprints, texts, config, workers)
-        names, values = _common.extra_columns(columns, len(fps))
-        try:
-            with self.conn.transaction(), self.conn.cursor() as cur:
-                if not names:
-                    with cur.copy(queries.copy_in_sql(self.info, names)) as copy:
-                        copy.write(queries.binary_copy_payload([fps.view(np.int64)]))
-                else:
-                    # Text COPY: psycopg adapts each extra value from its Python type.
-                    with cur.copy(queries.copy_in_sql(self.info, names, binary=False)) as copy:
-                        for row in zip(fps.view(np.int64).tolist(), *values, strict=True):
-                            copy.write_row(row)
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
-        return len(fps)
-
-    def _fingerprints_to_add(self, fingerprints: Any, texts: Any, config: Any,
-                             workers: int | None) -> np.ndarray:
         if (fingerprints is None) == (texts is None):
             raise SimpgError("pass either fingerprints or texts")
         if fingerprints is not None:
-            return _common.fingerprint_array(fingerprints)
-        docs = list(texts)
-        cfg = _common.text_config(config, self.info)
-        if workers is None:
-            workers = 1 if len(docs) < 2000 else None
-        return np.array(list(fingerprint_many(docs, cfg, workers=workers)), dtype=np.uint64)
+            fps = _common.fingerprint_array(fingerprints)
+        else:
+            docs = list(texts or ())
+            cfg = _common.text_config(config, self._current())
+            fps = _common.fingerprint_texts(docs, cfg, workers)
+        names, values = _common.extra_columns(columns, len(fps))
+        info = self._current()
+        with translated():
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                if not names:
+                    with cur.copy(queries.copy_in_sql(info, names)) as copy:
+                        copy.write(queries.binary_copy_payload([fps.view(np.int64)]))
+                else:
+                    # Text COPY: psycopg adapts each extra value from its Python type.
+                    with cur.copy(queries.copy_in_sql(info, names, binary=False)) as copy:
+                        for row in zip(fps.view(np.int64).tolist(), *values, strict=True):
+                            copy.write_row(row)
+        return len(fps)
 
     # -- lookups --------------------------------------------------------------------
 
@@ -322,7 +332,7 @@ class SimIndex:
         :func:`~simpg.psycopg.near_duplicate` reads it).
         """
         row = self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s)",
-                                [self.table, self.column, k, key_column])
+                         [self.table, self.column, k, key_column])
         return str(row[0])
 
     def drop_guard(self) -> None:
@@ -331,12 +341,10 @@ class SimIndex:
 
     def guards(self) -> list[Guard]:
         """The table's guards (``simpg.table_guards``)."""
-        try:
+        with translated():
             with self.conn.cursor() as cur:
                 cur.execute("SELECT * FROM simpg.table_guards(%s::regclass)", [self.table])
                 return [Guard(*row) for row in cur.fetchall()]
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
 
     def insert_or_get(self, row: Mapping[str, Any]) -> Inserted:
         """``simpg.insert_or_get``: insert ``row``, or return the stored row it would duplicate.
@@ -347,19 +355,18 @@ class SimIndex:
         if self.column in values and values[self.column] is not None:
             values[self.column] = bits.to_db(_common.fingerprint(values[self.column]))
         found = self._call("SELECT * FROM simpg.insert_or_get(%s::regclass, %s::jsonb, %s)",
-                                  [self.table, json.dumps(values, default=str), self.column])
+                           [self.table, json.dumps(values, default=str), self.column])
         return Inserted(*found)
 
-    def _call(self, statement: str, params: list[Any]) -> Any:
-        try:
+    def _call(self, statement: str | sql.Composed, params: Sequence[Any]) -> Any:
+        # one statement, its first row
+        with translated():
             with self.conn.cursor() as cur:
                 cur.execute(statement, params)
                 return cur.fetchone()
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
 
     def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
-                    sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
+                   sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
         """Near-duplicates of one document: rows within ``k`` bits whose sketches confirm them.
 
         The lookup of :meth:`near`, with each row found kept only when its sketch (a
@@ -391,7 +398,8 @@ class SimIndex:
 
         return self._lookup(run)
 
-    def near_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Neighbor]]:
+    def near_many(self, fingerprints: Iterable[int] | np.ndarray,
+                  k: int | None = None) -> list[list[Neighbor]]:
         """:meth:`near` for many fingerprints in one statement (one round trip).
 
         Returns:
@@ -409,10 +417,11 @@ class SimIndex:
             local = settings.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-                saved = cur.execute(local.statement, local.params).fetchone()
+                cur.execute(local.statement, local.params)
+                saved = cur.fetchone()
                 cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
                 rows = cur.fetchall()
-                if outer and saved:
+                if outer and saved:  # the local settings would outlive the savepoint
                     cur.execute(local.restore_statement, local.restore_params(saved))
             return _common.group_near_many(rows, len(fps))
 
@@ -423,7 +432,7 @@ class SimIndex:
         # layout since this handle read it, read it again and run the lookup once more.
         # When the error aborted the caller's transaction, the next call reads it.
         try:
-            return run(_common.with_ids(self.info))
+            return run(_common.with_ids(self._current()))
         except psycopg.Error as err:
             if not _common.layout_changed(err):
                 raise _common.translate(err) from err
@@ -431,7 +440,9 @@ class SimIndex:
             if _common.aborted(self.conn):
                 raise (_common.layout_changed_error(stale) if stale else _common.translate(err)) from err
             logger.info("simpg index on %s.%s changed its layout; reading it again", self.table, self.column)
-        return run(_common.with_ids(self.refresh()))
+        info = _common.with_ids(self.refresh())
+        with translated():
+            return run(info)
 
     # -- whole table ----------------------------------------------------------------
 
@@ -442,26 +453,33 @@ class SimIndex:
         unsigned ``uint64``. One statement per 2 GiB of table (see
         :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
         """
-        info = _common.with_ids(self.info)
+        info = _common.with_ids(self._current())
         integer = _common.integer_ids(info)
         outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
         parts = []
-        try:
+        with translated():
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
                 cur.adapters.register_loader("bytea", queries.RawByteaLoader)
                 if not outer:  # one snapshot across the statements
                     cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 local = settings.FETCH_SETTINGS
-                saved = cur.execute(local.statement, local.params).fetchone()
-                row = cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)]).fetchone()
+                cur.execute(local.statement, local.params)
+                saved = cur.fetchone()
+                cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)])
+                row = cur.fetchone()
                 for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
-                    ids, fps = cur.execute(queries.fetch_sql(info, first, end, where)).fetchone() or (None, None)
+                    cur.execute(queries.fetch_sql(info, first, end, where))
+                    ids, fps = cur.fetchone() or (None, None)
                     parts.append(queries.parse_fetch(ids, fps, integer))
                 if outer and saved:
                     cur.execute(local.restore_statement, local.restore_params(saved))
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
         return _common.join_parts(parts, integer)
+
+    def _rows_within(self, k: int | None, where: sql.Composable | None) -> tuple[np.ndarray, np.ndarray, int]:
+        # what pairs and clusters start from: k checked first, then every row read
+        k = _common.radius(k, self._current())
+        ids, fps = self.fetch_all(where)
+        return ids, fps, k
 
     def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
                     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -469,9 +487,7 @@ class SimIndex:
 
         Checks ``k`` and reads the rows at once; the pairs are computed as you iterate.
         """
-        k = _common.radius(k, self.info)
-        ids, fps = self.fetch_all(where)
-        return _common.pair_arrays(ids, fps, k)
+        return _common.pair_arrays(*self._rows_within(k, where))
 
     def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> Iterator[Pair]:
         """Every pair of rows within distance ``k``, each once, streamed.
@@ -499,9 +515,8 @@ class SimIndex:
         connected components (seed 004), where a row joins when it is within ``k`` of
         any member, so two members may be far apart.
         """
-        k = _common.radius(k, self.info)
         method = _common.cluster_method(method)
-        ids, fps = self.fetch_all(where)
+        ids, fps, k = self._rows_within(k, where)
         return _common.clusters_of(ids, fps, k, method)
 
     def stats(self, exact: bool = True) -> IndexStats:
@@ -510,12 +525,8 @@ class SimIndex:
         Args:
             exact: count the rows (a full scan) rather than use the planner's estimate.
         """
-        info = self.info
+        info = self._current()
         statement, params = queries.stats_query(info, exact)
-        try:
-            with self.conn.cursor() as cur:
-                row = cur.execute(statement, params).fetchone()
-        except psycopg.Error as err:
-            raise _common.translate(err) from err
+        row = self._call(statement, params)
         assert row is not None
         return _common.make_stats(info, row, exact)

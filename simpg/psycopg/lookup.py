@@ -69,7 +69,28 @@ def neighbors(rows: list[TupleRow], info: IndexInfo) -> list[Neighbor]:
     return found
 
 
-class NearLookup:
+class _Kept:
+    """What the lookups of one handle keep between calls, and which path each takes."""
+
+    def __init__(self) -> None:
+        self._info: IndexInfo | None = None
+        self._query = b""
+        self._fast: NearStatement | None = None
+
+    def _fast_statement(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], info: IndexInfo,
+                        prepare: bool) -> NearStatement | None:
+        """The fast path's statement for ``info``, or None: the public path (with ``_query``)."""
+        if self._info is not info:  # composing the OR of ten ranges costs more than planning it
+            self._query, self._info = near_query(info, conn), info
+            self._fast = NearStatement(info, conn, prepare) if info.integer_ids else None
+        if self._fast is None or not _internals.ENABLED:
+            return None
+        if bool(self._fast.name) != prepare:  # the handle's prepare changed
+            self._fast = NearStatement(info, conn, prepare)
+        return self._fast
+
+
+class NearLookup(_Kept):
     """The single lookups of one handle, on one connection, through a kept :class:`psycopg.RawCursor`.
 
     Args:
@@ -77,63 +98,51 @@ class NearLookup:
     """
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        super().__init__()
         self.conn = conn
         self._cursor: psycopg.RawCursor[TupleRow] | None = None
         self._lock = threading.Lock()
-        self._info: IndexInfo | None = None
-        self._query = b""
-        self._fast: NearStatement | None = None
 
     def near(self, info: IndexInfo, fp: int, k: int, *, prepare: bool = True) -> list[Neighbor]:
         """Rows within ``k`` of the unsigned ``fp`` (checked by the caller), nearest first, then by id."""
-        if self._info is not info:  # composing the OR of ten ranges costs more than planning it
-            self._query, self._info = near_query(info, self.conn), info
-            self._fast = NearStatement(info, self.conn, prepare) if info.integer_ids else None
-        if self._fast is not None and _internals.ENABLED:
-            if bool(self._fast.name) != prepare:  # the handle's prepare changed
-                self._fast = NearStatement(info, self.conn, prepare)
-            found = _internals.near(self.conn, self._fast, fp, k)
+        fast = self._fast_statement(self.conn, info, prepare)
+        if fast is not None:
+            found = _internals.near(self.conn, fast, fp, k)
             if found is not None:
                 return found
-        query, args = self._query, near_args(info, fp, k)
+        args = near_args(info, fp, k)
         with self._lock:
             cur = self._cursor
             if cur is None or cur.closed:
                 cur = self._cursor = psycopg.RawCursor(self.conn, row_factory=tuple_row)
-            cur.execute(query, args, prepare=prepare, binary=True)
+            cur.execute(self._query, args, prepare=prepare, binary=True)
             rows = cur.fetchall()
         return neighbors(rows, info)
 
 
-class AsyncNearLookup:
+class AsyncNearLookup(_Kept):
     """:class:`NearLookup` for an :class:`psycopg.AsyncConnection` (a kept :class:`psycopg.AsyncRawCursor`)."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        super().__init__()
         self.conn = conn
         self._cursor: psycopg.AsyncRawCursor[TupleRow] | None = None
         self._lock: asyncio.Lock | None = None  # made in the running loop, at the first lookup
-        self._info: IndexInfo | None = None
-        self._query = b""
-        self._fast: NearStatement | None = None
 
     async def near(self, info: IndexInfo, fp: int, k: int, *, prepare: bool = True) -> list[Neighbor]:
         """Rows within ``k`` of the unsigned ``fp`` (checked by the caller), nearest first, then by id."""
-        if self._info is not info:
-            self._query, self._info = near_query(info, self.conn), info
-            self._fast = NearStatement(info, self.conn, prepare) if info.integer_ids else None
-        if self._fast is not None and _internals.ENABLED:
-            if bool(self._fast.name) != prepare:
-                self._fast = NearStatement(info, self.conn, prepare)
-            found = await _internals.near_async(self.conn, self._fast, fp, k)
+        fast = self._fast_statement(self.conn, info, prepare)
+        if fast is not None:
+            found = await _internals.near_async(self.conn, fast, fp, k)
             if found is not None:
                 return found
-        query, args = self._query, near_args(info, fp, k)
+        args = near_args(info, fp, k)
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             cur = self._cursor
             if cur is None or cur.closed:
                 cur = self._cursor = psycopg.AsyncRawCursor(self.conn, row_factory=tuple_row)
-            await cur.execute(query, args, prepare=prepare, binary=True)
+            await cur.execute(self._query, args, prepare=prepare, binary=True)
             rows = await cur.fetchall()
         return neighbors(rows, info)

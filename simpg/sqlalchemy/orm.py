@@ -148,10 +148,7 @@ def near_duplicates(
     limit: int | None = None,
 ) -> list[Any]:
     """Run :func:`near_select` in a ``Session``: the objects within ``k``, nearest first."""
-    stmt = near_select(entity, target, k, column=column)
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    return list(session.scalars(stmt).all())
+    return list(session.scalars(near_select(entity, target, k, column=column).limit(limit)).all())
 
 
 async def near_duplicates_async(
@@ -164,7 +161,4 @@ async def near_duplicates_async(
     limit: int | None = None,
 ) -> list[Any]:
     """:func:`near_duplicates` for an ``AsyncSession``."""
-    stmt = near_select(entity, target, k, column=column)
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    return list((await session.scalars(stmt)).all())
+    return list((await session.scalars(near_select(entity, target, k, column=column).limit(limit))).all())

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
 from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimIndex, Fingerprint, _internals, register_simpg_async
+from simpg.psycopg import AsyncSimIndex, Fingerprint, Neighbor, _internals, register_simpg_async
 from tests.integration.test_psycopg_index import (
     brute_clusters,
     brute_near,
@@ -41,6 +42,20 @@ async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> No
         assert (stats.rows, stats.layout) == (len(rows), layout)
         assert await index.layout() == layout
 
+
+async def test_async_database_errors_come_out_translated_or_as_they_are(db: object) -> None:
+    async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+        await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
+        index = AsyncSimIndex(conn, "docs")
+        await index.create(3, 5)
+        await index.add([1, 2, 3])
+        with pytest.raises(SimpgError, match='relation "missing" does not exist') as clear:
+            await AsyncSimIndex(conn, "missing").stats()
+        assert isinstance(clear.value.__cause__, psycopg.errors.UndefinedTable)
+        with pytest.raises(psycopg.errors.DivisionByZero) as other:
+            await index.fetch_all(sql.SQL("t.id / 0 = 1"))
+        assert other.value.__cause__ is None
+        assert await index.near(1, 0) == [Neighbor(1, 0)]
 
 
 async def test_async_lookup_connection(db: object) -> None:

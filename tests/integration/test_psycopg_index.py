@@ -262,6 +262,18 @@ def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
         SimIndex(conn, "nokey", id_column="nothing").near(1)
 
 
+def test_database_errors_come_out_translated_or_as_they_are(conn: psycopg.Connection) -> None:
+    # one context translates for every method (simpg.psycopg._common.translated)
+    index = make_table(conn, Layout(3, (5,)), [1, 2, 3])
+    with pytest.raises(SimpgError, match='relation "missing" does not exist') as clear:
+        SimIndex(conn, "missing").stats()
+    assert isinstance(clear.value.__cause__, psycopg.errors.UndefinedTable)
+    with pytest.raises(psycopg.errors.DivisionByZero) as other:
+        index.fetch_all(sql.SQL("t.id / 0 = 1"))
+    assert other.value.__cause__ is None  # re-raised as it was, not as its own cause
+    assert index.near(1, 0) == [Neighbor(1, 0)]  # the savepoint rolled back; the handle works on
+
+
 def test_schema_qualified_and_quoted_names(conn: psycopg.Connection) -> None:
     conn.execute('CREATE SCHEMA "My Schema"')
     conn.execute('CREATE TABLE "My Schema"."Docs" ("Id" integer PRIMARY KEY, "Fp" bigint)')

@@ -1,0 +1,99 @@
+"""simpg/psycopg/index.py is written from aio.py (issue 15, code item 4): never by hand, never stale."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+from simpg.psycopg import AsyncSimIndex, SimIndex
+from simpg.psycopg._async_to_sync import HEADER, SOURCE, TARGET, convert
+
+
+def test_index_py_is_what_aio_py_gives() -> None:
+    assert TARGET.read_text(encoding="utf-8") == convert(SOURCE.read_text(encoding="utf-8")), (
+        "simpg/psycopg/index.py is stale: run python -m simpg.psycopg._async_to_sync")
+
+
+def test_check_exits_1_when_stale(tmp_path, monkeypatch) -> None:
+    from simpg.psycopg import _async_to_sync
+
+    stale = tmp_path / "index.py"
+    stale.write_text("# edited by hand\n", encoding="utf-8")
+    monkeypatch.setattr(_async_to_sync, "TARGET", stale)
+    assert _async_to_sync.main(["--check"]) == 1
+    assert _async_to_sync.main([]) == 0
+    assert _async_to_sync.main(["--check"]) == 0
+    assert stale.read_text(encoding="utf-8") == TARGET.read_text(encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "simpg.psycopg._async_to_sync", "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_rules() -> None:
+    source = '''"""Example: >>> await AsyncSimIndex(conn).near(1)."""
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+if True:  # ASYNC
+    import asyncio
+
+
+class AsyncSimIndex:
+    async def __aenter__(self) -> AsyncSimIndex:
+        return self
+
+    async def go(self, run: Callable[[], Awaitable[int]],
+                 x: int) -> AsyncIterator[int]:
+        async with self.conn.transaction():  # a comment stays
+            y = await self.call(1,
+                                2)
+        async for z in self.rows():
+            yield await asyncio.to_thread(sum, z, y)
+
+    if True:  # ASYNC
+        async def info(self) -> int:
+            return await self.read()
+    else:
+        @property
+        def info(self) -> Iterator[int]:
+            return self.read()
+'''
+    expected = '''"""Example: >>> SimIndex(conn).near(1)."""
+
+import asyncio
+from collections.abc import Callable, Iterator
+
+
+class SimIndex:
+    def __enter__(self) -> SimIndex:
+        return self
+
+    def go(self, run: Callable[[], int],
+           x: int) -> Iterator[int]:
+        with self.conn.transaction():  # a comment stays
+            y = self.call(1,
+                          2)
+        for z in self.rows():
+            yield sum(z, y)
+
+    @property
+    def info(self) -> Iterator[int]:
+        return self.read()
+'''
+    assert convert(source) == HEADER + expected
+
+
+def test_both_handles_have_the_same_methods() -> None:
+    public = {name for name in vars(AsyncSimIndex) if not name.startswith("_")}
+    assert {name for name in vars(SimIndex) if not name.startswith("_")} == public
+    # info and layout: properties of the sync handle, coroutines of the async one
+    assert all(isinstance(vars(SimIndex)[name], property) for name in ("info", "layout"))
+    for name in sorted(public - {"info", "layout"}):
+        sync = dict(inspect.signature(getattr(SimIndex, name)).parameters)
+        async_ = dict(inspect.signature(getattr(AsyncSimIndex, name)).parameters)
+        if name == "connect":  # the sync one can poll for answers (a BusyWaitConnection)
+            assert sync.pop("busy_wait").default == 0.0
+        assert sync == async_, name
+        assert inspect.iscoroutinefunction(getattr(AsyncSimIndex, name)) != (name in ("pairs", "pair_arrays"))
