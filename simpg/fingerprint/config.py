@@ -33,7 +33,16 @@ from typing import Any, Final
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.fingerprint.hashes import HASH_NAMES
 
-__all__ = ["DEDUP_K", "DEFAULT_FIELDS", "FORMAT_VERSION", "LANGS", "UNITS", "WEIGHTINGS", "FingerprintConfig"]
+__all__ = [
+    "DEDUP_K",
+    "DEFAULT_FIELDS",
+    "FORMAT_VERSION",
+    "LANGS",
+    "UNITS",
+    "WEIGHTINGS",
+    "FingerprintConfig",
+    "identity_of",
+]
 
 #: Bumped whenever the same settings could give another fingerprint, so fingerprints of
 #: two versions never compare. 2: separators (``_`` included) and runs of more than four
@@ -68,6 +77,32 @@ def _words(value: Any, name: str) -> tuple[str, ...]:
         if not isinstance(item, str) or not item:
             raise InvalidConfig(f"{name} must contain non-empty strings, got {item!r}")
     return tuple(sorted(set(items)))
+
+
+def _identity(settings: dict[str, Any]) -> str:
+    settings = {k: v for k, v in settings.items() if k != "idf_path"}
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(canonical.encode("ascii")).hexdigest()[:16]
+    return f"simpg-fp{settings.get('version')}:{digest}"
+
+
+def identity_of(stored: str) -> str:
+    """The identity of a stored config: its JSON, of any format version, or an identity.
+
+    Indexes record either (``simpg.indexes.fingerprint_config``); configs of an older
+    format can no longer be built but still name their identity.
+
+    Example:
+        >>> identity_of(FingerprintConfig().to_json()) == FingerprintConfig().identity
+        True
+        >>> identity_of("simpg-fp1:87fc02debb4e04b3")
+        'simpg-fp1:87fc02debb4e04b3'
+    """
+    try:
+        settings = json.loads(stored)
+    except ValueError:
+        return stored
+    return _identity(settings) if isinstance(settings, dict) else stored
 
 
 @dataclass(frozen=True)
@@ -263,8 +298,4 @@ class FingerprintConfig:
         Made from every setting except ``idf_path`` (the dictionary counts through its
         digest, so the same file at another path gives the same identity).
         """
-        settings = self.to_dict()
-        del settings["idf_path"]
-        canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        digest = hashlib.sha256(canonical.encode("ascii")).hexdigest()[:16]
-        return f"simpg-fp{self.version}:{digest}"
+        return _identity(self.to_dict())

@@ -62,6 +62,7 @@ _WS: Final = re.compile(r"\s+")
 #: the default 5-gram, so no n-gram is one character repeated, and 1000 and 10000 stay apart.
 RUN_LIMIT: Final = 4
 _RUN: Final = re.compile(f"(.)\\1{{{RUN_LIMIT},}}", re.DOTALL)
+_ASCII_SPACE: Final = np.array([chr(c).isspace() for c in range(256)], dtype=bool)
 _RUN_WORD: Final = re.compile(f"(?<!\\S)(\\S)\\1{{{RUN_LIMIT},}}(?!\\S)\\s*")
 
 _ASCII_SEPARATORS: Final = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")})
@@ -92,9 +93,8 @@ def cut_runs(text: str) -> str:
     """Drop words made of one character repeated, cut other runs to :data:`RUN_LIMIT`.
 
     A word (between whitespace) that is one character more than RUN_LIMIT times is a
-    separator line or filler (``xxxxxxxx``, ``00000000``, ``ーーーーーー``) and goes; in
-    other words a longer run is cut to RUN_LIMIT characters. The whitespace after a word
-    that goes goes with it.
+    separator line or filler (``xxxxxxxx``, ``00000000``, ``ーーーーーー``) and goes with
+    the whitespace after it; in other words a longer run is cut to RUN_LIMIT characters.
 
     Example:
         >>> cut_runs("aaaaaaa b 100000000 ─────")
@@ -102,21 +102,34 @@ def cut_runs(text: str) -> str:
         >>> cut_runs("ahhhhhhh, zzzz")
         'ahhhh, zzzz'
     """
-    if text.isascii():
-        # Most ASCII text has no run: numpy finds that in a fraction of what the regular
-        # expressions would cost (they add a third to an English fingerprint's time).
-        raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-        if len(raw) <= RUN_LIMIT:
-            return text
-        same = raw[1:] == raw[:-1]
-        run = same[: len(same) - RUN_LIMIT + 1]
-        for i in range(1, RUN_LIMIT):
-            run = run & same[i : len(same) - RUN_LIMIT + 1 + i]
-        if not run.any():
-            return text
-    if _RUN.search(text) is None:
+    if not text.isascii():
+        return _RUN.sub(r"\1" * RUN_LIMIT, _RUN_WORD.sub("", text)).rstrip()
+    # ASCII (most text) in numpy: the regular expressions would add a fifth to the time
+    # of a whole English fingerprint.
+    raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    n = len(raw)
+    if n <= RUN_LIMIT:
         return text
-    return _RUN.sub(r"\1" * RUN_LIMIT, _RUN_WORD.sub("", text)).rstrip()
+    same = raw[1:] == raw[:-1]
+    run = same[: n - RUN_LIMIT]  # run[j]: raw[j .. j + RUN_LIMIT] are one character
+    for i in range(1, RUN_LIMIT):
+        run = run & same[i : n - RUN_LIMIT + i]
+    at = np.flatnonzero(run)
+    if not len(at):
+        return text
+    keep = np.ones(n, dtype=bool)
+    keep[at + RUN_LIMIT] = False
+    gaps = np.flatnonzero(np.diff(at) > 1)
+    space = _ASCII_SPACE[raw]
+    words = False
+    for start, last in zip(at[np.r_[0, gaps + 1]].tolist(), at[np.r_[gaps, len(at) - 1]].tolist(), strict=True):
+        end = last + RUN_LIMIT + 1
+        if (start == 0 or space[start - 1]) and (end == n or space[end]) and not space[start]:
+            keep[start : end + 1] = False  # a whole word: goes, with the whitespace after it
+            words = True
+    out = raw[keep].tobytes().decode("ascii")
+    # what is left around a word that went may make a new run, or end in whitespace
+    return cut_runs(out.rstrip()) if words else out
 
 
 def word_text(normalized: str) -> str:

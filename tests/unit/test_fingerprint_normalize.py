@@ -74,6 +74,17 @@ def test_runs_never_longer_than_the_limit() -> None:
         assert cut_runs(cut) == cut
 
 
+def test_ascii_path_of_cut_runs_equals_the_regular_expressions() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(500):
+        words = ["".join(rng.choice("ab") * rng.randint(1, 7) for _ in range(rng.randint(1, 3)))
+                 for _ in range(rng.randint(1, 8))]
+        text = " ".join(words)
+        assert cut_runs(text + " é") == (cut_runs(text) + " é").lstrip(), text
+
+
 def test_combining_marks_stay_inside_words() -> None:
     # Devanagari vowel signs are category Mc/Mn, which Python's \\w does not match.
     assert words("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
