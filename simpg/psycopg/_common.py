@@ -305,7 +305,8 @@ def text_config(config: Any, info: IndexInfo) -> Any:
     if identity is not None and config.identity != identity:
         raise SimpgError(
             f"fingerprint config {config.identity} differs from {identity}, "
-            f"the one the simpg index on {info.label} was made with"
+            f"the one the simpg index on {info.label} was made with; fingerprint texts with that one, "
+            "or move the table to this one with simpg backfill --refingerprint"
         )
     return config
 
