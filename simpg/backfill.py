@@ -20,7 +20,8 @@ interrupted ``CREATE INDEX CONCURRENTLY`` are dropped concurrently, and the miss
 B-trees are built. Prefix columns of another layout, or of a damaged index, are refused
 before anything changes, naming ``simpg repair`` and ``simpg.drop_index``.
 
-Every statement is composed with :mod:`psycopg.sql` (identifiers from the catalog,
+The index's statements are ``simpg.index_ddl``'s, which ``simpg.create_index`` runs
+too; the others are composed with :mod:`psycopg.sql` (identifiers from the catalog,
 values bound or as literals), so any table, schema or column name works as written.
 :mod:`simpg.commands.backfill` is the command line over these functions.
 
@@ -429,41 +430,26 @@ def existing_layout(conn: Connection, table: str, fp_column: str, k: int,
     return have, columns, indexes
 
 
-def _object_names(conn: Connection, found: _Table, fp_column: str, layout: Layout) -> tuple[list[str], list[str]]:
-    """Prefix column and B-tree names of ``layout``: ``simpg.object_name``'s, as create_index makes them."""
-    row = conn.execute(
-        "SELECT array_agg(simpg.object_name(%s, '_p' || t) ORDER BY t), "
-        "array_agg(simpg.object_name(%s, '_p' || t || '_idx') ORDER BY t) FROM generate_series(0, %s - 1) AS t",
-        (fp_column, f"{found.name}_{fp_column}", layout.tables),
-    ).fetchone()
-    assert row is not None  # an aggregate: always one row
-    return list(row[0]), list(row[1])
-
-
 def _refuse_taken_columns(conn: Connection, table: str, fp_column: str, layout: Layout) -> None:
     """Raise if columns that are not prefix columns already have the names of ``layout``'s."""
     found = _table(conn, table)
-    columns, _ = _object_names(conn, found, fp_column, layout)
-    taken = [
-        r[0]
-        for r in conn.execute(
-            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attname = ANY (%s::name[]) "
-            "AND NOT attisdropped ORDER BY attnum",
-            (found.oid, columns),
-        )
-    ]
-    if taken:
-        raise SimpgError(
-            f"table {found.qualified} already has columns named {', '.join(taken)} that are not simpg prefix "
-            f"columns of {fp_column}; see simpg check --table {table}, then drop or rename them"
-        )
+    try:
+        with conn.transaction():  # a savepoint when conn is in a transaction
+            _index_ddl(conn, found.oid, fp_column, layout, None)
+    except psycopg.errors.DuplicateColumn as err:
+        raise SimpgError(f"{err.diag.message_primary}; see simpg check --table {table}, "
+                         "then drop or rename them") from None
 
 
-def _prefix_expression(fp_column: str, layout: Layout, t: int) -> sql.Composed:
-    """Generation expression of table ``t``'s prefix column: ``simpg.prefix_expression``'s, composed."""
-    levels = "{" + ",".join(map(str, layout.levels)) + "}"
-    return sql.SQL("simpg.permute({}, {}, {}::integer[], {})").format(
-        sql.Identifier(fp_column), sql.Literal(layout.k), sql.Literal(levels), sql.Literal(t))
+def _index_ddl(conn: Connection, oid: int, fp_column: str, layout: Layout,
+               fingerprint_config: str | None) -> list[tuple[str, int | None, str | None, str]]:
+    """``simpg.index_ddl(..., concurrently => true)``: (phase, t, index, statement) of what the index lacks."""
+    return conn.execute(
+        "SELECT s.phase, s.t, s.index_name, s.statement "
+        "FROM simpg.index_ddl(%s::oid::regclass, %s, %s, %s::integer[], %s, concurrently => true) "
+        "WITH ORDINALITY AS s(phase, t, index_name, statement, n) ORDER BY s.n",
+        (oid, fp_column, layout.k, list(layout.levels), fingerprint_config),
+    ).fetchall()
 
 
 def build_index(
@@ -480,16 +466,13 @@ def build_index(
     """Add the prefix columns (one rewrite), build their B-trees concurrently, and register them.
 
     ``conn`` must be in autocommit mode (CREATE INDEX CONCURRENTLY cannot run in a
-    transaction block). The ALTER waits at most ``lock_timeout`` for its lock.
+    transaction block). The ALTER waits at most ``lock_timeout`` for its lock. The
+    statements are ``simpg.index_ddl``'s, the ones ``simpg.create_index`` runs.
 
     Resumes what an interrupted build of the same layout left (see
     :func:`existing_layout`): the prefix columns are kept, INVALID indexes on them are
     dropped concurrently, and only the missing B-trees are built.
     """
-    # Measured reason for a local import: simpg.sqlalchemy loads SQLAlchemy and Alembic
-    # (0.4-0.9 s), which nothing else here needs; only the fill factor comes from there.
-    from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
-
     layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
     found = _table(conn, table)
     oid, qualified = found.oid, found.qualified
@@ -498,54 +481,28 @@ def build_index(
             f"column {qualified}.{fp_column} is {_column_type(conn, oid, fp_column)}, "
             "expected bigint"
         )
-    columns, indexes = _object_names(conn, found, fp_column, layout)
-    built: list[str | None] = [None] * layout.tables  # valid B-trees there already
     existing = existing_layout(conn, table, fp_column, k, layout)
-    t0 = time.perf_counter()
     if existing is None:
         _refuse_taken_columns(conn, table, fp_column, layout)
-        adds = sql.SQL(", ").join(
-            sql.SQL("ADD COLUMN {} bigint GENERATED ALWAYS AS ({}) STORED").format(
-                sql.Identifier(c), _prefix_expression(fp_column, layout, t))
-            for t, c in enumerate(columns)
-        )
-        with conn.transaction():
-            conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (lock_timeout,))
-            conn.execute(sql.SQL("ALTER TABLE {} {}").format(found.ident, adds))
     else:
-        _, columns, built = existing
         logger.info("resuming the simpg index on %s.%s (%s): its prefix columns exist",
                     qualified, fp_column, layout.name)
-    t1 = time.perf_counter()
-    # what an interrupted CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
-    leftovers = conn.execute(
-        "SELECT DISTINCT i.indexrelid::regclass::text, n.nspname, c.relname "
-        "FROM pg_catalog.pg_index AS i "
-        "JOIN pg_catalog.pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
-        "JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
-        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
-        "WHERE i.indrelid = %s AND a.attname = ANY (%s::name[]) AND NOT i.indisvalid ORDER BY 1",
-        (oid, columns),
-    ).fetchall()
-    invalid = [name for name, _, _ in leftovers]
-    for _, schema, name in leftovers:
-        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, name)))
-    names = []
-    for column, index, there in zip(columns, indexes, built, strict=True):
-        if there is not None:
-            names.append(there)
-            continue
-        conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} ({}) WITH (fillfactor = {})").format(
-            sql.Identifier(index), found.ident, sql.Identifier(column), sql.Literal(PREFIX_INDEX_FILLFACTOR)))
-        names.append(index)
-    indexes = names
-    t2 = time.perf_counter()
-    conn.execute(sql.SQL("ANALYZE {} ({})").format(found.ident, sql.SQL(", ").join(map(sql.Identifier, columns))))
-    register_prefixes(conn, oid, fp_column, layout, columns, indexes, fingerprint_config)
-    t3 = time.perf_counter()
+    steps = _index_ddl(conn, oid, fp_column, layout, fingerprint_config)
+    seconds = {"columns": 0.0, "drop_invalid": 0.0, "btree": 0.0, "analyze": 0.0, "register": 0.0}
+    for phase, _, _, statement in steps:
+        started = time.perf_counter()
+        if phase == "columns":  # the rewrite: wait at most lock_timeout for its lock
+            with conn.transaction():
+                conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (lock_timeout,))
+                conn.execute(statement)
+        else:
+            conn.execute(statement)
+        seconds[phase] += time.perf_counter() - started
     logger.info("indexed %s.%s (%s)", qualified, fp_column, layout.name)
-    return IndexResult(layout.name, t1 - t0, t2 - t1, t3 - t2, resumed=existing is not None,
-                       invalid_dropped=invalid, indexes_built=sum(there is None for there in built))
+    return IndexResult(layout.name, seconds["columns"], seconds["drop_invalid"] + seconds["btree"],
+                       seconds["analyze"] + seconds["register"], resumed=existing is not None,
+                       invalid_dropped=[str(name) for phase, _, name, _ in steps if phase == "drop_invalid"],
+                       indexes_built=len({t for phase, t, _, _ in steps if phase == "btree"}))
 
 
 def register_prefixes(

@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what simpg does")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in sorted(pkgutil.iter_modules(simpg.commands.__path__), key=lambda m: m.name):
+        if module.name.startswith("_"):  # shared helpers, not commands
+            continue
         importlib.import_module(f"simpg.commands.{module.name}").register(subparsers)
     return parser
 

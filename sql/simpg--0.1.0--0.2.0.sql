@@ -787,6 +787,196 @@ $$;
 COMMENT ON FUNCTION simpg.index_layout(regclass, name) IS
     'The simpg.indexes row of a fingerprint column (col may be omitted when the table has one); raises if there is none or it is damaged';
 
+-- Index DDL is written here once. simpg.index_ddl returns the statements of an index;
+-- simpg.create_index runs them, and so do the clients that cannot run them inside a
+-- function: Alembic's create_simhash_index(concurrently=True) and simpg backfill
+-- (CREATE INDEX CONCURRENTLY cannot run in a transaction). prepare_partition and repair
+-- build from the same three pieces. The one other rendering is SQLAlchemy's declared
+-- schema (simpg.sqlalchemy.simhash_index, which exists before any database does);
+-- tests/integration/test_index_ddl.py checks that every path makes the same catalog.
+
+-- relation_name: rel schema-qualified, as generated statements name it, so that they
+-- reach rel whatever search_path runs them (a temporary table as pg_temp_N.name).
+CREATE OR REPLACE FUNCTION simpg.relation_name(rel regclass) RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN (SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+            FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+            WHERE c.oid = rel);
+
+COMMENT ON FUNCTION simpg.relation_name(regclass) IS
+    'rel schema-qualified and quoted, as the statements simpg generates name it';
+
+-- prefix_column_clause: the ALTER TABLE clause that adds table t's prefix column.
+CREATE OR REPLACE FUNCTION simpg.prefix_column_clause(prefix_column name, col name, k integer, levels integer[], t integer)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN pg_catalog.format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
+                             prefix_column, simpg.prefix_expression(col, k, levels, t));
+
+COMMENT ON FUNCTION simpg.prefix_column_clause(name, name, integer, integer[], integer) IS
+    'ADD COLUMN clause of table t''s stored generated prefix column';
+
+-- prefix_btree_statement: CREATE INDEX of one prefix B-tree. only_parent: ON ONLY a partitioned
+-- table (its partitions' indexes are attached afterwards).
+CREATE OR REPLACE FUNCTION simpg.prefix_btree_statement(index_name name, rel regclass, prefix_column name,
+                                             concurrently boolean DEFAULT false, only_parent boolean DEFAULT false)
+    RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    -- fillfactor 100: a prefix B-tree gets random keys, so the 10% that the default
+    -- keeps free for ascending inserts only makes the built index bigger
+    RETURN pg_catalog.format('CREATE INDEX%s %I ON %s%s (%I) WITH (fillfactor = 100)',
+                             CASE WHEN prefix_btree_statement.concurrently THEN ' CONCURRENTLY' ELSE '' END, index_name,
+                             CASE WHEN only_parent THEN 'ONLY ' ELSE '' END, simpg.relation_name(rel), prefix_column);
+
+COMMENT ON FUNCTION simpg.prefix_btree_statement(name, regclass, name, boolean, boolean) IS
+    'CREATE INDEX of a prefix B-tree, as every simpg index has them (fillfactor 100)';
+
+-- analyze_statement: statistics for the prefix columns, so the planner sees how narrow
+-- a prefix range is.
+CREATE OR REPLACE FUNCTION simpg.analyze_statement(rel regclass, columns name[]) RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN pg_catalog.format('ANALYZE %s (%s)', simpg.relation_name(rel),
+                             (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ' ORDER BY o)
+                              FROM pg_catalog.unnest(columns) WITH ORDINALITY AS u(c, o)));
+
+COMMENT ON FUNCTION simpg.analyze_statement(regclass, name[]) IS
+    'ANALYZE of rel''s prefix columns';
+
+-- index_ddl: the statements that give col the simpg index (k, levels), in order, one
+-- row each: phase 'columns' (one ALTER TABLE adding every prefix column: one rewrite),
+-- 'drop_invalid' (an INVALID index left on a prefix column by a stopped concurrent
+-- build), 'btree' (table t's B-tree; on a partitioned table with concurrently, its
+-- B-tree ON ONLY each partitioned table, each leaf's built CONCURRENTLY and attached,
+-- as PostgreSQL's manual describes), 'analyze', 'register' (simpg.register_index,
+-- which stores fingerprint_config). index_name: the index a row creates, attaches or
+-- drops. With concurrently => true the statements must run outside a transaction block.
+-- Contract: reads the catalogs, changes nothing, and checks no rights (the statements
+-- do that when they run). What col has already of this layout is left out: prefix
+-- columns and valid B-trees (found by simpg.table_indexes, whatever their names), so
+-- a build that was stopped resumes. Raises when a column to add has a name that is
+-- taken, and with concurrently when a partition is a foreign table.
+CREATE OR REPLACE FUNCTION simpg.index_ddl(rel regclass, col name, k integer, levels integer[],
+                                fingerprint_config text DEFAULT NULL, concurrently boolean DEFAULT false)
+    RETURNS TABLE (phase text, t integer, index_name name, statement text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_tables integer;
+    v_rel text;
+    v_relname name;
+    v_relkind "char";
+    v_have name[];
+    v_built name[];
+    v_columns name[] := '{}';
+    v_indexes name[] := '{}';
+    v_adds text[] := '{}';
+    v_taken text;
+    v_partitioned boolean;
+BEGIN
+    IF rel IS NULL OR col IS NULL OR k IS NULL OR levels IS NULL OR index_ddl.concurrently IS NULL THEN
+        RAISE EXCEPTION 'table, column, k, levels and concurrently must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_tables := simpg.table_count(k, levels);
+    v_rel := simpg.relation_name(rel);
+    SELECT c.relname, c.relkind INTO v_relname, v_relkind FROM pg_class AS c WHERE c.oid = rel;
+    SELECT i.prefix_columns, i.index_names INTO v_have, v_built FROM simpg.table_indexes(rel) AS i
+    WHERE i.fingerprint_column = col AND i.k = index_ddl.k AND i.levels = index_ddl.levels;
+    FOR v_t IN 0 .. v_tables - 1 LOOP
+        v_columns := v_columns || coalesce(v_have[v_t + 1], simpg.object_name(col, format('_p%s', v_t)));
+        v_indexes := v_indexes || coalesce(v_built[v_t + 1],
+                                           simpg.object_name(v_relname || '_' || col, format('_p%s_idx', v_t)));
+        IF v_have[v_t + 1] IS NULL THEN
+            v_adds := v_adds || simpg.prefix_column_clause(v_columns[v_t + 1], col, k, levels, v_t);
+        END IF;
+    END LOOP;
+    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_taken FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attname = ANY (v_columns) AND a.attname <> ALL (array_remove(coalesce(v_have, '{}'), NULL));
+    IF v_taken IS NOT NULL THEN
+        RAISE EXCEPTION 'table % already has columns named % that are not simpg prefix columns of %',
+            rel, v_taken, quote_ident(col)
+            USING ERRCODE = 'duplicate_column',
+                  HINT = 'from an index of a renamed column? see simpg.check(table); drop or rename those columns first';
+    END IF;
+    v_partitioned := index_ddl.concurrently AND v_relkind = 'p';
+    IF v_partitioned AND EXISTS (SELECT FROM pg_partition_tree(rel) AS m JOIN pg_class AS c ON c.oid = m.relid
+                                 WHERE c.relkind = 'f') THEN
+        RAISE EXCEPTION 'cannot build the B-trees of % concurrently: it has foreign partitions, whose B-trees are on their own servers', rel
+            USING ERRCODE = 'wrong_object_type', HINT = 'build them without concurrently';
+    END IF;
+
+    IF cardinality(v_adds) > 0 THEN
+        phase := 'columns';
+        statement := format('ALTER TABLE %s %s', v_rel, array_to_string(v_adds, ', '));
+        RETURN NEXT;
+    END IF;
+    -- what a stopped CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
+    -- kept (PostgreSQL cannot drop a partitioned one concurrently; that takes its partitions')
+    RETURN QUERY
+    SELECT 'drop_invalid', p.t, ic.relname,
+           format('DROP INDEX%s IF EXISTS %I.%I',
+                  CASE WHEN index_ddl.concurrently AND v_relkind <> 'p' THEN ' CONCURRENTLY' ELSE '' END,
+                  n.nspname, ic.relname)
+    FROM simpg.prefix_columns_of(rel) AS p
+    JOIN pg_index AS i ON i.indrelid = rel AND p.prefix_attnum = ANY (i.indkey)
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
+    WHERE p.fingerprint_column = col AND p.k = index_ddl.k AND p.levels = index_ddl.levels AND NOT i.indisvalid
+    ORDER BY p.t, ic.relname;
+    FOR v_t IN 0 .. v_tables - 1 LOOP
+        CONTINUE WHEN v_built[v_t + 1] IS NOT NULL;
+        IF NOT v_partitioned THEN
+            RETURN QUERY SELECT 'btree', v_t, v_indexes[v_t + 1],
+                simpg.prefix_btree_statement(v_indexes[v_t + 1], rel, v_columns[v_t + 1], index_ddl.concurrently);
+            CONTINUE;
+        END IF;
+        -- PostgreSQL cannot CREATE INDEX CONCURRENTLY on a partitioned table; its manual
+        -- (CREATE INDEX) gives the way round: an index ON ONLY each partitioned table
+        -- (invalid so far), each leaf's built concurrently and attached to its parent's,
+        -- then the partitioned ones attached bottom-up. The root's index becomes valid
+        -- when its last partition's is attached; until then simpg.check reports it
+        -- invalid. Each index is created in its table's schema.
+        RETURN QUERY
+        WITH tree AS (
+            SELECT m.relid, m.parentrelid, m.level, c.relkind, n.nspname, m.relid::text AS sort,
+                   CASE WHEN m.level = 0 THEN v_indexes[v_t + 1]
+                        ELSE simpg.object_name(c.relname || '_' || col, format('_p%s_idx', v_t)) END AS idx
+            FROM pg_partition_tree(rel) AS m
+            JOIN pg_class AS c ON c.oid = m.relid
+            JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        ),
+        steps AS (
+            SELECT 1 AS pass, x.level AS depth, x.sort, 0 AS sub, x.idx,
+                   simpg.prefix_btree_statement(x.idx, x.relid, v_columns[v_t + 1], false, true) AS s
+            FROM tree AS x WHERE x.relkind = 'p'
+            UNION ALL
+            SELECT 2, x.level, x.sort, 0, x.idx, simpg.prefix_btree_statement(x.idx, x.relid, v_columns[v_t + 1], true)
+            FROM tree AS x WHERE x.relkind = 'r'
+            UNION ALL
+            SELECT CASE WHEN x.relkind = 'r' THEN 2 ELSE 3 END, CASE WHEN x.relkind = 'r' THEN x.level ELSE -x.level END,
+                   x.sort, 1, x.idx, format('ALTER INDEX %I.%I ATTACH PARTITION %I.%I', p.nspname, p.idx, x.nspname, x.idx)
+            FROM tree AS x JOIN tree AS p ON p.relid = x.parentrelid
+            WHERE x.relkind IN ('r', 'p')
+        )
+        SELECT 'btree', v_t, steps.idx, steps.s FROM steps ORDER BY steps.pass, steps.depth, steps.sort, steps.sub;
+    END LOOP;
+    phase := 'analyze';
+    t := NULL;
+    index_name := NULL;
+    statement := simpg.analyze_statement(rel, v_columns);
+    RETURN NEXT;
+    phase := 'register';
+    statement := format('SELECT * FROM simpg.register_index(%L::regclass, %L::name, %s::integer, %L::integer[], %L::name[], %L::name[], %L::text)',
+                        v_rel, col, k, levels, v_columns, v_indexes, fingerprint_config);
+    RETURN NEXT;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.index_ddl(regclass, name, integer, integer[], text, boolean) IS
+    'The statements that build (or finish) a simpg index: prefix columns, B-trees, ANALYZE, register_index; create_index runs them';
+
 -- register_index: check an index whose prefix columns and B-tree indexes were made
 -- outside create_index (SQLAlchemy, Alembic, simpg backfill, from the same layout math),
 -- and record its fingerprint config. Nothing else is stored: the catalog is the DDL.
@@ -868,12 +1058,8 @@ DECLARE
     v_type regtype;
     v_rows bigint;
     v_levels integer[];
-    v_tables integer;
-    v_relname text;
-    v_columns name[] := '{}';
-    v_indexes name[] := '{}';
-    v_adds text[] := '{}';
-    v_taken text;
+    v_step record;
+    v_row simpg.indexes;
 BEGIN
     IF rel IS NULL OR col IS NULL OR k IS NULL THEN
         RAISE EXCEPTION 'table, column and k must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -912,33 +1098,15 @@ BEGIN
     ELSE
         v_levels := ARRAY[blocks, inner_blocks];
     END IF;
-    v_tables := simpg.table_count(k, v_levels);
-
-    SELECT c.relname INTO v_relname FROM pg_class AS c WHERE c.oid = rel;
-    FOR t IN 0 .. v_tables - 1 LOOP
-        v_columns := v_columns || simpg.object_name(col, format('_p%s', t));
-        v_indexes := v_indexes || simpg.object_name(v_relname || '_' || col, format('_p%s_idx', t));
-        v_adds := v_adds || format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
-                                   v_columns[t + 1], simpg.prefix_expression(col, k, v_levels, t));
+    -- one rewrite (ADD COLUMN ... STORED), the B-trees, ANALYZE, register_index
+    FOR v_step IN SELECT * FROM simpg.index_ddl(rel, col, k, v_levels, fingerprint_config) LOOP
+        IF v_step.phase = 'register' THEN
+            EXECUTE v_step.statement INTO v_row;
+        ELSE
+            EXECUTE v_step.statement;
+        END IF;
     END LOOP;
-    SELECT string_agg(quote_ident(a.attname), ', ') INTO v_taken FROM pg_attribute AS a
-    WHERE a.attrelid = rel AND a.attname = ANY (v_columns) AND NOT a.attisdropped;
-    IF v_taken IS NOT NULL THEN
-        RAISE EXCEPTION 'table % already has columns named % (from an index of a renamed column?)', rel, v_taken
-            USING ERRCODE = 'duplicate_column',
-                  HINT = 'see simpg.check(table); drop or rename those columns first';
-    END IF;
-
-    EXECUTE format('ALTER TABLE %s %s', rel, array_to_string(v_adds, ', '));
-    FOR t IN 0 .. v_tables - 1 LOOP
-        -- fillfactor 100: a prefix B-tree gets random keys, so the 10% that the default
-        -- keeps free for ascending inserts only makes the built index bigger
-        EXECUTE format('CREATE INDEX %I ON %s (%I) WITH (fillfactor = 100)', v_indexes[t + 1], rel, v_columns[t + 1]);
-    END LOOP;
-    -- statistics for the new columns, so the planner sees how narrow a prefix range is
-    EXECUTE format('ANALYZE %s (%s)', rel,
-                   (SELECT string_agg(quote_ident(c), ', ') FROM unnest(v_columns) AS c));
-    RETURN simpg.register_index(rel, col, k, v_levels, v_columns, v_indexes, fingerprint_config);
+    RETURN v_row;
 END
 $$;
 
@@ -1066,10 +1234,9 @@ BEGIN
                               HINT = 'drop or rename that column first';
                 END IF;
             ELSE
-                v_adds := v_adds || format('ADD COLUMN %I bigint GENERATED ALWAYS AS (%s) STORED',
-                                           v_index.prefix_columns[v_t + 1],
-                                           simpg.prefix_expression(v_index.fingerprint_column, v_index.k,
-                                                                   v_index.levels, v_t));
+                v_adds := v_adds || simpg.prefix_column_clause(v_index.prefix_columns[v_t + 1],
+                                                               v_index.fingerprint_column, v_index.k,
+                                                               v_index.levels, v_t);
             END IF;
             -- a valid B-tree on exactly this column, as ATTACH PARTITION can take it
             IF NOT EXISTS (SELECT FROM pg_index AS i
@@ -1078,16 +1245,15 @@ BEGIN
                            WHERE i.indrelid = tbl AND i.indnatts = 1 AND a.attname = v_index.prefix_columns[v_t + 1]
                              AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid AND NOT i.indisunique
                              AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree')) THEN
-                v_creates := v_creates || format('CREATE INDEX %I ON %s (%I) WITH (fillfactor = 100)',
-                                                 simpg.object_name(v_relname || '_' || v_index.fingerprint_column,
-                                                                   format('_p%s_idx', v_t)),
-                                                 tbl, v_index.prefix_columns[v_t + 1]);
+                v_creates := v_creates || simpg.prefix_btree_statement(
+                    simpg.object_name(v_relname || '_' || v_index.fingerprint_column, format('_p%s_idx', v_t)),
+                    tbl, v_index.prefix_columns[v_t + 1]);
                 v_columns := v_columns || v_index.prefix_columns[v_t + 1];
             END IF;
         END LOOP;
     END LOOP;
     IF cardinality(v_adds) > 0 THEN
-        v_statement := format('ALTER TABLE %s %s', tbl, array_to_string(v_adds, ', '));
+        v_statement := format('ALTER TABLE %s %s', simpg.relation_name(tbl), array_to_string(v_adds, ', '));
         EXECUTE v_statement;
         RETURN NEXT v_statement;
     END IF;
@@ -1096,8 +1262,7 @@ BEGIN
         RETURN NEXT v_statement;
     END LOOP;
     IF cardinality(v_columns) > 0 THEN
-        v_statement := format('ANALYZE %s (%s)', tbl,
-                              (SELECT string_agg(quote_ident(c), ', ') FROM unnest(v_columns) AS c));
+        v_statement := simpg.analyze_statement(tbl, v_columns);
         EXECUTE v_statement;
         RETURN NEXT v_statement;
     END IF;
@@ -3431,9 +3596,9 @@ BEGIN
         END IF;
         FOR v_t IN 0 .. v_index.tables - 1 LOOP
             CONTINUE WHEN v_index.index_names[v_t + 1] IS NOT NULL;
-            v_statement := format('CREATE INDEX %I ON %s (%I) WITH (fillfactor = 100)',
-                                  simpg.object_name(v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
-                                  rel, v_index.prefix_columns[v_t + 1]);
+            v_statement := simpg.prefix_btree_statement(
+                simpg.object_name(v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
+                rel, v_index.prefix_columns[v_t + 1]);
             EXECUTE v_statement;
             RETURN NEXT v_statement;
         END LOOP;

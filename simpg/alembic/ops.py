@@ -22,24 +22,20 @@ Example (in a migration file)::
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
-from sqlalchemy import Integer, Text, cast, literal, select, text
+from sqlalchemy import BigInteger, Column, Integer, MetaData, Table, Text, cast, literal, select, text
 from sqlalchemy.dialects.postgresql import REGCLASS
 from sqlalchemy.engine import Connection
+from sqlalchemy.schema import CreateColumn, CreateIndex
+from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.functions import Function
 
 from simpg import schema as simpg_schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.sqlalchemy.index import (
-    object_name,
-    prefix_expression,
-    prefix_index_sql,
-    register_statement,
-)
+from simpg.sqlalchemy.index import register_statement, simhash_index
 
 logger = logging.getLogger(__name__)
 
@@ -413,94 +409,51 @@ def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> N
     layout = op.layout
     if layout is None:
         raise SimpgError("create_simhash_index(concurrently=True) needs blocks=")
-    prep = operations.impl.dialect.identifier_preparer
-    columns = [object_name(op.column_name, f"_p{t}") for t in range(layout.tables)]
-    indexes = [
-        object_name(f"{op.table_name}_{op.column_name}", f"_p{t}_idx") for t in range(layout.tables)
-    ]
-    adds = ", ".join(
-        f"ADD COLUMN {prep.quote(c)} bigint "
-        f"GENERATED ALWAYS AS ({prefix_expression(op.column_name, layout, t)}) STORED"
-        for t, c in enumerate(columns)
-    )
-    tree = [] if operations.migration_context.as_sql else _partition_tree(operations.get_bind(), rel)
-    if any(node.relkind == "f" for node in tree):
-        raise SimpgError(
-            f"create_simhash_index(concurrently=True) cannot index {rel}: it has foreign partitions, "
-            "whose B-trees are on their own servers; use concurrently=False"
-        )
+    if operations.migration_context.as_sql:  # no database to ask simpg.index_ddl
+        with operations.get_context().autocommit_block():
+            for statement in _offline_statements(operations, op, layout):
+                operations.execute(statement)
+        return
+    # The statements simpg.create_index runs (simpg.index_ddl), with CONCURRENTLY: they
+    # cannot run inside a function, since a function runs in a transaction.
+    statements = operations.get_bind().execute(
+        text("SELECT s.statement FROM simpg.index_ddl(CAST(:rel AS regclass), :col, :k, "
+             "CAST(:levels AS integer[]), :config, concurrently => true) "
+             "WITH ORDINALITY AS s(phase, t, index_name, statement, n) ORDER BY s.n"),
+        {"rel": rel, "col": op.column_name, "k": layout.k, "levels": list(layout.levels),
+         "config": op.fingerprint_config},
+    ).scalars().all()
     with operations.get_context().autocommit_block():
-        # one ALTER, so the table is rewritten once
-        operations.execute(text(f"ALTER TABLE {rel} {adds}"))
-        for t, (column, index) in enumerate(zip(columns, indexes, strict=True)):
-            if tree:
-                _partitioned_index(operations, tree, op.column_name, t, column, index)
-            else:
-                operations.execute(
-                    text(prefix_index_sql(prep.quote(index), rel, prep.quote(column), concurrently=True))
-                )
-        operations.execute(text(f"ANALYZE {rel} ({', '.join(prep.quote(c) for c in columns)})"))
-        operations.execute(
-            register_statement(rel, op.column_name, layout, columns, indexes, op.fingerprint_config)
-        )
+        for statement in statements:
+            # no_parameters: the text is run as written (names may hold % or :)
+            operations.get_bind().exec_driver_sql(statement, execution_options={"no_parameters": True})
 
 
-@dataclass(frozen=True)
-class _Partition:
-    """A member of a partition tree, as ``pg_partition_tree`` lists it."""
+def _offline_statements(operations: Operations, op: CreateSimhashIndexOp, layout: Layout) -> list[Executable]:
+    """simpg.index_ddl's statements (concurrently) for a table that is not partitioned, without a database.
 
-    rel: str  # regclass text
-    parent: str | None
-    level: int
-    relkind: str
-    schema: str
-    name: str
-
-
-_TREE_SQL = text(
-    "SELECT m.relid::regclass::text, m.parentrelid::regclass::text, m.level, c.relkind::text, "
-    "n.nspname, c.relname "
-    "FROM pg_catalog.pg_partition_tree(CAST(:rel AS regclass)) AS m "
-    "JOIN pg_catalog.pg_class AS c ON c.oid = m.relid "
-    "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
-    "ORDER BY m.level, m.relid::regclass::text"
-)
-
-
-def _partition_tree(bind: Connection, rel: str) -> list[_Partition]:
-    """The table and its partitions at every level; empty for a table that is not partitioned."""
-    return [_Partition(*row) for row in bind.execute(_TREE_SQL, {"rel": rel})]
-
-
-def _partitioned_index(operations: Operations, tree: list[_Partition], fingerprint_column: str,
-                       t: int, column: str, index: str) -> None:
-    """Table t's B-tree on a partitioned table without blocking its writers.
-
-    PostgreSQL cannot ``CREATE INDEX CONCURRENTLY`` on a partitioned table; its manual
-    gives the way round (CREATE INDEX): an index ``ON ONLY`` each partitioned table
-    (invalid so far), each leaf partition's built concurrently and attached to its
-    parent's, then the partitioned ones attached bottom-up. The root's index becomes
-    valid when its last partition's is attached; if the migration stops before,
-    ``simpg check`` reports it invalid and ``simpg repair`` builds it again.
+    Offline (``--sql``) there is no simpg.index_ddl to ask, so they are rendered from the
+    SQLAlchemy declaration of the same index (:func:`simhash_index`), the one Python
+    rendering of prefix columns and B-trees, which ``metadata.create_all`` runs too;
+    tests/integration/test_index_ddl.py runs them and compares the catalog with
+    simpg.create_index's.
     """
-    prep = operations.impl.dialect.identifier_preparer
-    bare: dict[str, str] = {}  # quoted index name (created in its table's schema)
-    qualified: dict[str, str] = {}
-    for node in tree:
-        name = index if node.level == 0 else object_name(f"{node.name}_{fingerprint_column}", f"_p{t}_idx")
-        bare[node.rel] = prep.quote(name)
-        qualified[node.rel] = f"{prep.quote_schema(node.schema)}.{prep.quote(name)}"
-        if node.relkind == "p":
-            operations.execute(text(prefix_index_sql(bare[node.rel], f"ONLY {node.rel}", prep.quote(column))))
-    for node in tree:
-        if node.relkind == "r":
-            operations.execute(text(prefix_index_sql(bare[node.rel], node.rel, prep.quote(column), concurrently=True)))
-            operations.execute(text(f"ALTER INDEX {qualified[str(node.parent)]} "
-                                    f"ATTACH PARTITION {qualified[node.rel]}"))
-    for node in reversed(tree):
-        if node.relkind == "p" and node.level > 0:
-            operations.execute(text(f"ALTER INDEX {qualified[str(node.parent)]} "
-                                    f"ATTACH PARTITION {qualified[node.rel]}"))
+    dialect = operations.impl.dialect
+    table = Table(op.table_name, MetaData(), Column(op.column_name, BigInteger), schema=op.schema)
+    spec = simhash_index(table.c[op.column_name], k=layout.k, blocks=layout.levels[0],
+                         inner_blocks=layout.levels[1] if len(layout.levels) > 1 else None)
+    prep = dialect.identifier_preparer
+    rel = prep.format_table(table)
+    adds = ", ".join(f"ADD COLUMN {CreateColumn(c).compile(dialect=dialect)}" for c in spec.prefix_columns)
+    statements: list[Executable] = [text(f"ALTER TABLE {rel} {adds}")]  # one rewrite
+    for index in spec.indexes:
+        index.dialect_options["postgresql"]["concurrently"] = True
+        statements.append(CreateIndex(index))
+    names = ", ".join(prep.quote(c.name) for c in spec.prefix_columns)
+    statements.append(text(f"ANALYZE {rel} ({names})"))
+    statements.append(register_statement(rel, op.column_name, layout, spec.prefix_names, spec.index_names,
+                                         op.fingerprint_config))
+    return statements
 
 
 @Operations.implementation_for(DropSimhashIndexOp)
@@ -513,7 +466,10 @@ def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
         operations.execute(drop)
         return
     bind = _online_bind(operations, "drop_simhash_index(concurrently=True)")
-    if _partition_tree(bind, rel):
+    partitioned = bind.execute(
+        text("SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = CAST(:rel AS regclass)"), {"rel": rel}
+    ).scalar()
+    if partitioned:
         # PostgreSQL cannot DROP INDEX CONCURRENTLY a partitioned index; dropping the
         # columns drops the B-trees with them, without reading the table
         logger.info("%s is partitioned: its B-trees are dropped with its prefix columns", rel)

@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--refingerprint", action="store_true",
                    help="fingerprint every row again with --config (not only empty ones) and record that "
                         "config on the column's simpg index: how a table moves to a new config")
-    p.add_argument("--k", type=int, help="also build the simhash index for this radius")
+    p.add_argument("-k", "--k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
     )

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from simpg import bits
+from simpg.commands._options import add_radius, check_radius
 from simpg.commands.install import add_dsn_argument
 from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
 from simpg.exc import SimpgError
@@ -91,23 +92,20 @@ def register(subparsers: Any) -> None:
 def add_common_arguments(p: argparse.ArgumentParser, k_default: int | None = DEFAULT_K,
                          k_help: str = f"(default: {DEFAULT_K}, the reference table's limit)") -> None:
     """-k, --json and --progress, shared with ``simpg near``."""
-    p.add_argument("-k", "--distance", dest="k", type=int, default=k_default,
-                   help=f"largest number of differing bits {k_help}")
+    add_radius(p, default=k_default, help=f"largest number of differing bits {k_help}")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
 
 
-def check_k(k: int | None, info: Any, what: str) -> int:
+def check_k(args: argparse.Namespace, info: Any, what: str) -> int:
     """-k (default: the index's radius), refused outside what the index on ``what`` answers.
 
     The message gives the allowed range: whoever runs the command may not manage the index.
     """
     limit = int(info.layout.k)
-    if k is None:
+    if args.k is None:
         return limit
-    if not 0 <= k <= limit:
-        raise SimpgError(f"-k must be from 0 to {limit} for {what}, got {k}")
-    return k
+    return check_radius(args, limit, f" for {what}")
 
 
 def stage(args: argparse.Namespace, text: str) -> None:
@@ -209,10 +207,9 @@ def check_dedup_args(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise SimpgError(f"--workers must be 1 or more, got {args.workers}")
     check_max_sketch_distance(args.max_sketch_distance)
-    k = args.k if args.k is not None else (DEDUP_K if args.confirm == "sketch" else DEFAULT_K)
-    if not 0 <= k <= MAX_K:
-        raise SimpgError(f"-k must be from 0 to {MAX_K}, got {k}")
-    return int(k)
+    if args.k is None:
+        return DEDUP_K if args.confirm == "sketch" else DEFAULT_K
+    return check_radius(args, MAX_K)
 
 
 def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]:

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from simpg.commands._options import add_radius, check_radius
 from simpg.corpus import open_output, read_lines
 from simpg.exc import InvalidFingerprint, SimpgError
 from simpg.layout import MAX_K, Layout
@@ -36,16 +37,15 @@ _DECIMAL = re.compile("-?[0-9]+")
 def register(subparsers: Any) -> None:
     """Add find-all and find-clusters."""
     for name, func, text in (
-        ("find-all", run_find_all, "print every pair of fingerprints within --distance bits"),
+        ("find-all", run_find_all, "print every pair of fingerprints within -k bits"),
         ("find-clusters", run_find_clusters,
-         "print the clusters (connected components) of fingerprints within --distance bits"),
+         "print the clusters (connected components) of fingerprints within -k bits"),
     ):
         p = subparsers.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}; "
                                   "reads decimal fingerprints, one per line, prints JSON arrays.")
-        p.add_argument("-d", "--distance", type=int, required=True, metavar="BITS",
-                       help="largest number of differing bits")
+        add_radius(p, required=True, seed004=True)
         p.add_argument("-b", "--blocks", type=int, metavar="BLOCKS",
-                       help="blocks of the permuted tables (more than --distance; default: "
+                       help="blocks of the permuted tables (more than -k; default: "
                             "chosen for the input size)")
         p.add_argument("-i", "--input", default="-", help="file of fingerprints ('-' for stdin, the default)")
         p.add_argument("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("--method", choices=("components", "representative"), default="components",
                            help="components: connected components, as seomoz's tool (the default); "
                                 "representative: in input order, each line joins the earliest "
-                                "representative within --distance, else becomes one")
+                                "representative within -k, else becomes one")
         p.set_defaults(func=func)
 
 
@@ -86,14 +86,13 @@ def read_fingerprints(lines: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
 def _layout(args: argparse.Namespace, n: int) -> Layout | None:
     from simpg import allpairs
 
-    if not 0 <= args.distance <= MAX_K:
-        raise SimpgError(f"--distance must be from 0 to {MAX_K}, got {args.distance}")
+    k = check_radius(args, MAX_K)
     if args.blocks is None:
-        allpairs.pairs_layout(args.distance, n)
+        allpairs.pairs_layout(k, n)
         return None  # allpairs fits its passes to the data
-    if args.blocks <= args.distance:
-        raise SimpgError(f"--blocks ({args.blocks}) must be more than --distance ({args.distance})")
-    return Layout(args.distance, (args.blocks,))
+    if args.blocks <= k:
+        raise SimpgError(f"--blocks ({args.blocks}) must be more than {args.k_flag} ({k})")
+    return Layout(k, (args.blocks,))
 
 
 def _read_input(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
@@ -106,12 +105,12 @@ def _open_out(path: str) -> IO[str]:
 
 
 def run_find_all(args: argparse.Namespace) -> int:
-    """Print ``[a, b]`` for every pair of input rows within --distance bits."""
+    """Print ``[a, b]`` for every pair of input rows within -k bits."""
     from simpg import allpairs
 
     fps, numbers = _read_input(args)
     layout = _layout(args, len(fps))
-    chunks = list(allpairs.pair_chunks(fps, args.distance, layout))
+    chunks = list(allpairs.pair_chunks(fps, args.k, layout))
     i = np.concatenate([c[0] for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
     j = np.concatenate([c[1] for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
     labels = numbers if args.lines else fps
@@ -136,7 +135,7 @@ def run_find_clusters(args: argparse.Namespace) -> int:
     layout = _layout(args, len(fps))
     labels = numbers if args.lines else fps
     groups = [np.sort(labels[rows]).tolist()
-              for rows in allpairs.clusters(fps, args.distance, layout, method=args.method)]
+              for rows in allpairs.clusters(fps, args.k, layout, method=args.method)]
     groups.sort(key=lambda g: (-len(g), g[0]))
     out = _open_out(args.output)
     try:

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         index = SimIndex(conn, args.table, args.column)
         if any(sk is not None for _, _, sk in queries):
             _check_config(conn, index, args)
-        k = check_k(args.k, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
+        k = check_k(args, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
         confirm = args.confirm == "sketch" or (args.confirm == "auto" and _has_column(
             conn, args.table, args.sketch_column))
         results: list[list[Any]] = index.near_many([fp for _, fp, _ in queries], k)

@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
         "simpg.create_index picks when blocks are not given.",
     )
     parser.add_argument(
-        "--k", required=True, metavar="K", help="largest Hamming distance to answer (0 to 16)"
+        "-k", "--k", required=True, metavar="K", help="largest Hamming distance to answer (0 to 16)"
     )
     parser.add_argument(
         "--rows", required=True, metavar="N", help="expected number of rows, e.g. 10000000 or 10M"

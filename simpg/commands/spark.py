@@ -16,6 +16,7 @@ import os
 import sys
 from typing import Any
 
+from simpg.commands._options import add_radius, check_radius
 from simpg.exc import SimpgError
 from simpg.layout import MAX_K, Layout
 
@@ -23,14 +24,13 @@ from simpg.layout import MAX_K, Layout
 def register(subparsers: Any) -> None:
     """Add ``spark`` with its find-all and find-clusters subcommands."""
     top = subparsers.add_parser("spark", help="find-all / find-clusters on Apache Spark (simpg[spark])",
-                                description="All pairs within --distance, or clusters, on Apache Spark: "
+                                description="All pairs within -k, or clusters, on Apache Spark: "
                                             "files or a PostgreSQL table in, files or a table out.")
     commands = top.add_subparsers(dest="spark_command", metavar="COMMAND")
-    for name, text in (("find-all", "write every pair of rows within --distance bits"),
-                       ("find-clusters", "write the clusters of rows within --distance bits")):
+    for name, text in (("find-all", "write every pair of rows within -k bits"),
+                       ("find-clusters", "write the clusters of rows within -k bits")):
         p = commands.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}, on Spark.")
-        p.add_argument("-d", "--distance", type=int, required=True, metavar="BITS",
-                       help="largest number of differing bits")
+        add_radius(p, required=True, seed004=True)
         source = p.add_mutually_exclusive_group(required=True)
         source.add_argument("-i", "--input", metavar="PATH", help="Parquet, CSV (with a header) or text file or folder")
         source.add_argument("--table", help="PostgreSQL table to read (with --dsn or SIMPG_DSN)")
@@ -61,7 +61,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("--method", choices=("components", "representative"), default="components",
                            help="components: connected components (the default, as find-clusters); "
                                 "representative: by id, each row joins the earliest representative within "
-                                "--distance, else becomes one")
+                                "-k, else becomes one")
         p.set_defaults(func=run, spark_kind=name)
     top.set_defaults(func=lambda args: _usage(top))
 
@@ -72,8 +72,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _layout(args: argparse.Namespace) -> Layout | None:
-    if not 0 <= args.distance <= MAX_K:
-        raise SimpgError(f"--distance must be from 0 to {MAX_K}, got {args.distance}")
+    check_radius(args, MAX_K)
     if args.block_size is not None and args.block_size < 1:
         raise SimpgError(f"--block-size must be at least 1, got {args.block_size}")
     if args.partitions is not None and args.partitions < 1:
@@ -83,7 +82,7 @@ def _layout(args: argparse.Namespace) -> Layout | None:
     parts = args.blocks.lower().split("x")
     if not all(p.isdigit() for p in parts) or len(parts) > 2:
         raise SimpgError(f"--blocks must be a block count like 5 or 4x4, got {args.blocks!r}")
-    return Layout(args.distance, tuple(int(p) for p in parts))
+    return Layout(args.k, tuple(int(p) for p in parts))
 
 
 def _conf(items: list[str]) -> dict[str, str]:
@@ -136,10 +135,10 @@ def _run(args: argparse.Namespace, layout: Layout | None, conf: dict[str, str]) 
             df = io.read_file(spark, args.input, args.format, args.fp_column, args.id_column)
         prepared = engine.prepare(df)  # read (and, from a table, in its snapshot) once
     if args.spark_kind == "find-all":
-        result = engine.pairs(prepared, args.distance, layout, **options)
+        result = engine.pairs(prepared, args.k, layout, **options)
         columns = io.PAIRS_COLUMNS
     else:
-        result = engine.clusters(prepared, args.distance, layout, method=args.method, **options)
+        result = engine.clusters(prepared, args.k, layout, method=args.method, **options)
         columns = io.CLUSTERS_COLUMNS
     summary: dict[str, Any] = {"rows": prepared.row_count, "distinct": prepared.distinct_count}
     if args.output_table:

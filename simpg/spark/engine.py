@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simpg import bits, planner
-from simpg.exc import InvalidLayout
+from simpg.exc import InvalidLayout, SimpgError
 from simpg.layout import MAX_K, Layout
 from simpg.spark import kernels
 
@@ -121,13 +121,24 @@ class Prepared:
 
 
 def prepare(df: DataFrame) -> Prepared:
-    """Cache ``df`` (columns ``id``, ``fp``) and its distinct fingerprints, and count both."""
+    """Cache ``df`` (columns ``id``, ``fp``) and its distinct fingerprints, and count both.
+
+    Raises:
+        SimpgError: an id given to more than one row, naming the smallest such id (pairs
+            and clusters name rows by id, so a repeated id would merge two rows' answers).
+    """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     rows = df.select(F.col("id").cast("long").alias("id"), F.col("fp").cast("long").alias("fp"))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     row_count = rows.count()
+    # one shuffle of the ids, small beside the pair search's shuffle of every table's rows
+    repeated = (rows.groupBy("id").count().where(F.col("count") > 1)
+                .orderBy("id").limit(1).collect())
+    if repeated:
+        rows.unpersist()
+        raise SimpgError(f"id {repeated[0]['id']} is given to {repeated[0]['count']} rows: ids must be unique")
     # as many partitions as the data needs (the session's default, 200, is too many for
     # small inputs and too few for billions)
     nparts = _partitions(rows.sparkSession, row_count, None)

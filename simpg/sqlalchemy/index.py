@@ -9,6 +9,13 @@ plain schema, and so does ``simpg.indexes``, a view of exactly these columns and
 B-trees; an ``after_create`` event checks them and stores the fingerprint config
 (``simpg.register_index``), and SQL's ``simpg.near`` works on the table too.
 
+This is the one Python rendering of an index's DDL, and the only one besides SQL's
+``simpg.index_ddl``: a model declares its schema before any database is there (and
+autogenerate compares it with the database's). Alembic's offline ``--sql`` mode
+renders ``create_simhash_index(concurrently=True)`` from it too; every other path runs
+``simpg.index_ddl``'s statements. tests/integration/test_index_ddl.py builds the same
+index through each path and requires the same catalog.
+
 The prefix columns are added to the ``Table`` but not mapped: ORM queries never load
 them, and inserts never write them (PostgreSQL computes them).
 
@@ -71,7 +78,6 @@ __all__ = [
     "object_name",
     "PREFIX_INDEX_FILLFACTOR",
     "prefix_expression",
-    "prefix_index_sql",
     "register",
     "register_statement",
     "simhash_guard",
@@ -120,17 +126,10 @@ def prefix_expression(column: str, layout: Layout, t: int) -> str:
     return f"simpg.permute({_quote_ident(column)}, {layout.k}, '{_levels(layout.levels)}'::integer[], {t})"
 
 
-#: Fill factor of the prefix B-trees, as simpg.create_index builds them. Their keys are
-#: random, so the 10% that PostgreSQL's default of 90 leaves free for ascending inserts
-#: only makes the built index bigger; later random inserts split pages either way.
+#: Fill factor of the prefix B-trees, as SQL's simpg.prefix_btree_statement writes it.
+#: Their keys are random, so the 10% that PostgreSQL's default of 90 leaves free for
+#: ascending inserts only makes the built index bigger; random inserts split pages anyway.
 PREFIX_INDEX_FILLFACTOR = 100
-
-
-def prefix_index_sql(index: str, table: str, column: str, *, concurrently: bool = False) -> str:
-    """``CREATE INDEX`` of one prefix B-tree, as simpg.create_index writes it (names quoted)."""
-    how = " CONCURRENTLY" if concurrently else ""
-    return (f"CREATE INDEX{how} {index} ON {table} ({column}) "
-            f"WITH (fillfactor = {PREFIX_INDEX_FILLFACTOR})")
 
 
 @dataclass(frozen=True, eq=False)

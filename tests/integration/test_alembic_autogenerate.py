@@ -269,7 +269,7 @@ def test_offline_sql_renders_the_operations(env):
         "WITH (fillfactor = 100);" in sql
     )
     assert (
-        "ADD COLUMN body_fp_p0 bigint GENERATED ALWAYS AS "
+        "ADD COLUMN body_fp_p0 BIGINT GENERATED ALWAYS AS "
         "(simpg.permute(body_fp, 2, '{4}'::integer[], 0)) STORED"
     ) in sql
     assert "simpg.register_index(CAST('articles' AS regclass), 'body_fp', 2" in sql

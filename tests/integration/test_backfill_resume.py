@@ -217,7 +217,7 @@ def test_columns_with_the_prefix_names_are_refused_before_any_change(db, capsys)
     conn.execute("ALTER TABLE items ADD COLUMN fp bigint, ADD COLUMN fp_p2 text")
     code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
     assert code == 1 and err == (
-        "simpg: table items already has columns named fp_p2 that are not simpg prefix columns of fp; "
+        "simpg: table public.items already has columns named fp_p2 that are not simpg prefix columns of fp; "
         "see simpg check --table items, then drop or rename them\n")
     assert conn.execute("SELECT count(*) FROM items WHERE fp IS NOT NULL").fetchone() == (0,)
 

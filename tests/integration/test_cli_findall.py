@@ -123,17 +123,27 @@ def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
      "simpg: line 3: expected a decimal 64-bit fingerprint (digits 0-9), got '\u0661\u0660\u0660\u0660'\n"),
     (["-d", "3"], "-1\n", "simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got -1\n"),
     (["-d", "3"], f"{2**64}\n", f"simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got {2**64}\n"),
-    (["-d", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than --distance (3)\n"),
-    # the flag the user typed, and its range, whichever way it is out
-    (["-d", "-1"], "1\n", "simpg: --distance must be from 0 to 16, got -1\n"),
-    (["-d", "17"], "1\n", "simpg: --distance must be from 0 to 16, got 17\n"),
-    (["-d", "40"], "1\n", "simpg: --distance must be from 0 to 16, got 40\n"),
+    (["-d", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than -d (3)\n"),
+    (["-k", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than -k (3)\n"),
+    # the flag the user typed (-k everywhere; -d and --distance as seed 004's tool), and its range
+    (["-d", "-1"], "1\n", "simpg: -d must be from 0 to 16, got -1\n"),
+    (["--distance", "17"], "1\n", "simpg: --distance must be from 0 to 16, got 17\n"),
+    (["-k", "40"], "1\n", "simpg: -k must be from 0 to 16, got 40\n"),
 ])
 def test_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                    argv: list[str], stdin: str, message: str) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     code, out, err = run(capsys, "find-all", *argv)
     assert (code, out, err) == (1, "", message)
+
+
+@pytest.mark.parametrize("flag", ["-k", "-d", "--distance"])
+def test_radius_flags_are_one_option(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                     flag: str) -> None:
+    """-k, as in every other command, SQL and Python; -d/--distance, as seed 004's tool."""
+    for command, expected in (("find-all", "[1, 2]\n"), ("find-clusters", "[1, 2]\n")):
+        monkeypatch.setattr("sys.stdin", io.StringIO("1\n3\n" + str(2**64 - 1) + "\n"))
+        assert run(capsys, command, flag, "1", "--lines") == (0, expected, "")
 
 
 def test_missing_input_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

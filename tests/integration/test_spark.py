@@ -234,6 +234,7 @@ def test_cli_parquet_and_csv_with_ids_and_negative_fingerprints(spark: Any, tmp_
     ("1\n", ("-b", "3"), "simpg: blocks must be greater than k (blocks=3, k=3)"),
     ("1\n", ("-b", "five"), "simpg: --blocks must be a block count like 5 or 4x4, got 'five'"),
     ("1\n", ("--conf", "nonsense"), "simpg: --conf must be KEY=VALUE, got 'nonsense'"),
+    ("1 5\n2 6\n1 7\n", (), "simpg: id 1 is given to 2 rows: ids must be unique"),
     ("1\n", ("--fp-column", "x"), "simpg: text input has no columns: --fp-column and --id-column are for csv "
                                   "and parquet"),
 ])
