@@ -51,6 +51,7 @@ from psycopg import sql
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint_many
+from simpg.fingerprint.config import identity_of
 from simpg.fingerprint.minhash import sketch, to_sql
 from simpg.layout import Layout
 
@@ -69,6 +70,7 @@ __all__ = [
     "create_guard",
     "existing_layout",
     "layout_to_build",
+    "record_config",
     "register_prefixes",
 ]
 
@@ -211,12 +213,15 @@ def add_sketch_column(conn: Connection, table: str, column: str, *, lock_timeout
 
 def _fill(conn: Connection, table: str, text_column: str, column: str, sql_type: str,
           compute: Callable[[list[str]], list[Any]], batch_size: int,
-          progress: Callable[[int, int], None] | None) -> BackfillResult:
+          progress: Callable[[int, int], None] | None, every_row: bool = False) -> BackfillResult:
     """Write ``compute(texts)`` into ``column`` for every row where it is NULL, in batches.
 
     Keyset pagination on the single-column primary key; one UPDATE (its own short
     transaction, ``conn`` in autocommit) per batch, so a re-run resumes. ``compute``
     returns one value per text in the SQL text form of ``sql_type``, None to skip it.
+    With ``every_row``, every row is computed again and written where its value
+    changed, None included (the column becomes NULL): a re-run repeats the work but
+    changes nothing more.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
@@ -231,16 +236,19 @@ def _fill(conn: Connection, table: str, text_column: str, column: str, sql_type:
     estimate = max(int(row[0]) if row else 0, 0)
     names = {"key": sql.Identifier(key), "text": sql.Identifier(text_column), "table": found.ident,
              "col": sql.Identifier(column)}
+    todo = sql.SQL("true" if every_row else "{col} IS NULL").format(**names)
     select_batch = sql.SQL(
-        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {col} IS NULL ORDER BY {key} LIMIT %s"
-    ).format(**names)
-    first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {col} IS NULL ORDER BY {key} LIMIT %s").format(
-        **names)
+        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {todo} ORDER BY {key} LIMIT %s"
+    ).format(todo=todo, **names)
+    first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {todo} ORDER BY {key} LIMIT %s").format(
+        todo=todo, **names)
+    changed = sql.SQL("t.{col} IS DISTINCT FROM v.value::{type}" if every_row else "t.{col} IS NULL").format(
+        type=_TYPES[sql_type], **names)
     update = sql.SQL(
         "UPDATE {table} AS t SET {col} = v.value::{type} "
         "FROM unnest(%s::{keys}, %s::text[]) AS v(k, value) "
-        "WHERE t.{key} = v.k AND t.{col} IS NULL"
-    ).format(type=_TYPES[sql_type], keys=_array_type(conn, oid, key), **names)
+        "WHERE t.{key} = v.k AND {changed}"
+    ).format(type=_TYPES[sql_type], keys=_array_type(conn, oid, key), changed=changed, **names)
 
     result = BackfillResult()
     started = time.perf_counter()
@@ -261,7 +269,7 @@ def _fill(conn: Connection, table: str, text_column: str, column: str, sql_type:
                 result.skipped += 1
                 if len(result.skipped_keys) < 10:
                     result.skipped_keys.append(k)
-            else:
+            if value is not None or every_row:
                 keys.append(k)
                 written.append(value)
         if keys:
@@ -284,12 +292,21 @@ def backfill_fingerprints(
     batch_size: int = 2000,
     workers: int | None = 1,
     progress: Callable[[int, int], None] | None = None,
+    refingerprint: bool = False,
 ) -> BackfillResult:
     """Fingerprint ``text_column`` into ``fp_column`` for every row where it is NULL.
 
     Keyset pagination on the single-column primary key; one UPDATE (its own short
     transaction, ``conn`` in autocommit) per batch. Rows whose text cannot be
-    fingerprinted (NULL, empty) stay NULL and are counted in ``skipped``.
+    fingerprinted (NULL, empty, no usable features) stay NULL and are counted in ``skipped``.
+
+    With ``refingerprint``, every row is fingerprinted again with ``config`` and written
+    where its fingerprint changed (``rows`` counts those; a row whose text now has no
+    features becomes NULL), and then the column's simpg index, if any, records
+    ``config`` (:func:`record_config`): how a table moves to a new config in place. The
+    generated prefix columns follow the fingerprints, so the index needs no rebuild. An
+    interrupted move is finished by running it again; until then the index still records
+    the old config.
 
     Args:
         conn: psycopg connection in autocommit mode.
@@ -300,13 +317,38 @@ def backfill_fingerprints(
         batch_size: rows per batch (and per transaction).
         workers: fingerprinting processes (None: one per CPU).
         progress: called with (rows done, estimated total) after each batch.
+        refingerprint: every row again, then record ``config`` on the index.
     """
 
     def compute(texts: list[str]) -> list[Any]:
         fps = fingerprint_many(texts, config, workers=workers, on_error="none")
         return [None if fp is None else str(bits.to_db(fp)) for fp in fps]
 
-    return _fill(conn, table, text_column, fp_column, "bigint", compute, batch_size, progress)
+    result = _fill(conn, table, text_column, fp_column, "bigint", compute, batch_size, progress, refingerprint)
+    if refingerprint:
+        record_config(conn, table, fp_column, config or FingerprintConfig())
+    return result
+
+
+def record_config(conn: Connection, table: str, fp_column: str, config: FingerprintConfig) -> bool:
+    """Record ``config`` as the fingerprint config of the simpg index on ``fp_column``.
+
+    Kept in the form the index had (the config's JSON, or its identity alone). Returns
+    False when the column has no simpg index. Only for fingerprints all made with ``config``.
+    """
+    found = _table(conn, table)
+    row = conn.execute(
+        "SELECT k, levels, prefix_columns, index_names, fingerprint_config FROM simpg.indexes "
+        "WHERE indexed_table = %s::oid::regclass AND fingerprint_column = %s",
+        (found.oid, fp_column),
+    ).fetchone()
+    if row is None:
+        return False
+    k, levels, columns, indexes, stored = row
+    text = config.to_json() if stored and stored.startswith("{") else config.identity
+    register_prefixes(conn, found.oid, fp_column, Layout(k, tuple(levels)), list(columns), list(indexes), text)
+    logger.info("recorded fingerprint config %s on %s.%s", config.identity, found.qualified, fp_column)
+    return True
 
 
 def backfill_sketches(
@@ -487,20 +529,23 @@ def check_config_matches_index(conn: Connection, table: str, fp_column: str, ide
         "WHERE indexed_table = pg_catalog.to_regclass(%s) AND fingerprint_column = %s",
         (table, fp_column),
     ).fetchone()
-    if row and row[0] and row[0] != identity:
+    if row and row[0] and identity_of(row[0]) != identity:
         raise SimpgError(
             f"fingerprint config {identity} does not match the simpg index on {table}.{fp_column}, "
-            f"made with {row[0]}"
+            f"made with {identity_of(row[0])}; to move the table to it, re-fingerprint every row "
+            "(simpg backfill --refingerprint)"
         )
 
 
 def layout_to_build(conn: Connection, table: str, text_column: str, fp_column: str, *,
                     config: FingerprintConfig, k: int | None = None, blocks: int | None = None,
-                    inner_blocks: int | None = None, sketch_column: str | None = None) -> Layout | None:
+                    inner_blocks: int | None = None, sketch_column: str | None = None,
+                    refingerprint: bool = False) -> Layout | None:
     """Everything ``simpg backfill`` can refuse, refused before the first change; the layout to build.
 
     Checks the table, its key and text column, the sketch column's type, that the
-    index's fingerprint config (if any) is ``config``'s, and, with ``k``, that the
+    index's fingerprint config (if any) is ``config``'s (unless ``refingerprint``: the
+    move to ``config``), and, with ``k``, that the
     layout asked for (or the table's default for ``k``) can be built or resumed: a run
     killed while it built the index left prefix columns, whose layout is then the one
     (refused if it is not the one asked for). None: no index to build.
@@ -512,7 +557,8 @@ def layout_to_build(conn: Connection, table: str, text_column: str, fp_column: s
     layout = None
     if k is not None and blocks is not None:
         layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
-    check_config_matches_index(conn, table, fp_column, config.identity)
+    if not refingerprint:
+        check_config_matches_index(conn, table, fp_column, config.identity)
     if k is None:
         return layout
     existing = existing_layout(conn, table, fp_column, k, layout)

@@ -62,6 +62,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--config", help="fingerprint config as JSON, or @FILE (default: FingerprintConfig())"
     )
+    p.add_argument("--refingerprint", action="store_true",
+                   help="fingerprint every row again with --config (not only empty ones) and record that "
+                        "config on the column's simpg index: how a table moves to a new config")
     p.add_argument("-k", "--k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
@@ -122,11 +125,11 @@ def run(args: argparse.Namespace) -> int:
         # everything that can be refused is refused before the first change
         layout = backfill.layout_to_build(conn, args.table, args.text_column, args.fp_column, config=config,
                                           k=args.k, blocks=args.blocks, inner_blocks=args.inner_blocks,
-                                          sketch_column=args.sketch_column)
+                                          sketch_column=args.sketch_column, refingerprint=args.refingerprint)
         added = backfill.add_fingerprint_column(conn, args.table, args.fp_column, lock_timeout=args.lock_timeout)
         filled = backfill.backfill_fingerprints(
             conn, args.table, args.text_column, args.fp_column, config=config, batch_size=args.batch_size,
-            workers=args.workers, progress=progress if show else None)
+            workers=args.workers, progress=progress if show else None, refingerprint=args.refingerprint)
         if bar is not None:
             bar.close()
             bar = None
@@ -153,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         rows = [
             ("column added", "yes" if added else "no (existed)"),
-            ("fingerprints written", f"{filled.rows:,}"),
+            ("fingerprints changed" if args.refingerprint else "fingerprints written", f"{filled.rows:,}"),
             ("rows skipped (no text)", f"{filled.skipped:,}"),
             ("batches", f"{filled.batches:,}"),
             ("fill time", f"{filled.seconds:.1f} s"),

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from simpg import bits
-from simpg.commands.install import add_dsn_argument
 from simpg.commands._options import add_radius, check_radius
+from simpg.commands.install import add_dsn_argument
 from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
 from simpg.exc import SimpgError
 from simpg.fingerprint import DEDUP_K, DEFAULT_K, MAX_SKETCH_DISTANCE, SKETCH_BITS
@@ -151,6 +151,17 @@ def _fingerprint(docs: list[Document], args: argparse.Namespace, config: Any) ->
                          args, len(docs), "fingerprinting"))
 
 
+def _no_features(doc: Document, config: Any) -> str:
+    """Why ``doc`` has no fingerprint (the fingerprinter's message: empty, or no usable features)."""
+    from simpg.fingerprint import FingerprintError, get_fingerprinter
+
+    try:
+        get_fingerprinter(config).fingerprint({"title": doc.title, "body": doc.body} if doc.title else doc.body)
+    except FingerprintError as err:
+        return str(err)
+    return "document has no usable features"
+
+
 def _read(args: argparse.Namespace) -> tuple[list[Document], list[dict[str, str]]]:
     """The documents, and those --errors skip left out (source and reason)."""
     total = count_inputs(args.path, args.glob)
@@ -247,7 +258,11 @@ def run(args: argparse.Namespace) -> int:
     fps = _fingerprint(docs, args, config)
     sketches = _sketches(docs, args)
     kept = [(d, fp, sk) for d, fp, sk in zip(docs, fps, sketches, strict=True) if fp is not None]
-    empty = [d.source for d, fp in zip(docs, fps, strict=True) if fp is None]
+    # no text left once separators and punctuation are left out: never a fingerprint that
+    # unrelated documents share, so such documents are left out and listed with the reason
+    featureless = [{"source": d.source, "reason": _no_features(d, config)}
+                   for d, fp in zip(docs, fps, strict=True) if fp is None]
+    empty = [f["source"] for f in featureless]
     if empty:
         print(f"simpg: skipped {plural(len(empty), 'document')} without usable text: {_shown(empty)}",
               file=sys.stderr)
@@ -300,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
     report["confirm"] = args.confirm
     report["max_sketch_distance"] = args.max_sketch_distance if confirm else None
     report["unreadable"] = unreadable  # left out by --errors skip, with the reason
+    report["featureless"] = featureless  # left out always: no text to fingerprint, with the reason
     if args.json:
         # every pair the clusters were made from, so an evaluation scores what users get
         report["pairs"] = [_pair_json(a, b, d, sd, rows, confirm) for a, b, d, sd in decided]

@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         index = SimIndex(conn, args.table, args.column)
+        if any(sk is not None for _, _, sk in queries):
+            _check_config(conn, index, args)
         k = check_k(args, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
         confirm = args.confirm == "sketch" or (args.confirm == "auto" and _has_column(
             conn, args.table, args.sketch_column))
@@ -127,6 +129,23 @@ def run(args: argparse.Namespace) -> int:
                 cell = f"  {r['similarity']:.2f}" if confirmed else ""
                 print(f"  {r['id']!s:>{id_w}}  {r['distance']:>4}{cell}  {r.get('source', '')}")
     return 0
+
+
+def _check_config(conn: Any, index: Any, args: argparse.Namespace) -> None:
+    """Texts are compared only with fingerprints of their config (a new simpg default is a new one)."""
+    from simpg.fingerprint import FingerprintConfig
+    from simpg.psycopg import _common
+
+    config = FingerprintConfig(lang=args.lang)
+    if args.table != "simpg_documents":
+        _common.text_config(config, index.info)  # raises, naming both, when the index records another
+        return
+    row = conn.execute("SELECT fingerprint_config, count(*) FROM simpg_documents WHERE fingerprint_config <> %s "
+                       "GROUP BY 1 ORDER BY 2 DESC LIMIT 1", [config.identity]).fetchone()
+    if row is not None:
+        raise SimpgError(f"{row[1]} rows of simpg_documents hold fingerprints made with config {row[0]}, "
+                         f"not {config.identity} (--lang {args.lang}); run simpg dedup again on their "
+                         "collection (it replaces it) to compare texts with them")
 
 
 def _has_column(conn: Any, table: str, column: str) -> bool:

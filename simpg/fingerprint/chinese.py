@@ -7,7 +7,7 @@ Pipeline for the Han text of a document:
    ``dict.txt``, so jieba's global tokenizer, its logger and its ``/tmp`` cache file are
    never touched;
 2. count terms, dropping one-character terms (as jieba's own keyword extraction does),
-   stopwords and terms with no letter or digit. If that leaves nothing, the
+   stopwords and terms with no letter or digit (``_`` is not one). If that leaves nothing, the
    one-character terms are used instead, so very short texts still have features;
 3. weigh each term ``tf * idf / median_idf``. IDF values come from jieba's bundled
    dictionary ``jieba/analyse/idf.txt`` or a user dictionary in the same format
@@ -44,7 +44,8 @@ __all__ = ["ChineseTerms", "IdfTable", "file_sha256", "load_idf", "tokenizer"]
 logger = logging.getLogger(__name__)
 
 _JIEBA_MISSING: Final = "simpg[zh] requires the package 'jieba' to be installed"
-_HAS_WORD: Final = re.compile(r"\w")
+# A letter or digit: a term of only "_" (a separator line) is no feature.
+_HAS_WORD: Final = re.compile(r"[^\W_]")
 
 _lock = threading.Lock()
 _tokenizer: Any = None

@@ -2,7 +2,7 @@
 
 Two fingerprints are comparable only when they were made with the same settings. A
 :class:`FingerprintConfig` holds every setting that changes a fingerprint, serialises to
-canonical JSON, and has a short identity such as ``"simpg-fp1:3f9a0c2d41b7e655"``
+canonical JSON, and has a short identity such as ``"simpg-fp2:3f9a0c2d41b7e655"``
 (``simpg-fp<format version>:`` + the first 16 hex digits of the SHA-256 of its canonical
 JSON). Store the identity next to the fingerprints; refuse to compare across identities.
 
@@ -16,7 +16,7 @@ Example:
     True
     >>> cfg.identity == FingerprintConfig(ngram=4).identity != FingerprintConfig().identity
     True
-    >>> cfg.identity.startswith("simpg-fp1:")
+    >>> cfg.identity.startswith("simpg-fp2:")
     True
 """
 
@@ -33,9 +33,21 @@ from typing import Any, Final
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.fingerprint.hashes import HASH_NAMES
 
-__all__ = ["DEDUP_K", "DEFAULT_FIELDS", "FORMAT_VERSION", "LANGS", "UNITS", "WEIGHTINGS", "FingerprintConfig"]
+__all__ = [
+    "DEDUP_K",
+    "DEFAULT_FIELDS",
+    "FORMAT_VERSION",
+    "LANGS",
+    "UNITS",
+    "WEIGHTINGS",
+    "FingerprintConfig",
+    "identity_of",
+]
 
-FORMAT_VERSION: Final = 1
+#: Bumped whenever the same settings could give another fingerprint, so fingerprints of
+#: two versions never compare. 2: separators (``_`` included) and runs of more than four
+#: identical characters no longer make features (issue 14).
+FORMAT_VERSION: Final = 2
 #: Default radius: chosen by bench/eval_quality.py (held-out F1 0.930 English, 0.897 Chinese
 #: at k = 4, against 0.877 and 0.829 at k = 3; no unrelated pair within 4 bits).
 DEFAULT_K: Final = 4
@@ -65,6 +77,32 @@ def _words(value: Any, name: str) -> tuple[str, ...]:
         if not isinstance(item, str) or not item:
             raise InvalidConfig(f"{name} must contain non-empty strings, got {item!r}")
     return tuple(sorted(set(items)))
+
+
+def _identity(settings: dict[str, Any]) -> str:
+    settings = {k: v for k, v in settings.items() if k != "idf_path"}
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(canonical.encode("ascii")).hexdigest()[:16]
+    return f"simpg-fp{settings.get('version')}:{digest}"
+
+
+def identity_of(stored: str) -> str:
+    """The identity of a stored config: its JSON, of any format version, or an identity.
+
+    Indexes record either (``simpg.indexes.fingerprint_config``); configs of an older
+    format can no longer be built but still name their identity.
+
+    Example:
+        >>> identity_of(FingerprintConfig().to_json()) == FingerprintConfig().identity
+        True
+        >>> identity_of("simpg-fp1:87fc02debb4e04b3")
+        'simpg-fp1:87fc02debb4e04b3'
+    """
+    try:
+        settings = json.loads(stored)
+    except ValueError:
+        return stored
+    return _identity(settings) if isinstance(settings, dict) else stored
 
 
 @dataclass(frozen=True)
@@ -255,13 +293,9 @@ class FingerprintConfig:
 
     @property
     def identity(self) -> str:
-        """Stable short identity, e.g. ``"simpg-fp1:3f9a0c2d41b7e655"``.
+        """Stable short identity, e.g. ``"simpg-fp2:3f9a0c2d41b7e655"``.
 
         Made from every setting except ``idf_path`` (the dictionary counts through its
         digest, so the same file at another path gives the same identity).
         """
-        settings = self.to_dict()
-        del settings["idf_path"]
-        canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        digest = hashlib.sha256(canonical.encode("ascii")).hexdigest()[:16]
-        return f"simpg-fp{self.version}:{digest}"
+        return _identity(self.to_dict())

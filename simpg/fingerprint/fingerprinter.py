@@ -43,7 +43,7 @@ from simpg.fingerprint.chinese import ChineseTerms
 from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import DecodeError, EmptyDocument, InvalidDocument, NoFeatures
 from simpg.fingerprint.hashes import hash_function, hash_spans
-from simpg.fingerprint.normalize import join_han, normalize, split_scripts, word_text
+from simpg.fingerprint.normalize import cut_runs, join_han, normalize, split_scripts, word_text
 from simpg.fingerprint.simhash import QUANTUM, BitTally, quantize, quantize_array
 from simpg.fingerprint.tokenize import (
     ENGLISH_STOPWORDS,
@@ -344,13 +344,15 @@ class Fingerprinter:
         return _chunks(text, self._chunk_chars)
 
     def _split(self, chunk: str) -> tuple[str, str]:
+        """(text for jieba, text for word features); word_text cuts runs in the latter."""
         norm = normalize(chunk)
         lang = self._config.lang
         if lang == "en":
             return "", norm
         if lang == "zh":
-            return join_han(norm), ""
-        return split_scripts(norm)
+            return cut_runs(join_han(norm)), ""
+        han, other = split_scripts(norm)
+        return (cut_runs(han) if han else han), other
 
     def _add_field(self, tally: BitTally, field: str, chunks: Iterable[str]) -> bool:
         """Add one field's features; return whether it had any non-blank text."""

@@ -242,9 +242,12 @@ def sketch(doc: Any) -> bytes:
         EmptyDocument: no word or character to make a shingle of.
         InvalidDocument: not text; DecodeError: bytes that are not UTF-8.
     """
-    hashes = np.sort(_shingles(doc))  # a repeated shingle changes no minimum: no need to drop it
+    text = _text(doc)
+    hashes = np.sort(_shingles(text))  # a repeated shingle changes no minimum: no need to drop it
     if not len(hashes):
-        raise EmptyDocument("empty document: no words to sketch")
+        short = " ".join(text.split())  # named as the fingerprinter names a document
+        short = short if len(short) <= 40 else short[:37] + "..."
+        raise EmptyDocument(f"empty document: no words to sketch: {short!r}")
     with np.errstate(over="ignore"):
         # The bin number salts the stored bit: a document whose bins all borrowed one
         # minimum still gets independent bits, so short texts do not collapse together.

@@ -21,6 +21,7 @@ from psycopg.types.numeric import Int8
 from simpg import allpairs, bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, NearDuplicate, SimpgError
 from simpg.fingerprint import FingerprintConfig, InvalidConfig, fingerprint_many
+from simpg.fingerprint.config import FORMAT_VERSION, identity_of
 from simpg.fingerprint.minhash import checked_max_distance, similarity, to_sql
 from simpg.layout import Layout
 from simpg.psycopg.catalog import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, check_k
@@ -298,7 +299,7 @@ def stored_config(info: IndexInfo) -> tuple[Any, str | None]:
     try:
         config = FingerprintConfig.from_json(text)
     except InvalidConfig:
-        return None, text  # an identity string only
+        return None, identity_of(text)  # an identity string, or a config of an older format
     return config, config.identity
 
 
@@ -307,6 +308,12 @@ def text_config(config: Any, info: IndexInfo) -> Any:
     stored, identity = stored_config(info)
     if config is None:
         if identity is not None and stored is None:
+            if not identity.startswith(f"simpg-fp{FORMAT_VERSION}:"):
+                raise SimpgError(
+                    f"the simpg index on {info.label} was made with fingerprint config {identity}, of an "
+                    f"older format than this simpg's ({FORMAT_VERSION}); move the table to a new config "
+                    "with simpg backfill --refingerprint (docs/fingerprinting.md)"
+                )
             raise SimpgError(
                 f"the simpg index on {info.label} was made with fingerprint config {identity}; "
                 "pass that config to fingerprint texts"
@@ -317,7 +324,8 @@ def text_config(config: Any, info: IndexInfo) -> Any:
     if identity is not None and config.identity != identity:
         raise SimpgError(
             f"fingerprint config {config.identity} differs from {identity}, "
-            f"the one the simpg index on {info.label} was made with"
+            f"the one the simpg index on {info.label} was made with; fingerprint texts with that one, "
+            "or move the table to this one with simpg backfill --refingerprint"
         )
     return config
 

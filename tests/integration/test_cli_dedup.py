@@ -353,3 +353,27 @@ def test_rows_stored_before_sketches_get_them(db: object, capsys: pytest.Capture
         stored = conn.execute("SELECT source, sketch::text FROM simpg_documents ORDER BY id").fetchall()
     assert [(s, int(b, 2).to_bytes(32, "big")) for s, b in stored] == [
         (str(folder / "a.txt"), sketch(base)), (str(folder / "b.txt"), sketch(base + "today"))]
+
+
+def test_template_pages_and_separator_only_documents(db: object, capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    # issue 14 item 4: pages of one template with unrelated bodies are no cluster, by either
+    # decision; a document of separator lines only is left out, with the reason, not clustered
+    from tests.unit.test_fingerprint_collapse import TEMPLATES
+
+    pages = TEMPLATES["tcl"] + TEMPLATES["zh"]
+    texts = [*pages, pages[0].replace("Additional", "More"), "_" * 79 + "\n" + "-" * 79, "=" * 30]
+    jsonl = tmp_path / "pages.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+    for confirm in ("sketch", "none"):
+        code, out, err = run(capsys, "dedup", str(jsonl), "--dsn", db.dsn,  # type: ignore[attr-defined]
+                             "--json", "--confirm", confirm)
+        assert code == 0, err
+        report = json.loads(out)
+        assert [sorted(d["source"] for d in c["documents"]) for c in report["clusters"]] == [
+            [f"{jsonl}:1", f"{jsonl}:13"]]
+        assert report["skipped"] == [f"{jsonl}:14", f"{jsonl}:15"]
+        assert report["featureless"] == [
+            {"source": f"{jsonl}:14", "reason": "document has no usable features: '" + "_" * 37 + "...'"},
+            {"source": f"{jsonl}:15", "reason": "document has no usable features: '" + "=" * 30 + "'"}]
+        assert "skipped 2 documents without usable text" in err

@@ -10,7 +10,7 @@ import pytest
 
 from simpg import bits
 from simpg.cli import main
-from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch, sketch_distance
+from simpg.fingerprint import MAX_SKETCH_DISTANCE, FingerprintConfig, fingerprint, sketch, sketch_distance
 from tests.integration.test_cli_dedup import CORPUS, run
 
 
@@ -112,3 +112,31 @@ def test_near_defaults_to_the_index_radius(conn: object, db: object, capsys: pyt
     code, out, err = run(capsys, "near", "42", "--table", "articles", "--column", "simhash", "-k", "4",
                          "--dsn", db.dsn)  # type: ignore[attr-defined]
     assert (code, err) == (1, "simpg: -k must be from 0 to 3 for the index on articles.simhash, got 4\n")
+
+
+def test_texts_are_not_compared_with_fingerprints_of_another_config(db: object,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A new default is a new config: text queries refuse rows fingerprinted with another one."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    old = "simpg-fp1:87fc02debb4e04b3"  # FingerprintConfig() of format 1, as simpg dedup 0.2 stored it
+    assert main(["dedup", str(CORPUS), "--dsn", dsn]) == 0
+    capsys.readouterr()
+    path = sorted(CORPUS.glob("*.txt"))[0]
+    conn = db.conn  # type: ignore[attr-defined]
+    conn.execute("UPDATE simpg_documents SET fingerprint_config = %s", [old])
+    code, _, err = run(capsys, "near", "--file", str(path), "--dsn", dsn)
+    assert code == 1 and f"hold fingerprints made with config {old}, not {FingerprintConfig().identity}" in err
+    assert "run simpg dedup again on their collection" in err
+    code, out, err = run(capsys, "near", str(fingerprint(path.read_text(encoding="utf-8"))), "--dsn", dsn)
+    assert code == 0, err  # a fingerprint is the caller's to compare
+    assert main(["dedup", str(CORPUS), "--dsn", dsn]) == 0  # replaces the collection: comparable again
+    capsys.readouterr()
+    code, out, err = run(capsys, "near", "--file", str(path), "--dsn", dsn)
+    assert code == 0 and os.fspath(path) in out, err
+
+    # any other table: the config its index records
+    conn.execute("CREATE TABLE items (id bigint PRIMARY KEY, fp bigint)")
+    conn.execute("INSERT INTO items VALUES (1, 42)")
+    conn.execute("SELECT simpg.create_index('items', 'fp', 3, 4, fingerprint_config => %s)", [old])
+    code, _, err = run(capsys, "near", "--text", "some words", "--table", "items", "--column", "fp", "--dsn", dsn)
+    assert code == 1 and old in err and "simpg backfill --refingerprint" in err

@@ -124,6 +124,21 @@ def test_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         run([])
 
 
+def test_a_document_without_features_is_an_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # separator lines alone are no text: refused, never a fingerprint shared with other such files
+    rules = tmp_path / "rules.txt"
+    rules.write_text("_" * 79 + "\n" + "=" * 79 + "\n" + "x" * 40 + "\n", encoding="utf-8")
+    with pytest.raises(SimpgError, match=f"document has no usable features: '{rules}'"):
+        run([str(rules)])
+    with pytest.raises(SimpgError, match="<stdin> line 2: document has no usable features: '-----'"):
+        run(["-"], stdin=b"a title\n-----\n", monkeypatch=monkeypatch)
+    capsys.readouterr()
+    # a short title is a document like any other
+    assert run(["-"], stdin=b"Re: ok\n", monkeypatch=monkeypatch) == 0
+    assert capsys.readouterr().out == f"{fingerprint('Re: ok')}\n"
+
+
 def test_replace_decode_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"abc def\xff ghi")

@@ -230,7 +230,9 @@ def test_fingerprint_features_inputs() -> None:
 
 def long_text(seed: int, n: int) -> str:
     rng = random.Random(seed)
-    vocab = ["alpha", "beta", "gamma", "délta", "ε", "中文", "分词", "结巴", "x", "the", "of"]
+    # separator lines and runs too: dropped or cut the same in chunks as in the whole text
+    vocab = ["alpha", "beta", "gamma", "délta", "ε", "中文", "分词", "结巴", "x", "the", "of", "_" * 79, "zzzzzzz",
+             "1000000", "好好好好好好"]
     punct = [" ", " ", " ", " ", ", ", ". ", "。", "\n", " — "]
     return "".join(rng.choice(vocab) + rng.choice(punct) for _ in range(n))
 

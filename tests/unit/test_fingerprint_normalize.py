@@ -12,7 +12,7 @@ from simpg.fingerprint import (
     word_text,
     words,
 )
-from simpg.fingerprint.normalize import has_han, join_han
+from simpg.fingerprint.normalize import RUN_LIMIT, cut_runs, has_han, join_han
 from simpg.fingerprint.tokenize import char_ngrams
 
 
@@ -25,6 +25,8 @@ from simpg.fingerprint.tokenize import char_ngrams
         ("Straße", "strasse"),  # casefold, not lower
         ("ﬁne ligature", "fine ligature"),
         ("snake_case stays, dash-splits", "snake_case stays dash splits"),
+        ("name\n" + "_" * 79 + "\n" + "=" * 40, "name"),  # separator lines are no words
+        ("zzzzzzzz 1000000 1000 ab_____cd", "10000 1000 ab____cd"),  # runs dropped or cut
         ("don't", "don t"),
         ("…—“quotes”—…", "quotes"),
         ("", ""),
@@ -39,6 +41,48 @@ def test_ascii_fast_path_equals_unicode_path() -> None:
     text = "The Quick, brown FOX -- jumps! over_the (lazy) dog; 42 times."
     # Appending a non-ASCII word forces the general path for the same ASCII prefix.
     assert word_text(normalize(text + " é")) == word_text(normalize(text)) + " é"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("aaaa", "aaaa"),
+        ("aaaaa", ""),  # a word of one character repeated is filler or a separator line
+        ("x" * 1000, ""),
+        ("ahhhhhhh zzzz", "ahhhh zzzz"),  # inside a word a run is cut to four
+        ("abababab", "abababab"),  # only one character repeated is a run
+        ("ab aaaaaaa cd eeeee", "ab cd"),
+        ("a1000000 b", "a10000 b"),
+        ("ーーーーーー 好好好好好好 中好好好好好", "中好好好好"),  # the non-ASCII path
+        ("ab", "ab"),
+    ],
+)
+def test_cut_runs(text: str, expected: str) -> None:
+    assert cut_runs(text) == expected
+    # the numpy path for ASCII and the regular expressions give the same text
+    assert cut_runs(text + " é") == (expected + " é").lstrip()
+
+
+def test_runs_never_longer_than_the_limit() -> None:
+    import random
+
+    rng = random.Random(14)
+    for _ in range(200):
+        text = "".join(rng.choice("ab ") * rng.randint(1, 9) for _ in range(30))
+        cut = cut_runs(text)
+        assert all(c * (RUN_LIMIT + 1) not in cut for c in "ab ")
+        assert cut_runs(cut) == cut
+
+
+def test_ascii_path_of_cut_runs_equals_the_regular_expressions() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(500):
+        words = ["".join(rng.choice("ab") * rng.randint(1, 7) for _ in range(rng.randint(1, 3)))
+                 for _ in range(rng.randint(1, 8))]
+        text = " ".join(words)
+        assert cut_runs(text + " é") == (cut_runs(text) + " é").lstrip(), text
 
 
 def test_combining_marks_stay_inside_words() -> None:

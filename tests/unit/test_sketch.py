@@ -78,7 +78,7 @@ def test_every_bin_is_independent_of_the_others() -> None:
 
 
 def test_bad_input_names_the_value() -> None:
-    with pytest.raises(EmptyDocument, match="empty document: no words to sketch"):
+    with pytest.raises(EmptyDocument, match="empty document: no words to sketch: '... !!! ---'"):
         sketch("  ... !!! ---")
     with pytest.raises(InvalidDocument, match="expected str, bytes or mapping, got None"):
         sketch(None)
