@@ -3,9 +3,9 @@
 One run, one server, the same fingerprints (bench/generate.py, uniform with planted
 neighbours) and the same queries, side by side:
 
-* **today**: ``SimIndex.near(q)`` at k = 4 on the reference layout (6 blocks, 15 tables),
+* **today**: ``SimHashColumn.near(q)`` at k = 4 on the reference layout (6 blocks, 15 tables),
   no sketch column;
-* **confirmed, same radius**: ``SimIndex.duplicates(q, sketch)`` at k = 4 on that layout,
+* **confirmed, same radius**: ``SimHashColumn.duplicates(q, sketch)`` at k = 4 on that layout,
   with a ``bit(256)`` sketch column (what bytes and time the confirmation adds);
 * **confirmed, wider radius**: ``duplicates`` at k = 5, 6 (and more with ``--k``) on the
   planner's layout for that radius at this size, which is what buys recall (dedup's
@@ -44,7 +44,7 @@ import pgserver  # noqa: E402
 from simpg import planner, schema  # noqa: E402
 from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
-from simpg.psycopg import SimIndex  # noqa: E402
+from simpg.psycopg import SimHashColumn  # noqa: E402
 
 M64 = (1 << 64) - 1
 
@@ -110,7 +110,7 @@ def main() -> None:
                          **build(conn, f"cost_k{k}", data.fps, sketches, layout)})
     queries = [int(q) & M64 for q in data.queries[: args.queries]]
     query_sketches = [sketches[i % n].tobytes() for i in range(len(queries))]
-    handles = [SimIndex.connect(dsn, v["table"], "fp", id_column="id") for v in variants]
+    handles = [SimHashColumn.connect(dsn, v["table"], "fp", id_column="id") for v in variants]
     times: list[list[float]] = [[] for _ in variants]
     found = [0] * len(variants)
     say(f"{len(queries)} lookups x {args.rounds} rounds x {len(variants)} variants, interleaved")

@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 import pgserver  # noqa: E402
 
 from simpg import bits, schema  # noqa: E402
-from simpg.psycopg import SimIndex  # noqa: E402
+from simpg.psycopg import SimHashColumn  # noqa: E402
 
 K = 3
 GLOBAL_LOCK = 814_160  # the advisory key of the "global lock" mode
@@ -81,7 +81,7 @@ def run_mode(dsn: str, mode: str, clients: int, seconds: float, first_id: int) -
         rng = random.Random(c * 7919 + first_id)
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:
-                index = SimIndex(conn, table, "simhash")
+                index = SimHashColumn(conn, table, "simhash")
                 n = 0
                 start.wait()
                 while not stop.is_set():

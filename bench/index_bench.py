@@ -9,7 +9,7 @@ queries, every figure next to its baseline and prints the ratios:
   pg_relation_size / pg_indexes_size), measured vs expected candidates per lookup,
   and single-lookup p50/p99 with a prepared statement;
 * on the recommended design: single lookups through the Python API (when
-  simpg.psycopg.SimIndex exists), raw prepared SQL, ``simpg.near()``, and a
+  simpg.psycopg.SimHashColumn exists), raw prepared SQL, ``simpg.near()``, and a
   sequential scan (``simpg.hamming`` over the whole table); the API again with the
   client on one CPU and the server processes on the others, with and without
   ``busy_wait``; batched lookups/s;
@@ -230,7 +230,7 @@ def api_ids(handle: Any, k: int) -> Callable[[int], list[int]]:
     return lambda q: [nb.id for nb in handle.near(bits.from_db(q), k)]
 
 
-def pinned_turns(SimIndex: Any, dsn: str, table: str, k: int, queries: list[int]) -> dict[str, tuple[dict, list]]:
+def pinned_turns(SimHashColumn: Any, dsn: str, table: str, k: int, queries: list[int]) -> dict[str, tuple[dict, list]]:
     """Single lookups with the client on one CPU and the lookup connections' server
     processes on the others, as with the server on a host of its own: a lookup
     connection against one that polls for the answer (busy_wait), taking turns.
@@ -240,9 +240,9 @@ def pinned_turns(SimIndex: Any, dsn: str, table: str, k: int, queries: list[int]
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if len(cpus) < 2:
         return {}
-    handles = {"lookup connection (SimIndex.connect)": SimIndex.connect(dsn, table, "fp"),
+    handles = {"lookup connection (SimHashColumn.connect)": SimHashColumn.connect(dsn, table, "fp"),
                "lookup connection polling for the answer (busy_wait=0.001)":
-                   SimIndex.connect(dsn, table, "fp", busy_wait=0.001)}
+                   SimHashColumn.connect(dsn, table, "fp", busy_wait=0.001)}
     try:
         for handle in handles.values():
             os.sched_setaffinity(handle.conn.info.backend_pid, cpus[1:])
@@ -328,10 +328,10 @@ def run_peer(venv: str, args: list[str]) -> dict | None:
 
 def api_class() -> Any:
     try:
-        from simpg.psycopg import SimIndex  # type: ignore[attr-defined]
+        from simpg.psycopg import SimHashColumn  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return SimIndex
+    return SimHashColumn
 
 
 def main() -> None:
@@ -460,8 +460,8 @@ def main() -> None:
     lookups: dict[str, Any] = {}
     lookup = RawLookup(conn, best_table, best, k)
     prewarm(conn, best_table)
-    SimIndex = api_class()
-    if SimIndex is None:  # without the API, raw SQL on its own (with it, in turns below)
+    SimHashColumn = api_class()
+    if SimHashColumn is None:  # without the API, raw SQL on its own (with it, in turns below)
         say("recommended design: raw prepared lookups")
         with generic_plans(conn):
             stats, results = time_lookups(lookup, queries[: args.queries])
@@ -496,26 +496,26 @@ def main() -> None:
         "exact": check_exact(fps, queries[:seq_n], results, k),
     }
 
-    api = SimIndex(conn, best_table, "fp") if SimIndex is not None else None
+    api = SimHashColumn(conn, best_table, "fp") if SimHashColumn is not None else None
     if api is not None:
         # The API against raw SQL, taking turns query by query: on a shared machine,
         # timing one variant after the other compares two different moments.
-        say("recommended design: Python API SimIndex.near and raw SQL, taking turns")
+        say("recommended design: Python API SimHashColumn.near and raw SQL, taking turns")
         raw_conn = psycopg.connect(dsn, autocommit=True)
         for setting in ("plan_cache_mode = force_generic_plan", "enable_seqscan = off",
                         "max_parallel_workers_per_gather = 0"):
             raw_conn.execute(f"SET {setting}")
-        lookup_api = SimIndex.connect(dsn, best_table, "fp")
-        polling_api = SimIndex.connect(dsn, best_table, "fp", busy_wait=0.001)
+        lookup_api = SimHashColumn.connect(dsn, best_table, "fp")
+        polling_api = SimHashColumn.connect(dsn, best_table, "fp", busy_wait=0.001)
         for c in (raw_conn, lookup_api.conn, polling_api.conn):
             prewarm(c, best_table)
         turns = {
             "raw prepared SQL": RawLookup(raw_conn, best_table, best, k),
-            "Python API SimIndex.near, lookup connection (SimIndex.connect: generic plan)":
+            "Python API SimHashColumn.near, lookup connection (SimHashColumn.connect: generic plan)":
                 api_ids(lookup_api, k),
-            "Python API SimIndex.near, lookup connection polling for the answer (busy_wait=0.001)":
+            "Python API SimHashColumn.near, lookup connection polling for the answer (busy_wait=0.001)":
                 api_ids(polling_api, k),
-            "Python API SimIndex.near, plain connection (planned per call)":
+            "Python API SimHashColumn.near, plain connection (planned per call)":
                 api_ids(api, k),
         }
         for name, (stats, results) in time_in_turns(turns, queries[: args.queries]).items():
@@ -523,7 +523,7 @@ def main() -> None:
         raw_conn.close()
         polling_api.close()
         say("recommended design: client and server processes on separate CPUs")
-        pinned = pinned_turns(SimIndex, dsn, best_table, k, queries[: args.queries])
+        pinned = pinned_turns(SimHashColumn, dsn, best_table, k, queries[: args.queries])
         report["lookups_pinned"] = {
             name: {**stats, "exact": check_exact(fps, queries[: args.check], results[: args.check], k)}
             for name, (stats, results) in pinned.items()}
@@ -555,11 +555,11 @@ def main() -> None:
             np.array([bits.from_db(q) for q in qs], dtype=np.uint64), near_rows,
             rng.integers(0, 2**64, 20000 - len(qs) - len(near_rows), dtype=np.uint64)])
         batches = [unsigned[i : i + 1000] for i in range(0, len(unsigned), 1000)]
-        second = SimIndex.connect(dsn, best_table, "fp")
+        second = SimHashColumn.connect(dsn, best_table, "fp")
         prewarm(second.conn, best_table)  # see prewarm(): a new process is slow on its first pages
         for handle in (api, lookup_api, second):
             handle.near_many(unsigned[-100:], k)  # prepares the statement
-        one_connection = {"plain connection": api, "lookup connection (SimIndex.connect)": lookup_api}
+        one_connection = {"plain connection": api, "lookup connection (SimHashColumn.connect)": lookup_api}
         # taking turns batch by batch (who goes first alternates), as the single lookups do
         seconds = dict.fromkeys(one_connection, 0.0)
         answers_by: dict[str, list] = {label: [] for label in one_connection}
@@ -570,7 +570,7 @@ def main() -> None:
                 seconds[label] += time.perf_counter() - t0
         for label, answers in answers_by.items():
             results = [[nb.id for nb in hits] for answer in answers for hits in answer]
-            batched[f"Python API SimIndex.near_many (1000 per call), {label}"] = {
+            batched[f"Python API SimHashColumn.near_many (1000 per call), {label}"] = {
                 "lookups_per_second": len(unsigned) / seconds[label],
                 "exact": check_exact(fps, qs[: args.check], results[: args.check], k),
             }
@@ -583,7 +583,7 @@ def main() -> None:
                                    range(len(handles))))
         answers = [shares[i % len(handles)][i // len(handles)] for i in range(len(batches))]
         results = [[nb.id for nb in hits] for answer in answers for hits in answer]
-        batched["Python API SimIndex.near_many (1000 per call), 2 lookup connections in 2 threads"] = {
+        batched["Python API SimHashColumn.near_many (1000 per call), 2 lookup connections in 2 threads"] = {
             "lookups_per_second": len(unsigned) / t[0],
             "exact": check_exact(fps, qs[: args.check], results[: args.check], k),
         }
@@ -599,7 +599,7 @@ def main() -> None:
     report["load"]["indexed_copy_rows_per_second"] = len(add) / secs
     conn.execute(f"DELETE FROM {best_table} WHERE id > {n}")
     if api is not None:
-        say("adding rows through SimIndex.add")
+        say("adding rows through SimHashColumn.add")
         conn.execute(f"SELECT setval(pg_get_serial_sequence('{best_table}', 'id'), {n})")
         with timer() as t:
             api.add(add.view(np.uint64))
@@ -622,11 +622,11 @@ def main() -> None:
         "planted_missing": len(planted - found),
     }
     if api is not None:
-        say("all pairs: SimIndex.pairs()")
+        say("all pairs: SimHashColumn.pairs()")
         with timer() as t:
             got = list(api.pairs(k))
         mine = {(min(p.a, p.b) - 1, max(p.a, p.b) - 1) for p in got}
-        pairs["Python API SimIndex.pairs() straight from the table"] = {
+        pairs["Python API SimHashColumn.pairs() straight from the table"] = {
             "seconds": t[0],
             "pairs": len(got),
             "distance_0_pairs": sum(p.distance == 0 for p in got),
@@ -695,7 +695,7 @@ def render(r: dict) -> str:
         f"(recommended design) | {load.get('indexed_copy_rows_per_second', 0):,.0f} |",
         *(
             [
-                f"| SimIndex.add of the same {load.get('indexed_copy_rows', 0):,} rows "
+                f"| SimHashColumn.add of the same {load.get('indexed_copy_rows', 0):,} rows "
                 f"(indexed table) | {load['api_add_rows_per_second']:,.0f} |"
             ]
             if "api_add_rows_per_second" in load

@@ -3,8 +3,8 @@
 For a table of N random fingerprints indexed by simpg (k=3, 5 blocks: 10 tables),
 this prints, with ratios:
 
-1. single lookups: the statement SimIndex.near sends (OR of prefix ranges, prepared),
-   on a plain connection, on a lookup connection (SimIndex.connect: one generic
+1. single lookups: the statement SimHashColumn.near sends (OR of prefix ranges, prepared),
+   on a plain connection, on a lookup connection (SimHashColumn.connect: one generic
    plan) and on one that polls for the answer (busy_wait=0.001), against a UNION of
    per-table range scans and against ranges computed in SQL; then busy_wait by CPU
    placement (client and server on any CPU, or on separate ones) and by the time
@@ -13,12 +13,12 @@ this prints, with ratios:
    ``--public-apis``: that fast path, which drove psycopg internals (kept here as
    InternalNear to measure it), against psycopg's public APIs for the same statement:
    cursors made per lookup or kept, RawCursor, pipeline mode, simpg's NearLookup;
-2. batched lookups: SimIndex.near_many (per table, one join of the queries sorted by
+2. batched lookups: SimHashColumn.near_many (per table, one join of the queries sorted by
    prefix; UNION of the tables) against a LATERAL OR of ranges per query (its form
    before 0.1.1) and a LATERAL UNION ALL of per-table scans, at several batch sizes;
 3. reading (id, fingerprint) of every row: string_agg(int8send) (what fetch_all
    uses) against array_agg and a binary COPY;
-4. all pairs within k: SimIndex.pairs() (fetch + numpy pass) against a pure-SQL
+4. all pairs within k: SimHashColumn.pairs() (fetch + numpy pass) against a pure-SQL
    self-join per table.
 
 Every variant's answers are compared with the API's (and the API's with a numpy
@@ -48,7 +48,7 @@ from psycopg import sql
 from psycopg.types.numeric import Int8
 
 from simpg import allpairs, bits
-from simpg.psycopg import Neighbor, SimIndex, _common, _internals, lookup, queries
+from simpg.psycopg import Neighbor, SimHashColumn, _common, _internals, lookup, queries
 
 
 class InternalNear:
@@ -110,8 +110,8 @@ def pct(values: list[float], p: float) -> float:
     return values[min(int(len(values) * p), len(values) - 1)]
 
 
-def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, polling: SimIndex, qs: list[int],
-                   all_fps: np.ndarray) -> None:
+def single_lookups(conn: psycopg.Connection, index: SimHashColumn, tuned: SimHashColumn, polling: SimHashColumn,
+                   qs: list[int], all_fps: np.ndarray) -> None:
     info = index.info
     n = info.layout.tables
     t = sql.Identifier
@@ -137,9 +137,9 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, p
         return params
 
     variants = {
-        "SimIndex.near (OR of ranges, prepared)": lambda q: index.near(q, 3),
-        "SimIndex.connect(...).near (generic plan)": lambda q: tuned.near(q, 3),
-        "SimIndex.connect(..., busy_wait=0.001).near (polls for the answer)": lambda q: polling.near(q, 3),
+        "SimHashColumn.near (OR of ranges, prepared)": lambda q: index.near(q, 3),
+        "SimHashColumn.connect(...).near (generic plan)": lambda q: tuned.near(q, 3),
+        "SimHashColumn.connect(..., busy_wait=0.001).near (polls for the answer)": lambda q: polling.near(q, 3),
         "UNION of per-table scans, prepared": lambda q: [
             tuple(r) for r in conn.execute(union, union_params(q), prepare=True).fetchall()],
         "OR, ranges computed in SQL, prepared": lambda q: [
@@ -160,13 +160,13 @@ def single_lookups(conn: psycopg.Connection, index: SimIndex, tuned: SimIndex, p
             if i >= 50:  # warm-up
                 results[name].append(elapsed)
             answers[name].append([tuple(x) for x in got])
-    for q, got in zip(qs, answers["SimIndex.near (OR of ranges, prepared)"], strict=True):
+    for q, got in zip(qs, answers["SimHashColumn.near (OR of ranges, prepared)"], strict=True):
         d = np.bitwise_count(all_fps ^ np.uint64(q))
         assert len(got) == int((d <= 3).sum()), "API answer differs from a scan of all rows"
-    base = statistics.median(results["SimIndex.near (OR of ranges, prepared)"])
+    base = statistics.median(results["SimHashColumn.near (OR of ranges, prepared)"])
     print("\n## Single lookups (k=3)\n\n| variant | p50 ms | p90 ms | p50 ratio | same answers |")
     print("|---|---|---|---|---|")
-    ref = answers["SimIndex.near (OR of ranges, prepared)"]
+    ref = answers["SimHashColumn.near (OR of ranges, prepared)"]
     for name, lat in results.items():
         same = answers[name] == ref[: len(answers[name])]
         print(f"| {name} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | "
@@ -189,12 +189,12 @@ STABLE_GUARD = "bench_layout_is_stable"
 
 
 def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None:
-    """SimIndex.near on a lookup connection: the libpq fast path against psycopg's cursor,
+    """SimHashColumn.near on a lookup connection: the libpq fast path against psycopg's cursor,
     each with the layout checked once per plan (immutable simpg.layout_is) or at every
     execution (a STABLE copy of it), taking turns. All on one connection: which CPU
     the server process runs on, next to the client or not, moves a lookup by more
     than these differences."""
-    handle = SimIndex.connect(dsn, name)
+    handle = SimHashColumn.connect(dsn, name)
     prewarm(handle.conn, name)
     info = handle.info
     definition = handle.conn.execute(
@@ -220,10 +220,10 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
         return run
 
     variants = {
-        "libpq fast path (0.1.1's SimIndex.near), layout checked per plan": fast(False),
+        "libpq fast path (0.1.1's SimHashColumn.near), layout checked per plan": fast(False),
         "libpq fast path, layout checked at every execution": fast(True),
         "psycopg cursor and ORDER BY, layout checked per plan": cursor(False),
-        "psycopg cursor and ORDER BY, layout checked at every execution (SimIndex.near before)": cursor(True),
+        "psycopg cursor and ORDER BY, layout checked at every execution (SimHashColumn.near before)": cursor(True),
     }
     results: dict[str, list[float]] = {v: [] for v in variants}
     answers: dict[str, list[Any]] = {v: [] for v in variants}
@@ -252,7 +252,7 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
 
 
 def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None:
-    """SimIndex.near's libpq fast path (psycopg internals: generators, Connection.wait,
+    """SimHashColumn.near's libpq fast path (psycopg internals: generators, Connection.wait,
     conn.lock) against psycopg's public APIs for the same statement, on one lookup
     connection, taking turns (issue 15, code item 2): the cursor as the handles use it
     where the fast path does not apply (binary, prepared, ORDER BY), the same without
@@ -263,7 +263,7 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
     ``prepare_threshold=0`` does for every statement). Prints p50/p90 and the client's
     CPU time per lookup (process time over the whole run, divided), which is where the
     paths differ: the server does the same work for each."""
-    handle = SimIndex.connect(dsn, name)
+    handle = SimHashColumn.connect(dsn, name)
     conn = handle.conn
     prewarm(conn, name)
     info = handle.info
@@ -301,13 +301,13 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
     internal = InternalNear(conn, info)
     public = lookup.NearLookup(conn)
     # the whole handle (argument checks, layout re-read on SPG01), with either path inside
-    with_internal, with_public = SimIndex(conn, name), SimIndex(conn, name)
+    with_internal, with_public = SimHashColumn(conn, name), SimHashColumn(conn, name)
     for handle_ in (with_internal, with_public):
         handle_.refresh()
     internal_h = InternalNear(conn, with_internal.info, b"bench_internal_handle")
     with_public_lookup = lookup.NearLookup(conn)
 
-    def handle_near(handle_: SimIndex, run: Any) -> Any:
+    def handle_near(handle_: SimHashColumn, run: Any) -> Any:
         return lambda q: handle_._lookup(lambda i: run(i, _common.fingerprint(q), _common.radius(3, i)))
 
     def internals(enabled: bool, run: Any) -> Any:
@@ -319,13 +319,13 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
 
     shipped = _internals.ENABLED
     variants: dict[str, Any] = {
-        "SimIndex.near with 0.1.1's internal fast path":
+        "SimHashColumn.near with 0.1.1's internal fast path":
             handle_near(with_internal, lambda i, q, k: internal_h.near(q, k)),
-        "SimIndex.near with NearLookup (public API)":
+        "SimHashColumn.near with NearLookup (public API)":
             internals(False, handle_near(with_public, lambda i, q, k: with_public_lookup.near(i, q, k))),
-        "SimIndex.near with NearLookup as shipped (fast path on tested psycopg)":
+        "SimHashColumn.near with NearLookup as shipped (fast path on tested psycopg)":
             internals(shipped, handle_near(with_public, lambda i, q, k: with_public_lookup.near(i, q, k))),
-        "internal: libpq fast path (SimIndex.near in 0.1.1)": lambda q: internal.near(q, 3),
+        "internal: libpq fast path (SimHashColumn.near in 0.1.1)": lambda q: internal.near(q, 3),
         "public: simpg.psycopg.lookup.NearLookup (kept RawCursor, sorted in Python)":
             internals(False, lambda q: public.near(info, q, 3)),
         "public: cursor, binary, prepared, ORDER BY (the handles' other path)": cursor_ordered,
@@ -383,7 +383,7 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
     for q, got in zip(qs, ref, strict=True):
         d = np.bitwise_count(all_fps ^ np.uint64(q))
         assert len(got) == int((d <= 3).sum()), "API answer differs from a scan of all rows"
-    internal_label = "internal: libpq fast path (SimIndex.near in 0.1.1)"
+    internal_label = "internal: libpq fast path (SimHashColumn.near in 0.1.1)"
     base = statistics.median(results[internal_label])
     base_cpu = cpu[internal_label] / len(results[internal_label])
     print(f"\n## Single lookups on a lookup connection: psycopg internals against public APIs "
@@ -394,10 +394,11 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
         print(f"| {label} | {pct(lat, .5) * 1e3:.3f} | {pct(lat, .9) * 1e3:.3f} | "
               f"{statistics.median(lat) / base:.2f} | {cpu[label] / len(lat) * 1e6:.1f} | "
               f"{cpu[label] / len(lat) / base_cpu:.2f} | {answers[label] == ref} |")
-    a, b = (results[x] for x in ("SimIndex.near with 0.1.1's internal fast path",
-                                 "SimIndex.near with NearLookup (public API)"))
-    print(f"\nSimIndex.near, public against internal: p50 ratio {statistics.median(b) / statistics.median(a):.2f}, "
-          f"client CPU ratio {cpu['SimIndex.near with NearLookup (public API)'] / cpu[order[0][0]]:.2f}")
+    a, b = (results[x] for x in ("SimHashColumn.near with 0.1.1's internal fast path",
+                                 "SimHashColumn.near with NearLookup (public API)"))
+    print("\nSimHashColumn.near, public against internal: "
+          f"p50 ratio {statistics.median(b) / statistics.median(a):.2f}, "
+          f"client CPU ratio {cpu['SimHashColumn.near with NearLookup (public API)'] / cpu[order[0][0]]:.2f}")
     _internals.ENABLED = shipped
     conn.pgconn.exec_(b"DEALLOCATE bench_exec_prepared")
     handle.close()
@@ -411,7 +412,7 @@ def timeit_each(fn: Any, items: list[int]) -> float:
     return (time.perf_counter() - t0) / len(items)
 
 
-def busy_wait_placement(tuned: SimIndex, polling: SimIndex, qs: list[int]) -> None:
+def busy_wait_placement(tuned: SimHashColumn, polling: SimHashColumn, qs: list[int]) -> None:
     """A lookup connection against one polling for the answer (busy_wait=0.001), with
     lookups back to back or spaced out, first with client and server processes on any
     CPU, then with the client on CPU 0 and both server processes on the others (as
@@ -487,7 +488,7 @@ def lateral_union_all_sql(info: Any) -> sql.Composed:
         names=sql.SQL(", ").join(t(x) for x in names), b=branches)
 
 
-def batched_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int]) -> None:
+def batched_lookups(conn: psycopg.Connection, index: SimHashColumn, qs: list[int]) -> None:
     """near_many's statement against the two per-query forms, same batch, same transaction settings."""
     info = index.info
     n = info.layout.tables
@@ -528,7 +529,7 @@ def batched_lookups(conn: psycopg.Connection, index: SimIndex, qs: list[int]) ->
               + f" | {size / best['api'] / rates[0]:.2f} | {same} |")
 
 
-def fetching(conn: psycopg.Connection, index: SimIndex) -> None:
+def fetching(conn: psycopg.Connection, index: SimHashColumn) -> None:
     info = index.info
 
     class Raw(psycopg.adapt.Loader):
@@ -569,7 +570,7 @@ def fetching(conn: psycopg.Connection, index: SimIndex) -> None:
         print(f"| {name} | {min(ts):.2f} | {min(ts) / base:.2f} |")
 
 
-def all_pairs(conn: psycopg.Connection, index: SimIndex, sql_pairs: bool) -> None:
+def all_pairs(conn: psycopg.Connection, index: SimHashColumn, sql_pairs: bool) -> None:
     info = index.info
     print("\n## All pairs within k=3\n\n| method | seconds | pairs | ratio |\n|---|---|---|---|")
     t0 = time.perf_counter()
@@ -579,7 +580,7 @@ def all_pairs(conn: psycopg.Connection, index: SimIndex, sql_pairs: bool) -> Non
     total = time.perf_counter() - t0
     count = sum(len(c[0]) for c in chunks)
     layout = allpairs.pairs_layout(3, len(fps))
-    print(f"| SimIndex.pairs(3): fetch {fetched:.2f} s + numpy pass over {layout.name} | {total:.2f} "
+    print(f"| SimHashColumn.pairs(3): fetch {fetched:.2f} s + numpy pass over {layout.name} | {total:.2f} "
           f"| {count} | 1.00 |")
     if not sql_pairs:
         return
@@ -615,7 +616,7 @@ def main() -> None:
     name = args.table or f"b{args.rows}"
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         make_table(conn, name, args.rows)
-        index = SimIndex(conn, name)
+        index = SimHashColumn(conn, name)
         rows = conn.execute(sql.SQL("SELECT simhash FROM {} TABLESAMPLE SYSTEM (1) LIMIT %s").format(
             sql.Identifier(name)), [args.queries]).fetchall()
         rng = np.random.default_rng(1)
@@ -632,8 +633,8 @@ def main() -> None:
         if args.public_apis:
             public_apis(args.dsn, name, qs, all_fps)
             return
-        with SimIndex.connect(args.dsn, name) as tuned, \
-                SimIndex.connect(args.dsn, name, busy_wait=0.001) as polling:
+        with SimHashColumn.connect(args.dsn, name) as tuned, \
+                SimHashColumn.connect(args.dsn, name, busy_wait=0.001) as polling:
             for handle in (tuned, polling):
                 prewarm(handle.conn, name)
             single_lookups(conn, index, tuned, polling, qs, all_fps)

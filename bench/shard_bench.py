@@ -11,11 +11,11 @@ random fingerprints (k=3, the layout simpg.default_levels picks for N) into:
   loaded by ``INSERT ... SELECT`` through the coordinator (postgres_fdw batch_size 1000).
 
 Then, on each, with the answers compared between the two and with a numpy popcount:
-single lookups from one client on a lookup connection (SimIndex.connect /
+single lookups from one client on a lookup connection (SimHashColumn.connect /
 configure_lookups: generic plans), p50, p99, lookups/s; lookups/s of ``--clients``
 clients (threads, a connection each); batches (near_many of 100),
 bytes per row (table and indexes, summed over the shards), and all pairs within k
-(SimIndex.pairs, which reads every row once). Prints a table with ratios and writes
+(SimHashColumn.pairs, which reads every row once). Prints a table with ratios and writes
 JSON. Usage:
 
     python bench/shard_bench.py --rows 1000000 --json /tmp/shard_bench.json
@@ -38,7 +38,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import pgserver  # noqa: E402
 from simpg import bits, schema  # noqa: E402
-from simpg.psycopg import SimIndex, configure_lookups  # noqa: E402
+from simpg.psycopg import SimHashColumn, configure_lookups  # noqa: E402
 from simpg.shards import Shard, ShardedIndex, create_shards  # noqa: E402
 
 SETTINGS = {**pgserver.SETTINGS, "shared_buffers": "1GB", "effective_cache_size": "4GB", "huge_pages": "off"}
@@ -125,7 +125,7 @@ def main() -> None:
 
         # -- one server
         conn.execute("CREATE TABLE single (id bigint PRIMARY KEY, simhash bigint)")
-        single = SimIndex(conn, "single", "simhash")
+        single = SimHashColumn(conn, "single", "simhash")
         t = time.perf_counter()
         with conn.cursor().copy("COPY single (id, simhash) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(["int8", "int8"])
@@ -165,10 +165,10 @@ def main() -> None:
                 size += shard.execute("SELECT pg_total_relation_size('sharded')").fetchall()[0][0]
         out["sharded_bytes_per_row"] = size / n
 
-        # lookups on connections of their own, set up for them (SimIndex.connect,
+        # lookups on connections of their own, set up for them (SimHashColumn.connect,
         # configure_lookups: one generic plan per statement), as docs/python.md advises;
         # on a plain connection planning took 2.4 ms of a one-server lookup here
-        single = SimIndex.connect(coord.dsn("bench"), "single", "simhash")
+        single = SimHashColumn.connect(coord.dsn("bench"), "single", "simhash")
         lookups = psycopg.connect(coord.dsn("bench"), autocommit=True)
         configure_lookups(lookups)
         sharded = ShardedIndex(lookups, "sharded", "simhash", id_column="id")
@@ -181,7 +181,7 @@ def main() -> None:
             for q in queries[:200]:  # warm the caches
                 lookup(q)
             out[f"{name}_near"] = time_lookups(lookup, queries)
-        for name, make in (("single", lambda: SimIndex.connect(coord.dsn("bench"), "single", "simhash").near),
+        for name, make in (("single", lambda: SimHashColumn.connect(coord.dsn("bench"), "single", "simhash").near),
                            ("sharded", lambda: _sharded_lookup(coord.dsn("bench")))):
             out[f"{name}_lookups_per_s_{args.clients}_clients"] = throughput(make, queries, args.clients,
                                                                              args.seconds)

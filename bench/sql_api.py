@@ -7,22 +7,22 @@ single lookups, one connection each, taking turns query by query (p50, p99, and 
 ratio of each p50 to the raw statement's):
 
   raw prepared statement   the OR of the 10 prefix ranges, computed in Python, sent as a
-                           prepared binary statement on a connection with SimIndex's
+                           prepared binary statement on a connection with SimHashColumn's
                            lookup settings (one generic plan, no sequential scan)
-  SimIndex.near            simpg.psycopg (sync)
-  AsyncSimIndex.near       simpg.psycopg (asyncio)
+  SimHashColumn.near            simpg.psycopg (sync)
+  AsyncSimHashColumn.near       simpg.psycopg (asyncio)
   SQLAlchemy Session       select(Model).where(Model.simhash.within(q, 3)) (simhash_index)
   simpg.near()             SELECT * FROM simpg.near(NULL::t, q, 3), prepared by psycopg
   sequential scan          WHERE simpg.hamming(simhash, q) <= 3 (a few queries only)
 
 batches of --batch queries in one statement (time per lookup, lookups/s):
 
-  SimIndex.near_many       simpg.psycopg
+  SimHashColumn.near_many       simpg.psycopg
   simpg.near_many()        SELECT * FROM simpg.near_many(NULL::t, fps, 3)
   LATERAL simpg.near()     SELECT ... FROM unnest(fps) AS q, LATERAL simpg.near(NULL::t, q.fp, 3)
 
 and every pair within k (and clusters), once each: SQL simpg.pairs/simpg.clusters,
-SimIndex.pairs/clusters, and ``simpg find-all`` on the fingerprints as a text file.
+SimHashColumn.pairs/clusters, and ``simpg find-all`` on the fingerprints as a text file.
 
 Every form's answers are compared (the lookups with each other, pairs by count and set).
 Usage:
@@ -51,7 +51,7 @@ from sqlalchemy import BigInteger, create_engine, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from simpg import bits
-from simpg.psycopg import AsyncSimIndex, SimIndex
+from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from simpg.psycopg.settings import LOOKUP_SETTINGS_SQL
 from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
 
@@ -87,10 +87,10 @@ def queries(conn: psycopg.Connection, table: str, n: int) -> list[int]:
 
 
 def single_lookups(dsn: str, table: str, qs: list[int], seq_queries: int) -> list[dict[str, Any]]:
-    index = SimIndex.connect(dsn, table, "simhash")
+    index = SimHashColumn.connect(dsn, table, "simhash")
     layout, columns = index.info.layout, index.info.prefix_columns
     raw = psycopg.connect(dsn, autocommit=True)
-    # the session settings of SimIndex's lookup connections: one generic plan, read through the B-trees
+    # the session settings of SimHashColumn's lookup connections: one generic plan, read through the B-trees
     raw.execute(LOOKUP_SETTINGS_SQL)
     ranges = " OR ".join(f"t.{c} BETWEEN %s AND %s" for c in columns)
     raw_sql = f"SELECT t.id FROM {table} AS t WHERE ({ranges}) AND simpg.hamming(t.simhash, %s) <= {K}"
@@ -119,15 +119,15 @@ def single_lookups(dsn: str, table: str, qs: list[int], seq_queries: int) -> lis
         return found
 
     loop = asyncio.new_event_loop()
-    aindex = loop.run_until_complete(AsyncSimIndex.connect(dsn, table, "simhash"))
+    aindex = loop.run_until_complete(AsyncSimHashColumn.connect(dsn, table, "simhash"))
 
     def async_near(q: int) -> set[int]:
         return {n.id for n in loop.run_until_complete(aindex.near(q, K))}
 
     forms: dict[str, Callable[[int], set[int]]] = {
         "raw prepared statement": raw_near,
-        "SimIndex.near": lambda q: {n.id for n in index.near(q, K)},
-        "AsyncSimIndex.near": async_near,
+        "SimHashColumn.near": lambda q: {n.id for n in index.near(q, K)},
+        "AsyncSimHashColumn.near": async_near,
         "SQLAlchemy Session, within()": orm_near,
         "simpg.near() from SQL": sql_near,
     }
@@ -166,7 +166,7 @@ def single_lookups(dsn: str, table: str, qs: list[int], seq_queries: int) -> lis
 
 
 def batches(dsn: str, table: str, qs: list[int], batch: int, repeat: int) -> list[dict[str, Any]]:
-    index = SimIndex.connect(dsn, table, "simhash")
+    index = SimHashColumn.connect(dsn, table, "simhash")
     conn = psycopg.connect(dsn, autocommit=True)
     chunks = [qs[i:i + batch] for i in range(0, len(qs), batch)]
 
@@ -184,7 +184,7 @@ def batches(dsn: str, table: str, qs: list[int], batch: int, repeat: int) -> lis
                             [[bits.to_db(q) for q in chunk]]).fetchall()
         return set(rows)
 
-    forms = {"SimIndex.near_many": api, "simpg.near_many() from SQL": sql_many,
+    forms = {"SimHashColumn.near_many": api, "simpg.near_many() from SQL": sql_many,
              "LATERAL simpg.near() from SQL": lateral}
     totals: dict[str, list[float]] = {name: [] for name in forms}
     for _ in range(repeat):
@@ -195,7 +195,7 @@ def batches(dsn: str, table: str, qs: list[int], batch: int, repeat: int) -> lis
                 answers.append(form(chunk))
                 totals[name].append((time.perf_counter() - t0) / len(chunk))
             assert all(a == answers[0] for a in answers), "batched lookups disagree"
-    base = statistics.median(totals["SimIndex.near_many"])
+    base = statistics.median(totals["SimHashColumn.near_many"])
     index.close()
     conn.close()
     return [{"form": name, "batch": batch, "per_lookup_ms": statistics.median(v) * 1e3,
@@ -204,7 +204,7 @@ def batches(dsn: str, table: str, qs: list[int], batch: int, repeat: int) -> lis
 
 
 def reports(dsn: str, table: str) -> list[dict[str, Any]]:
-    index = SimIndex.connect(dsn, table, "simhash")
+    index = SimHashColumn.connect(dsn, table, "simhash")
     conn = psycopg.connect(dsn, autocommit=True)
     out: list[dict[str, Any]] = []
 
@@ -217,11 +217,11 @@ def reports(dsn: str, table: str) -> list[dict[str, Any]]:
 
     sql_pairs = timed("simpg.pairs() from SQL", lambda: {
         (a, b) for a, b, _ in conn.execute(f"SELECT key_a, key_b, distance FROM simpg.pairs('{table}', {K})")})
-    api_pairs = timed("SimIndex.pairs", lambda: {(min(p.a, p.b), max(p.a, p.b)) for p in index.pairs(K)})
+    api_pairs = timed("SimHashColumn.pairs", lambda: {(min(p.a, p.b), max(p.a, p.b)) for p in index.pairs(K)})
     assert sql_pairs == api_pairs, "pairs disagree"
     sql_clusters = timed("simpg.clusters() from SQL", lambda: conn.execute(
         f"SELECT count(DISTINCT cluster_id) FROM simpg.clusters('{table}', {K})").fetchone()[0])
-    api_clusters = timed("SimIndex.clusters", lambda: len(index.clusters(K)))
+    api_clusters = timed("SimHashColumn.clusters", lambda: len(index.clusters(K)))
     assert sql_clusters == api_clusters, "clusters disagree"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fps.txt"
@@ -265,11 +265,11 @@ def main() -> None:
     print("| single lookup | samples | p50 ms | p99 ms | p50 / raw statement |\n|---|---:|---:|---:|---:|")
     for r in single_lookups(args.dsn, table, qs, args.seq_queries):
         print(f"| {r['form']} | {r['samples']} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['ratio']:.2f}x |")
-    print(f"\n| batch of {args.batch} | per lookup ms | lookups/s | / SimIndex.near_many |\n|---|---:|---:|---:|")
+    print(f"\n| batch of {args.batch} | per lookup ms | lookups/s | / SimHashColumn.near_many |\n|---|---:|---:|---:|")
     for r in batches(args.dsn, table, qs, args.batch, repeat=3):
         print(f"| {r['form']} | {r['per_lookup_ms']:.4f} | {r['lookups_per_s']:,.0f} | {r['ratio']:.2f}x |")
     if not args.skip_reports:
-        print("\n| every pair within 3 | seconds | / SimIndex.pairs |\n|---|---:|---:|")
+        print("\n| every pair within 3 | seconds | / SimHashColumn.pairs |\n|---|---:|---:|")
         for r in reports(args.dsn, table):
             print(f"| {r['form']} | {r['seconds']:.2f} | {r['ratio']:.2f}x |")
 

@@ -8,8 +8,8 @@ bits flipped) and 0.1% exact copies, a simpg index built with
 * ``simpg.pairs`` as a role that may read only ``id`` and ``fp``: the join over the
   whole table, a hash join per pass (what every caller got before issue 17);
 * ``simpg.clusters`` (both methods) and ``simpg.duplicate_stats`` as the owner;
-* the Python engine: ``SimIndex.pairs`` (reads ``(id, fp)`` and runs
-  :mod:`simpg.allpairs`), ``SimIndex.clusters``, and the ``simpg find-all`` command on a
+* the Python engine: ``SimHashColumn.pairs`` (reads ``(id, fp)`` and runs
+  :mod:`simpg.allpairs`), ``SimHashColumn.clusters``, and the ``simpg find-all`` command on a
   file of the same fingerprints.
 
 Every variant must find the same number of pairs; the script checks before it reports.
@@ -85,7 +85,7 @@ def scalar(conn: psycopg.Connection, query: str) -> Any:
 
 def run(dsn: str, rows: int, k: int, repeat: int) -> dict[str, Any]:
     from simpg import bits
-    from simpg.psycopg import SimIndex
+    from simpg.psycopg import SimHashColumn
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         start = time.perf_counter()
@@ -110,10 +110,10 @@ def run(dsn: str, rows: int, k: int, repeat: int) -> dict[str, Any]:
         seconds["simpg.duplicate_stats"], stats = best(
             lambda: conn.execute(f"SELECT * FROM simpg.duplicate_stats('{TABLE}', {k})").fetchone(), repeat)
 
-        index = SimIndex(conn, TABLE, "fp")
-        seconds["SimIndex.pairs (Python engine)"], py_pairs = best(
+        index = SimHashColumn(conn, TABLE, "fp")
+        seconds["SimHashColumn.pairs (Python engine)"], py_pairs = best(
             lambda: sum(1 for _ in index.pairs(k)), repeat)
-        seconds["SimIndex.clusters (Python engine)"], py_clusters = best(
+        seconds["SimHashColumn.clusters (Python engine)"], py_clusters = best(
             lambda: sum(len(c) for c in index.clusters(k)), repeat)
         fps = [bits.from_db(fp) for (fp,) in conn.execute(f"SELECT fp FROM {TABLE} ORDER BY id")]
         conn.execute(f"DROP TABLE {TABLE}")
@@ -146,12 +146,12 @@ def run(dsn: str, rows: int, k: int, repeat: int) -> dict[str, Any]:
         "seconds": seconds,
         "ratios": {
             "pairs: before / B-tree": seconds["simpg.pairs (whole-table hash joins, before)"] / pairs_s,
-            "pairs: SQL / SimIndex.pairs": pairs_s / seconds["SimIndex.pairs (Python engine)"],
+            "pairs: SQL / SimHashColumn.pairs": pairs_s / seconds["SimHashColumn.pairs (Python engine)"],
             "pairs: SQL / find-all": pairs_s / seconds["simpg find-all (file to file)"],
             "clusters (representative) / pairs": seconds["simpg.clusters (representative)"] / pairs_s,
             "clusters (components) / pairs": seconds["simpg.clusters (components)"] / pairs_s,
-            "clusters: SQL / SimIndex.clusters": seconds["simpg.clusters (representative)"]
-            / seconds["SimIndex.clusters (Python engine)"],
+            "clusters: SQL / SimHashColumn.clusters": seconds["simpg.clusters (representative)"]
+            / seconds["SimHashColumn.clusters (Python engine)"],
         },
     }
 

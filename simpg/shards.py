@@ -39,7 +39,7 @@ from psycopg.types.numeric import Int8
 from simpg import bits, schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import Neighbor, Pair, SimIndex
+from simpg.psycopg import Neighbor, Pair, SimHashColumn
 from simpg.psycopg._common import translate, translated
 
 logger = logging.getLogger(__name__)
@@ -322,10 +322,10 @@ def _wanted_layout(conn: psycopg.Connection[Any], k: int, blocks: int | None, in
 class ShardedIndex:
     """Lookups, pairs and clusters on a sharded table, through the coordinator.
 
-    ``near``, ``pairs`` and ``clusters`` are :class:`~simpg.psycopg.SimIndex`'s: a
+    ``near``, ``pairs`` and ``clusters`` are :class:`~simpg.psycopg.SimHashColumn`'s: a
     lookup's prefix ranges and distance filter go to every shard, whose scans run at
     once. ``near_many`` sends each shard one query for up to 100 fingerprints (the OR of
-    their ranges and distance filters), since SimIndex's batch form (a join with the
+    their ranges and distance filters), since SimHashColumn's batch form (a join with the
     queries) is not sent to the shards: PostgreSQL would read every shard whole for it.
     For the lowest latency give the handle a connection of its own set up by
     :func:`simpg.psycopg.configure_lookups` (generic plans). The partitioned table has no primary
@@ -336,7 +336,7 @@ class ShardedIndex:
     def __init__(self, conn: psycopg.Connection[Any], table: str, column: str = "simhash", *,
                  id_column: str) -> None:
         self.conn = conn
-        self.index = SimIndex(conn, table, column, id_column=id_column)
+        self.index = SimHashColumn(conn, table, column, id_column=id_column)
 
     def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
         """Rows within ``k`` of ``fingerprint``, nearest first, from every shard."""
@@ -391,11 +391,11 @@ class ShardedIndex:
         return statement, params
 
     def pairs(self, k: int | None = None) -> Iterator[Pair]:
-        """Every pair within ``k`` across all shards (SimIndex.pairs: the rows are read once)."""
+        """Every pair within ``k`` across all shards (SimHashColumn.pairs: the rows are read once)."""
         return self.index.pairs(k)
 
     def clusters(self, k: int | None = None, method: str = "representative") -> list[list[Any]]:
-        """Clusters across all shards (SimIndex.clusters)."""
+        """Clusters across all shards (SimHashColumn.clusters)."""
         return self.index.clusters(k, method=method)
 
     def check(self) -> list[ShardProblem]:

@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
 
     from simpg.fingerprint import FingerprintConfig
     from simpg.fingerprint.minhash import to_sql
-    from simpg.psycopg import SimIndex
+    from simpg.psycopg import SimHashColumn
     from simpg.reference import TABLE, ensure_reference_schema
 
     k = check_dedup_args(args)
@@ -270,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
 
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         ensure_reference_schema(conn)
-        index = SimIndex(conn, TABLE, "simhash")
+        index = SimHashColumn(conn, TABLE, "simhash")
         identity = config.identity
         with conn.transaction():
             if args.append:

@@ -4,9 +4,9 @@ Queries are fingerprints (decimal, or hex with ``0x``), ``--text``, or ``--file`
 (fingerprinted with the same settings ``simpg dedup`` uses). The table defaults to the
 reference table ``simpg_documents``, whose rows are shown with their source and title;
 any other table indexed by simpg works too (``--table``, ``--column``). Fingerprint
-queries go to the database in one statement (:meth:`SimIndex.near_many`). Text queries
+queries go to the database in one statement (:meth:`SimHashColumn.near_many`). Text queries
 on a table with a sketch column (``--sketch-column``, default ``sketch``) are confirmed
-by sketches as ``simpg dedup`` confirms (:meth:`SimIndex.duplicates`), unless
+by sketches as ``simpg dedup`` confirms (:meth:`SimHashColumn.duplicates`), unless
 ``--confirm none``.
 """
 
@@ -79,14 +79,14 @@ def run(args: argparse.Namespace) -> int:
     """Look the queries up and print the neighbours."""
     import psycopg
 
-    from simpg.psycopg import SimIndex
+    from simpg.psycopg import SimHashColumn
 
     queries = _queries(args)
     check_max_sketch_distance(args.max_sketch_distance)
     if args.confirm == "sketch" and any(sk is None for _, _, sk in queries):
         raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
-        index = SimIndex(conn, args.table, args.column)
+        index = SimHashColumn(conn, args.table, args.column)
         if any(sk is not None for _, _, sk in queries):
             _check_config(conn, index, args)
         k = check_k(args, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius

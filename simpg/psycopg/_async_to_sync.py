@@ -31,7 +31,7 @@ TARGET = Path(__file__).with_name("index.py")
 
 #: Async names and their sync twins.
 RENAMES = {
-    "AsyncSimIndex": "SimIndex",
+    "AsyncSimHashColumn": "SimHashColumn",
     "AsyncConnection": "Connection",
     "AsyncNearLookup": "NearLookup",
     "AsyncIterator": "Iterator",

@@ -117,7 +117,7 @@ class IndexProblem:
 
 @dataclass(frozen=True)
 class IndexStats:
-    """What :meth:`SimIndex.stats` reports about one indexed column."""
+    """What :meth:`SimHashColumn.stats` reports about one indexed column."""
 
     table: str
     column: str

@@ -9,7 +9,7 @@ was measured (``bench/psycopg_api.py``):
    with ``PQsendQueryPrepared`` and read with psycopg's own protocol generator, under
    the connection's lock and through its ``wait()``, skipping the cursor. Against the
    best that psycopg's public API does (:class:`~simpg.psycopg.lookup.NearLookup`: a
-   kept ``RawCursor``, binary, prepared), ``SimIndex.near`` takes 0.85-0.91 times the
+   kept ``RawCursor``, binary, prepared), ``SimHashColumn.near`` takes 0.85-0.91 times the
    p50 latency and 0.71-0.74 times the client CPU (1M rows, lookup connection,
    ``bench/psycopg_api.py --public-apis``, psycopg 3.2.0 and 3.3.9). Only where it
    means exactly what the cursor would (:func:`usable`): integer ids, autocommit,

@@ -17,9 +17,9 @@ clusters runs in a worker thread in the async handle, off the event loop.
 
 Example:
     >>> import psycopg
-    >>> from simpg.psycopg import AsyncSimIndex
+    >>> from simpg.psycopg import AsyncSimHashColumn
     >>> conn = await psycopg.AsyncConnection.connect("dbname=app", autocommit=True)  # doctest: +SKIP
-    >>> docs = AsyncSimIndex(conn, "docs", "simhash")  # doctest: +SKIP
+    >>> docs = AsyncSimHashColumn(conn, "docs", "simhash")  # doctest: +SKIP
     >>> await docs.create(k=3)  # doctest: +SKIP
     Layout(k=3, levels=(4,))
     >>> await docs.add([0x0123456789ABCDEF, 0x0123456789ABCDEE])  # doctest: +SKIP
@@ -60,7 +60,7 @@ if True:  # ASYNC
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AsyncSimIndex", "configure_lookups_async"]
+__all__ = ["AsyncSimHashColumn", "configure_lookups_async"]
 
 _T = TypeVar("_T")
 
@@ -68,7 +68,7 @@ _T = TypeVar("_T")
 async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
     """Give ``conn``'s session the settings of a lookup connection (``LOOKUP_SETTINGS``).
 
-    A prepared :meth:`AsyncSimIndex.near` then runs one generic plan instead of being
+    A prepared :meth:`AsyncSimHashColumn.near` then runs one generic plan instead of being
     planned at every call (0.08 ms less per lookup at 10M rows, docs/benchmarks.md).
     The settings are session-wide: use them on connections that serve simpg lookups,
     e.g. as a psycopg_pool ``configure`` callback, not on one that runs your other
@@ -82,7 +82,7 @@ async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
             await conn.commit()
 
 
-class AsyncSimIndex:
+class AsyncSimHashColumn:
     """Near-duplicate search on ``table.column`` through its simpg index.
 
     Args:
@@ -115,12 +115,12 @@ class AsyncSimIndex:
         self._owns_conn = False
 
     def __repr__(self) -> str:
-        return f"AsyncSimIndex({self.table!r}, {self.column!r})"
+        return f"AsyncSimHashColumn({self.table!r}, {self.column!r})"
 
     if True:  # ASYNC
         @classmethod
         async def connect(cls, conninfo: str, table: str, column: str = "simhash", *,
-                          id_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimIndex:
+                          id_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimHashColumn:
             """A handle on a connection of its own, set up for lookups (:func:`configure_lookups_async`).
 
             The connection is in autocommit mode; :meth:`close` (or leaving the block of
@@ -132,7 +132,7 @@ class AsyncSimIndex:
     else:
         @classmethod
         def connect(cls, conninfo: str, table: str, column: str = "simhash", *, id_column: str | None = None,
-                    prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> AsyncSimIndex:
+                    prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> AsyncSimHashColumn:
             """A handle on a connection of its own, set up for lookups (:func:`configure_lookups`).
 
             The connection is in autocommit mode; :meth:`close` (or leaving a ``with``
@@ -142,7 +142,7 @@ class AsyncSimIndex:
             psycopg does. Only for a server on other CPUs than this client (see there).
 
             Example:
-                >>> with SimIndex.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
+                >>> with SimHashColumn.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
                 ...     docs.near(0x0123456789ABCDEF, 3)
             """
             busy_wait = check_busy_wait(busy_wait)
@@ -157,7 +157,7 @@ class AsyncSimIndex:
 
     @classmethod
     async def _owning(cls, conn: psycopg.AsyncConnection[Any], table: str, column: str, id_column: str | None,
-                      prepare: bool) -> AsyncSimIndex:
+                      prepare: bool) -> AsyncSimHashColumn:
         # connect()'s handle, which closes the connection with itself (or now, if it fails)
         try:
             await configure_lookups_async(conn)
@@ -173,7 +173,7 @@ class AsyncSimIndex:
         if self._owns_conn:
             await self.conn.close()
 
-    async def __aenter__(self) -> AsyncSimIndex:
+    async def __aenter__(self) -> AsyncSimHashColumn:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -514,7 +514,7 @@ class AsyncSimIndex:
                 yield chunk
 
         async def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> AsyncIterator[Pair]:
-            """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimIndex.pairs`)."""
+            """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimHashColumn.pairs`)."""
             async for chunk in self.pair_arrays(k, where):
                 for pair in _common.pairs_from_arrays(chunk):
                     yield pair

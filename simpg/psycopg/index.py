@@ -19,9 +19,9 @@ clusters runs in a worker thread in the async handle, off the event loop.
 
 Example:
     >>> import psycopg
-    >>> from simpg.psycopg import SimIndex
+    >>> from simpg.psycopg import SimHashColumn
     >>> conn = psycopg.Connection.connect("dbname=app", autocommit=True)  # doctest: +SKIP
-    >>> docs = SimIndex(conn, "docs", "simhash")  # doctest: +SKIP
+    >>> docs = SimHashColumn(conn, "docs", "simhash")  # doctest: +SKIP
     >>> docs.create(k=3)  # doctest: +SKIP
     Layout(k=3, levels=(4,))
     >>> docs.add([0x0123456789ABCDEF, 0x0123456789ABCDEE])  # doctest: +SKIP
@@ -59,7 +59,7 @@ from simpg.psycopg.catalog import IndexInfo
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SimIndex", "configure_lookups"]
+__all__ = ["SimHashColumn", "configure_lookups"]
 
 _T = TypeVar("_T")
 
@@ -67,7 +67,7 @@ _T = TypeVar("_T")
 def configure_lookups(conn: psycopg.Connection[Any]) -> None:
     """Give ``conn``'s session the settings of a lookup connection (``LOOKUP_SETTINGS``).
 
-    A prepared :meth:`SimIndex.near` then runs one generic plan instead of being
+    A prepared :meth:`SimHashColumn.near` then runs one generic plan instead of being
     planned at every call (0.08 ms less per lookup at 10M rows, docs/benchmarks.md).
     The settings are session-wide: use them on connections that serve simpg lookups,
     e.g. as a psycopg_pool ``configure`` callback, not on one that runs your other
@@ -81,7 +81,7 @@ def configure_lookups(conn: psycopg.Connection[Any]) -> None:
             conn.commit()
 
 
-class SimIndex:
+class SimHashColumn:
     """Near-duplicate search on ``table.column`` through its simpg index.
 
     Args:
@@ -114,11 +114,11 @@ class SimIndex:
         self._owns_conn = False
 
     def __repr__(self) -> str:
-        return f"SimIndex({self.table!r}, {self.column!r})"
+        return f"SimHashColumn({self.table!r}, {self.column!r})"
 
     @classmethod
     def connect(cls, conninfo: str, table: str, column: str = "simhash", *, id_column: str | None = None,
-                prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> SimIndex:
+                prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> SimHashColumn:
         """A handle on a connection of its own, set up for lookups (:func:`configure_lookups`).
 
         The connection is in autocommit mode; :meth:`close` (or leaving a ``with``
@@ -128,7 +128,7 @@ class SimIndex:
         psycopg does. Only for a server on other CPUs than this client (see there).
 
         Example:
-            >>> with SimIndex.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
+            >>> with SimHashColumn.connect("dbname=app", "docs") as docs:  # doctest: +SKIP
             ...     docs.near(0x0123456789ABCDEF, 3)
         """
         busy_wait = check_busy_wait(busy_wait)
@@ -143,7 +143,7 @@ class SimIndex:
 
     @classmethod
     def _owning(cls, conn: psycopg.Connection[Any], table: str, column: str, id_column: str | None,
-                prepare: bool) -> SimIndex:
+                prepare: bool) -> SimHashColumn:
         # connect()'s handle, which closes the connection with itself (or now, if it fails)
         try:
             configure_lookups(conn)
@@ -159,7 +159,7 @@ class SimIndex:
         if self._owns_conn:
             self.conn.close()
 
-    def __enter__(self) -> SimIndex:
+    def __enter__(self) -> SimHashColumn:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -16,7 +16,7 @@ psycopg 3.2.0 and 3.3.9), that is the best public form: a ``RawCursor`` made per
 took 1.18-1.21 times as long as a kept one, a cursor in pipeline mode 1.9-2.0 times.
 Still, skipping the cursor altogether (:mod:`simpg.psycopg._internals`:
 ``PQsendQueryPrepared`` driven by psycopg's private protocol generator) took
-``SimIndex.near`` 0.85-0.91 times the p50 latency and 0.71-0.74 times the client CPU; so
+``SimHashColumn.near`` 0.85-0.91 times the p50 latency and 0.71-0.74 times the client CPU; so
 for integer ids on a connection in autocommit mode, on the psycopg versions that module
 was tested with, :class:`NearLookup` takes that path, and this public one everywhere
 else (in transactions, pipelines, for other ids, on other psycopg versions).

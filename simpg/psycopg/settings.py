@@ -72,7 +72,7 @@ class LocalSettings:
         return [x for pair in zip(self.names, saved[: self.count], strict=True) for x in pair]
 
 
-#: Session settings of a connection that serves simpg lookups (SimIndex.connect,
+#: Session settings of a connection that serves simpg lookups (SimHashColumn.connect,
 #: configure_lookups). A prepared ``near`` then runs one generic plan instead of being
 #: planned at every call, which is about half of a single lookup's server time. The
 #: generic plan cannot see how narrow a prefix range is (it assumes a large share of

@@ -3,7 +3,7 @@
 What the handles send and read in bulk without a Python loop per value:
 
 * :func:`binary_copy_payload`: a whole binary ``COPY FROM STDIN`` stream of bigint
-  columns (``SimIndex.add``);
+  columns (``SimHashColumn.add``);
 * :class:`Int8Array`: a ``bigint[]`` parameter already in the binary array format
   (the lookups' range starts, ``near_many``'s arrays), sent by
   :class:`Int8ArrayBinaryDumper` once :func:`register_dumpers` taught a connection;

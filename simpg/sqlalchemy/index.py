@@ -163,7 +163,7 @@ class SimHashIndex:
     def check(self, connection: Connection, *, verify_rows: bool = True) -> list[IndexProblem]:
         """Problems of this index in the database (``simpg.check``); an empty list: all is well.
 
-        The problems of :meth:`simpg.psycopg.SimIndex.check`, and ``'layout differs from
+        The problems of :meth:`simpg.psycopg.SimHashColumn.check`, and ``'layout differs from
         the model'`` when the database's index has another layout than this declaration
         (``within()`` queries then fail with SQLSTATE ``SPG01``). With a ``Session``, pass
         ``session.connection()``; with an async one, ``await conn.run_sync(spec.check)``.
@@ -200,7 +200,7 @@ class SimHashIndex:
         return problems
 
     def repair(self, connection: Connection) -> list[str]:
-        """``simpg.repair`` of this column: the statements run (see :meth:`simpg.psycopg.SimIndex.repair`).
+        """``simpg.repair`` of this column: the statements run (see :meth:`simpg.psycopg.SimHashColumn.repair`).
 
         Runs in the connection's transaction; commit it. An index that lost a prefix
         column has the others dropped: create it again (``op.create_simhash_index``).

@@ -112,7 +112,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
             rel, quote_ident(col), k, array_to_string(levels, 'x')
-            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimIndex.refresh())';
+            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimHashColumn.refresh())';
     END IF;
     RETURN true;
 END
@@ -179,7 +179,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'the simpg index on %.% is no longer the k=% blocks=% layout this lookup was made for',
             rel, quote_ident(col), k, array_to_string(levels, 'x')
-            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimIndex.refresh())';
+            USING ERRCODE = 'SPG01', HINT = 'read the layout again (SimHashColumn.refresh())';
     END IF;
     RETURN true;
 END

@@ -286,7 +286,7 @@ COMMENT ON FUNCTION simpg.check_shards(regclass, name) IS
 -- CREATE FOREIGN TABLE ... PARTITION OF parent FOR VALUES WITH (MODULUS modulus,
 -- REMAINDER remainder) SERVER server, scanned asynchronously (async_capable),
 -- fetched 10,000 rows per round trip (fetch_size; postgres_fdw's default of 100 makes
--- a whole-table read, such as SimIndex.pairs, a round trip per 100 rows), and written
+-- a whole-table read, such as SimHashColumn.pairs, a round trip per 100 rows), and written
 -- 1,000 rows per round trip by INSERT (batch_size; the default of 1 made an INSERT of
 -- 20,000 rows through the coordinator take 60 s instead of 0.9 s).
 -- Contract: parent is hash-partitioned, owned by the caller, with a simpg index; the

@@ -377,12 +377,12 @@ def test_a_snapshot_older_than_a_rewrite_gets_a_serialization_failure_not_an_emp
     """Issue 13 item 7: after another session rewrote the table, a REPEATABLE READ
     transaction that began before sees it empty; every simpg read path now says so
     (SQLSTATE 40001, which applications retry) instead of answering from nothing."""
-    from simpg.psycopg import SimIndex
+    from simpg.psycopg import SimHashColumn
 
     conn = db.conn
     rows = docs_table(conn)
     probe = bits.to_db(next(fp for fp in rows.values() if fp is not None))
-    handle = SimIndex(psycopg.connect(db.dsn, autocommit=True), "docs", "fp")
+    handle = SimHashColumn(psycopg.connect(db.dsn, autocommit=True), "docs", "fp")
     handle.near(probe, 3)  # the layout is read and the lookup prepared before the rewrite
     reader = older_snapshot(db)
     handle.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")

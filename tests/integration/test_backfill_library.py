@@ -11,7 +11,7 @@ from simpg import backfill
 from simpg.cli import main
 from simpg.fingerprint import FingerprintConfig, fingerprint
 from simpg.layout import Layout
-from simpg.psycopg import SimIndex
+from simpg.psycopg import SimHashColumn
 
 QUALIFIED = '"Odd ""Schema"""."My Table.x"'
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
@@ -48,7 +48,7 @@ def test_library_with_names_that_need_quoting(db: object, key_type: str) -> None
     assert conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)",
                         [QUALIFIED, fp_column]).fetchone() == (0,)
     # the index answers, and its B-trees have simpg.create_index's names and fill factor
-    index = SimIndex(conn, QUALIFIED, fp_column)
+    index = SimHashColumn(conn, QUALIFIED, fp_column)
     assert index.layout == Layout(3, (5,))
     first = 0 if key_type == "bigint" else "key 000"
     assert index.near(fingerprint(bodies[0]), 0)[0].id == first

@@ -18,7 +18,7 @@ from simpg import backfill, bits
 from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint
-from simpg.psycopg import SimIndex
+from simpg.psycopg import SimHashColumn
 
 OLD_IDENTITY = "simpg-fp1:87fc02debb4e04b3"  # FingerprintConfig() of format version 1
 STAND_IN = FingerprintConfig(ngram=3)  # makes the "old" fingerprints
@@ -83,7 +83,7 @@ def test_refingerprint_moves_a_table_to_the_new_config(db: object, capsys: pytes
     assert code != 0
     assert OLD_IDENTITY in err and NEW.identity in err and "--refingerprint" in err
     with pytest.raises(SimpgError, match="older format than this simpg's .*simpg backfill --refingerprint"):
-        SimIndex(conn, "items", "fp").add(texts=["a new article"], columns={"id": [1000]})
+        SimHashColumn(conn, "items", "fp").add(texts=["a new article"], columns={"id": [1000]})
     assert stored(conn) == before and recorded(conn) == OLD_IDENTITY
 
     # a move interrupted after one batch: the index still records the old config
@@ -114,7 +114,7 @@ def test_refingerprint_moves_a_table_to_the_new_config(db: object, capsys: pytes
     # the old config is refused now, texts are fingerprinted with the new one
     code, _, err = run(capsys, db, "--config", STAND_IN.to_json())
     assert code != 0 and NEW.identity in err
-    index = SimIndex(conn, "items", "fp")
+    index = SimHashColumn(conn, "items", "fp")
     article = "a new article about fences"
     assert index.add(texts=[article], config=NEW, columns={"id": [1000], "body": [article]}) == 1
     assert stored(conn)[1000] == fingerprint(article, NEW)
@@ -129,7 +129,7 @@ def test_refingerprint_keeps_a_json_config_as_json(db: object) -> None:
     conn = db.conn  # type: ignore[attr-defined]
     conn.execute("CREATE TABLE items (id bigint PRIMARY KEY, body text, fp bigint)")
     conn.execute("INSERT INTO items VALUES (1, 'one two three four', NULL), (2, 'five six seven eight', NULL)")
-    index = SimIndex(conn, "items", "fp")
+    index = SimHashColumn(conn, "items", "fp")
     index.create(3, 4, config=STAND_IN)
     assert recorded(conn) == STAND_IN.to_json()
     backfill.backfill_fingerprints(conn, "items", "body", "fp", config=NEW, refingerprint=True)

@@ -225,9 +225,9 @@ def test_columns_with_the_prefix_names_are_refused_before_any_change(db, capsys)
 def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys):
     """How a table of simpg 0.1 moves to confirmed lookups (issue 14 item 6): backfill
     --sketch-column adds and fills the sketches in batches, resumes after a kill, and
-    SimIndex.duplicates then answers exactly."""
+    SimHashColumn.duplicates then answers exactly."""
     from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch, sketch_distance
-    from simpg.psycopg import SimIndex
+    from simpg.psycopg import SimHashColumn
 
     conn = db.conn
     texts = make_table(conn, 60)
@@ -244,7 +244,7 @@ def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys)
     stored = {i: int(s, 2).to_bytes(32, "big") for i, s in conn.execute(
         "SELECT id, sketch::text FROM items WHERE sketch IS NOT NULL")}
     assert stored == {i: sketch(t) for i, t in texts.items() if t and t.strip()}
-    index = SimIndex(conn, "items", "fp")
+    index = SimHashColumn(conn, "items", "fp")
     for i in list(stored)[:20]:
         text = texts[i]
         fp = fingerprint(text, CONFIG)

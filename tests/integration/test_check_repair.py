@@ -1,4 +1,4 @@
-"""check() and repair() of SimIndex, AsyncSimIndex and SimHashIndex on damaged indexes, on real servers.
+"""check() and repair() of SimHashColumn, AsyncSimHashColumn and SimHashIndex on damaged indexes, on real servers.
 
 Each test damages an index by hand as a crash, a careless DBA or an interrupted build
 would (a prefix column dropped, a B-tree dropped, an invalid B-tree left by a failed
@@ -20,14 +20,14 @@ from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, text
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimIndex, IndexProblem, SimIndex
+from simpg.psycopg import AsyncSimHashColumn, IndexProblem, SimHashColumn
 from simpg.sqlalchemy import simhash_index, url_from_dsn
 from tests.integration.test_psycopg_index import brute_near, corpus, make_table
 
 LAYOUT = Layout(3, (5,))  # 10 tables: prefix columns simhash_p0 .. simhash_p9
 
 
-def assert_exact(index: SimIndex, rows: list[int], queries: list[int]) -> None:
+def assert_exact(index: SimHashColumn, rows: list[int], queries: list[int]) -> None:
     for k in (0, LAYOUT.k):
         expected = [brute_near(rows, q, k) for q in queries]
         assert [index.near(q, k) for q in queries] == expected
@@ -144,7 +144,7 @@ def test_several_layouts_are_reported_and_drop_removes_them(conn: psycopg.Connec
         "k=3 blocks=5 is one of several layouts on this column; keep one",
     ]
     with pytest.raises(SimpgError, match="has 2 simpg indexes on column simhash"):
-        SimIndex(conn, "docs").near(queries[0])  # a new handle reads the catalog
+        SimHashColumn(conn, "docs").near(queries[0])  # a new handle reads the catalog
     index.repair()  # builds the second layout's B-trees; both layouts stay
     assert {p.problem for p in index.check()} == {"several layouts"}
     index.drop()  # every prefix column of the column
@@ -156,12 +156,12 @@ def test_several_layouts_are_reported_and_drop_removes_them(conn: psycopg.Connec
 def test_check_and_repair_name_what_is_wrong(conn: psycopg.Connection) -> None:
     conn.execute("CREATE TABLE plain (id bigint PRIMARY KEY, simhash bigint)")
     with pytest.raises(SimpgError, match=r"^no simpg index on plain\.simhash"):
-        SimIndex(conn, "plain").check()
-    assert SimIndex(conn, "plain").repair() == []
+        SimHashColumn(conn, "plain").check()
+    assert SimHashColumn(conn, "plain").repair() == []
     with pytest.raises(SimpgError, match='relation "nope" does not exist'):
-        SimIndex(conn, "nope").check()
+        SimHashColumn(conn, "nope").check()
     with pytest.raises(SimpgError, match="verify_rows must be True or False, got 'yes'"):
-        SimIndex(conn, "plain").check(verify_rows="yes")  # type: ignore[arg-type]
+        SimHashColumn(conn, "plain").check(verify_rows="yes")  # type: ignore[arg-type]
 
 
 def test_repair_needs_the_table_owner(db: object, conn: psycopg.Connection) -> None:
@@ -174,9 +174,9 @@ def test_repair_needs_the_table_owner(db: object, conn: psycopg.Connection) -> N
         conn.execute(f"GRANT SELECT ON docs TO {role}")
         dsn = db.pg.server.dsn(db.name, user=role)  # type: ignore[attr-defined]
         with psycopg.connect(dsn, autocommit=True) as other:
-            assert [p.problem for p in SimIndex(other, "docs").check()] == ["missing b-tree"]
+            assert [p.problem for p in SimHashColumn(other, "docs").check()] == ["missing b-tree"]
             with pytest.raises(SimpgError, match="must be owner of table public.docs"):
-                SimIndex(other, "docs").repair()
+                SimHashColumn(other, "docs").repair()
     finally:
         conn.execute(f"DROP OWNED BY {role}")
         conn.execute(f"DROP ROLE {role}")
@@ -186,7 +186,7 @@ async def test_async_check_and_repair(db: object) -> None:
     rows, queries = corpus(38, LAYOUT.k, n=200)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         with pytest.raises(SimpgError, match="no simpg index on docs.simhash"):
             await index.check()
         await index.create(LAYOUT.k, *LAYOUT.levels)
@@ -244,7 +244,7 @@ def test_sqlalchemy_check_and_repair(db: object, damage: Callable[[object], obje
                 c.execute(text("SELECT simpg.create_index('articles', 'simhash', 3, 5)"))
             assert spec.check(c) == []
         with psycopg.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
-            index = SimIndex(conn, "articles")
+            index = SimHashColumn(conn, "articles")
             assert [index.near(q) for q in queries] == [brute_near(rows, q, 3) for q in queries]
     finally:
         engine.dispose()

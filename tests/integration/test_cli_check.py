@@ -9,7 +9,7 @@ import pytest
 
 from simpg.cli import main
 from simpg.layout import Layout
-from simpg.psycopg import SimIndex
+from simpg.psycopg import SimHashColumn
 from tests.integration.test_psycopg_index import brute_near, corpus, make_table
 
 LAYOUT = Layout(3, (5,))
@@ -21,12 +21,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def docs(conn: psycopg.Connection, seed: int) -> tuple[SimIndex, list[int], list[int]]:
+def docs(conn: psycopg.Connection, seed: int) -> tuple[SimHashColumn, list[int], list[int]]:
     rows, queries = corpus(seed, LAYOUT.k, n=200)
     return make_table(conn, LAYOUT, rows), rows, queries
 
 
-def assert_exact(index: SimIndex, rows: list[int], queries: list[int]) -> None:
+def assert_exact(index: SimHashColumn, rows: list[int], queries: list[int]) -> None:
     expected = [brute_near(rows, q, LAYOUT.k) for q in queries]
     assert [index.near(q) for q in queries] == expected
     assert index.near_many(queries) == expected

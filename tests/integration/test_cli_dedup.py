@@ -275,7 +275,7 @@ def test_embedded_default(capsys: pytest.CaptureFixture[str], tmp_path: Path, mo
 
 def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> None:
     from simpg.exc import ExtensionNotInstalled
-    from simpg.psycopg import SimIndex
+    from simpg.psycopg import SimHashColumn
     from simpg.reference import ensure_reference_schema
 
     assert ensure_reference_schema(conn) is True
@@ -289,7 +289,7 @@ def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> N
         ("body", "text", "NO"), ("simhash", "bigint", "NO"), ("fingerprint_config", "text", "NO"),
         ("created_at", "timestamp with time zone", "NO"), ("sketch", "bit", "YES"),
     ]
-    assert SimIndex(conn, "simpg_documents").layout.name == "k4:6"
+    assert SimHashColumn(conn, "simpg_documents").layout.name == "k4:6"
     with pytest.raises(ExtensionNotInstalled):
         ensure_reference_schema(bare_db.conn)  # type: ignore[attr-defined]
 

@@ -1,4 +1,4 @@
-"""Lookups confirmed by sketches (issue 14): SimIndex.duplicates, its async twin, SQL and SQLAlchemy.
+"""Lookups confirmed by sketches (issue 14): SimHashColumn.duplicates, its async twin, SQL and SQLAlchemy.
 
 Every answer is compared with brute force over all rows: within k bits of the fingerprint
 and within the sketch limit, on the adversarial fingerprints of test_psycopg_index.corpus
@@ -20,7 +20,7 @@ from simpg.exc import SimpgError
 from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch
 from simpg.fingerprint.minhash import to_sql
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimIndex, Duplicate, SimIndex
+from simpg.psycopg import AsyncSimHashColumn, Duplicate, SimHashColumn
 from simpg.sqlalchemy import SimHash, Sketch, simhash_index, url_from_dsn
 from tests.integration.test_psycopg_index import corpus, make_table
 
@@ -34,7 +34,7 @@ def flip_bits(value: bytes, rng: random.Random, n: int) -> bytes:
     return x.to_bytes(32, "big")
 
 
-def setup(conn: psycopg.Connection, seed: int) -> tuple[SimIndex, list[int], list[bytes], list[tuple[int, bytes]]]:
+def setup(conn: psycopg.Connection, seed: int) -> tuple[SimHashColumn, list[int], list[bytes], list[tuple[int, bytes]]]:
     rows, queries = corpus(seed, LAYOUT.k, n=300)
     index = make_table(conn, LAYOUT, rows)
     rng = random.Random(seed)
@@ -112,7 +112,7 @@ def test_async_duplicates(db: object) -> None:
     async def main() -> list[list[Duplicate]]:
         aconn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
         async with aconn:
-            index = AsyncSimIndex(aconn, "docs", "simhash")
+            index = AsyncSimHashColumn(aconn, "docs", "simhash")
             return [await index.duplicates(q, qs) for q, qs in queries]
 
     got = asyncio.run(main())
@@ -134,7 +134,7 @@ def test_texts_of_one_template_are_not_confirmed(conn: psycopg.Connection) -> No
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO pages VALUES (%s, %s, %s::bit(256))",
                         [(i, bits.to_db(fingerprint(t)), to_sql(sketch(t))) for i, t in enumerate(texts, start=1)])
-    index = SimIndex(conn, "pages", "simhash")
+    index = SimHashColumn(conn, "pages", "simhash")
     index.create(k=7, blocks=8)
     assert len(index.near(fingerprint(texts[0]))) > 2  # the fingerprints alone: the template decides
     assert [d.id for d in index.duplicates(fingerprint(texts[0]), sketch(texts[0]))] == [1, 4]

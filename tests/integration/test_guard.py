@@ -311,14 +311,14 @@ def test_insert_or_get(conn: psycopg.Connection) -> None:
 
 
 def test_python_surface(conn: psycopg.Connection, db: object) -> None:
-    """SimIndex and AsyncSimIndex: create/drop/list the guard, insert_or_get, NearDuplicate."""
+    """SimHashColumn and AsyncSimHashColumn: create/drop/list the guard, insert_or_get, NearDuplicate."""
     import asyncio
 
     from simpg.exc import NearDuplicate
-    from simpg.psycopg import AsyncSimIndex, Guard, Inserted, SimIndex, near_duplicate
+    from simpg.psycopg import AsyncSimHashColumn, Guard, Inserted, SimHashColumn, near_duplicate
 
     make(conn)
-    index = SimIndex(conn, "docs", "simhash")
+    index = SimHashColumn(conn, "docs", "simhash")
     assert index.create_guard() == "simhash_simpg_guard"
     assert index.guards() == [Guard("simhash_simpg_guard", "simhash", K, "id")]
     fp = 2**64 - 12345
@@ -339,7 +339,7 @@ def test_python_surface(conn: psycopg.Connection, db: object) -> None:
     async def run() -> tuple[list[Guard], Inserted]:
         aconn = await psycopg.AsyncConnection.connect(db.dsn, autocommit=True)  # type: ignore[attr-defined]
         async with aconn:
-            aindex = AsyncSimIndex(aconn, "docs", "simhash")
+            aindex = AsyncSimHashColumn(aconn, "docs", "simhash")
             await aindex.create_guard(k=2)
             found = await aindex.insert_or_get({"id": 5, "simhash": fp ^ 3})
             guards = await aindex.guards()

@@ -27,7 +27,7 @@ from simpg import bits
 from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimIndex, Neighbor, Pair, SimIndex, queries
+from simpg.psycopg import AsyncSimHashColumn, Neighbor, Pair, SimHashColumn, queries
 from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
 from tests.integration.alembic_env import AlembicEnv
 from tests.integration.test_alembic_autogenerate import assert_clean, body_of
@@ -88,7 +88,7 @@ def stage(conn: psycopg.Connection, rows: list[int]) -> None:
             copy.write_row((i, LANGS[i % PARTS], bits.to_db(fp)))
 
 
-def build(conn: psycopg.Connection, strategy: Strategy, rows: list[int]) -> SimIndex:
+def build(conn: psycopg.Connection, strategy: Strategy, rows: list[int]) -> SimHashColumn:
     """docs, partitioned: partitions 0-2 before the index, 3 created after it (PARTITION OF),
     4 filled as a table of its own, prepared (simpg.prepare_partition) and attached."""
     n = len(rows)
@@ -99,7 +99,7 @@ def build(conn: psycopg.Connection, strategy: Strategy, rows: list[int]) -> SimI
         conn.execute(f"CREATE TABLE docs_p{p} PARTITION OF docs {strategy.bounds(p, n)}")
     conn.execute("INSERT INTO docs (id, lang, simhash) SELECT s.id, s.lang, s.simhash FROM staging AS s WHERE "
                  + " OR ".join(f"({strategy.member(p, n)})" for p in range(3)))
-    index = SimIndex(conn, "docs", "simhash", id_column=strategy.id_column)
+    index = SimHashColumn(conn, "docs", "simhash", id_column=strategy.id_column)
     assert index.create(LAYOUT.k, LAYOUT.levels[0]) == LAYOUT
     conn.execute(f"CREATE TABLE docs_p3 PARTITION OF docs {strategy.bounds(3, n)}")
     conn.execute(f"INSERT INTO docs (id, lang, simhash) SELECT s.id, s.lang, s.simhash FROM staging AS s "
@@ -146,9 +146,9 @@ def assert_catalog(conn: psycopg.Connection, partitions: list[str]) -> None:
     assert conn.execute("SELECT * FROM simpg.check('docs')").fetchall() == []
 
 
-def assert_exact(conn: psycopg.Connection, index: SimIndex, rows: dict[int, int], queries_: list[int],
+def assert_exact(conn: psycopg.Connection, index: SimHashColumn, rows: dict[int, int], queries_: list[int],
                  *, reports: bool = True) -> None:
-    """near, near_many, SQL near, pairs and clusters (SimIndex and SQL) equal brute force."""
+    """near, near_many, SQL near, pairs and clusters (SimHashColumn and SQL) equal brute force."""
     for k in range(LAYOUT.k + 1):
         expected = [brute_near_of(rows, q, k) for q in queries_]
         assert [index.near(q, k) for q in queries_] == expected
@@ -195,7 +195,7 @@ def partition_indexes(conn: psycopg.Connection) -> list[str]:
             for name in names]
 
 
-def assert_plans_use_partition_btrees(conn: psycopg.Connection, index: SimIndex, q: int) -> None:
+def assert_plans_use_partition_btrees(conn: psycopg.Connection, index: SimHashColumn, q: int) -> None:
     """near and near_many read every partition through its prefix B-trees, never a sequential scan."""
     expected = partition_indexes(conn)
     assert len(expected) == PARTS * LAYOUT.tables
@@ -245,7 +245,7 @@ def test_partitioned_table_is_one_index_and_answers_exactly(conn: psycopg.Connec
         assert size == conn.execute("SELECT sum(pg_relation_size(relid))::bigint FROM pg_partition_tree(%s)",
                                     [name]).fetchone()[0] > 0
     # a handle on one partition searches that partition alone
-    part = SimIndex(conn, "docs_p1", "simhash", id_column=strategy.id_column)
+    part = SimHashColumn(conn, "docs_p1", "simhash", id_column=strategy.id_column)
     assert part.check() == []
     only = stored(conn, "docs_p1")
     assert [part.near(q, 3) for q in queries_] == [brute_near_of(only, q, 3) for q in queries_]
@@ -260,7 +260,7 @@ def test_async_handle_on_a_partitioned_table(db: object) -> None:
 
     async def run() -> None:
         async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as aconn:  # type: ignore[attr-defined]
-            index = AsyncSimIndex(aconn, "docs", "simhash", id_column="id")
+            index = AsyncSimHashColumn(aconn, "docs", "simhash", id_column="id")
             for k in (0, LAYOUT.k):
                 expected = [brute_near_of(now, q, k) for q in queries_]
                 assert [await index.near(q, k) for q in queries_] == expected
@@ -285,7 +285,7 @@ def test_detach_attach_and_drop_keep_the_catalog_and_the_answers(conn: psycopg.C
     assert [r[0] for r in conn.execute("SELECT partition::text FROM simpg.index_partitions('docs')")] == [
         "docs_p0", "docs_p1", "docs_p3", "docs_p4"]
     assert_exact(conn, index, stored(conn), queries_[:8])
-    alone = SimIndex(conn, "docs_p2", "simhash")
+    alone = SimHashColumn(conn, "docs_p2", "simhash")
     assert alone.check() == []
     assert [alone.near(q, 3) for q in queries_] == [brute_near_of(stored(conn, "docs_p2"), q, 3) for q in queries_]
     # attached again: it still has the columns and B-trees, which PostgreSQL takes over
@@ -320,7 +320,7 @@ def test_a_table_made_like_the_parent_attaches_with_its_own_btrees(conn: psycopg
                              f"WHERE indrelid = 'docs_p{p}'::regclass AND NOT indisprimary").fetchone()
         assert after == own  # attached, not built again
     assert_catalog(conn, [f"docs_p{p}" for p in range(PARTS)])
-    assert_exact(conn, SimIndex(conn, "docs"), stored(conn), queries_[:8])
+    assert_exact(conn, SimHashColumn(conn, "docs"), stored(conn), queries_[:8])
 
 
 def test_partitions_refuse_their_own_index_and_prepare_partition_checks_its_table(conn: psycopg.Connection) -> None:
@@ -394,7 +394,7 @@ def test_a_partition_with_its_own_expression_makes_the_index_damaged(pg: object,
         conn.execute("SELECT * FROM simpg.near(NULL::docs, 42, 3)")
     assert info.value.sqlstate == "SPG02"
     with pytest.raises(SimpgError, match="docs_b computes column simhash_p2"):
-        SimIndex(conn, "docs").near(42, 3)
+        SimHashColumn(conn, "docs").near(42, 3)
     problems = conn.execute("SELECT problem, detail FROM simpg.check('docs')").fetchall()
     assert problems == [("missing prefix column",
                          "table 2 of k=3 blocks=5: partition public.docs_b computes column simhash_p2 as simhash, "
@@ -405,7 +405,7 @@ def test_a_partition_with_its_own_expression_makes_the_index_damaged(pg: object,
     assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs_b'::regclass "
                         "AND attname LIKE 'simhash_p%' AND NOT attisdropped").fetchone() == (0,)
     conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
-    assert sorted(n.id for n in SimIndex(conn, "docs").near(42, 3)) == [1, 150, 160]
+    assert sorted(n.id for n in SimHashColumn(conn, "docs").near(42, 3)) == [1, 150, 160]
 
 
 def test_check_and_repair_look_into_the_partitions(conn: psycopg.Connection) -> None:
@@ -451,7 +451,7 @@ def test_near_many_keeps_rows_of_two_partitions_at_the_same_place(conn: psycopg.
     conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
     conn.execute("INSERT INTO docs VALUES (7, 'en', -5), (7, 'zh', -5)")
     assert conn.execute("SELECT count(DISTINCT ctid) FROM docs").fetchone() == (1,)
-    index = SimIndex(conn, "docs", id_column="id")
+    index = SimHashColumn(conn, "docs", id_column="id")
     q = bits.from_db(-5)
     assert index.near(q, 3) == [Neighbor(7, 0), Neighbor(7, 0)]
     assert index.near_many([q, q ^ (1 << 63)], 3) == [[Neighbor(7, 0), Neighbor(7, 0)], [Neighbor(7, 1)] * 2]
@@ -523,7 +523,7 @@ def test_alembic_operations_on_a_table_partitioned_on_two_levels(db: object) -> 
                                "ON m.relid = i.indrelid WHERE NOT i.indisvalid").fetchone()
         assert invalid == (0,)
         assert conn.execute("SELECT * FROM simpg.check('docs')").fetchall() == []
-        index = SimIndex(conn, "docs", id_column="id")
+        index = SimHashColumn(conn, "docs", id_column="id")
         for q in (5, fps[0], 1 << 63):
             assert index.near(q, 3) == brute_near(fps, q, 3)
         assert index.near_many([5, fps[1]], 3) == [brute_near(fps, 5, 3), brute_near(fps, fps[1], 3)]

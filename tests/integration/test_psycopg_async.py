@@ -1,4 +1,4 @@
-"""AsyncSimIndex against brute force, and its errors: the async twin of test_psycopg_index."""
+"""AsyncSimHashColumn against brute force, and its errors: the async twin of test_psycopg_index."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from psycopg import sql
 from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimIndex, Fingerprint, Neighbor, _internals, register_simpg_async
+from simpg.psycopg import AsyncSimHashColumn, Fingerprint, Neighbor, _internals, register_simpg_async
 from tests.integration.test_psycopg_index import (
     brute_clusters,
     brute_near,
@@ -25,7 +25,7 @@ async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> No
     rows, queries = corpus(21, layout.k, n=200)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         assert await index.create(layout.k, *layout.levels) == layout
         assert await index.add(np.array(rows, dtype=np.uint64)) == len(rows)
         for k in (0, layout.k):
@@ -46,11 +46,11 @@ async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> No
 async def test_async_database_errors_come_out_translated_or_as_they_are(db: object) -> None:
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         await index.create(3, 5)
         await index.add([1, 2, 3])
         with pytest.raises(SimpgError, match='relation "missing" does not exist') as clear:
-            await AsyncSimIndex(conn, "missing").stats()
+            await AsyncSimHashColumn(conn, "missing").stats()
         assert isinstance(clear.value.__cause__, psycopg.errors.UndefinedTable)
         with pytest.raises(psycopg.errors.DivisionByZero) as other:
             await index.fetch_all(sql.SQL("t.id / 0 = 1"))
@@ -62,10 +62,10 @@ async def test_async_lookup_connection(db: object) -> None:
     rows, queries = corpus(22, 3, n=200)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         await index.create(3, 5)
         await index.add(rows)
-    async with await AsyncSimIndex.connect(db.dsn, "docs") as index:  # type: ignore[attr-defined]
+    async with await AsyncSimHashColumn.connect(db.dsn, "docs") as index:  # type: ignore[attr-defined]
         cur = await index.conn.execute("SHOW plan_cache_mode")
         assert await cur.fetchone() == ("force_generic_plan",)
         expected = [brute_near(rows, q, 3) for q in queries]
@@ -76,19 +76,19 @@ async def test_async_lookup_connection(db: object) -> None:
         # re-created elsewhere with more, then fewer tables: the handle follows
         async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as other:  # type: ignore[attr-defined]
             for blocks in (6, 4):
-                await AsyncSimIndex(other, "docs").drop()
-                await AsyncSimIndex(other, "docs").create(3, blocks)
+                await AsyncSimHashColumn(other, "docs").drop()
+                await AsyncSimHashColumn(other, "docs").create(3, blocks)
                 assert [await index.near(q, 3) for q in queries] == expected
                 assert await index.layout() == Layout(3, (blocks,))
-            await AsyncSimIndex(other, "docs").drop()
-            await AsyncSimIndex(other, "docs").create(3, 5)
+            await AsyncSimHashColumn(other, "docs").drop()
+            await AsyncSimHashColumn(other, "docs").create(3, 5)
             assert await index.near_many(queries, 3) == expected
     assert index.conn.closed
 
 async def test_async_errors(db: object) -> None:
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         with pytest.raises(SimpgError, match="no simpg index"):
             await index.near(1)
         await index.create(2, 4)
@@ -124,7 +124,7 @@ async def test_async_near_skips_the_cursor_only_where_it_means_the_same(db: obje
     statements = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'simpg_near_%'"
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         await index.create(3, 5)
         await index.add(rows)
         assert [await index.near(q, 3) for q in queries] == expected
@@ -135,7 +135,7 @@ async def test_async_near_skips_the_cursor_only_where_it_means_the_same(db: obje
         async with conn.pipeline():  # psycopg's cursor
             assert [await index.near(q, 3) for q in queries] == expected
     async with await psycopg.AsyncConnection.connect(db.dsn) as conn:  # type: ignore[attr-defined]
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         await index.refresh()
         await conn.rollback()
         assert await index.near(queries[0], 3) == expected[0]  # idle: the cursor opens the transaction

@@ -1,4 +1,4 @@
-"""SimIndex (psycopg, sync) against brute force on a real PostgreSQL, for several layouts."""
+"""SimHashColumn (psycopg, sync) against brute force on a real PostgreSQL, for several layouts."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from simpg.psycopg import (
     Fingerprint,
     Neighbor,
     Pair,
-    SimIndex,
+    SimHashColumn,
     _internals,
     register_simpg,
 )
@@ -51,9 +51,9 @@ def corpus(seed: int, k: int, n: int = 400) -> tuple[list[int], list[int]]:
     return rows, queries
 
 
-def make_table(conn: psycopg.Connection, layout: Layout, rows: list[int], name: str = "docs") -> SimIndex:
+def make_table(conn: psycopg.Connection, layout: Layout, rows: list[int], name: str = "docs") -> SimHashColumn:
     conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, simhash bigint, note text)")
-    index = SimIndex(conn, name, "simhash")
+    index = SimHashColumn(conn, name, "simhash")
     with conn.cursor() as cur, cur.copy(f"COPY {name} (id, simhash) FROM STDIN") as copy:
         for i, fp in enumerate(rows, start=1):
             copy.write_row((i, bits.to_db(fp)))
@@ -149,7 +149,7 @@ def test_where_limits_pairs_and_clusters(conn: psycopg.Connection) -> None:
 
 def test_add_fingerprints_and_columns(conn: psycopg.Connection) -> None:
     conn.execute("CREATE TABLE notes (id bigserial PRIMARY KEY, simhash bigint, note text NOT NULL)")
-    index = SimIndex(conn, "notes")
+    index = SimHashColumn(conn, "notes")
     index.create(3, 4)
     assert index.add(np.array([1, 2**64 - 1], dtype=np.uint64), columns={"note": ["x", "y"]}) == 2
     assert index.add([2**63], columns={"note": ["z"]}) == 1
@@ -163,7 +163,7 @@ def test_add_fingerprints_and_columns(conn: psycopg.Connection) -> None:
 def test_add_is_all_or_nothing(conn: psycopg.Connection, bad: object) -> None:
     index = make_table(conn, Layout(3, (4,)), [1, 2])
     conn.execute("CREATE TABLE more (id bigserial PRIMARY KEY, simhash bigint)")
-    more = SimIndex(conn, "more")
+    more = SimHashColumn(conn, "more")
     more.create(3, 4)
     more.add([5])
     with pytest.raises(InvalidFingerprint, match="expected 64-bit fingerprint"):
@@ -176,7 +176,7 @@ def test_add_texts_uses_the_index_config(conn: psycopg.Connection) -> None:
     from simpg.fingerprint import FingerprintConfig, fingerprint
 
     conn.execute("CREATE TABLE texts (id bigserial PRIMARY KEY, simhash bigint, body text)")
-    index = SimIndex(conn, "texts")
+    index = SimHashColumn(conn, "texts")
     config = FingerprintConfig(ngram=2)
     index.create(3, 4, config=config)
     docs = ["the quick brown fox jumps over the lazy dog", "a completely different sentence about tea"]
@@ -211,7 +211,7 @@ def test_create_drop_and_refresh(conn: psycopg.Connection) -> None:
     assert index.create(2, 5) == Layout(2, (5,))
     assert index.near(1, 2) == brute_near([1, 2, 3], 1, 2)
     # another handle re-creates the index with another layout; refresh() picks it up
-    other = SimIndex(conn, "docs")
+    other = SimHashColumn(conn, "docs")
     other.drop()
     other.create(3, 6)
     assert index.refresh().layout == Layout(3, (6,))
@@ -242,16 +242,16 @@ def test_bad_input_is_named(conn: psycopg.Connection) -> None:
 def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
     conn.execute("CREATE TABLE plain (id bigint PRIMARY KEY, simhash bigint)")
     with pytest.raises(SimpgError, match=r"no simpg index on (public\.)?plain\.simhash"):
-        SimIndex(conn, "plain").near(1)
+        SimHashColumn(conn, "plain").near(1)
     with pytest.raises(SimpgError, match='relation "missing" does not exist'):
-        SimIndex(conn, "missing").near(1)
+        SimHashColumn(conn, "missing").near(1)
     conn.execute("CREATE TABLE nokey (simhash bigint, label text)")
-    nokey = SimIndex(conn, "nokey")
+    nokey = SimHashColumn(conn, "nokey")
     nokey.create(3, 4)
     with pytest.raises(SimpgError, match="no single-column primary key; pass id_column="):
         nokey.near(1)
     conn.execute("INSERT INTO nokey VALUES (5, 'five'), (4, 'four'), (5, 'five again')")
-    named = SimIndex(conn, "nokey", id_column="label")
+    named = SimHashColumn(conn, "nokey", id_column="label")
     assert named.near(5, 1) == [Neighbor("five", 0), Neighbor("five again", 0), Neighbor("four", 1)]
     # ids without an integer type come in the table's order, not sorted
     assert {(frozenset((p.a, p.b)), p.distance) for p in named.pairs(1)} == {
@@ -259,14 +259,14 @@ def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
         (frozenset(("five again", "four")), 1)}
     assert sorted(named.clusters(1)[0]) == ["five", "five again", "four"]
     with pytest.raises(SimpgError, match="column nothing of table nokey does not exist"):
-        SimIndex(conn, "nokey", id_column="nothing").near(1)
+        SimHashColumn(conn, "nokey", id_column="nothing").near(1)
 
 
 def test_database_errors_come_out_translated_or_as_they_are(conn: psycopg.Connection) -> None:
     # one context translates for every method (simpg.psycopg._common.translated)
     index = make_table(conn, Layout(3, (5,)), [1, 2, 3])
     with pytest.raises(SimpgError, match='relation "missing" does not exist') as clear:
-        SimIndex(conn, "missing").stats()
+        SimHashColumn(conn, "missing").stats()
     assert isinstance(clear.value.__cause__, psycopg.errors.UndefinedTable)
     with pytest.raises(psycopg.errors.DivisionByZero) as other:
         index.fetch_all(sql.SQL("t.id / 0 = 1"))
@@ -278,7 +278,7 @@ def test_schema_qualified_and_quoted_names(conn: psycopg.Connection) -> None:
     conn.execute('CREATE SCHEMA "My Schema"')
     conn.execute('CREATE TABLE "My Schema"."Docs" ("Id" integer PRIMARY KEY, "Fp" bigint)')
     conn.execute('INSERT INTO "My Schema"."Docs" VALUES (1, 10), (2, 11), (3, -1)')
-    index = SimIndex(conn, '"My Schema"."Docs"', "Fp")
+    index = SimHashColumn(conn, '"My Schema"."Docs"', "Fp")
     index.create(3, 4)
     assert index.near(10, 1) == [Neighbor(1, 0), Neighbor(2, 1)]
     assert list(index.pairs(1)) == [Pair(1, 2, 1)]
@@ -290,7 +290,7 @@ def test_near_many_in_a_transaction_keeps_the_callers_settings(db: object) -> No
     with psycopg.connect(dsn) as conn:  # not autocommit: a transaction is open
         conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
         conn.execute("INSERT INTO docs SELECT i, i FROM generate_series(1, 50) AS i")
-        index = SimIndex(conn, "docs")
+        index = SimHashColumn(conn, "docs")
         index.create(3, 4)
         conn.execute("SET LOCAL enable_seqscan = on")
         assert index.near_many([1, 2], 0) == [[Neighbor(1, 0)], [Neighbor(2, 0)]]
@@ -302,7 +302,7 @@ def test_near_many_in_a_transaction_keeps_the_callers_settings(db: object) -> No
 def test_unprepared_handle(conn: psycopg.Connection) -> None:
     rows, queries = corpus(9, 3, n=50)
     make_table(conn, Layout(3, (4,)), rows)
-    index = SimIndex(conn, "docs", prepare=False)
+    index = SimHashColumn(conn, "docs", prepare=False)
     assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
     assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
 
@@ -325,7 +325,7 @@ def test_register_simpg_without_simpg(bare_db: object) -> None:
         register_simpg(conn)
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint)")
     with pytest.raises(ExtensionNotInstalled):
-        SimIndex(conn, "docs").near(1)
+        SimHashColumn(conn, "docs").near(1)
 
 
 def test_create_index_builds_full_prefix_btrees(conn: psycopg.Connection) -> None:
@@ -346,8 +346,8 @@ def test_near_many_keeps_rows_that_share_an_id(conn: psycopg.Connection) -> None
     fps = [5, 5, 5 ^ (1 << 63), 7, 2**64 - 1]
     conn.execute("INSERT INTO tagged SELECT i, 't' || (i %% 2), fp FROM unnest(%s::bigint[]) "
                  "WITH ORDINALITY AS u(fp, i)", [[bits.to_db(f) for f in fps]])
-    SimIndex(conn, "tagged").create(3, 5)
-    index = SimIndex(conn, "tagged", id_column="tag")
+    SimHashColumn(conn, "tagged").create(3, 5)
+    index = SimHashColumn(conn, "tagged", id_column="tag")
     queries = [5, 6, 2**64 - 2, 1 << 40]
     many = index.near_many(queries, 3)
     assert many == [index.near(q, 3) for q in queries]
@@ -360,7 +360,7 @@ def test_lookup_connection(db: object, busy_wait: float) -> None:
     rows, queries = corpus(11, 3, n=300)
     with psycopg.connect(dsn, autocommit=True) as setup:
         make_table(setup, Layout(3, (5,)), rows)
-    with SimIndex.connect(dsn, "docs", busy_wait=busy_wait) as index:
+    with SimHashColumn.connect(dsn, "docs", busy_wait=busy_wait) as index:
         conn = index.conn
         assert isinstance(conn, BusyWaitConnection) == bool(busy_wait)
         settings = dict(conn.execute(
@@ -418,7 +418,7 @@ def test_busy_wait_connection_behaves_like_psycopg(db: object) -> None:
         assert conn.execute("SELECT 2").fetchone() == (2,)
     for bad in [-0.1, 2, "1ms", True, None]:
         with pytest.raises(SimpgError, match=f"got {bad!r}"):
-            SimIndex.connect(dsn, "docs", busy_wait=bad)  # type: ignore[arg-type]
+            SimHashColumn.connect(dsn, "docs", busy_wait=bad)  # type: ignore[arg-type]
 
 
 def test_configure_lookups_leaves_the_connection_idle(db: object) -> None:
@@ -428,10 +428,10 @@ def test_configure_lookups_leaves_the_connection_idle(db: object) -> None:
         configure_lookups(conn)
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_generic_plan",)
-    with psycopg.connect(db.dsn) as conn, SimIndex(conn, "docs") as index:  # type: ignore[attr-defined]
+    with psycopg.connect(db.dsn) as conn, SimHashColumn(conn, "docs") as index:  # type: ignore[attr-defined]
         assert index.conn is conn
     assert conn.closed  # by psycopg's with block: a handle closes only what it opened
-    index = SimIndex(psycopg.connect(db.dsn), "docs")  # type: ignore[attr-defined]
+    index = SimHashColumn(psycopg.connect(db.dsn), "docs")  # type: ignore[attr-defined]
     index.close()
     assert not index.conn.closed
     index.conn.close()
@@ -445,17 +445,17 @@ def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> 
     rows, queries = corpus(13, 3, n=300)
     with psycopg.connect(dsn, autocommit=True) as other:
         make_table(other, Layout(3, (5,)), rows)
-        with SimIndex.connect(dsn, "docs") as index, psycopg.connect(dsn) as in_tx:
-            stale = SimIndex(in_tx, "docs")
+        with SimHashColumn.connect(dsn, "docs") as index, psycopg.connect(dsn) as in_tx:
+            stale = SimHashColumn(in_tx, "docs")
             assert index.near(queries[0], 3) == brute_near(rows, queries[0], 3)
             assert stale.layout == Layout(3, (5,))
-            SimIndex(other, "docs").drop()
-            SimIndex(other, "docs").create(3, 6)
+            SimHashColumn(other, "docs").drop()
+            SimHashColumn(other, "docs").create(3, 6)
             assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
             assert index.layout == Layout(3, (6,))
             index.refresh()  # and back, for near_many
-            SimIndex(other, "docs").drop()
-            SimIndex(other, "docs").create(3, 4, 4)
+            SimHashColumn(other, "docs").drop()
+            SimHashColumn(other, "docs").create(3, 4, 4)
             assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
             assert index.layout == Layout(3, (4, 4))
             # in a transaction of the caller's, near_many's savepoint keeps it usable ...
@@ -463,8 +463,8 @@ def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> 
             assert stale.layout == Layout(3, (4, 4))
             in_tx.rollback()
             for blocks in (6, 5):  # more tables (simpg.layout_is fails), then fewer (columns gone)
-                SimIndex(other, "docs").drop()
-                SimIndex(other, "docs").create(3, blocks)
+                SimHashColumn(other, "docs").drop()
+                SimHashColumn(other, "docs").create(3, blocks)
                 in_tx.execute("SELECT 1")  # open a transaction
                 # ... while near's error aborts it: said clearly, nothing guessed
                 with pytest.raises(SimpgError, match=r"docs\.simhash changed since this handle read its layout"):
@@ -473,7 +473,7 @@ def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> 
                 assert stale.near(queries[0], 3) == brute_near(rows, queries[0], 3)
                 assert stale.layout == Layout(3, (blocks,))
                 in_tx.rollback()
-            SimIndex(other, "docs").drop()
+            SimHashColumn(other, "docs").drop()
             with pytest.raises(SimpgError, match="no simpg index on"):
                 index.near(queries[0], 3)
 
@@ -506,7 +506,7 @@ def test_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
         # NULL and repeated ids in a nullable id column: ordered as the cursor's ORDER BY
         conn.execute("ALTER TABLE docs ADD COLUMN ref integer")
         conn.execute("UPDATE docs SET ref = CASE WHEN id % 3 = 0 THEN NULL ELSE -(id % 7) END")
-        by_ref = SimIndex(conn, "docs", id_column="ref")
+        by_ref = SimHashColumn(conn, "docs", id_column="ref")
         fast = [by_ref.near(q, 3) for q in queries]
         with conn.pipeline():
             assert [by_ref.near(q, 3) for q in queries] == fast
@@ -515,7 +515,7 @@ def test_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
         for found in fast:
             assert [n.distance for n in found] == sorted(n.distance for n in found)
     with psycopg.connect(dsn) as conn:  # not autocommit
-        index = SimIndex(conn, "docs")
+        index = SimHashColumn(conn, "docs")
         index.refresh()  # reading the layout opened a transaction
         conn.rollback()
         assert index.near(queries[0], 3) == expected[0]
@@ -542,10 +542,10 @@ def test_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:  # text ids: the cursor
         conn.execute("CREATE TABLE named (name text PRIMARY KEY, simhash bigint)")
         conn.execute("INSERT INTO named SELECT 'row ' || id, simhash FROM docs")
-        SimIndex(conn, "named").create(3, 5)
+        SimHashColumn(conn, "named").create(3, 5)
         named = [Neighbor(f"row {n.id}", n.distance) for n in expected[0]]
         # ordered by the database (C collation in these servers: byte order)
-        assert SimIndex(conn, "named").near(queries[0], 3) == sorted(named, key=lambda n: (n.distance, n.id))
+        assert SimHashColumn(conn, "named").near(queries[0], 3) == sorted(named, key=lambda n: (n.distance, n.id))
         assert near_statements(conn) == []
 
 

@@ -17,7 +17,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimIndex, BusyWaitConnection, Neighbor, SimIndex, _internals, lookup, settings
+from simpg.psycopg import AsyncSimHashColumn, BusyWaitConnection, Neighbor, SimHashColumn, _internals, lookup, settings
 from tests.integration.test_psycopg_index import brute_near, corpus, make_table, psycopg_notices_deallocate
 
 
@@ -66,7 +66,7 @@ def test_every_connection_state(db: object, internals: bool) -> None:
         conn.row_factory = dict_row  # type: ignore[assignment]
         assert [near.near(info, q, 3) for q in queries[:3]] == expected[:3]
     with psycopg.connect(dsn) as conn:  # not autocommit
-        index = SimIndex(conn, "docs")
+        index = SimHashColumn(conn, "docs")
         info = index.info
         conn.rollback()
         near = lookup.NearLookup(conn)
@@ -93,7 +93,7 @@ def test_order_of_ids_that_are_null_repeated_or_text(db: object, internals: bool
     make_table(conn, Layout(3, (5,)), rows)
     conn.execute("ALTER TABLE docs ADD COLUMN ref integer")
     conn.execute("UPDATE docs SET ref = CASE WHEN id % 3 = 0 THEN NULL ELSE -(id % 7) END")
-    by_ref = SimIndex(conn, "docs", id_column="ref")
+    by_ref = SimHashColumn(conn, "docs", id_column="ref")
     near = lookup.NearLookup(conn)
     for q in queries:
         found = near.near(by_ref.info, q, 3)
@@ -101,7 +101,7 @@ def test_order_of_ids_that_are_null_repeated_or_text(db: object, internals: bool
         assert sorted(n.distance for n in found) == [n.distance for n in brute_near(rows, q, 3)]
     conn.execute("CREATE TABLE named (name text PRIMARY KEY, simhash bigint)")
     conn.execute("INSERT INTO named SELECT 'row ' || id, simhash FROM docs")
-    named = SimIndex(conn, "named")
+    named = SimHashColumn(conn, "named")
     named.create(3, 5)
     for q in queries:
         want = [Neighbor(f"row {n.id}", n.distance) for n in brute_near(rows, q, 3)]
@@ -125,7 +125,7 @@ def test_lookup_connection_runs_generic_plans(db: object, internals: bool) -> No
     with psycopg.connect(dsn, autocommit=True) as setup:
         make_table(setup, Layout(3, (5,)), rows)
     for busy_wait in (0, 0.001):
-        with SimIndex.connect(dsn, "docs", busy_wait=busy_wait) as index:
+        with SimHashColumn.connect(dsn, "docs", busy_wait=busy_wait) as index:
             conn = index.conn
             conn.execute(settings.LOOKUP.statement, settings.LOOKUP.params)  # the bound form, again
             near = lookup.NearLookup(conn)
@@ -160,7 +160,7 @@ async def test_async_lookup(db: object, internals: bool) -> None:
     with psycopg.connect(db.dsn, autocommit=True) as setup:  # type: ignore[attr-defined]
         make_table(setup, Layout(3, (5,)), rows)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         info = await index.info()
         near = lookup.AsyncNearLookup(conn)
         assert [await near.near(info, q, 3) for q in queries] == expected
@@ -174,7 +174,7 @@ async def test_async_lookup(db: object, internals: bool) -> None:
             assert [await near.near(info, q, 3) for q in queries[:5]] == expected[:5]
         assert [await index.near(q, 3) for q in queries] == expected
     async with await psycopg.AsyncConnection.connect(db.dsn) as conn:  # type: ignore[attr-defined]
-        index = AsyncSimIndex(conn, "docs")
+        index = AsyncSimHashColumn(conn, "docs")
         info = await index.info()
         await conn.rollback()
         near = lookup.AsyncNearLookup(conn)
@@ -206,7 +206,7 @@ def test_a_rolled_back_transaction_does_not_break_the_next_lookup(db: object, in
             assert [index.near(q, 3) for q in queries] == expected  # outside: prepared again
             assert [near.near(index.info, q, 3) for q in queries] == expected
     with psycopg.connect(dsn) as conn:  # not autocommit
-        index = SimIndex(conn, "docs")
+        index = SimHashColumn(conn, "docs")
         near = lookup.NearLookup(conn)
         assert index.near_many(queries, 3) == expected
         for _ in range(2):

@@ -23,7 +23,7 @@ from psycopg import sql
 from simpg import bits, schema, shards
 from simpg.cli import main
 from simpg.exc import SimpgError
-from simpg.psycopg import Neighbor, SimIndex, queries
+from simpg.psycopg import Neighbor, SimHashColumn, queries
 from simpg.shards import Shard, ShardedIndex
 from tests import servers
 
@@ -289,7 +289,7 @@ def test_ranges_and_distance_filter_go_to_every_shard_at_once(sharded: Cluster, 
             assert re.search(r"bit_count\(\(simhash # \(?-?\d+\)?::bigint\)::bit\(64\)\)::integer <= 3\)", text), text
             for t in range(10):  # every table's prefix range
                 assert re.search(rf"\(simhash_p{t} >= \(?-?\d+\)?::bigint\) AND \(simhash_p{t} <= ", text), text
-        # SimIndex's prepared lookup (parameters, not literals) and ShardedIndex.near_many
+        # SimHashColumn's prepared lookup (parameters, not literals) and ShardedIndex.near_many
         index = ShardedIndex(conn, table, "simhash", id_column="id")
         info = index.index.info
         queries.register_dumpers(conn)
@@ -318,7 +318,7 @@ def test_pairs_and_clusters_across_shards(sharded: Cluster, data: Data) -> None:
         # the same rows in one plain table on one server give the same clusters
         conn.execute("CREATE TABLE local_docs (id bigint PRIMARY KEY, simhash bigint)")
         conn.execute("INSERT INTO local_docs SELECT id, simhash FROM docs")
-        local = SimIndex(conn, "local_docs", "simhash")
+        local = SimHashColumn(conn, "local_docs", "simhash")
         local.create(K, BLOCKS)
         for method in ("representative", "components"):
             clusters = index.clusters(K, method)

@@ -6,7 +6,7 @@ import inspect
 import subprocess
 import sys
 
-from simpg.psycopg import AsyncSimIndex, SimIndex
+from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from simpg.psycopg._async_to_sync import HEADER, SOURCE, TARGET, convert
 
 
@@ -31,7 +31,7 @@ def test_check_exits_1_when_stale(tmp_path, monkeypatch) -> None:
 
 
 def test_the_rules() -> None:
-    source = '''"""Example: >>> await AsyncSimIndex(conn).near(1)."""
+    source = '''"""Example: >>> await AsyncSimHashColumn(conn).near(1)."""
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -40,8 +40,8 @@ if True:  # ASYNC
     import asyncio
 
 
-class AsyncSimIndex:
-    async def __aenter__(self) -> AsyncSimIndex:
+class AsyncSimHashColumn:
+    async def __aenter__(self) -> AsyncSimHashColumn:
         return self
 
     async def go(self, run: Callable[[], Awaitable[int]],
@@ -60,14 +60,14 @@ class AsyncSimIndex:
         def info(self) -> Iterator[int]:
             return self.read()
 '''
-    expected = '''"""Example: >>> SimIndex(conn).near(1)."""
+    expected = '''"""Example: >>> SimHashColumn(conn).near(1)."""
 
 import asyncio
 from collections.abc import Callable, Iterator
 
 
-class SimIndex:
-    def __enter__(self) -> SimIndex:
+class SimHashColumn:
+    def __enter__(self) -> SimHashColumn:
         return self
 
     def go(self, run: Callable[[], int],
@@ -86,14 +86,14 @@ class SimIndex:
 
 
 def test_both_handles_have_the_same_methods() -> None:
-    public = {name for name in vars(AsyncSimIndex) if not name.startswith("_")}
-    assert {name for name in vars(SimIndex) if not name.startswith("_")} == public
+    public = {name for name in vars(AsyncSimHashColumn) if not name.startswith("_")}
+    assert {name for name in vars(SimHashColumn) if not name.startswith("_")} == public
     # info and layout: properties of the sync handle, coroutines of the async one
-    assert all(isinstance(vars(SimIndex)[name], property) for name in ("info", "layout"))
+    assert all(isinstance(vars(SimHashColumn)[name], property) for name in ("info", "layout"))
     for name in sorted(public - {"info", "layout"}):
-        sync = dict(inspect.signature(getattr(SimIndex, name)).parameters)
-        async_ = dict(inspect.signature(getattr(AsyncSimIndex, name)).parameters)
+        sync = dict(inspect.signature(getattr(SimHashColumn, name)).parameters)
+        async_ = dict(inspect.signature(getattr(AsyncSimHashColumn, name)).parameters)
         if name == "connect":  # the sync one can poll for answers (a BusyWaitConnection)
             assert sync.pop("busy_wait").default == 0.0
         assert sync == async_, name
-        assert inspect.iscoroutinefunction(getattr(AsyncSimIndex, name)) != (name in ("pairs", "pair_arrays"))
+        assert inspect.iscoroutinefunction(getattr(AsyncSimHashColumn, name)) != (name in ("pairs", "pair_arrays"))
