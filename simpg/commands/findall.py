@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from simpg.commands._options import add_radius, check_radius
+from simpg.commands._common import add_radius, check_radius
 from simpg.corpus import open_output, read_lines
 from simpg.exc import InvalidFingerprint, SimpgError
 from simpg.layout import MAX_K, Layout

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from simpg import bits
-from simpg.commands.dedup import add_common_arguments, check_k, check_max_sketch_distance, database_dsn
+from simpg.commands._common import add_common_arguments, check_k, check_max_sketch_distance, database_dsn
 from simpg.commands.install import add_dsn_argument
 from simpg.exc import InvalidFingerprint, SimpgError
 

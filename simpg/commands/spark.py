@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from simpg.commands._options import add_radius, check_radius
+from simpg.commands._common import add_radius, check_radius
 from simpg.exc import SimpgError
 from simpg.layout import MAX_K, Layout
 

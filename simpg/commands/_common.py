@@ -1,0 +1,109 @@
+"""What several commands share: options spelled the same everywhere, progress, the database.
+
+The radius is ``-k`` in every command, as in SQL (``k``) and Python (``k=``).
+``--distance`` stays its long name, and ``-d`` stays on ``find-all`` and
+``find-clusters`` (and their Spark twins), the flags of seed 004's tool. Errors name
+the flag as the user typed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from simpg.exc import SimpgError
+from simpg.fingerprint import SKETCH_BITS
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _Radius(argparse.Action):
+    """Stores the value as ``k`` and the flag typed as ``k_flag``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.k_flag = option_string or "-k"
+
+
+def add_radius(p: argparse.ArgumentParser, *, default: int | None = None, required: bool = False,
+               seed004: bool = False, help: str = "largest number of differing bits") -> None:
+    """Add ``-k``/``--distance`` (and ``-d`` where ``seed004``), stored as ``args.k``."""
+    flags = ("-k", "-d", "--distance") if seed004 else ("-k", "--distance")
+    p.add_argument(*flags, dest="k", type=int, default=default, required=required, metavar="K",
+                   action=_Radius, help=help)
+    p.set_defaults(k_flag="-k")
+
+
+def check_radius(args: argparse.Namespace, limit: int, what: str = "") -> int:
+    """``args.k``, refused outside ``0..limit``; the error names the flag as typed."""
+    k: int = args.k
+    if not 0 <= k <= limit:
+        raise SimpgError(f"{args.k_flag} must be from 0 to {limit}{what}, got {k}")
+    return k
+
+
+def add_common_arguments(p: argparse.ArgumentParser, k_default: int | None, k_help: str) -> None:
+    """-k, --json and --progress, shared with ``simpg near``."""
+    add_radius(p, default=k_default, help=f"largest number of differing bits {k_help}")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
+
+def check_k(args: argparse.Namespace, info: Any, what: str) -> int:
+    """-k (default: the index's radius), refused outside what the index on ``what`` answers.
+
+    The message gives the allowed range: whoever runs the command may not manage the index.
+    """
+    limit = int(info.layout.k)
+    if args.k is None:
+        return limit
+    return check_radius(args, limit, f" for {what}")
+
+def stage(args: argparse.Namespace, text: str) -> None:
+    """A line on stderr naming the step that starts, when progress is shown."""
+    if bool(getattr(args, "progress", False)) or sys.stderr.isatty():
+        print(f"simpg: {text}", file=sys.stderr, flush=True)
+
+def database_dsn(args: argparse.Namespace) -> str:
+    """--dsn / $SIMPG_DSN, else the embedded default server (started on demand)."""
+    if args.dsn:
+        return str(args.dsn)
+    from simpg.embedded import data_dir, embedded_dsn
+
+    logger.info("no --dsn or SIMPG_DSN: using the embedded PostgreSQL in %s", data_dir())
+    return embedded_dsn()
+
+def progress(items: Iterable[T], args: argparse.Namespace, total: int | None, desc: str,
+             unit: str = "doc", weight: Any = None) -> Iterator[T]:
+    """``items`` with a tqdm bar on stderr when it is a terminal or --progress was given.
+
+    ``weight(item)``: how much each item advances the bar (default 1).
+    """
+    show = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
+    if not show:
+        yield from items
+        return
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False) as bar:
+        for item in items:
+            yield item
+            bar.update(1 if weight is None else weight(item))
+
+def check_max_sketch_distance(value: int | None) -> None:
+    """--max-sketch-distance (None: the default), refused outside 0 .. SKETCH_BITS; shared with ``simpg near``."""
+    if value is not None and not 0 <= value <= SKETCH_BITS:
+        raise SimpgError(f"--max-sketch-distance must be from 0 to {SKETCH_BITS}, got {value}")
+
+def plural(n: int, word: str) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+def shown(items: list[str]) -> str:
+    """The first five of ``items``, and how many more."""
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")

@@ -1,0 +1,262 @@
+"""Deduplicating a collection of documents in PostgreSQL: the job behind ``simpg dedup``.
+
+The documents go into the reference table ``simpg_documents`` (:mod:`simpg.reference`)
+as one *collection*, replacing what an earlier run loaded into it unless ``append``.
+Two documents are near-duplicates when their fingerprints differ in at most k bits
+*and*, with ``confirm``, their sketches agree (:mod:`simpg.fingerprint.minhash`). The
+clusters come from the table in one read (one snapshot, so the clusters and the pairs
+listed are of the same rows): around representatives, or connected components.
+
+The command line (:mod:`simpg.commands.dedup`) reads the documents, shows progress and
+prints; everything else is here, usable from Python::
+
+    docs = list(simpg.corpus.read_documents("corpus/"))
+    fps = dedup.fingerprint_documents(docs, FingerprintConfig())
+    sketches = dedup.sketch_documents(docs)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, decision=dedup.Decision(k=7))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from simpg import allpairs, bits
+from simpg.corpus import Document
+from simpg.exc import SimpgError
+from simpg.fingerprint import (
+    DEDUP_K,
+    MAX_SKETCH_DISTANCE,
+    FingerprintConfig,
+    FingerprintError,
+    fingerprint_many,
+    get_fingerprinter,
+    similarity,
+    sketch_many,
+)
+from simpg.fingerprint.minhash import from_sql, sketch, sketch_distance, to_sql
+from simpg.psycopg import SimHashColumn
+from simpg.reference import TABLE, ensure_reference_schema
+
+__all__ = ["Decision", "Progress", "deduplicate", "featureless_reason", "fingerprint_documents", "sketch_documents"]
+
+T = TypeVar("T")
+
+#: ``progress(items, total, description, weight)``: the items, passed through (the CLI shows a bar).
+Progress = Callable[[Iterable[Any], "int | None", str, "Callable[[Any], int] | None"], Iterable[Any]]
+
+#: Below this many documents, fingerprinting in worker processes costs more than it saves.
+PARALLEL_FROM = 1000
+#: Rows per COPY while loading, so progress moves.
+LOAD_CHUNK = 5000
+
+
+def _quiet(items: Iterable[T], total: int | None, desc: str, weight: Callable[[T], int] | None = None) -> Iterable[T]:
+    return items
+
+
+def _inputs(docs: Sequence[Document]) -> Iterable[Any]:
+    return ({"title": d.title, "body": d.body} if d.title else d.body for d in docs)
+
+
+def _workers(docs: Sequence[Document], workers: int | None) -> int | None:
+    return workers or (None if len(docs) >= PARALLEL_FROM else 1)
+
+
+def fingerprint_documents(docs: Sequence[Document], config: FingerprintConfig, workers: int | None = None,
+                          progress: Progress = _quiet) -> list[int | None]:
+    """Each document's fingerprint (None: no usable features), in worker processes from 1,000 documents."""
+    return list(progress(fingerprint_many(_inputs(docs), config, workers=_workers(docs, workers), on_error="none"),
+                         len(docs), "fingerprinting", None))
+
+
+def sketch_documents(docs: Sequence[Document], workers: int | None = None,
+                     progress: Progress = _quiet) -> list[bytes | None]:
+    """Each document's sketch (None: no words to sketch), in worker processes as fingerprinting."""
+    return list(progress(sketch_many(_inputs(docs), workers=_workers(docs, workers)), len(docs), "sketching", None))
+
+
+def featureless_reason(doc: Document, config: FingerprintConfig) -> str:
+    """Why ``doc`` has no fingerprint (the fingerprinter's message: empty, or no usable features)."""
+    try:
+        get_fingerprinter(config).fingerprint({"title": doc.title, "body": doc.body} if doc.title else doc.body)
+    except FingerprintError as err:
+        return str(err)
+    return "document has no usable features"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How pairs are decided and grouped."""
+
+    k: int = DEDUP_K
+    confirm: bool = True
+    max_sketch_distance: int = MAX_SKETCH_DISTANCE
+    method: str = "representative"
+
+
+def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[Document],
+                fingerprints: Sequence[int | None], sketches: Sequence[bytes | None], *,
+                decision: Decision = Decision(), config: FingerprintConfig | None = None, append: bool = False,
+                with_pairs: bool = False, skipped: Sequence[str] = (), progress: Progress = _quiet,
+                stage: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
+    """Load ``docs`` (those with a fingerprint) as ``collection``, then pair and cluster it.
+
+    ``conn`` must be in autocommit mode. Returns the report: the collection, its
+    document count, the clusters (largest first, each document with its bits from the
+    cluster's first document and sketch similarity), and with ``with_pairs`` every pair
+    decided (ids, sources, distance, sketch distance and similarity).
+    """
+    config = config or FingerprintConfig()
+    identity = config.identity
+    kept = [(d, fp, sk) for d, fp, sk in zip(docs, fingerprints, sketches, strict=True) if fp is not None]
+    ensure_reference_schema(conn)
+    index = SimHashColumn(conn, TABLE, "simhash")
+    with conn.transaction():
+        if append:
+            others = [r[0] for r in conn.execute(
+                "SELECT DISTINCT fingerprint_config FROM simpg_documents WHERE collection = %s "
+                "AND fingerprint_config <> %s", [collection, identity])]
+            if others:
+                raise SimpgError(f"collection {collection!r} holds fingerprints made with config "
+                                 f"{others[0]}, not {identity}; drop --append to replace it")
+        else:
+            conn.execute("DELETE FROM simpg_documents WHERE collection = %s", [collection])
+        chunks = [kept[i:i + LOAD_CHUNK] for i in range(0, len(kept), LOAD_CHUNK)]
+        # loading is indexing too: the prefix columns and their B-trees fill as rows go in
+        for chunk in progress(chunks, len(kept), "loading and indexing", len):
+            index.add([fp for _, fp, _ in chunk], columns={
+                "collection": [collection] * len(chunk),
+                "source": [d.source for d, _, _ in chunk],
+                "title": [d.title for d, _, _ in chunk],
+                "body": [d.body for d, _, _ in chunk],
+                "fingerprint_config": [identity] * len(chunk),
+                "sketch": [None if sk is None else to_sql(sk) for _, _, sk in chunk],
+            })
+    where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
+    how = "confirmed by sketches" if decision.confirm else "fingerprints only"
+    documents = f"{len(kept)} document{'' if len(kept) == 1 else 's'}"
+    stage(f"pairing {documents} within {decision.k} bits, {how} ({decision.method})")
+    # one snapshot: the clusters and the listed pairs come from the same rows
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        stored_ids, stored_fps = index.fetch_all(where)
+        stored_sketches = _stored_sketches(conn, collection, stored_ids) if decision.confirm else None
+    decided = _decide(stored_ids, stored_fps, stored_sketches, decision.k, decision.max_sketch_distance)
+    clusters = _clusters(stored_ids, decided, decision.method)
+    total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s", [collection]).fetchone()
+    members = sorted({i for c in clusters for i in c} | ({i for p in decided for i in p[:2]} if with_pairs
+                                                           else set()))
+    rows = {r[0]: r for r in conn.execute(
+        "SELECT id, source, title, left(body, 300), simhash, sketch::text FROM simpg_documents "
+        "WHERE id = ANY(%s)", [np.array(members, dtype=np.int64).tolist()])}
+    report = _report(collection, int(total[0]) if total else 0, decision.k, clusters, rows, list(skipped))
+    report["method"] = decision.method
+    report["confirm"] = "sketch" if decision.confirm else "none"
+    report["max_sketch_distance"] = decision.max_sketch_distance if decision.confirm else None
+    if with_pairs:
+        # every pair the clusters were made from, so an evaluation scores what users get
+        report["pairs"] = [_pair_json(a, b, d, sd, rows, decision.confirm) for a, b, d, sd in decided]
+    return report
+
+
+def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]:
+    """The stored sketches of ``ids``, in that order; rows stored before sketches get theirs now."""
+    found = {row[0]: from_sql(row[1]) for row in conn.execute(
+        "SELECT id, sketch::text FROM simpg_documents WHERE collection = %s AND sketch IS NOT NULL",
+        [collection])}
+    missing = conn.execute("SELECT id, title, body FROM simpg_documents WHERE collection = %s "
+                           "AND sketch IS NULL", [collection]).fetchall()
+    updates = []
+    for id_, title, body in missing:  # stored by simpg 0.1, or by hand: the text is there
+        try:
+            made = sketch({"title": title, "body": body} if title else body)
+        except ValueError:
+            found[id_] = None
+            continue
+        found[id_] = made
+        updates.append((to_sql(made), id_))
+    if updates:
+        with conn.cursor() as cur:
+            cur.executemany("UPDATE simpg_documents SET sketch = %s::bit(256) WHERE id = %s", updates)
+    return [found.get(int(i)) for i in ids]
+
+def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int,
+            max_sketch_distance: int) -> list[tuple[int, int, int, int | None]]:
+    """Every near-duplicate pair ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted.
+
+    With sketches, a document without one (no words to sketch) is nobody's duplicate.
+    """
+    chunks: list[tuple[Any, Any, Any, Any]]
+    if sketches is None:
+        chunks = [(i, j, d, None) for i, j, d in allpairs.pair_chunks(fps, k)]
+    else:
+        has = np.array([sk is not None for sk in sketches], dtype=bool)
+        rows = np.flatnonzero(has)
+        sk = allpairs.as_sketches([sketches[r] for r in rows.tolist()]) if len(rows) else None
+        chunks = [] if sk is None else [
+            (rows[i], rows[j], d, sd)
+            for i, j, d, sd in allpairs.confirmed_pair_chunks(fps[rows], sk, k, max_sketch_distance)]
+    out: list[tuple[int, int, int, int | None]] = []
+    for i, j, d, sd in chunks:
+        a, b = ids[i].tolist(), ids[j].tolist()
+        sds = [None] * len(a) if sd is None else sd.tolist()
+        out += [(min(x, y), max(x, y), dd, s) for x, y, dd, s in zip(a, b, d.tolist(), sds, strict=True)]
+    out.sort()
+    return out
+
+def _clusters(ids: Any, pairs: list[tuple[int, int, int, int | None]], method: str) -> list[list[int]]:
+    """Clusters (size >= 2) of the decided pairs, as sorted id lists, largest first.
+
+    Representatives are taken in id order (load order).
+    """
+    order = np.sort(np.asarray(ids, dtype=np.int64))
+    if not pairs:
+        return []
+    i = np.searchsorted(order, np.array([p[0] for p in pairs], dtype=np.int64))
+    j = np.searchsorted(order, np.array([p[1] for p in pairs], dtype=np.int64))
+    if method == "components":
+        labels = allpairs.component_labels(len(order), i, j)
+    else:
+        labels = allpairs.representative_labels(len(order), i, j)
+    groups: dict[int, list[int]] = {}
+    for row, label in enumerate(labels.tolist()):
+        groups.setdefault(label, []).append(int(order[row]))
+    out = [g for g in groups.values() if len(g) > 1]
+    out.sort(key=lambda g: (-len(g), g[0]))
+    return out
+
+def _pair_json(a: int, b: int, d: int, sd: int | None, rows: Mapping[Any, Sequence[Any]],
+               confirm: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
+    if confirm and sd is not None:
+        out["sketch_distance"] = sd
+        out["similarity"] = round(similarity(sd), 3)
+    return out
+
+def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
+            rows: Mapping[Any, Sequence[Any]], skipped: list[str]) -> dict[str, Any]:
+
+    out = []
+    for ids in clusters:
+        first = bits.from_db(rows[ids[0]][4])
+        first_sketch = from_sql(rows[ids[0]][5])
+        docs = []
+        for id_ in ids:
+            _, source, title, preview, simhash, sketch_text = rows[id_]
+            fp = bits.from_db(simhash)
+            sk = from_sql(sketch_text)
+            sim = (round(similarity(sketch_distance(first_sketch, sk)), 3)
+                   if sk is not None and first_sketch is not None else None)
+            docs.append({"id": id_, "source": source, "title": title, "simhash": fp,
+                         "distance": bits.hamming(first, fp), "similarity": sim,
+                         "preview": " ".join(preview.split())})
+        out.append({"size": len(ids), "documents": docs})
+    return {"collection": collection, "documents": documents, "k": k,
+            "clustered_documents": sum(len(c) for c in clusters), "clusters": out, "skipped": skipped}
