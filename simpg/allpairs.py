@@ -47,6 +47,7 @@ import numpy as np
 
 from simpg import bits
 from simpg.exc import InvalidFingerprint, InvalidLayout
+from simpg.fingerprint.minhash import SKETCH_BYTES, checked_max_distance
 from simpg.layout import MAX_K, Layout, Permutation
 
 logger = logging.getLogger(__name__)
@@ -112,8 +113,6 @@ def as_sketches(values: Any) -> np.ndarray:
     Accepts such an array, an ``(n, 32)`` ``uint8`` array, or an iterable of 32-byte
     ``bytes``; anything else raises, naming the value.
     """
-    from simpg.fingerprint.minhash import SKETCH_BYTES
-
     if isinstance(values, np.ndarray):
         if values.ndim == 2 and values.dtype == np.uint64 and values.shape[1] == SKETCH_BYTES // 8:
             return values
@@ -188,8 +187,6 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
 
 
 def _sketch_limit(value: int | None) -> int:
-    from simpg.fingerprint.minhash import checked_max_distance
-
     return checked_max_distance(value)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any, Final, Literal
@@ -105,8 +106,6 @@ def _cut_point(text: str, lo: int, hi: int) -> int:
 
 
 def _is_mark(ch: str) -> bool:
-    import unicodedata
-
     return not ch.isascii() and unicodedata.category(ch)[0] == "M"
 
 

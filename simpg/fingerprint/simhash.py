@@ -31,6 +31,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from simpg.bits import check
 from simpg.fingerprint.errors import InvalidDocument, NoFeatures
 
 __all__ = ["QUANTUM", "BitTally", "bit_counts", "combine", "quantize", "quantize_array"]
@@ -149,8 +150,6 @@ def combine(pairs: Iterable[tuple[int, float]]) -> int:
         NoFeatures: when ``pairs`` is empty or every weight is zero.
         InvalidDocument: for a hash outside ``[0, 2**64)`` or a bad weight.
     """
-    from simpg.bits import check
-
     hashes: list[int] = []
     weights: list[int] = []
     for pair in pairs:

@@ -25,6 +25,7 @@ from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
 from simpg import bits, schema
+from simpg.exc import ExtensionNotInstalled
 
 __all__ = ["Fingerprint", "register_simpg", "register_simpg_async"]
 
@@ -89,8 +90,6 @@ def register_simpg(context: Any) -> None:
 
 async def register_simpg_async(context: Any) -> None:
     """:func:`register_simpg` for an async connection (or cursor)."""
-    from simpg.exc import ExtensionNotInstalled
-
     conn = getattr(context, "connection", context)
     cur = await conn.execute(
         "SELECT 1 FROM pg_catalog.pg_proc AS p JOIN pg_catalog.pg_namespace AS n "

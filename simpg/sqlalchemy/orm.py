@@ -15,13 +15,12 @@ from sqlalchemy import Select, and_, event, inspect, not_, select
 
 from simpg import bits
 from simpg.exc import SimpgError
+from simpg.fingerprint import FingerprintConfig, fingerprint
 from simpg.sqlalchemy.index import SimHashIndex, _resolve_column, index_for
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
     from sqlalchemy.orm import Session
-
-    from simpg.fingerprint import FingerprintConfig
 
 __all__ = [
     "FingerprintWriter",
@@ -44,8 +43,6 @@ class FingerprintWriter:
 
     def fingerprint(self, text: Any) -> int:
         """The fingerprint of one text with this writer's config."""
-        from simpg.fingerprint import fingerprint
-
         return fingerprint(text, self.config)
 
 
@@ -65,8 +62,6 @@ def fingerprint_on_write(
         target: mapped fingerprint attribute (``SimHash`` column).
         config: fingerprint settings; None means ``FingerprintConfig()``.
     """
-    from simpg.fingerprint import FingerprintConfig
-
     target_column = _resolve_column(target)
     writer = FingerprintWriter(source.key, target.key, config or FingerprintConfig())
 

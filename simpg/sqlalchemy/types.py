@@ -25,6 +25,7 @@ from sqlalchemy.types import TypeDecorator
 
 from simpg import bits
 from simpg.exc import SimpgError
+from simpg.fingerprint.minhash import from_sql, to_sql
 from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
@@ -56,14 +57,10 @@ class Sketch(TypeDecorator[bytes]):
         """32 bytes to the bit string PostgreSQL reads (:func:`~simpg.fingerprint.minhash.to_sql`)."""
         if value is None:
             return None
-        from simpg.fingerprint.minhash import to_sql
-
         return to_sql(value)
 
     def process_result_value(self, value: Any, dialect: Any) -> bytes | None:
         """The bit string PostgreSQL returns to 32 bytes."""
-        from simpg.fingerprint.minhash import from_sql
-
         return from_sql(value)
 
 
