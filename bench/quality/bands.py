@@ -1,0 +1,316 @@
+"""Online lookups with a second candidate source: MinHash LSH band keys (measured prototype, not product).
+
+Issue 14's open part: an online lookup (one document against an indexed table) finds its
+candidates within k = 4 bits of the fingerprint and confirms them with the 256-bit sketch;
+at k = 4 too few near duplicates are candidates. This module scores a second, index-backed
+candidate source: **band keys**. Each row stores ``b`` bigint keys; band ``i`` is a 64-bit
+hash of ``r`` consecutive bin minima of the sketch's own one-permutation MinHash (bins
+``i*r .. i*r + r - 1`` of the 256, after densification: the same shingles and hashes as
+:func:`simpg.fingerprint.sketch`, so one definition serves both). Two documents share band
+``i`` with probability about ``J**r``, so a pair is a candidate with probability
+``1 - (1 - J**r)**b``. A lookup is ``b`` B-tree equality probes, like the prefix tables.
+
+A pair is called when it is a candidate (fingerprints within ``k`` bits, or a shared band
+key) and its sketches differ in at most ``T`` bits (36, ``MAX_SKETCH_DISTANCE``), as online
+lookups confirm today. The evaluation is all pairs of a part: each document is a lookup
+against all the others.
+
+Detectors (``--plugin bench.quality.bands``):
+
+* ``bands``: the default designs (below) and their baselines;
+* ``bands-grid``: every ``k`` in (none, 3, 4) with every (b, r) of the tuning grid.
+
+Commands::
+
+    python3 -m bench.quality.bands sweep --part tune              # grid: F1, candidates
+    python3 -m bench.quality.evaluate --part tune --plugin bench.quality.bands --detectors bands
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from bench.quality.detectors import Call, SimpgDetector, _simpg_code_digest, _workers, cached, register
+from bench.quality.product import sketches
+
+T_DEFAULT = 36
+# A band's hash: splitmix64 over the band number and its minima (distinct per band by design).
+_TAG_BAND = np.uint64(0x42414E4400000000)
+
+
+def _minima_doc(text: str) -> tuple[bytes, bool]:
+    from simpg.fingerprint.minhash import SKETCH_BITS, _minima, _shingles
+
+    hashes = np.sort(_shingles(text))
+    if not len(hashes):
+        return bytes(8 * SKETCH_BITS), False
+    return _minima(hashes).astype("<u8").tobytes(), True
+
+
+def minima(docs: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The sketch's 256 bin minima per document, ``(n, 256)`` uint64, and which have any (cached)."""
+
+    def compute() -> dict[str, np.ndarray]:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(_workers()) as pool:
+            rows = pool.map(_minima_doc, [d["text"] for d in docs], chunksize=64)
+        raw = np.frombuffer(b"".join(r[0] for r in rows), dtype="<u8").reshape(len(rows), -1)
+        return {"m": raw.astype(np.uint64), "ok": np.array([r[1] for r in rows], dtype=bool)}
+
+    z = cached("sketchminima", _simpg_code_digest(), docs, compute)
+    return z["m"], z["ok"]
+
+
+def band_keys(m: np.ndarray, b: int, r: int) -> np.ndarray:
+    """``(n, b)`` uint64 band keys: band i hashes bins ``i*r .. i*r + r - 1``."""
+    from simpg.fingerprint.minhash import _mix
+
+    if b * r > m.shape[1]:
+        raise ValueError(f"b * r must be at most {m.shape[1]}, got {b} * {r}")
+    keys = np.empty((m.shape[0], b), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(b):
+            h = _mix(np.full(m.shape[0], _TAG_BAND | np.uint64(i), dtype=np.uint64))
+            for j in range(r):
+                h = _mix(h ^ m[:, i * r + j])
+            keys[:, i] = h
+    return keys
+
+
+def _encode(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    return lo.astype(np.int64) * n + hi.astype(np.int64)
+
+
+def shared_band_codes(keys: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Pairs of ``rows`` (documents) sharing at least one band key, as sorted unique codes ``i*n+j``."""
+    out = []
+    for col in range(keys.shape[1]):
+        k = keys[rows, col]
+        order = np.argsort(k, kind="stable")
+        ks, rs = k[order], rows[order]
+        starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        sizes = np.diff(np.r_[starts, len(ks)])
+        for s, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
+            g = rs[s : s + size]
+            a, c = np.triu_indices(size, 1)
+            out.append(_encode(g[a], g[c], n))
+    if not out:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate(out))
+
+
+def _hamming_pairs(fps: np.ndarray, rows: np.ndarray, kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    from bench.quality.detectors import pairs_within
+
+    valid = np.zeros(len(fps), dtype=bool)
+    valid[rows] = True
+    p, d = pairs_within(fps, valid, kmax)
+    return p, d
+
+
+def _sketch_bits(sk: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    x = np.bitwise_xor(sk[i], sk[j])
+    return np.unpackbits(x, axis=1).sum(axis=1)
+
+
+class Bands:
+    """Candidates: fingerprint within k (k None: no fingerprint source) or a shared band key; sketch <= T."""
+
+    name = "bands"
+
+    def __init__(self, settings: Sequence[tuple[int | None, int, int]], ts: Sequence[int] = (T_DEFAULT,),
+                 label: str = "lookup") -> None:
+        self.settings = list(settings)  # (k, b, r); b = 0: fingerprint candidates only
+        self.ts = list(ts)
+        self.label = label
+        self.stats: dict[str, dict] = {}
+
+    def candidates(self, docs: Sequence[dict]) -> list[tuple[tuple[int | None, int, int], np.ndarray, int]]:
+        """Per setting: the candidate pairs as sorted codes ``i*n+j``, and the number of indexed rows."""
+        n = len(docs)
+        fps, valid = SimpgDetector().fingerprints(docs)
+        _, has_sketch = sketches(docs)
+        m, has_min = minima(docs)
+        if not np.array_equal(has_min, has_sketch):
+            raise SystemExit("sketch and minima disagree on which documents have shingles")
+        rows = np.flatnonzero(valid & has_sketch)  # the product stores a row only with both
+        ks = sorted({k for k, _, _ in self.settings if k is not None})
+        hp, hd = _hamming_pairs(fps, rows, max(ks)) if ks else (np.zeros((0, 2), np.int64), np.zeros(0))
+        hcode = _encode(hp[:, 0], hp[:, 1], n)
+        band_cache: dict[tuple[int, int], np.ndarray] = {}
+        out = []
+        for k, b, r in self.settings:
+            parts = []
+            if k is not None:
+                parts.append(hcode[hd <= k])
+            if b:
+                if (b, r) not in band_cache:
+                    band_cache[(b, r)] = shared_band_codes(band_keys(m, b, r), rows, n)
+                parts.append(band_cache[(b, r)])
+            out.append(((k, b, r), np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64), len(rows)))
+        return out
+
+    def run(self, docs: Sequence[dict], lang: str) -> list[Call]:
+        started = time.perf_counter()
+        n = len(docs)
+        sk, has_sketch = sketches(docs)
+        calls = []
+        for (k, b, r), codes, n_rows in self.candidates(docs):
+            i, j = codes // n, codes % n
+            bits = _sketch_bits(sk, i, j)
+            # candidates per lookup: each candidate pair is a candidate of both its documents' lookups
+            cand_per_lookup = 2 * len(codes) / max(1, n_rows)
+            for t in self.ts:
+                keep = bits <= t
+                tag = f"k={k if k is not None else '-'} b={b} r={r}" if b else f"k={k}"
+                calls.append(Call(
+                    label=f"{self.label} {tag} T={t}", detector=self.name,
+                    pairs=np.stack([i[keep], j[keep]], axis=1),
+                    params={"k": k, "b": b, "r": r, "T": t, "candidates": int(len(codes)),
+                            "candidates_per_lookup": cand_per_lookup, "docs": n},
+                    not_indexed=n - n_rows, seconds=time.perf_counter() - started))
+        return calls
+
+
+GRID_BR = [(b, r) for r in (2, 3, 4, 5, 6) for b in (2, 4, 6, 8, 10, 12, 16, 20)]
+
+
+@register("bands")
+def _bands() -> Bands:
+    return Bands([(4, 0, 0), (5, 0, 0)] + [(k, b, r) for k in (None, 3, 4) for b, r in ((4, 4), (6, 4), (8, 4))])
+
+
+@register("bands-grid")
+def _bands_grid() -> Bands:
+    return Bands([(k, 0, 0) for k in (3, 4, 5)] + [(k, b, r) for k in (None, 3, 4) for b, r in GRID_BR])
+
+
+def sweep(part: str, langs: Sequence[str], det: Bands) -> list[dict]:
+    """F1, P, R, unrelated pairs called and candidates per lookup for every setting."""
+    from bench.quality.evaluate import evaluate
+
+    r = evaluate(list(langs), part, [det], clusterings=())
+    rows = []
+    for lang, block in r["langs"].items():
+        for row in block["calls"]:
+            p = row["pairs"]
+            rows.append({"lang": lang, **row["params"], "precision": p["precision"], "recall": p["recall"],
+                         "f1": p["f1"], "unrelated": p["unrelated_called"]})
+    return rows
+
+
+def table(rows: list[dict], langs: Sequence[str]) -> str:
+    head = "| k | b | r | T | " + " | ".join(f"{x} F1 / P / R (unrel.) | {x} cand." for x in langs) + " |"
+    lines = [head, "|" + "---|" * (4 + 2 * len(langs))]
+    keys = []
+    for x in rows:
+        key = (x["k"], x["b"], x["r"], x["T"])
+        if key not in keys:
+            keys.append(key)
+    for key in keys:
+        cells = []
+        for lang in langs:
+            x = next(y for y in rows if y["lang"] == lang and (y["k"], y["b"], y["r"], y["T"]) == key)
+            cells.append(f"{x['f1']:.3f} / {x['precision']:.3f} / {x['recall']:.3f} ({x['unrelated']})")
+            cells.append(f"{x['candidates_per_lookup']:.2f}")
+        k, b, r, t = key
+        lines.append(f"| {'-' if k is None else k} | {b} | {r} | {t} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def candidate_stats(part: str, langs: Sequence[str], det: Bands) -> list[dict]:
+    """What each setting makes a lookup read: candidates per lookup (mean, percentiles) and their truth.
+
+    A lookup's candidates are the rows the index hands to the sketch check. Each candidate
+    pair is counted in both its documents' lookups. ``floor``: the part's pairs with J >= 0.5
+    per lookup (grey and duplicate pairs, which any exact method must read to call the
+    duplicates among them).
+    """
+    from bench.quality import build_corpus
+    from bench.quality.build_corpus import TRUTH
+    from bench.quality.metrics import TruthIndex
+    from bench.quality.truth import Truth
+
+    rows = []
+    for lang in langs:
+        docs = build_corpus.load_part(lang, part)
+        n = len(docs)
+        ti = TruthIndex(Truth.load(str(TRUTH / f"{lang}-{part}.npz")))
+        for (k, b, r), codes, n_rows in det.candidates(docs):
+            i, j = codes // n, codes % n
+            deg = np.bincount(np.concatenate([i, j]), minlength=n)
+            listed, pos = ti.lookup(i, j)
+            dup = listed & ti.dup[pos]
+            deg_rows = deg[deg > 0] if n_rows == 0 else np.sort(deg)[-n_rows:]  # indexed rows only
+            rows.append({
+                "lang": lang, "k": k, "b": b, "r": r, "docs": n, "rows": n_rows, "pairs": int(len(codes)),
+                "mean": 2 * len(codes) / max(1, n_rows), "p50": float(np.percentile(deg_rows, 50)),
+                "p90": float(np.percentile(deg_rows, 90)), "p99": float(np.percentile(deg_rows, 99)),
+                "max": int(deg.max()) if len(deg) else 0,
+                "dup": int(dup.sum()), "grey": int((listed & ~ti.dup[pos]).sum()), "unrelated": int((~listed).sum()),
+                "floor": 2 * len(ti.keys) / max(1, n_rows),
+            })
+    return rows
+
+
+def candidate_table(rows: list[dict]) -> str:
+    lines = ["| lang | k | b | r | candidates / lookup: mean | p50 | p90 | p99 | max | of them J >= 0.8 | 0.5-0.8 "
+             "| < 0.5 | J >= 0.5 pairs / lookup |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for x in rows:
+        tot = max(1, x["pairs"])
+        lines.append(f"| {x['lang']} | {'-' if x['k'] is None else x['k']} | {x['b']} | {x['r']} | {x['mean']:.2f} | "
+                     f"{x['p50']:.0f} | {x['p90']:.0f} | {x['p99']:.0f} | {x['max']} | {x['dup'] / tot:.0%} | "
+                     f"{x['grey'] / tot:.0%} | {x['unrelated'] / tot:.0%} | {x['floor']:.2f} |")
+    return "\n".join(lines)
+
+
+def _parse_settings(text: str) -> list[tuple[int | None, int, int]]:
+    """``"4:0:0,-:8:4,3:6:4"`` -> [(4, 0, 0), (None, 8, 4), (3, 6, 4)]."""
+    out = []
+    for item in text.split(","):
+        k, b, r = item.split(":")
+        out.append((None if k == "-" else int(k), int(b), int(r)))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sweep")
+    s.add_argument("--part", default="tune")
+    s.add_argument("--lang", default="en,zh,mixed")
+    s.add_argument("--settings", help="k:b:r,... (k '-' = no fingerprint source; b 0 = fingerprint only); "
+                                      "default: the bands-grid detector's")
+    s.add_argument("--t", default=str(T_DEFAULT))
+    s.add_argument("--json", help="also write the rows here")
+    c = sub.add_parser("candidates")
+    c.add_argument("--part", default="tune")
+    c.add_argument("--lang", default="en,zh,mixed")
+    c.add_argument("--settings", required=True, help="k:b:r,... as for sweep")
+    args = parser.parse_args()
+    if args.cmd == "candidates":
+        print(candidate_table(candidate_stats(args.part, args.lang.split(","), Bands(_parse_settings(args.settings)))))
+        return
+    if args.part != "tune" and not args.settings:
+        raise SystemExit("the grid is for the tuning part; give --settings for the held-out part")
+    langs = args.lang.split(",")
+    ts = [int(x) for x in args.t.split(",")]
+    det = Bands(_parse_settings(args.settings), ts) if args.settings else Bands(_bands_grid().settings, ts)
+    rows = sweep(args.part, langs, det)
+    print(table(rows, langs))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print(f"{len(rows)} rows", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
