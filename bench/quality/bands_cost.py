@@ -15,8 +15,9 @@ sketches and random band keys, the same queries, interleaved round-robin over th
   and confirmed by the sketch.
 
 Every candidate's sketch is compared (limit 256, as confirm_cost.py). Rows come in groups of
-``--band-hits`` (8) sharing band 0; each query's band 0 is a random row's band 0 (so a lookup finds that many rows through the bands, about the mean number of
-candidates per lookup on the English tuning part with 4 bands), the others are fresh random keys. Bytes per row are
+``--band-hits`` (8) sharing band 0; each query's band 0 is a random row's band 0, so a lookup
+finds that many rows through the bands (about the mean number of candidates per lookup on the
+English tuning part with 4 bands); its other bands are fresh random keys. Bytes per row are
 ``pg_relation_size`` + ``pg_indexes_size`` over the rows.
 
 Usage::
@@ -109,8 +110,8 @@ def banded_sql(info: Any, table: str, nb: int, k: int | None) -> sql.Composed:
         "WHERE ({cond} OR {bands}) AND ({ham} <= {k} OR {bands}) AND {sketch} <= {t} AND {guard} "
         "ORDER BY sketch_distance, distance, t.id"
     ).format(ham=ham, sketch=sketch, rel=info.relation,
-             cond=statements._prefix_condition(info, sql.Placeholder("lows")), bands=sql.SQL(" OR ").join(bands), k=sql.Placeholder("k"), t=sql.Placeholder("t"),
-             guard=statements.layout_guard(info))
+             cond=statements._prefix_condition(info, sql.Placeholder("lows")), bands=sql.SQL(" OR ").join(bands),
+             k=sql.Placeholder("k"), t=sql.Placeholder("t"), guard=statements.layout_guard(info))
 
 
 class Banded:
