@@ -17,13 +17,16 @@ against all the others.
 
 Detectors (``--plugin bench.quality.bands``):
 
-* ``bands``: the default designs (below) and their baselines;
-* ``bands-grid``: every ``k`` in (none, 3, 4) with every (b, r) of the tuning grid.
+* ``bands``: a few designs and their baselines;
+* ``bands-grid``: every ``k`` in (none, 3, 4) with every (b, r) of the tuning grid;
+* ``bands-online``: the design chosen on the tuning part (k = 4 and 4 bands of r = 4) with
+  confirmed lookups at k = 4 and 5 (what the held-out figures report).
 
 Commands::
 
-    python3 -m bench.quality.bands sweep --part tune              # grid: F1, candidates
-    python3 -m bench.quality.evaluate --part tune --plugin bench.quality.bands --detectors bands
+    python3 -m bench.quality.bands sweep --part tune              # the grid: F1 / P / R, candidates
+    python3 -m bench.quality.bands candidates --settings 4:0:0,4:4:4   # candidates per lookup and their J
+    python3 -m bench.quality.evaluate --part heldout --plugin bench.quality.bands --detectors bands-online
 """
 
 from __future__ import annotations
@@ -42,6 +45,24 @@ from bench.quality.product import sketches
 T_DEFAULT = 36
 # A band's hash: splitmix64 over the band number and its minima (distinct per band by design).
 _TAG_BAND = np.uint64(0x42414E4400000000)
+
+
+def _count_doc(text: str) -> int:
+    from simpg.fingerprint.minhash import _shingles
+
+    return len(np.unique(_shingles(text)))
+
+
+def shingle_counts(docs: Sequence[dict]) -> np.ndarray:
+    """Distinct sketch shingles per document (cached)."""
+
+    def compute() -> dict[str, np.ndarray]:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(_workers()) as pool:
+            return {"c": np.array(pool.map(_count_doc, [d["text"] for d in docs], chunksize=64), dtype=np.int64)}
+
+    return cached("sketchshingles", _simpg_code_digest(), docs, compute)["c"]
 
 
 def _minima_doc(text: str) -> tuple[bytes, bool]:
@@ -69,19 +90,17 @@ def minima(docs: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def band_keys(m: np.ndarray, b: int, r: int) -> np.ndarray:
-    """``(n, b)`` uint64 band keys: band i hashes bins ``i*r .. i*r + r - 1``."""
+    """``(n, b)`` uint64 band keys: band i hashes bins ``i*r .. i*r + r - 1`` (all bands at once)."""
     from simpg.fingerprint.minhash import _mix
 
     if b * r > m.shape[1]:
         raise ValueError(f"b * r must be at most {m.shape[1]}, got {b} * {r}")
-    keys = np.empty((m.shape[0], b), dtype=np.uint64)
+    groups = m[:, : b * r].reshape(m.shape[0], b, r)
     with np.errstate(over="ignore"):
-        for i in range(b):
-            h = _mix(np.full(m.shape[0], _TAG_BAND | np.uint64(i), dtype=np.uint64))
-            for j in range(r):
-                h = _mix(h ^ m[:, i * r + j])
-            keys[:, i] = h
-    return keys
+        h = np.broadcast_to(_mix(_TAG_BAND | np.arange(b, dtype=np.uint64)), (m.shape[0], b))
+        for j in range(r):
+            h = _mix(h ^ groups[:, :, j])
+    return h
 
 
 def _encode(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
@@ -127,8 +146,11 @@ class Bands:
     name = "bands"
 
     def __init__(self, settings: Sequence[tuple[int | None, int, int]], ts: Sequence[int] = (T_DEFAULT,),
-                 label: str = "lookup") -> None:
+                 label: str = "lookup", min_shingles: int = 0) -> None:
         self.settings = list(settings)  # (k, b, r); b = 0: fingerprint candidates only
+        # A document with fewer distinct sketch shingles gets no band keys (NULL in a table):
+        # it is found, and finds, through its fingerprint only.
+        self.min_shingles = min_shingles
         self.ts = list(ts)
         self.label = label
         self.stats: dict[str, dict] = {}
@@ -153,7 +175,8 @@ class Bands:
                 parts.append(hcode[hd <= k])
             if b:
                 if (b, r) not in band_cache:
-                    band_cache[(b, r)] = shared_band_codes(band_keys(m, b, r), rows, n)
+                    banded = rows[shingle_counts(docs)[rows] >= self.min_shingles] if self.min_shingles else rows
+                    band_cache[(b, r)] = shared_band_codes(band_keys(m, b, r), banded, n)
                 parts.append(band_cache[(b, r)])
             out.append(((k, b, r), np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64), len(rows)))
         return out
@@ -171,10 +194,13 @@ class Bands:
             for t in self.ts:
                 keep = bits <= t
                 tag = f"k={k if k is not None else '-'} b={b} r={r}" if b else f"k={k}"
+                if b and self.min_shingles:
+                    tag += f" m={self.min_shingles}"
                 calls.append(Call(
                     label=f"{self.label} {tag} T={t}", detector=self.name,
                     pairs=np.stack([i[keep], j[keep]], axis=1),
-                    params={"k": k, "b": b, "r": r, "T": t, "candidates": int(len(codes)),
+                    params={"k": k, "b": b, "r": r, "T": t, "m": self.min_shingles if b else 0,
+                            "candidates": int(len(codes)),
                             "candidates_per_lookup": cand_per_lookup, "docs": n},
                     not_indexed=n - n_rows, seconds=time.perf_counter() - started))
         return calls
@@ -188,16 +214,26 @@ def _bands() -> Bands:
     return Bands([(4, 0, 0), (5, 0, 0)] + [(k, b, r) for k in (None, 3, 4) for b, r in ((4, 4), (6, 4), (8, 4))])
 
 
+#: The design carried to the held-out part: today's k = 4 index plus 4 bands of r = 4 bins.
+BEST = (4, 4, 4)
+
+
+@register("bands-online")
+def _bands_online() -> Bands:
+    """The chosen design and the confirmed lookups of today (k = 4) and at k = 5, side by side."""
+    return Bands([(4, 0, 0), (5, 0, 0), BEST])
+
+
 @register("bands-grid")
 def _bands_grid() -> Bands:
     return Bands([(k, 0, 0) for k in (3, 4, 5)] + [(k, b, r) for k in (None, 3, 4) for b, r in GRID_BR])
 
 
-def sweep(part: str, langs: Sequence[str], det: Bands) -> list[dict]:
+def sweep(part: str, langs: Sequence[str], dets: Sequence[Bands]) -> list[dict]:
     """F1, P, R, unrelated pairs called and candidates per lookup for every setting."""
     from bench.quality.evaluate import evaluate
 
-    r = evaluate(list(langs), part, [det], clusterings=())
+    r = evaluate(list(langs), part, list(dets), clusterings=())
     rows = []
     for lang, block in r["langs"].items():
         for row in block["calls"]:
@@ -208,21 +244,21 @@ def sweep(part: str, langs: Sequence[str], det: Bands) -> list[dict]:
 
 
 def table(rows: list[dict], langs: Sequence[str]) -> str:
-    head = "| k | b | r | T | " + " | ".join(f"{x} F1 / P / R (unrel.) | {x} cand." for x in langs) + " |"
-    lines = [head, "|" + "---|" * (4 + 2 * len(langs))]
+    head = "| k | b | r | m | T | " + " | ".join(f"{x} F1 / P / R (unrel.) | {x} cand." for x in langs) + " |"
+    lines = [head, "|" + "---|" * (5 + 2 * len(langs))]
     keys = []
     for x in rows:
-        key = (x["k"], x["b"], x["r"], x["T"])
+        key = (x["k"], x["b"], x["r"], x["m"], x["T"])
         if key not in keys:
             keys.append(key)
     for key in keys:
         cells = []
         for lang in langs:
-            x = next(y for y in rows if y["lang"] == lang and (y["k"], y["b"], y["r"], y["T"]) == key)
+            x = next(y for y in rows if y["lang"] == lang and (y["k"], y["b"], y["r"], y["m"], y["T"]) == key)
             cells.append(f"{x['f1']:.3f} / {x['precision']:.3f} / {x['recall']:.3f} ({x['unrelated']})")
             cells.append(f"{x['candidates_per_lookup']:.2f}")
-        k, b, r, t = key
-        lines.append(f"| {'-' if k is None else k} | {b} | {r} | {t} | " + " | ".join(cells) + " |")
+        k, b, r, m, t = key
+        lines.append(f"| {'-' if k is None else k} | {b} | {r} | {m} | {t} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -290,21 +326,26 @@ def main() -> None:
     s.add_argument("--settings", help="k:b:r,... (k '-' = no fingerprint source; b 0 = fingerprint only); "
                                       "default: the bands-grid detector's")
     s.add_argument("--t", default=str(T_DEFAULT))
+    s.add_argument("--min-shingles", default="0",
+                   help="comma-separated: documents with fewer distinct sketch shingles get no band keys (0: none)")
     s.add_argument("--json", help="also write the rows here")
     c = sub.add_parser("candidates")
     c.add_argument("--part", default="tune")
     c.add_argument("--lang", default="en,zh,mixed")
     c.add_argument("--settings", required=True, help="k:b:r,... as for sweep")
+    c.add_argument("--min-shingles", type=int, default=0)
     args = parser.parse_args()
     if args.cmd == "candidates":
-        print(candidate_table(candidate_stats(args.part, args.lang.split(","), Bands(_parse_settings(args.settings)))))
+        det = Bands(_parse_settings(args.settings), min_shingles=args.min_shingles)
+        print(candidate_table(candidate_stats(args.part, args.lang.split(","), det)))
         return
     if args.part != "tune" and not args.settings:
         raise SystemExit("the grid is for the tuning part; give --settings for the held-out part")
     langs = args.lang.split(",")
     ts = [int(x) for x in args.t.split(",")]
-    det = Bands(_parse_settings(args.settings), ts) if args.settings else Bands(_bands_grid().settings, ts)
-    rows = sweep(args.part, langs, det)
+    settings = _parse_settings(args.settings) if args.settings else _bands_grid().settings
+    dets = [Bands(settings, ts, label=f"lookup m={m}", min_shingles=m) for m in map(int, args.min_shingles.split(","))]
+    rows = sweep(args.part, langs, dets)
     print(table(rows, langs))
     if args.json:
         with open(args.json, "w") as f:

@@ -22,7 +22,7 @@ English tuning part with 4 bands); its other bands are fresh random keys. Bytes 
 
 Usage::
 
-    python3 -m bench.quality.bands_cost --rows 1000000 --designs 4:6,3:10,-:12
+    python3 -m bench.quality.bands_cost --rows 1000000 --designs 5:0,4:4,4:6,3:4,3:6,-:4,-:6
 """
 
 from __future__ import annotations
@@ -139,7 +139,8 @@ class Banded:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--designs", default="4:6,3:10,-:12", help="K:b,... (K '-': fingerprint not indexed)")
+    parser.add_argument("--designs", default="4:4,3:4,-:6",
+                        help="K:b,... (K '-': fingerprint not indexed; b 0: duplicates at radius K, no bands)")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dsn", help="use this server instead of starting one")
@@ -178,6 +179,11 @@ def main() -> None:
     for k, b in designs:
         layout = None if k is None else (today if k == 4 else planner.recommend(k, n))
         name = f"bc_{'x' if k is None else k}_{b}"
+        if b == 0 and k is not None:  # a reference: duplicates at a wider radius, as bench/confirm_cost.py
+            say(f"duplicates k={k}: {layout.name}")
+            variants.append({"name": f"duplicates k={k}", "kind": "duplicates", "k": k,
+                             **build(conn, name, data.fps, sketches, None, layout)})
+            continue
         say(f"k={k} + {b} bands: {layout.name if layout else 'fingerprint not indexed'}")
         variants.append({"name": f"k={'-' if k is None else k} + {b} bands", "kind": "banded", "k": k,
                          **build(conn, name, data.fps, sketches, bands[:, :b], layout)})
@@ -197,7 +203,7 @@ def main() -> None:
         if v["kind"] == "near":
             return len(h.near(queries[x], 4))
         if v["kind"] == "duplicates":
-            return len(h.duplicates(queries[x], q_sketches[x], 4, max_sketch_distance=256))
+            return len(h.duplicates(queries[x], q_sketches[x], v["k"], max_sketch_distance=256))
         return len(h.lookup(queries[x], q_sketches[x], q_bands[x][: v["bands"]]))
 
     if args.explain:
