@@ -27,6 +27,11 @@ Commands::
     python3 -m bench.quality.bands sweep --part tune              # the grid: F1 / P / R, candidates
     python3 -m bench.quality.bands candidates --settings 4:0:0,4:4:4   # candidates per lookup and their J
     python3 -m bench.quality.evaluate --part heldout --plugin bench.quality.bands --detectors bands-online
+    python3 -m bench.quality.bands short --part tune              # band-only calls of short documents
+    python3 -m bench.quality.bands per-document                   # CPU time of the band keys
+
+Figures and the design's discussion: docs/fingerprinting.md, "Online lookups: a second
+candidate source".
 """
 
 from __future__ import annotations
@@ -308,6 +313,61 @@ def candidate_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def short_calls(part: str, langs: Sequence[str], setting: tuple[int | None, int, int], m: int) -> list[str]:
+    """Pairs a design calls only through its bands where a document has fewer than m sketch shingles, by J class."""
+    from bench.quality import build_corpus
+    from bench.quality.build_corpus import TRUTH
+    from bench.quality.metrics import TruthIndex
+    from bench.quality.truth import Truth
+
+    out = []
+    for lang in langs:
+        docs = build_corpus.load_part(lang, part)
+        n = len(docs)
+        ti = TruthIndex(Truth.load(str(TRUTH / f"{lang}-{part}.npz")))
+        base, banded = Bands([(setting[0], 0, 0), setting]).run(docs, lang)
+        known = set((base.pairs[:, 0] * n + base.pairs[:, 1]).tolist())
+        p = banded.pairs
+        only = np.array([c not in known for c in (p[:, 0] * n + p[:, 1]).tolist()], dtype=bool)
+        counts = shingle_counts(docs)
+        short = only & (np.minimum(counts[p[:, 0]], counts[p[:, 1]]) < m)
+        listed, pos = ti.lookup(p[short, 0], p[short, 1])
+        dup = listed & ti.dup[pos]
+        out.append(f"{lang}: {int(only.sum())} pairs called through bands only; {int(short.sum())} with a document of "
+                   f"< {m} shingles: {int(dup.sum())} J >= 0.8, {int((listed & ~dup).sum())} grey, "
+                   f"{int((~listed).sum())} J < 0.5")
+    return out
+
+
+def per_document(part: str = "tune", count: int = 1000, b: int = 4, r: int = 4) -> list[str]:
+    """CPU time per document: the sketch alone, and the sketch with b band keys from the same minima."""
+    from bench.quality import build_corpus
+    from simpg.fingerprint.minhash import _GOLD, SKETCH_BITS, _minima, _mix, _shingles, sketch
+
+    def both(text: str) -> tuple[bytes, np.ndarray]:
+        m = _minima(np.sort(_shingles(text)))
+        with np.errstate(over="ignore"):
+            salted = m ^ (np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD)
+        return bytes(np.packbits((_mix(salted) & np.uint64(1)).astype(np.uint8))), band_keys(m[None, :], b, r)[0]
+
+    out = []
+    for lang in ("en", "zh"):
+        texts = [d["text"] for d in build_corpus.load_part(lang, part)][:count]
+        for t in texts[:50]:
+            if both(t)[0] != sketch(t):
+                raise SystemExit("the one-pass sketch differs from simpg.fingerprint.sketch")
+        best: dict[str, float] = {}
+        for _ in range(3):
+            for name, f in (("sketch", sketch), (f"sketch + {b} band keys", both)):
+                started = time.process_time()
+                for t in texts:
+                    f(t)
+                best[name] = min(best.get(name, float("inf")), time.process_time() - started)
+        out.append(f"{lang}: " + ", ".join(f"{k} {1e3 * v / len(texts):.3f} ms" for k, v in best.items())
+                   + f" per document ({len(texts)} documents, CPU time, best of 3)")
+    return out
+
+
 def _parse_settings(text: str) -> list[tuple[int | None, int, int]]:
     """``"4:0:0,-:8:4,3:6:4"`` -> [(4, 0, 0), (None, 8, 4), (3, 6, 4)]."""
     out = []
@@ -334,7 +394,20 @@ def main() -> None:
     c.add_argument("--lang", default="en,zh,mixed")
     c.add_argument("--settings", required=True, help="k:b:r,... as for sweep")
     c.add_argument("--min-shingles", type=int, default=0)
+    sc = sub.add_parser("short", help="band-only calls involving short documents, by J class")
+    sc.add_argument("--part", default="tune")
+    sc.add_argument("--lang", default="en,zh,mixed")
+    sc.add_argument("--setting", default="4:4:4")
+    sc.add_argument("--min-shingles", type=int, default=16)
+    sub.add_parser("per-document", help="CPU time of the sketch with and without 4 band keys")
     args = parser.parse_args()
+    if args.cmd == "short":
+        print("\n".join(short_calls(args.part, args.lang.split(","), _parse_settings(args.setting)[0],
+                                    args.min_shingles)))
+        return
+    if args.cmd == "per-document":
+        print("\n".join(per_document()))
+        return
     if args.cmd == "candidates":
         det = Bands(_parse_settings(args.settings), min_shingles=args.min_shingles)
         print(candidate_table(candidate_stats(args.part, args.lang.split(","), det)))
