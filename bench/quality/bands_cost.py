@@ -22,7 +22,8 @@ English tuning part with 4 bands); its other bands are fresh random keys. Bytes 
 
 Usage::
 
-    python3 -m bench.quality.bands_cost --rows 1000000 --designs 5:0,4:4,4:6,3:4,3:6,-:4,-:6
+    python3 -m bench.quality.bands_cost --rows 1000000 --designs 5:0,4:4,4:6,3:4,3:6,-:4,-:6 --rounds 5
+    python3 -m bench.quality.bands_cost --rows 50000 --designs 4:4,3:4,-:4 --check 200   # exact?
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dsn", help="use this server instead of starting one")
     parser.add_argument("--explain", action="store_true", help="print each banded statement's plan once")
+    parser.add_argument("--check", type=int, default=0, metavar="N",
+                        help="first compare N lookups of every banded table with a brute force over the arrays")
     parser.add_argument("--band-hits", type=int, default=8,
                         help="rows in each group sharing band 0, so rows a lookup finds through the bands (default 8)")
     args = parser.parse_args()
@@ -206,6 +209,23 @@ def main() -> None:
             return len(h.duplicates(queries[x], q_sketches[x], v["k"], max_sketch_distance=256))
         return len(h.lookup(queries[x], q_sketches[x], q_bands[x][: v["bands"]]))
 
+    if args.check:  # rows within k bits or sharing a band, by numpy, against what each statement returned
+        sb = signed(bands)
+        for v, h in zip(variants, handles, strict=True):
+            if v["kind"] != "banded":
+                continue
+            for x in range(args.check):
+                want = set()
+                if v["k"] is not None:
+                    q = signed(np.array([queries[x]]))[0]
+                    want |= set((generate.brute_force(data.fps, q, v["k"]) + 1).tolist())
+                keys = np.array(q_bands[x][: v["bands"]], dtype=np.int64)
+                want |= set((np.flatnonzero((sb[:, : v["bands"]] == keys[None, :]).any(axis=1)) + 1).tolist())
+                got = {row[0] for row in h.lookup(queries[x], q_sketches[x], q_bands[x][: v["bands"]])}
+                if got != want:
+                    raise SystemExit(f"{v['name']}: lookup {x} returned {sorted(got)[:10]}, "
+                                     f"brute force {sorted(want)[:10]}")
+            say(f"{v['name']}: {args.check} lookups equal the brute force")
     if args.explain:
         for v, h in zip(variants, handles, strict=True):
             if v["kind"] == "banded":
