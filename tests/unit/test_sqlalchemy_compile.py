@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import BigInteger, Column, MetaData, String, Table, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, aliased, mapped_column
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from simpg import bits
 from simpg.exc import InvalidFingerprint, SimpgError
 from simpg.sqlalchemy import (
     SimHash,
@@ -77,34 +80,46 @@ def test_prefix_columns_and_indexes_are_plain_schema():
 
 
 def test_within_compiles_to_prefix_ranges_and_hamming():
-    text = sql(select(Article.id).where(Article.simhash.within(0, 3)))
-    ranges = " OR ".join(
-        f"articles.simhash_p{t} BETWEEN __[POSTCOMPILE_param_{2 * t + 1}] "
-        f"AND __[POSTCOMPILE_param_{2 * t + 2}]"
-        for t in range(10)
+    compiled = select(Article.id).where(Article.simhash.within(0, 3)).compile(dialect=DIALECT)
+    text = " ".join(str(compiled).split())
+    # one parameter, the fingerprint: the text is the same for every fingerprint, so
+    # SQLAlchemy caches it; table 0's prefix is the top 26 bits, in place
+    fp = "CAST(%(param_1)s::BIGINT AS bigint)"
+    low = f"((({fp} >> 38) & '67108863'::bigint) << 38)"
+    assert text.startswith(
+        f"SELECT articles.id FROM articles WHERE ((articles.simhash_p0 BETWEEN ({low}) "
+        f"AND (({low}) | '274877906943'::bigint) OR articles.simhash_p1 BETWEEN "
     )
-    assert text == (
-        f"SELECT articles.id FROM articles WHERE ({ranges}) "
-        "AND simpg.hamming(articles.simhash, %(param_21)s::BIGINT) <= %(hamming_1)s::INTEGER "
-        f"AND {GUARD}"
+    assert text.endswith(
+        f") AND simpg.hamming(articles.simhash, %(param_1)s::BIGINT) <= 3 AND {GUARD})"
     )
+    assert [f"articles.simhash_p{t} BETWEEN" in text for t in range(10)] == [True] * 10
+    assert compiled.params == {"param_1": 0}
 
 
-@pytest.mark.parametrize("q", [0, 2**64 - 1])
-def test_within_literal_ranges(q):
-    # q = 0 permutes to 0: [0, 2^(64-p) - 1]; q = all ones permutes to -1: [-2^(64-p), -1]
-    text = sql(select(Article.id).where(Article.simhash.within(q, 2)), literal=True)
-    if q == 0:
-        bounds = [(0, 2 ** (64 - p) - 1) for p in PREFIX_BITS]
-    else:
-        bounds = [(-(2 ** (64 - p)), -1) for p in PREFIX_BITS]
-    ranges = " OR ".join(
-        f"articles.simhash_p{t} BETWEEN {lo} AND {hi}" for t, (lo, hi) in enumerate(bounds)
-    )
-    assert text == (
-        f"SELECT articles.id FROM articles WHERE ({ranges}) "
-        f"AND simpg.hamming(articles.simhash, {0 if q == 0 else -1}) <= 2 AND {GUARD}"
-    )
+def _eval_bounds(text: str) -> list[tuple[int, int]]:
+    """The prefix ranges a literal_binds within() states, evaluated as PostgreSQL would."""
+    ranges = re.findall(r"simhash_p\d+ BETWEEN (.+?) AND (\(.+?'::bigint\))(?= OR |\) AND simpg)", text)
+
+    def value(expr: str) -> int:
+        # bigint arithmetic: Python's >> and & on negative ints are two's complement as
+        # in PostgreSQL, and wrapping the result to 64 bits gives what << wraps
+        python = re.sub(r"CAST\((-?\d+) AS bigint\)", r"(\1)", expr)
+        python = re.sub(r"'(-?\d+)'::bigint", r"(\1)", python)
+        assert re.fullmatch(r"[\d()<>&| -]+", python), python
+        return bits.to_db(eval(python) % 2**64)  # noqa: S307 - digits and operators only
+
+    return [(value(lo), value(hi)) for lo, hi in ranges]
+
+
+@pytest.mark.parametrize("q", [0, 2**64 - 1, 2**63, 1, 0x0123456789ABCDEF, 0xFEDCBA9876543210])
+@pytest.mark.parametrize("blocks", [(5,), (4, 3)])
+def test_within_states_the_layouts_prefix_ranges(q, blocks):
+    t = Table("ranges", MetaData(), Column("id", BigInteger, primary_key=True), Column("fp", SimHash))
+    spec = simhash_index(t.c.fp, k=2, blocks=blocks[0], inner_blocks=blocks[1] if len(blocks) > 1 else None)
+    text = sql(select(t.c.id).where(t.c.fp.within(q, 2)), literal=True).replace("fp_p", "simhash_p")
+    assert _eval_bounds(text) == spec.layout.prefix_ranges(q)
+    assert f"simpg.hamming(ranges.fp, {bits.to_db(q)}) <= 2" in text
 
 
 def test_within_an_expression_uses_sql_prefix_bounds():
@@ -125,7 +140,7 @@ def test_the_layout_guard_names_the_table_as_postgresql_reads_it():
                 Column("fp", SimHash, nullable=False))
     spec = simhash_index(odd.c.fp, k=2, blocks=4, inner_blocks=3)
     assert sql(select(odd.c.id).where(odd.c.fp.within(1, 2))).endswith(
-        "AND simpg.layout_is('\"My Schema\".\"Odd ''name''\"'::regclass, 'fp'::name, 2, '{4,3}'::integer[])")
+        "AND simpg.layout_is('\"My Schema\".\"Odd ''name''\"'::regclass, 'fp'::name, 2, '{4,3}'::integer[]))")
     assert spec.layout.levels == (4, 3)
 
 
