@@ -95,7 +95,7 @@ BEGIN
     -- first: a snapshot older than a rewrite also sees an older catalog
     PERFORM simpg.snapshot_sees_table(rel);
     IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = rel) IS DISTINCT FROM 'p' THEN
-        -- what table_indexes would find, a tenth of its cost: for every table t of the
+        -- what table_indexes would find, at a fraction of its cost: for every table t of the
         -- layout, a stored bigint column computed by exactly create_index's expression
         -- (which names col; a column of another type would be cast in it)
         v_tables := simpg.table_count(k, levels);  -- an invalid layout raises its error here
