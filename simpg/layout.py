@@ -274,7 +274,9 @@ class Layout:
 
     def prefix_ranges(self, fingerprint: int) -> list[tuple[int, int]]:
         """``prefix_range`` for every table, in table order."""
-        return [self.prefix_range(fingerprint, t) for t in range(self.tables)]
+        fp = bits.check(fingerprint)  # once, not per table: SQLAlchemy's within() calls this per query
+        return [(bits.to_db(lo), bits.to_db(lo | perm.ones))
+                for perm in self._permutations for lo in (perm.prefix_low(fp),)]
 
     def expected_candidates(self, rows: int) -> float:
         """Mean rows read per lookup on uniform fingerprints: sum over tables of N / 2^prefix."""

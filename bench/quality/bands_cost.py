@@ -4,9 +4,9 @@ The cost side of :mod:`bench.quality.bands`, in the shape of ``bench/confirm_cos
 server, the same fingerprints (``bench/generate.py``, uniform with planted neighbours), random
 sketches and random band keys, the same queries, interleaved round-robin over the variants:
 
-* **today**: ``SimIndex.near(q)`` at k = 4 on the reference layout (6 blocks, 15 tables), no
+* **today**: ``SimHashColumn.near(q)`` at k = 4 on the reference layout (6 blocks, 15 tables), no
   sketch column (the 1.0x of issue 14's cost limits);
-* **duplicates k=4**: ``SimIndex.duplicates(q, sketch)`` at k = 4 on that layout, sketch column;
+* **duplicates k=4**: ``SimHashColumn.duplicates(q, sketch)`` at k = 4 on that layout, sketch column;
 * **k=K + b bands**: a ``bit(256)`` sketch column and ``b`` bigint band columns, each with a
   B-tree (fillfactor 100, as the prefix B-trees), and the fingerprint indexed for k = K on the
   planner's layout (K ``-``: the fingerprint is stored but not indexed). One statement: the
@@ -49,7 +49,7 @@ import pgserver  # noqa: E402
 
 from simpg import planner, schema  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
-from simpg.psycopg import SimIndex, statements  # noqa: E402
+from simpg.psycopg import SimHashColumn, statements  # noqa: E402
 from simpg.psycopg.wire import Int8Array, register_dumpers  # noqa: E402
 
 M64 = (1 << 64) - 1
@@ -120,7 +120,7 @@ class Banded:
 
     def __init__(self, dsn: str, table: str, nb: int, k: int | None) -> None:
         self.k = k
-        self.handle = SimIndex.connect(dsn, table, "fp", id_column="id") if k is not None else None
+        self.handle = SimHashColumn.connect(dsn, table, "fp", id_column="id") if k is not None else None
         self.conn = self.handle.conn if self.handle else psycopg.connect(dsn, autocommit=True)
         register_dumpers(self.conn)
         info = self.handle.info if self.handle else None
@@ -200,7 +200,7 @@ def main() -> None:
         if v["kind"] == "banded":
             handles.append(Banded(dsn, v["table"], v["bands"], v["k"]))
         else:
-            handles.append(SimIndex.connect(dsn, v["table"], "fp", id_column="id"))
+            handles.append(SimHashColumn.connect(dsn, v["table"], "fp", id_column="id"))
 
     def one(v: dict, h: Any, x: int) -> int:
         if v["kind"] == "near":

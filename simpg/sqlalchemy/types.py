@@ -16,11 +16,15 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, type_coerce
-from sqlalchemy.dialects.postgresql import BIT
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import BigInteger, Boolean, Integer, and_, bindparam, func, or_, type_coerce
+from sqlalchemy.dialects.postgresql import ARRAY, BIT
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
+from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.types import TypeDecorator
 
 from simpg import bits
@@ -142,12 +146,19 @@ def _check_k(k: Any, spec: SimHashIndex) -> int:
     return k
 
 
+#: The type of within()'s ranges parameter, one instance: SQLAlchemy's cache key of a new
+#: ARRAY type costs more than the rest of a within() together.
+_BOUNDS = ARRAY(BigInteger())
+
+
 def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
     """``expr`` within Hamming distance ``k`` of ``other``, through the prefix indexes.
 
-    ``other`` is an unsigned fingerprint (its prefix ranges are computed in Python and
-    sent as literals, so every plan sees the real, narrow ranges), or a SQL expression
-    (ranges computed in SQL with ``simpg.prefix_lo``/``prefix_hi``, e.g. a self-join).
+    ``other`` is an unsigned fingerprint: its prefix ranges are computed in Python and
+    sent as one ``bigint[]`` parameter, so the statement's text is the same for every
+    fingerprint and SQLAlchemy compiles it once per table (or alias) and k
+    (:class:`_Within`). Or ``other`` is a SQL expression (ranges computed in SQL with
+    ``simpg.prefix_lo``/``prefix_hi``, e.g. a self-join).
     """
     spec = index_for(expr)
     k = _check_k(k, spec)
@@ -155,23 +166,66 @@ def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
     source = getattr(expr, "table", None)
     if source is None:
         raise SimpgError(f"within needs a table column, got {expr!r}")
-    prefixes = [source.c[name] for name in spec.prefix_names]
-    layout = spec.layout
     operand = _operand(other)
-    if operand is other:  # a SQL expression
-        ranges = [
-            p.between(
-                prefix_lo(other, layout.k, layout.levels, t),
-                prefix_hi(other, layout.k, layout.levels, t),
-            )
-            for t, p in enumerate(prefixes)
-        ]
-    else:
-        ranges = [
-            p.between(
-                bindparam(None, lo, BigInteger(), literal_execute=True),
-                bindparam(None, hi, BigInteger(), literal_execute=True),
-            )
-            for p, (lo, hi) in zip(prefixes, layout.prefix_ranges(bits.check(other)), strict=True)
-        ]
+    layout = spec.layout
+    if operand is not other:  # a Python fingerprint
+        bounds: Sequence[int] = [bound for pair in layout.prefix_ranges(other) for bound in pair]
+        return _Within(expr, operand, bindparam(None, bounds, _BOUNDS), k)
+    ranges = [
+        p.between(
+            prefix_lo(other, layout.k, layout.levels, t),
+            prefix_hi(other, layout.k, layout.levels, t),
+        )
+        for t, p in enumerate(source.c[name] for name in spec.prefix_names)
+    ]
     return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k, layout_guard(spec))
+
+
+class _Within(ColumnElement[bool]):
+    """``within()`` of a Python fingerprint: cheap to build, compiled once per (table, k).
+
+    Its cache key is the column, two bind parameters (the fingerprint, and the prefix
+    ranges as one ``bigint[]``) and k, so each call builds three small objects; the
+    statement is written at compile time (:func:`_compile_within`) and SQLAlchemy's
+    statement cache reuses that text.
+    """
+
+    __visit_name__ = "simpg_within"
+    inherit_cache = False
+    _traverse_internals = [
+        ("expr", InternalTraversal.dp_clauseelement),
+        ("fp", InternalTraversal.dp_clauseelement),
+        ("bounds", InternalTraversal.dp_clauseelement),
+        ("k", InternalTraversal.dp_plain_obj),
+    ]
+    type = Boolean()
+
+    def __init__(self, expr: ColumnElement[Any], fp: ColumnElement[int], bounds: BindParameter[Sequence[int]],
+                 k: int) -> None:
+        self.expr = expr
+        self.fp = fp
+        self.bounds = bounds
+        self.k = k
+
+
+@compiles(_Within)
+def _compile_within(element: _Within, compiler: SQLCompiler, **kw: Any) -> str:
+    """The OR of the prefix ranges, the exact distance filter and the layout guard.
+
+    Table t's range is elements 2t+1 and 2t+2 of the ``bigint[]`` parameter. PostgreSQL
+    plans each statement with its parameters' values (psycopg sends it unnamed), so the
+    subscripts fold to constants and the plan sees the real, narrow ranges, as with
+    literals; unlike 20 literals or parameters, one array keeps the text short and the
+    same for every fingerprint, which is what parsing and SQLAlchemy's cache want.
+    """
+    spec = index_for(element.expr)
+    source = element.expr.table
+    # typed: with literal_binds the array is a bare ARRAY[...] of numbers
+    bounds = f"CAST({compiler.process(element.bounds, **kw)} AS bigint[])"
+    ranges = " OR ".join(
+        f"{compiler.process(source.c[name], **kw)} BETWEEN ({bounds})[{2 * t + 1}] AND ({bounds})[{2 * t + 2}]"
+        for t, name in enumerate(spec.prefix_names))
+    distance = compiler.process(hamming(element.expr, element.fp), **kw)
+    guard = compiler.process(layout_guard(spec), **kw)
+    # in parentheses: an AND of three conditions, whatever it is put in (NOT, OR, ...)
+    return f"(({ranges}) AND {distance} <= {element.k} AND {guard})"

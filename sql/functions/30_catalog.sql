@@ -9,9 +9,13 @@
 
 -- prefix_expression: the generated-column expression of table t, as create_index writes
 -- it; the catalog recognises a prefix column by this exact text.
+-- Not STRICT, so that PostgreSQL inlines it into the queries that call it (format is
+-- not strict, so a STRICT wrapper would be a function call per row); NULL in still
+-- gives NULL out.
 CREATE FUNCTION simpg.prefix_expression(col name, k integer, levels integer[], t integer) RETURNS text
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN format('simpg.permute(%I, %s, %L::integer[], %s)', col, k, levels::text, t);
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN col IS NOT NULL AND k IS NOT NULL AND levels IS NOT NULL AND t IS NOT NULL
+                THEN format('simpg.permute(%I, %s, %L::integer[], %s)', col, k, levels::text, t) END;
 
 COMMENT ON FUNCTION simpg.prefix_expression(name, integer, integer[], integer) IS
     'SQL expression of table t''s permuted column, as create_index generates it';

@@ -84,26 +84,33 @@ CREATE FUNCTION simpg.layout_is(rel regclass, col name, k integer, levels intege
     RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
+    -- it runs whenever PostgreSQL plans a lookup (each SQLAlchemy within()): its own
+    -- catalog reads are planned once per session, not at each call
+    SET plan_cache_mode = force_generic_plan
 AS $$
+DECLARE
+    v_tables integer;
+    v_head text;
 BEGIN
     -- first: a snapshot older than a rewrite also sees an older catalog
     PERFORM simpg.snapshot_sees_table(rel);
     IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = rel) IS DISTINCT FROM 'p' THEN
-        -- what table_indexes would find, a third of its cost (it runs whenever PostgreSQL
-        -- plans a lookup, e.g. each of SQLAlchemy's within()): for every table t of the
+        -- what table_indexes would find, at a fraction of its cost: for every table t of the
         -- layout, a stored bigint column computed by exactly create_index's expression
         -- (which names col; a column of another type would be cast in it)
-        PERFORM WHERE simpg.layout_error(k, levels) IS NULL
-            AND (SELECT count(DISTINCT e.expr)
-                 FROM pg_attribute AS a
-                 JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-                 CROSS JOIN LATERAL (SELECT pg_get_expr(d.adbin, d.adrelid) AS expr) AS e
-                 WHERE a.attrelid = rel AND a.attnum > 0 AND a.attgenerated = 's' AND NOT a.attisdropped
-                   AND a.atttypid = 'bigint'::regtype
-                   AND e.expr = ANY (ARRAY(SELECT simpg.prefix_expression(col, layout_is.k, levels, x.t)
-                                           FROM generate_series(0, simpg.table_count(layout_is.k, levels) - 1)
-                                                AS x(t))))
-                = simpg.table_count(k, levels);
+        v_tables := simpg.table_count(k, levels);  -- an invalid layout raises its error here
+        -- prefix_expression(col, k, levels, t) is v_head, then t and ')'
+        v_head := left(simpg.prefix_expression(col, k, levels, 0), -2);
+        PERFORM WHERE (SELECT count(DISTINCT e.expr)
+                       FROM pg_attribute AS a
+                       -- LATERAL ... OFFSET 0: through pg_attrdef's index, one column at a time
+                       CROSS JOIN LATERAL (SELECT pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef AS d
+                                           WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum OFFSET 0) AS e
+                       WHERE a.attrelid = rel AND a.attnum > 0 AND a.attgenerated = 's' AND NOT a.attisdropped
+                         AND a.atttypid = 'bigint'::regtype
+                         -- prefix_expression(col, k, levels, t) for a table t of the layout
+                         AND e.expr = ANY (ARRAY(SELECT v_head || x.t || ')' FROM generate_series(0, v_tables - 1) AS x(t))))
+                      = v_tables;
     ELSE  -- partitions must also agree (simpg.partition_disagreements)
         PERFORM FROM simpg.table_indexes(rel) AS i
         WHERE i.fingerprint_column = col AND i.k = layout_is.k AND i.levels = layout_is.levels
@@ -189,10 +196,11 @@ COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[], name[], 
     'True if rel.col''s simpg index has this k, levels and prefix columns (and, with sole, is rel''s only one), else an error (SQLSTATE SPG01)';
 
 -- lookup_lead: how lookup_statement's text begins, up to the layout it states (the
--- arguments of layout_is after the table), where prepared_lookup reads that layout back.
--- A SQL-standard body, bound when created: no search_path to pin, and it is inlined.
+-- arguments of layout_is after the table).
+-- A SQL-standard body, bound when created: no search_path to pin. Not STRICT, so that
+-- it is inlined (CASE is not strict); NULL in gives NULL out all the same.
 CREATE FUNCTION simpg.lookup_lead(kind text, rel regclass) RETURNS text
-    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     RETURN CASE kind
         WHEN 'near' THEN format('SELECT t.* FROM %s AS t WHERE simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
         WHEN 'many' THEN format('SELECT q.i::integer, t FROM unnest($1) WITH ORDINALITY AS q(fp, i) '
@@ -216,20 +224,25 @@ CREATE FUNCTION simpg.lookup_statement(kind text, rel regclass, col name, k inte
 AS $$
 DECLARE
     v_fp text := CASE kind WHEN 'near' THEN '$1' WHEN 'many' THEN 'q.fp' END;
+    v_levels text := quote_literal(levels::text);
+    v_text text;
 BEGIN
     IF v_fp IS NULL THEN
         RAISE EXCEPTION 'kind must be near or many, got %', coalesce(kind, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- one expression: it is evaluated at every call of simpg.near (prepared_lookup)
-    RETURN simpg.lookup_lead(kind, rel)
-        || format('%L::name, %s, %L::integer[], %L::name[], %s) AND (', col, k, levels, prefix_columns,
-                  CASE WHEN sole THEN 'true' ELSE 'false' END)
-        || array_to_string(ARRAY(
-               SELECT format('t.%I BETWEEN simpg.prefix_lo(%2$s, %3$s, %4$L::integer[], %5$s) '
-                             'AND simpg.prefix_hi(%2$s, %3$s, %4$L::integer[], %5$s)',
-                             c.name, v_fp, k, levels, c.t - 1)
-               FROM unnest(prefix_columns) WITH ORDINALITY AS c(name, t)), ' OR ')
+    -- simpg.near checks a prepared statement against this text at every call
+    -- (prepared_lookup), so it is built in one pass of plain string operations
+    v_text := simpg.lookup_lead(kind, rel)
+        || format('%L::name, %s, %s::integer[], %L::name[], %s) AND (', col, k, v_levels, prefix_columns,
+                  CASE WHEN sole THEN 'true' ELSE 'false' END);
+    FOR v_t IN 1 .. cardinality(prefix_columns) LOOP
+        v_text := v_text || CASE WHEN v_t > 1 THEN ' OR ' ELSE '' END
+            || format('t.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s, %4$s::integer[], %5$s) '
+                      'AND simpg.prefix_hi(%2$s, %3$s, %4$s::integer[], %5$s)',
+                      prefix_columns[v_t], v_fp, k, v_levels, v_t - 1);
+    END LOOP;
+    RETURN v_text
         || format(') AND simpg.hamming(t.%I, %s) <= $2 ORDER BY ', col, v_fp)
         || CASE kind WHEN 'many' THEN 'q.i, ' ELSE '' END
         || format('simpg.hamming(t.%I, %s)', col, v_fp);
@@ -266,8 +279,10 @@ CREATE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name,
 AS $$
 DECLARE
     v_attnum smallint := 0;  -- 0: the table's only index
-    v_header text;
     v_text text;
+    v_rest text;
+    v_piece text;
+    v_mark text := format('simpg.layout_is(%s::oid::regclass, ', rel::oid);
     v_claim text[];
 BEGIN
     IF col IS NOT NULL THEN
@@ -275,18 +290,34 @@ BEGIN
         WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     END IF;
     statement_name := format('simpg_%s_%s_%s', kind, rel::oid, v_attnum);
-    v_header := format('PREPARE %I(%s, integer) AS ', statement_name,
-                       CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END);
     SELECT p.statement INTO v_text FROM pg_prepared_statements AS p WHERE p.name = statement_name;
-    -- the layout it states follows its lead: '<col>'::name, <k>, '{<levels>}'::integer[],
-    -- '{<prefix columns>}'::name[], <sole>) AND ...
-    v_claim := regexp_match(substr(v_text, length(v_header || simpg.lookup_lead(kind, rel)) + 1),
-        '^(E?''(?:[^'']|'''')*'')::name, (\d{1,2}), ''(\{\d{1,2}(?:,\d{1,2})?\})''::integer\[\], '
-        '(E?''(?:[^'']|'''')*'')::name\[\], (true|false)\) AND ');
-    IF v_claim IS NOT NULL
-       AND v_text = v_header || simpg.lookup_statement(kind, rel, simpg.unquote_literal(v_claim[1])::name,
-                                                      v_claim[2]::integer, v_claim[3]::integer[],
-                                                      simpg.unquote_literal(v_claim[4])::name[], v_claim[5]::boolean) THEN
+    -- the layout it states follows layout_is's table, up to the first ') AND (':
+    -- '<col>'::name, <k>, '{<levels>}'::integer[], '{<prefix columns>}'::name[], <sole>) AND (
+    -- Read from that piece only, and with plain string functions when the names are
+    -- plain (a regular expression with groups, even on the piece, cost a third of a
+    -- lookup). Wherever the piece is cut, the text must then equal lookup_statement's
+    -- for the layout read, or the statement is not used.
+    v_rest := substr(v_text, strpos(v_text, v_mark) + length(v_mark));
+    v_piece := left(v_rest, strpos(v_rest, ') AND (') + 6);
+    IF v_piece ~ ('^''[A-Za-z_][A-Za-z0-9_$]*''::name, [0-9]{1,2}, ''[{][0-9]{1,2}(,[0-9]{1,2})?[}]''::integer\[\], '
+                  '''[{][A-Za-z_][A-Za-z0-9_$]*(,[A-Za-z_][A-Za-z0-9_$]*)*[}]''::name\[\], (true|false)\) AND \($') THEN
+        -- every cast below succeeds on this form (an unquoted NULL element is checked)
+        v_claim := string_to_array(v_piece, ', ');
+        v_claim := ARRAY[substr(v_claim[1], 2, length(v_claim[1]) - 8), v_claim[2],
+                         substr(v_claim[3], 2, length(v_claim[3]) - 13), substr(v_claim[4], 2, length(v_claim[4]) - 10),
+                         left(v_claim[5], -7)];
+    ELSE  -- quoted names
+        v_claim := regexp_match(v_piece,
+            '^(E?''(?:[^'']|'''')*'')::name, (\d{1,2}), ''(\{\d{1,2}(?:,\d{1,2})?\})''::integer\[\], '
+            '(E?''(?:[^'']|'''')*'')::name\[\], (true|false)\) AND \($');
+        v_claim := ARRAY[simpg.unquote_literal(v_claim[1]), v_claim[2], v_claim[3], simpg.unquote_literal(v_claim[4]),
+                         v_claim[5]];
+    END IF;
+    IF v_claim[5] IS NOT NULL AND array_position(v_claim[4]::name[], NULL) IS NULL
+       AND v_text = format('PREPARE %I(%s, integer) AS ', statement_name,
+                           CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END)
+                    || simpg.lookup_statement(kind, rel, v_claim[1]::name, v_claim[2]::integer, v_claim[3]::integer[],
+                                              v_claim[4]::name[], v_claim[5]::boolean) THEN
         radius := v_claim[2]::integer;
     END IF;
 END

@@ -6,6 +6,7 @@ import random
 
 import psycopg
 import pytest
+from psycopg.sql import SQL, Identifier
 
 from simpg import bits
 from simpg.layout import Layout
@@ -299,3 +300,21 @@ def test_prepared_lookups_read_the_prefix_indexes(conn):
         plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN EXECUTE {names[kind]}({args})").fetchall())
         assert "Seq Scan on corpus" not in plan, plan
         assert plan.count("Bitmap Index Scan on corpus_fp_p") == 4, plan
+
+
+@pytest.mark.parametrize("column", ["fp", "FP", "odd 'fp', \"quoted\"", "back\\slash"])
+def test_a_call_runs_the_statement_the_last_call_prepared(conn, column):
+    """The check that the session's statement is simpg's reads plain names with string
+    functions and quoted ones with a regular expression; both must accept simpg's own
+    text, or every call would prepare again (exact, but as slow as 0.1.0)."""
+    fp = Identifier(column)
+    conn.execute(SQL("CREATE TABLE corpus (id bigserial PRIMARY KEY, {} bigint NOT NULL)").format(fp))
+    conn.execute(SQL("INSERT INTO corpus ({}) SELECT g FROM generate_series(1, 100) AS g").format(fp))
+    conn.execute("SELECT simpg.create_index('corpus', %s, 2, 3)", [column])
+    prepared = []
+    for probe in (1, 2, 3):
+        assert conn.execute("SELECT count(*) FROM simpg.near(NULL::corpus, %s, 2)", [probe]).fetchone()[0] > 0
+        prepared.append(conn.execute("SELECT prepare_time FROM pg_prepared_statements "
+                                     "WHERE name LIKE 'simpg\\_near\\_%'").fetchall())
+    assert len(prepared[0]) == 1 and prepared[0] == prepared[1] == prepared[2]
+    assert conn.execute("SELECT radius FROM simpg.prepared_lookup('near', 'corpus', NULL)").fetchone() == (2,)

@@ -8,6 +8,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, aliased, mapped_column
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from simpg import bits
 from simpg.exc import InvalidFingerprint, SimpgError
 from simpg.sqlalchemy import (
     SimHash,
@@ -77,34 +78,40 @@ def test_prefix_columns_and_indexes_are_plain_schema():
 
 
 def test_within_compiles_to_prefix_ranges_and_hamming():
-    text = sql(select(Article.id).where(Article.simhash.within(0, 3)))
+    compiled = select(Article.id).where(Article.simhash.within(0, 3)).compile(dialect=DIALECT)
+    # two parameters, the ranges as one bigint[] and the fingerprint: the text is the
+    # same for every fingerprint, so SQLAlchemy caches it
+    bounds = "(CAST(%(param_1)s::BIGINT[] AS bigint[]))"
     ranges = " OR ".join(
-        f"articles.simhash_p{t} BETWEEN __[POSTCOMPILE_param_{2 * t + 1}] "
-        f"AND __[POSTCOMPILE_param_{2 * t + 2}]"
-        for t in range(10)
+        f"articles.simhash_p{t} BETWEEN {bounds}[{2 * t + 1}] AND {bounds}[{2 * t + 2}]" for t in range(10)
     )
-    assert text == (
-        f"SELECT articles.id FROM articles WHERE ({ranges}) "
-        "AND simpg.hamming(articles.simhash, %(param_21)s::BIGINT) <= %(hamming_1)s::INTEGER "
-        f"AND {GUARD}"
+    assert " ".join(str(compiled).split()) == (
+        f"SELECT articles.id FROM articles WHERE (({ranges}) "
+        f"AND simpg.hamming(articles.simhash, %(param_2)s::BIGINT) <= 3 AND {GUARD})"
     )
+    # q = 0 permutes to 0: [0, 2^(64-p) - 1] for a prefix of p bits
+    assert compiled.params == {
+        "param_1": [b for p in PREFIX_BITS for b in (0, 2 ** (64 - p) - 1)],
+        "param_2": 0,
+    }
 
 
-@pytest.mark.parametrize("q", [0, 2**64 - 1])
-def test_within_literal_ranges(q):
-    # q = 0 permutes to 0: [0, 2^(64-p) - 1]; q = all ones permutes to -1: [-2^(64-p), -1]
-    text = sql(select(Article.id).where(Article.simhash.within(q, 2)), literal=True)
-    if q == 0:
-        bounds = [(0, 2 ** (64 - p) - 1) for p in PREFIX_BITS]
-    else:
-        bounds = [(-(2 ** (64 - p)), -1) for p in PREFIX_BITS]
-    ranges = " OR ".join(
-        f"articles.simhash_p{t} BETWEEN {lo} AND {hi}" for t, (lo, hi) in enumerate(bounds)
-    )
-    assert text == (
-        f"SELECT articles.id FROM articles WHERE ({ranges}) "
-        f"AND simpg.hamming(articles.simhash, {0 if q == 0 else -1}) <= 2 AND {GUARD}"
-    )
+@pytest.mark.parametrize("q", [0, 2**64 - 1, 2**63, 1, 0x0123456789ABCDEF, 0xFEDCBA9876543210])
+@pytest.mark.parametrize("blocks", [(5,), (4, 3)])
+def test_within_sends_the_layouts_prefix_ranges(q, blocks):
+    t = Table("ranges", MetaData(), Column("id", BigInteger, primary_key=True), Column("fp", SimHash))
+    spec = simhash_index(t.c.fp, k=2, blocks=blocks[0], inner_blocks=blocks[1] if len(blocks) > 1 else None)
+    compiled = select(t.c.id).where(t.c.fp.within(q, 2)).compile(dialect=DIALECT)
+    assert compiled.params["param_1"] == [b for lo_hi in spec.layout.prefix_ranges(q) for b in lo_hi]
+    # the SimHash bind processor sends the fingerprint signed
+    assert compiled._bind_processors["param_2"](q) == bits.to_db(q)
+    text = " ".join(str(compiled).split())
+    bounds = "(CAST(%(param_1)s::BIGINT[] AS bigint[]))"
+    for i in range(spec.layout.tables):
+        assert f"ranges.fp_p{i} BETWEEN {bounds}[{2 * i + 1}] AND {bounds}[{2 * i + 2}]" in text
+    # with literal_binds (as for EXPLAIN) the array is typed bigint[]
+    literal = sql(select(t.c.id).where(t.c.fp.within(q, 2)), literal=True)
+    assert f"(CAST(ARRAY[{spec.layout.prefix_ranges(q)[0][0]}, " in literal
 
 
 def test_within_an_expression_uses_sql_prefix_bounds():
@@ -125,7 +132,7 @@ def test_the_layout_guard_names_the_table_as_postgresql_reads_it():
                 Column("fp", SimHash, nullable=False))
     spec = simhash_index(odd.c.fp, k=2, blocks=4, inner_blocks=3)
     assert sql(select(odd.c.id).where(odd.c.fp.within(1, 2))).endswith(
-        "AND simpg.layout_is('\"My Schema\".\"Odd ''name''\"'::regclass, 'fp'::name, 2, '{4,3}'::integer[])")
+        "AND simpg.layout_is('\"My Schema\".\"Odd ''name''\"'::regclass, 'fp'::name, 2, '{4,3}'::integer[]))")
     assert spec.layout.levels == (4, 3)
 
 
