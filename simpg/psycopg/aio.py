@@ -399,8 +399,8 @@ class AsyncSimHashColumn:
         most ``max_sketch_distance`` bits (default
         :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`). Nearest sketch first.
         With ``bands`` (from :func:`~simpg.fingerprint.sketch_and_bands`), rows sharing a
-        band key are candidates too, in the same statement (held-out F1 0.990 / 0.971 /
-        0.966 against 0.881 / 0.809 / 0.716 at k = 4 alone, docs/fingerprinting.md);
+        band key are candidates too, in the same statement (held-out F1 0.989 / 0.970 /
+        0.960 against 0.881 / 0.809 / 0.716 at k = 4 alone, docs/fingerprinting.md);
         their ``distance`` may exceed ``k``. Rows whose band columns are NULL are found
         through their fingerprint only.
 
