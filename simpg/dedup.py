@@ -12,9 +12,10 @@ prints; everything else is here, usable from Python::
 
     docs = list(simpg.corpus.read_documents("corpus/"))
     fps = dedup.fingerprint_documents(docs, FingerprintConfig())
-    sketches = dedup.sketch_documents(docs)
+    sketches, bands = dedup.sketch_and_band_documents(docs)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, decision=dedup.Decision(k=7))
+        report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, bands=bands,
+                                   decision=dedup.Decision(k=7))
 """
 
 from __future__ import annotations
@@ -38,13 +39,22 @@ from simpg.fingerprint import (
     fingerprint_many,
     get_fingerprinter,
     similarity,
+    sketch_and_bands_many,
     sketch_many,
 )
-from simpg.fingerprint.minhash import from_sql, sketch, sketch_distance, to_sql
+from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distance, to_sql
 from simpg.psycopg import SimHashColumn
-from simpg.reference import TABLE, ensure_reference_schema
+from simpg.reference import BAND_COLUMNS, TABLE, ensure_reference_schema
 
-__all__ = ["Decision", "Progress", "deduplicate", "featureless_reason", "fingerprint_documents", "sketch_documents"]
+__all__ = [
+    "Decision",
+    "Progress",
+    "deduplicate",
+    "featureless_reason",
+    "fingerprint_documents",
+    "sketch_and_band_documents",
+    "sketch_documents",
+]
 
 T = TypeVar("T")
 
@@ -82,6 +92,17 @@ def sketch_documents(docs: Sequence[Document], workers: int | None = None,
     return list(progress(sketch_many(_inputs(docs), workers=_workers(docs, workers)), len(docs), "sketching", None))
 
 
+def sketch_and_band_documents(docs: Sequence[Document], workers: int | None = None, progress: Progress = _quiet,
+                              ) -> tuple[list[bytes | None], list[tuple[int, ...] | None]]:
+    """Each document's sketch and band keys (:func:`~simpg.fingerprint.sketch_and_bands`), in one pass.
+
+    None where there are no words to sketch; band keys None for texts too short to have any.
+    """
+    made = list(progress(sketch_and_bands_many(_inputs(docs), workers=_workers(docs, workers)), len(docs),
+                         "sketching", None))
+    return [m and m[0] for m in made], [m and m[1] for m in made]
+
+
 def featureless_reason(doc: Document, config: FingerprintConfig) -> str:
     """Why ``doc`` has no fingerprint (the fingerprinter's message: empty, or no usable features)."""
     try:
@@ -103,11 +124,14 @@ class Decision:
 
 def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[Document],
                 fingerprints: Sequence[int | None], sketches: Sequence[bytes | None], *,
-                decision: Decision = Decision(), config: FingerprintConfig | None = None, append: bool = False,
+                bands: Sequence[tuple[int, ...] | None] | None = None, decision: Decision = Decision(),
+                config: FingerprintConfig | None = None, append: bool = False,
                 with_pairs: bool = False, skipped: Sequence[str] = (), progress: Progress = _quiet,
                 stage: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
     """Load ``docs`` (those with a fingerprint) as ``collection``, then pair and cluster it.
 
+    ``bands`` (from :func:`sketch_and_band_documents`) are stored for ``simpg near``'s
+    lookups; without them the rows have none and are found through fingerprints only.
     ``conn`` must be in autocommit mode. Returns the report: the collection, its
     document count, the clusters (largest first, each document with its bits from the
     cluster's first document and sketch similarity), and with ``with_pairs`` every pair
@@ -115,7 +139,9 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     """
     config = config or FingerprintConfig()
     identity = config.identity
-    kept = [(d, fp, sk) for d, fp, sk in zip(docs, fingerprints, sketches, strict=True) if fp is not None]
+    keys = [None] * len(docs) if bands is None else bands
+    kept = [(d, fp, sk, b) for d, fp, sk, b in zip(docs, fingerprints, sketches, keys, strict=True)
+            if fp is not None]
     ensure_reference_schema(conn)
     index = SimHashColumn(conn, TABLE, "simhash")
     with conn.transaction():
@@ -131,13 +157,14 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
         chunks = [kept[i:i + LOAD_CHUNK] for i in range(0, len(kept), LOAD_CHUNK)]
         # loading is indexing too: the prefix columns and their B-trees fill as rows go in
         for chunk in progress(chunks, len(kept), "loading and indexing", len):
-            index.add([fp for _, fp, _ in chunk], columns={
+            index.add([fp for _, fp, _, _ in chunk], columns={
                 "collection": [collection] * len(chunk),
-                "source": [d.source for d, _, _ in chunk],
-                "title": [d.title for d, _, _ in chunk],
-                "body": [d.body for d, _, _ in chunk],
+                "source": [d.source for d, _, _, _ in chunk],
+                "title": [d.title for d, _, _, _ in chunk],
+                "body": [d.body for d, _, _, _ in chunk],
                 "fingerprint_config": [identity] * len(chunk),
-                "sketch": [None if sk is None else to_sql(sk) for _, _, sk in chunk],
+                "sketch": [None if sk is None else to_sql(sk) for _, _, sk, _ in chunk],
+                **{col: [None if b is None else b[i] for _, _, _, b in chunk] for i, col in enumerate(BAND_COLUMNS)},
             })
     where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
     how = "confirmed by sketches" if decision.confirm else "fingerprints only"
@@ -167,7 +194,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
 
 
 def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]:
-    """The stored sketches of ``ids``, in that order; rows stored before sketches get theirs now."""
+    """The stored sketches of ``ids``, in that order; rows stored before sketches get theirs (and band keys) now."""
     found = {row[0]: from_sql(row[1]) for row in conn.execute(
         "SELECT id, sketch::text FROM simpg_documents WHERE collection = %s AND sketch IS NOT NULL",
         [collection])}
@@ -176,15 +203,16 @@ def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]
     updates = []
     for id_, title, body in missing:  # stored by simpg 0.1, or by hand: the text is there
         try:
-            made = sketch({"title": title, "body": body} if title else body)
+            made, keys = sketch_and_bands({"title": title, "body": body} if title else body)
         except ValueError:
             found[id_] = None
             continue
         found[id_] = made
-        updates.append((to_sql(made), id_))
+        updates.append((to_sql(made), *(keys or [None] * len(BAND_COLUMNS)), id_))
     if updates:
         with conn.cursor() as cur:
-            cur.executemany("UPDATE simpg_documents SET sketch = %s::bit(256) WHERE id = %s", updates)
+            cur.executemany("UPDATE simpg_documents SET sketch = %s::bit(256), sketch_b0 = %s, sketch_b1 = %s, "
+                            "sketch_b2 = %s, sketch_b3 = %s WHERE id = %s", updates)
     return [found.get(int(i)) for i in ids]
 
 def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int,

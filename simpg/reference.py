@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DDL", "INDEX_SQL", "TABLE", "ensure_reference_schema"]
+__all__ = ["BAND_COLUMNS", "DDL", "INDEX_SQL", "TABLE", "ensure_reference_schema"]
 
 TABLE = "simpg_documents"
 
@@ -39,10 +39,21 @@ CREATE TABLE simpg_documents (
     simhash bigint NOT NULL,
     fingerprint_config text NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
-    sketch bit(256)                  -- confirms candidates (simpg.fingerprint.sketch); NULL in rows of simpg < 0.2
+    sketch bit(256),                 -- confirms candidates (simpg.fingerprint.sketch); NULL in rows of simpg < 0.2
+    sketch_b0 bigint,                -- band keys (simpg.fingerprint.sketch_and_bands): lookup candidates too;
+    sketch_b1 bigint,                -- NULL for texts of fewer than 16 shingles and rows stored before them
+    sketch_b2 bigint,
+    sketch_b3 bigint
 );
 CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
+CREATE INDEX simpg_documents_sketch_b0_idx ON simpg_documents (sketch_b0);
+CREATE INDEX simpg_documents_sketch_b1_idx ON simpg_documents (sketch_b1);
+CREATE INDEX simpg_documents_sketch_b2_idx ON simpg_documents (sketch_b2);
+CREATE INDEX simpg_documents_sketch_b3_idx ON simpg_documents (sketch_b3);
 """
+
+#: The band key columns, in band order (``SimHashColumn.duplicates(..., bands=)``'s default names).
+BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 
 INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);  -- 15 tables\n"
 
@@ -50,7 +61,8 @@ INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blo
 def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     """Create ``simpg_documents`` and its simpg index unless the table exists.
 
-    A table made by simpg 0.1 gets its ``sketch`` column.
+    A table made by an earlier simpg gets its ``sketch`` and band key columns (and the
+    keys' B-trees).
 
     The connection's database must have simpg installed (ExtensionNotInstalled
     otherwise). The table is looked up on the connection's search_path.
@@ -61,13 +73,20 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     schema.require_installed(conn)
     row = conn.execute("SELECT pg_catalog.to_regclass(%s)", [TABLE]).fetchone()
     if row and row[0] is not None:
-        # A table made by simpg 0.1 has no sketches yet (migrations/versions/0003 adds them
-        # too). Looked up first: ALTER TABLE would lock the table, and needs its owner.
-        has = conn.execute("SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass "
-                           "AND attname = 'sketch' AND NOT attisdropped", [TABLE]).fetchone()
-        if not has:
-            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN sketch bit(256)")
-            logger.info("added the sketch column to %s", TABLE)
+        # A table of an earlier simpg (migrations/versions/0003 and 0004 add them too).
+        # Looked up first: ALTER TABLE would lock the table, and needs its owner.
+        has = {r[0] for r in conn.execute(
+            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass "
+            "AND attname = ANY(%s) AND NOT attisdropped", [TABLE, ["sketch", *BAND_COLUMNS]])}
+        missing = [c for c in ("sketch", *BAND_COLUMNS) if c not in has]
+        if missing:
+            with conn.transaction():
+                for column in missing:
+                    kind = "bit(256)" if column == "sketch" else "bigint"
+                    conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {column} {kind}")
+                    if column != "sketch":
+                        conn.execute(f"CREATE INDEX {TABLE}_{column}_idx ON {TABLE} ({column})")
+            logger.info("added %s to %s", ", ".join(missing), TABLE)
         return False
     with conn.transaction():
         conn.execute(DDL.encode())  # bytes: several statements, no placeholders

@@ -48,8 +48,6 @@ from bench.quality.detectors import Call, SimpgDetector, _simpg_code_digest, _wo
 from bench.quality.product import sketches
 
 T_DEFAULT = 36
-# A band's hash: splitmix64 over the band number and its minima (distinct per band by design).
-_TAG_BAND = np.uint64(0x42414E4400000000)
 
 
 def _count_doc(text: str) -> int:
@@ -95,17 +93,10 @@ def minima(docs: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def band_keys(m: np.ndarray, b: int, r: int) -> np.ndarray:
-    """``(n, b)`` uint64 band keys: band i hashes bins ``i*r .. i*r + r - 1`` (all bands at once)."""
-    from simpg.fingerprint.minhash import _mix
+    """``(n, b)`` uint64 band keys: band i hashes bins ``i*r .. i*r + r - 1`` (the product's definition)."""
+    from simpg.fingerprint.minhash import _band_keys
 
-    if b * r > m.shape[1]:
-        raise ValueError(f"b * r must be at most {m.shape[1]}, got {b} * {r}")
-    groups = m[:, : b * r].reshape(m.shape[0], b, r)
-    with np.errstate(over="ignore"):
-        h = np.broadcast_to(_mix(_TAG_BAND | np.arange(b, dtype=np.uint64)), (m.shape[0], b))
-        for j in range(r):
-            h = _mix(h ^ groups[:, :, j])
-    return h
+    return _band_keys(m, b, r)
 
 
 def _encode(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
@@ -342,13 +333,10 @@ def short_calls(part: str, langs: Sequence[str], setting: tuple[int | None, int,
 def per_document(part: str = "tune", count: int = 1000, b: int = 4, r: int = 4) -> list[str]:
     """CPU time per document: the sketch alone, and the sketch with b band keys from the same minima."""
     from bench.quality import build_corpus
-    from simpg.fingerprint.minhash import _GOLD, SKETCH_BITS, _minima, _mix, _shingles, sketch
+    from simpg.fingerprint.minhash import sketch, sketch_and_bands
 
-    def both(text: str) -> tuple[bytes, np.ndarray]:
-        m = _minima(np.sort(_shingles(text)))
-        with np.errstate(over="ignore"):
-            salted = m ^ (np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD)
-        return bytes(np.packbits((_mix(salted) & np.uint64(1)).astype(np.uint8))), band_keys(m[None, :], b, r)[0]
+    def both(text: str) -> tuple[bytes, tuple[int, ...] | None]:
+        return sketch_and_bands(text)
 
     out = []
     for lang in ("en", "zh"):

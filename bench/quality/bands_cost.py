@@ -12,7 +12,10 @@ sketches and random band keys, the same queries, interleaved round-robin over th
   planner's layout (K ``-``: the fingerprint is stored but not indexed). One statement: the
   prefix ranges of ``duplicates`` ORed with ``band_i = $bands[i]`` (PostgreSQL makes a BitmapOr
   of one B-tree scan per table and per band), kept when ``hamming <= K`` or a band is equal,
-  and confirmed by the sketch.
+  and confirmed by the sketch. With K a number this is now the product's statement
+  (``SimHashColumn.duplicates(..., bands=, band_columns=)``; the figures in
+  docs/fingerprinting.md were measured with the prototype's, which lacked its
+  ``fp IS NOT NULL``); bands only (K ``-``) stays the prototype's.
 
 Every candidate's sketch is compared (limit 256, as confirm_cost.py). Rows come in groups of
 ``--band-hits`` (8) sharing band 0; each query's band 0 is a random row's band 0, so a lookup
@@ -49,7 +52,7 @@ import pgserver  # noqa: E402
 
 from simpg import planner, schema  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
-from simpg.psycopg import SimHashColumn, statements  # noqa: E402
+from simpg.psycopg import SimHashColumn, _common, statements  # noqa: E402
 from simpg.psycopg.wire import Int8Array, register_dumpers  # noqa: E402
 
 M64 = (1 << 64) - 1
@@ -96,23 +99,14 @@ def build(conn: psycopg.Connection, name: str, fps: np.ndarray, sketches: np.nda
             "index_bytes_per_row": index / n, "bytes_per_row": (heap + index) / n}
 
 
-def banded_sql(info: Any, table: str, nb: int, k: int | None) -> sql.Composed:
-    """Candidates within k through the prefix B-trees, or sharing a band key; confirmed by the sketch."""
+def bands_only_sql(table: str, nb: int) -> sql.Composed:
+    """Candidates sharing a band key, confirmed by the sketch (no fingerprint index: the prototype's)."""
     bands = [sql.SQL("t.{c} = {b}[{i}]").format(c=sql.Identifier(f"band{i}"), b=sql.Placeholder("bands"),
                                                  i=sql.Literal(i + 1)) for i in range(nb)]
     sketch = sql.SQL("bit_count(t.sketch # {s}::bit(256))").format(s=sql.Placeholder("s"))
-    if info is None:  # bands only
-        return sql.SQL("SELECT t.id, {sketch} AS sketch_distance FROM {rel} AS t WHERE ({bands}) AND {sketch} <= {t} "
-                       "ORDER BY sketch_distance, t.id").format(
-            sketch=sketch, rel=sql.Identifier(table), bands=sql.SQL(" OR ").join(bands), t=sql.Placeholder("t"))
-    ham = sql.SQL("simpg.hamming(t.fp, {q})").format(q=sql.Placeholder("q"))
-    return sql.SQL(
-        "SELECT t.id, {ham} AS distance, {sketch} AS sketch_distance FROM {rel} AS t "
-        "WHERE ({cond} OR {bands}) AND ({ham} <= {k} OR {bands}) AND {sketch} <= {t} AND {guard} "
-        "ORDER BY sketch_distance, distance, t.id"
-    ).format(ham=ham, sketch=sketch, rel=info.relation,
-             cond=statements._prefix_condition(info, sql.Placeholder("lows")), bands=sql.SQL(" OR ").join(bands),
-             k=sql.Placeholder("k"), t=sql.Placeholder("t"), guard=statements.layout_guard(info))
+    return sql.SQL("SELECT t.id, {sketch} AS sketch_distance FROM {rel} AS t WHERE ({bands}) AND {sketch} <= {t} "
+                   "ORDER BY sketch_distance, t.id").format(
+        sketch=sketch, rel=sql.Identifier(table), bands=sql.SQL(" OR ").join(bands), t=sql.Placeholder("t"))
 
 
 class Banded:
@@ -120,18 +114,25 @@ class Banded:
 
     def __init__(self, dsn: str, table: str, nb: int, k: int | None) -> None:
         self.k = k
+        self.columns = [f"band{i}" for i in range(nb)]
         self.handle = SimHashColumn.connect(dsn, table, "fp", id_column="id") if k is not None else None
         self.conn = self.handle.conn if self.handle else psycopg.connect(dsn, autocommit=True)
         register_dumpers(self.conn)
-        info = self.handle.info if self.handle else None
-        self.info = info
-        self.statement = banded_sql(info, table, nb, k).as_bytes(self.conn)
+        self.info = _common.with_ids(self.handle.info) if self.handle else None
+        # what explain shows: the product's statement, or the bands-only prototype's
+        self.statement = (statements.duplicates_sql(self.info, "sketch", self.columns) if self.info
+                          else bands_only_sql(table, nb)).as_bytes(self.conn)
 
-    def lookup(self, q: int, sketch: bytes, bands: list[int]) -> list[tuple]:
-        params: dict[str, Any] = {"s": "x" + sketch.hex(), "t": 256,
-                                  "bands": Int8Array(np.array(bands, dtype=np.int64))}
+    def params(self, q: int, sketch: bytes, bands: list[int]) -> dict[str, Any]:
         if self.info is not None:
-            params.update(statements.near_params(self.info, q, self.k))
+            return _common.duplicates_params(self.info, q, self.k or 0, sketch, 256, bands, self.columns)
+        return {"s": "x" + sketch.hex(), "t": 256, "bands": Int8Array(np.array(bands, dtype=np.int64))}
+
+    def lookup(self, q: int, sketch: bytes, bands: list[int]) -> list[Any]:
+        if self.handle is not None:  # the product: SimHashColumn.duplicates(..., bands=)
+            return self.handle.duplicates(q, sketch, self.k, bands=bands, band_columns=self.columns,
+                                          max_sketch_distance=256)
+        params = self.params(q, sketch, bands)
         with self.conn.cursor(binary=True) as cur:
             cur.execute(self.statement, params, prepare=True)
             return cur.fetchall()
@@ -229,10 +230,7 @@ def main() -> None:
     if args.explain:
         for v, h in zip(variants, handles, strict=True):
             if v["kind"] == "banded":
-                params: dict[str, Any] = {"s": "x" + q_sketches[0].hex(), "t": 256,
-                                          "bands": Int8Array(np.array(q_bands[0][: v["bands"]], dtype=np.int64))}
-                if h.info is not None:
-                    params.update(statements.near_params(h.info, queries[0], h.k))
+                params = h.params(queries[0], q_sketches[0], q_bands[0][: v["bands"]])
                 with h.conn.cursor(binary=True) as cur:
                     cur.execute(b"EXPLAIN (ANALYZE, COSTS OFF) " + h.statement, params)
                     print(f"-- {v['name']}\n" + "\n".join(r[0] for r in cur.fetchall()), file=sys.stderr)

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = FingerprintConfig(lang=args.lang)
     fps = dedup.fingerprint_documents(docs, config, args.workers, bar)
-    sketches = dedup.sketch_documents(docs, args.workers, bar)
+    sketches, bands = dedup.sketch_and_band_documents(docs, args.workers, bar)
     # no text left once separators and punctuation are left out: never a fingerprint that
     # unrelated documents share, so such documents are left out and listed with the reason
     featureless = [{"source": d.source, "reason": dedup.featureless_reason(d, config)}
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     decision = dedup.Decision(k=k, confirm=args.confirm == "sketch", max_sketch_distance=args.max_sketch_distance,
                               method=args.method)
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
-        report = dedup.deduplicate(conn, collection, docs, fps, sketches, decision=decision, config=config,
+        report = dedup.deduplicate(conn, collection, docs, fps, sketches, bands=bands, decision=decision, config=config,
                                    append=args.append, with_pairs=args.json,
                                    skipped=sorted([u["source"] for u in unreadable] + empty), progress=bar,
                                    stage=lambda text: stage(args, text))

@@ -7,7 +7,9 @@ any other table indexed by simpg works too (``--table``, ``--column``). Fingerpr
 queries go to the database in one statement (:meth:`SimHashColumn.near_many`). Text queries
 on a table with a sketch column (``--sketch-column``, default ``sketch``) are confirmed
 by sketches as ``simpg dedup`` confirms (:meth:`SimHashColumn.duplicates`), unless
-``--confirm none``.
+``--confirm none``; when the table also has band key columns (``<sketch column>_b0`` ..
+``_b3``, as ``simpg_documents`` has), rows sharing a band key with the text are
+candidates too.
 """
 
 from __future__ import annotations
@@ -59,17 +61,20 @@ def parse_fingerprint(text: str) -> int:
     return bits.check(value)
 
 
-def _queries(args: argparse.Namespace) -> list[tuple[str, int, bytes | None]]:
-    """(label, fingerprint, sketch or None) of every query; texts get a sketch."""
-    from simpg.corpus import read_text
-    from simpg.fingerprint import FingerprintConfig, fingerprint, sketch
+Query = tuple[str, int, bytes | None, tuple[int, ...] | None]
 
-    out: list[tuple[str, int, bytes | None]] = [(q, parse_fingerprint(q), None) for q in args.queries]
+
+def _queries(args: argparse.Namespace) -> list[Query]:
+    """(label, fingerprint, sketch or None, band keys or None) of every query; texts get a sketch."""
+    from simpg.corpus import read_text
+    from simpg.fingerprint import FingerprintConfig, fingerprint, sketch_and_bands
+
+    out: list[Query] = [(q, parse_fingerprint(q), None, None) for q in args.queries]
     if args.text or args.file:
         config = FingerprintConfig(lang=args.lang)
         texts = [(f"text {t[:40]!r}", t) for t in args.text]
         texts += [(path, read_text(path)) for path in args.file]  # one wording for bad files
-        out += [(label, fingerprint(text, config), sketch(text)) for label, text in texts]
+        out += [(label, fingerprint(text, config), *sketch_and_bands(text)) for label, text in texts]
     if not out:
         raise SimpgError("nothing to look up; give fingerprints, --text or --file")
     return out
@@ -79,31 +84,34 @@ def run(args: argparse.Namespace) -> int:
     """Look the queries up and print the neighbours."""
     import psycopg
 
+    from simpg.fingerprint import BANDS
     from simpg.psycopg import SimHashColumn
 
     queries = _queries(args)
     check_max_sketch_distance(args.max_sketch_distance)
-    if args.confirm == "sketch" and any(sk is None for _, _, sk in queries):
+    if args.confirm == "sketch" and any(sk is None for _, _, sk, _ in queries):
         raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         index = SimHashColumn(conn, args.table, args.column)
-        if any(sk is not None for _, _, sk in queries):
+        if any(sk is not None for _, _, sk, _ in queries):
             _check_config(conn, index, args)
         k = check_k(args, index.info, f"the index on {args.table}.{args.column}")  # default: the index's own radius
         confirm = args.confirm == "sketch" or (args.confirm == "auto" and _has_column(
             conn, args.table, args.sketch_column))
-        results: list[list[Any]] = index.near_many([fp for _, fp, _ in queries], k)
+        # band keys as candidates too, where the table has their columns (simpg_documents does)
+        banded = confirm and all(_has_column(conn, args.table, f"{args.sketch_column}_b{i}") for i in range(BANDS))
+        results: list[list[Any]] = index.near_many([fp for _, fp, _, _ in queries], k)
         if confirm:  # text queries, confirmed one by one
-            results = [index.duplicates(fp, sk, k, sketch_column=args.sketch_column,
+            results = [index.duplicates(fp, sk, k, bands=keys if banded else None, sketch_column=args.sketch_column,
                                         max_sketch_distance=args.max_sketch_distance) if sk is not None else found
-                       for (_, fp, sk), found in zip(queries, results, strict=True)]
+                       for (_, fp, sk, keys), found in zip(queries, results, strict=True)]
         details: dict[Any, tuple[str, str | None]] = {}
         if args.table == "simpg_documents":
             ids = sorted({n.id for found in results for n in found})
             details = {r[0]: (r[1], r[2]) for r in conn.execute(
                 "SELECT id, source, title FROM simpg_documents WHERE id = ANY(%s)", [ids])}
     report: list[dict[str, Any]] = []
-    for (label, fp, _), found in zip(queries, results, strict=True):
+    for (label, fp, _, _), found in zip(queries, results, strict=True):
         rows = []
         for n in found:
             row: dict[str, Any] = {"id": n.id, "distance": n.distance}
@@ -113,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 row["source"], row["title"] = details[n.id]
             rows.append(row)
         report.append({"query": label, "fingerprint": fp, "neighbors": rows})
+    bands_text = " or sharing a band key" if banded else ""
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")
@@ -120,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     for item in report:
         confirmed = any("similarity" in r for r in item["neighbors"])
         how = ", confirmed by sketches" if confirmed else ""
-        print(f"{item['query']} (fingerprint {item['fingerprint']}): {len(item['neighbors'])} within {k} bits{how}")
+        within = f"within {k} bits{bands_text if confirmed else ''}"
+        print(f"{item['query']} (fingerprint {item['fingerprint']}): {len(item['neighbors'])} {within}{how}")
         if item["neighbors"]:
             id_w = max(2, *(len(str(r["id"])) for r in item["neighbors"]))
             sim = "   sim" if confirmed else ""

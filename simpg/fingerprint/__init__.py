@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from simpg.fingerprint.api import features, fingerprint, fingerprint_features, get_fingerprinter
-from simpg.fingerprint.batch import fingerprint_many, sketch_many
+from simpg.fingerprint.batch import fingerprint_many, sketch_and_bands_many, sketch_many
 from simpg.fingerprint.chinese import ChineseTerms
 from simpg.fingerprint.config import DEDUP_K, DEFAULT_K, FingerprintConfig
 from simpg.fingerprint.errors import (
@@ -25,12 +25,21 @@ from simpg.fingerprint.errors import (
 )
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 from simpg.fingerprint.hashes import HASH_NAMES, fnv1_64, fnv1a64, hash_function, murmur3_64
-from simpg.fingerprint.minhash import MAX_SKETCH_DISTANCE, SKETCH_BITS, similarity, sketch, sketch_distance
+from simpg.fingerprint.minhash import (
+    BANDS,
+    MAX_SKETCH_DISTANCE,
+    SKETCH_BITS,
+    similarity,
+    sketch,
+    sketch_and_bands,
+    sketch_distance,
+)
 from simpg.fingerprint.normalize import normalize, split_scripts, word_text
 from simpg.fingerprint.simhash import BitTally, combine, quantize
 from simpg.fingerprint.tokenize import ENGLISH_STOPWORDS, anchored_shingles, shingles, words
 
 __all__ = [
+    "BANDS",
     "DEDUP_K",
     "DEFAULT_K",
     "ENGLISH_STOPWORDS",
@@ -64,6 +73,8 @@ __all__ = [
     "shingles",
     "similarity",
     "sketch",
+    "sketch_and_bands",
+    "sketch_and_bands_many",
     "sketch_distance",
     "sketch_many",
     "split_scripts",

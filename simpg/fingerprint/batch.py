@@ -24,7 +24,7 @@ from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import FingerprintError, InvalidDocument
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 
-__all__ = ["fingerprint_many", "sketch_many"]
+__all__ = ["fingerprint_many", "sketch_and_bands_many", "sketch_many"]
 
 OnError = Literal["raise", "none"]
 
@@ -144,3 +144,36 @@ def sketch_many(
         yield from map(_sketch_or_none, docs)
         return
     yield from _imap(_sketch_or_none, docs, workers, chunksize, mp_context)
+
+
+def _sketch_and_bands_or_none(doc: Any) -> tuple[bytes, tuple[int, ...] | None] | None:
+    from simpg.fingerprint.minhash import sketch_and_bands
+
+    try:
+        return sketch_and_bands(doc)
+    except FingerprintError:
+        return None
+
+
+def sketch_and_bands_many(
+    docs: Iterable[Document],
+    *,
+    workers: int | None = None,
+    chunksize: int = 64,
+    mp_context: str | None = "spawn",
+) -> Iterator[tuple[bytes, tuple[int, ...] | None] | None]:
+    """:func:`simpg.fingerprint.minhash.sketch_and_bands` of each document, as :func:`sketch_many`.
+
+    A document with nothing to sketch gives None; one too short for band keys gives
+    ``(sketch, None)``.
+    """
+    if workers is None:
+        workers = os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidDocument(f"expected workers >= 1, got {workers!r}")
+    if docs is None or isinstance(docs, (str, bytes)):
+        raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
+    if workers == 1:
+        yield from map(_sketch_and_bands_or_none, docs)
+        return
+    yield from _imap(_sketch_and_bands_or_none, docs, workers, chunksize, mp_context)

@@ -24,6 +24,11 @@ a filled one (optimal densification, Shrivastava 2017), and each bin stores one 
 hash of its minimum salted with the bin's number. The sketch is 32 bytes, first bin in the
 most significant bit, as PostgreSQL's ``bit(256)`` shows it.
 
+The same minima give online lookups a second candidate source, **band keys**
+(:func:`sketch_and_bands`): :data:`BANDS` bigint keys, each a hash of :data:`BAND_ROWS`
+consecutive minima, so documents of Jaccard similarity J share one with probability
+``1 - (1 - J**4)**4`` (0.88 at J = 0.8, 0.99 at J = 0.9).
+
 Example:
     >>> a = sketch("The quick brown fox jumps over the lazy dog near the river bank today")
     >>> b = sketch("The quick brown fox jumps over the lazy dog near the river bank")
@@ -51,7 +56,10 @@ import numpy as np
 from simpg.fingerprint.errors import DecodeError, EmptyDocument, InvalidConfig, InvalidDocument
 
 __all__ = [
+    "BANDS",
+    "BAND_ROWS",
     "MAX_SKETCH_DISTANCE",
+    "MIN_BAND_SHINGLES",
     "SKETCH_BITS",
     "SKETCH_BYTES",
     "SKETCH_VERSION",
@@ -60,15 +68,24 @@ __all__ = [
     "shingle_hashes",
     "similarity",
     "sketch",
+    "sketch_and_bands",
     "sketch_distance",
     "to_sql",
 ]
 
 SKETCH_BITS: Final = 256
 SKETCH_BYTES: Final = SKETCH_BITS // 8
-#: Bumped whenever a sketch of the same text could change; stored sketches of another
-#: version are not comparable.
+#: Bumped whenever a sketch or band keys of the same text could change; stored sketches
+#: and band keys of another version are not comparable.
 SKETCH_VERSION: Final = 1
+#: Band keys per document (online lookups' second candidate source, docs/fingerprinting.md).
+BANDS: Final = 4
+#: Consecutive bins hashed into one band key: two documents share a band with probability
+#: about J**4, so they are candidates with probability 1 - (1 - J**4)**4.
+BAND_ROWS: Final = 4
+#: Fewer distinct shingles than this: no band keys. Their bins are mostly borrowed, so a
+#: band would match on a handful of shingles (chosen on bench/quality's tuning part).
+MIN_BAND_SHINGLES: Final = 16
 #: Largest number of differing bits that confirms a candidate (estimated Jaccard >= 0.72):
 #: 4 standard deviations below the 64 bits of J = 0.5. 40 (3.5) was the tuning part's
 #: choice and let one J = 0.47 pair of licence files through on the held-out part.
@@ -83,6 +100,7 @@ _GOLD: Final = np.uint64(0x9E3779B97F4A7C15)
 # Word shingles and character n-grams are hashed in separate domains: never equal by design.
 _TAG_WORD: Final = np.uint64(0x5752440000000000)
 _TAG_CHAR: Final = np.uint64(0x4348520000000000)
+_TAG_BAND: Final = np.uint64(0x42414E4400000000)  # "BAND", or'ed with the band's number
 
 # Scripts written without spaces between words.
 _SPACELESS: Final = (
@@ -235,6 +253,41 @@ def _minima(hashes: np.ndarray) -> np.ndarray:
     return minima
 
 
+def _band_keys(minima: np.ndarray, bands: int = BANDS, rows: int = BAND_ROWS) -> np.ndarray:
+    """``(n, bands)`` uint64 keys of ``(n, 256)`` minima: band i hashes bins ``i*rows .. i*rows + rows - 1``.
+
+    splitmix64 over the band's number, then each minimum in turn, so equal minima in two
+    bands still give different keys. bench/quality/bands.py calls this for its grid.
+    """
+    if bands * rows > minima.shape[1]:
+        raise InvalidConfig(f"bands * rows must be at most {minima.shape[1]}, got {bands} * {rows}")
+    groups = minima[:, : bands * rows].reshape(minima.shape[0], bands, rows)
+    with np.errstate(over="ignore"):
+        h = np.broadcast_to(_mix(_TAG_BAND | np.arange(bands, dtype=np.uint64)), groups.shape[:2])
+        for j in range(rows):
+            h = _mix(h ^ groups[:, :, j])
+    return h
+
+
+def _sorted_shingles(doc: Any) -> np.ndarray:
+    """The sorted shingle hashes (repeats kept) of a document with any; EmptyDocument otherwise."""
+    text = _text(doc)
+    hashes = np.sort(_shingles(text))  # a repeated shingle changes no minimum: no need to drop it
+    if not len(hashes):
+        short = " ".join(text.split())  # named as the fingerprinter names a document
+        short = short if len(short) <= 40 else short[:37] + "..."
+        raise EmptyDocument(f"empty document: no words to sketch: {short!r}")
+    return hashes
+
+
+def _sketch_bits(minima: np.ndarray) -> bytes:
+    with np.errstate(over="ignore"):
+        # The bin number salts the stored bit: a document whose bins all borrowed one
+        # minimum still gets independent bits, so short texts do not collapse together.
+        salted = minima ^ (np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD)
+    return bytes(np.packbits((_mix(salted) & np.uint64(1)).astype(np.uint8)))
+
+
 def sketch(doc: Any) -> bytes:
     """The 32-byte sketch of a document (text, UTF-8 bytes, or a mapping of fields).
 
@@ -242,17 +295,37 @@ def sketch(doc: Any) -> bytes:
         EmptyDocument: no word or character to make a shingle of.
         InvalidDocument: not text; DecodeError: bytes that are not UTF-8.
     """
-    text = _text(doc)
-    hashes = np.sort(_shingles(text))  # a repeated shingle changes no minimum: no need to drop it
-    if not len(hashes):
-        short = " ".join(text.split())  # named as the fingerprinter names a document
-        short = short if len(short) <= 40 else short[:37] + "..."
-        raise EmptyDocument(f"empty document: no words to sketch: {short!r}")
-    with np.errstate(over="ignore"):
-        # The bin number salts the stored bit: a document whose bins all borrowed one
-        # minimum still gets independent bits, so short texts do not collapse together.
-        salted = _minima(hashes) ^ (np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD)
-    return bytes(np.packbits((_mix(salted) & np.uint64(1)).astype(np.uint8)))
+    return _sketch_bits(_minima(_sorted_shingles(doc)))
+
+
+def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
+    """The sketch and the :data:`BANDS` band keys of a document, from one set of minima.
+
+    Band ``i`` is a 64-bit hash of the sketch's bin minima ``i*4 .. i*4 + 3`` (after
+    densification): documents sharing a key are lookup candidates
+    (``SimHashColumn.duplicates(..., bands=)``), which the sketch then confirms. Keys are
+    signed, as a ``bigint`` column stores them. A document with fewer than
+    :data:`MIN_BAND_SHINGLES` distinct shingles gets None: it is found through its
+    fingerprint only.
+
+    Raises:
+        EmptyDocument, InvalidDocument, DecodeError: as :func:`sketch`.
+
+    Example:
+        >>> text = " ".join(f"word{i}" for i in range(20))  # 18 distinct word 3-shingles
+        >>> s, keys = sketch_and_bands(text)
+        >>> s == sketch(text), len(keys)
+        (True, 4)
+        >>> sketch_and_bands("too short to band")[1] is None
+        True
+    """
+    hashes = _sorted_shingles(doc)
+    minima = _minima(hashes)
+    distinct = 1 + int(np.count_nonzero(hashes[1:] != hashes[:-1]))
+    if distinct < MIN_BAND_SHINGLES:
+        return _sketch_bits(minima), None
+    keys = _band_keys(minima[None, :])[0].view(np.int64)
+    return _sketch_bits(minima), tuple(keys.tolist())
 
 
 def sketch_distance(a: bytes, b: bytes) -> int:

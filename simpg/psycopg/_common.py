@@ -22,10 +22,11 @@ from simpg import allpairs, bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, NearDuplicate, SimpgError
 from simpg.fingerprint import FingerprintConfig, InvalidConfig, fingerprint_many
 from simpg.fingerprint.config import FORMAT_VERSION, identity_of
-from simpg.fingerprint.minhash import checked_max_distance, similarity, to_sql
+from simpg.fingerprint.minhash import BANDS, checked_max_distance, similarity, to_sql
 from simpg.layout import Layout
 from simpg.psycopg.catalog import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, check_k
 from simpg.psycopg.statements import near_params
+from simpg.psycopg.wire import Int8Array
 
 __all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "near_duplicate"]
 
@@ -71,21 +72,55 @@ class Duplicate(NamedTuple):
         return similarity(self.sketch_distance)
 
 
-def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any) -> dict[str, Any]:
+def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any,
+                      bands: Any = None, band_columns: Sequence[str] = ()) -> dict[str, Any]:
     """Parameters of :func:`~simpg.psycopg.statements.duplicates_sql`, checked (errors name the value)."""
     limit = checked_max_distance(max_sketch_distance)
     params = near_params(info, fp, k)
     params.update(s=to_sql(sketch), t=Int8(limit))
+    if bands is not None:
+        params["bands"] = band_keys(bands, band_columns)
     return params
 
 
-def sketch_column_error(err: psycopg.Error, table: str, column: str) -> Exception:
-    """A missing or mistyped sketch column, named (other errors of the statement unchanged)."""
-    if isinstance(err, errors.UndefinedColumn) and column in str(err):
-        return SimpgError(f"column {column} of table {table} does not exist (the sketches to confirm with)")
+def band_columns(sketch_column: str, columns: Any) -> tuple[str, ...]:
+    """The band key columns: ``columns``, or ``<sketch_column>_b0 ..`` one per band by default."""
+    if columns is None:
+        return tuple(f"{sketch_column}_b{i}" for i in range(BANDS))
+    if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns or not all(
+            isinstance(c, str) and c for c in columns):
+        raise SimpgError(f"expected band_columns as a list of column names, got {columns!r}")
+    return tuple(columns)
+
+
+def band_keys(bands: Any, columns: Sequence[str]) -> Int8Array:
+    """A document's band keys (signed 64-bit, as stored) as the ``bigint[]`` parameter, one per column."""
+    if isinstance(bands, (str, bytes)) or not isinstance(bands, (Sequence, np.ndarray)):
+        raise SimpgError(f"expected a sequence of band keys, got {bands!r}")
+    keys = list(bands)
+    if len(keys) != len(columns):
+        raise SimpgError(f"expected {len(columns)} band keys (one per band column), got {len(keys)}: {keys!r}")
+    for key in keys:
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)) or not (
+                -(1 << 63) <= int(key) < 1 << 63):
+            raise SimpgError(f"expected a signed 64-bit band key, got {key!r}")
+    return Int8Array(np.array([int(key) for key in keys], dtype=np.int64))
+
+
+def sketch_column_error(err: psycopg.Error, table: str, column: str, bands: Sequence[str] = ()) -> Exception:
+    """A missing or mistyped sketch or band column, named (other errors of the statement unchanged)."""
+    if isinstance(err, errors.UndefinedColumn):
+        message = err.diag.message_primary or ""
+        if message == f"column t.{column} does not exist":
+            return SimpgError(f"column {column} of table {table} does not exist (the sketches to confirm with)")
+        missing = next((b for b in bands if message == f"column t.{b} does not exist"), None)
+        if missing is not None:
+            return SimpgError(f"column {missing} of table {table} does not exist (band keys, bigint)")
     if isinstance(err, errors.UndefinedFunction):
-        return SimpgError(f"column {column} of table {table} must be bit(256) (sketches), got: "
-                          f"{str(err).splitlines()[0]}")
+        first = str(err).splitlines()[0]
+        if bands and " = bigint" in first:
+            return SimpgError(f"band columns {', '.join(bands)} of table {table} must be bigint, got: {first}")
+        return SimpgError(f"column {column} of table {table} must be bit(256) (sketches), got: {first}")
     return translate(err)
 
 

@@ -366,34 +366,46 @@ class SimHashColumn:
                 return cur.fetchone()
 
     def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
+                   bands: Sequence[int] | None = None, band_columns: Sequence[str] | None = None,
                    sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
-        """Near-duplicates of one document: rows within ``k`` bits whose sketches confirm them.
+        """Near-duplicates of one document: rows within ``k`` bits, or sharing a band key, whose sketches confirm them.
 
         The lookup of :meth:`near`, with each row found kept only when its sketch (a
         ``bit(256)`` column, :mod:`simpg.fingerprint.minhash`) differs from ``sketch`` in at
         most ``max_sketch_distance`` bits (default
         :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`). Nearest sketch first.
+        With ``bands`` (from :func:`~simpg.fingerprint.sketch_and_bands`), rows sharing a
+        band key are candidates too, in the same statement (held-out F1 0.989 / 0.970 /
+        0.960 against 0.881 / 0.809 / 0.716 at k = 4 alone, docs/fingerprinting.md);
+        their ``distance`` may exceed ``k``. Rows whose band columns are NULL are found
+        through their fingerprint only.
 
         Args:
             fingerprint: the document's fingerprint.
             sketch: the document's sketch (32 bytes).
             k: fingerprint radius (default: the index's).
+            bands: the document's band keys (signed, as stored), or None (too short to
+                have any, or a table without band columns): fingerprint candidates only.
+            band_columns: the table's bigint columns of band keys, in band order
+                (default: ``<sketch_column>_b0`` .. ``_b3``), each with a B-tree.
             sketch_column: the table's column of sketches.
             max_sketch_distance: the largest sketch distance that confirms a row.
         """
         fp = _common.fingerprint(fingerprint)
+        columns = _common.band_columns(sketch_column, band_columns) if bands is not None else ()
 
         def run(info: IndexInfo) -> list[Duplicate]:
-            params = _common.duplicates_params(info, fp, _common.radius(k, info), sketch, max_sketch_distance)
-            key = f"duplicates {sketch_column}"  # composed once per layout and column, as near's
+            params = _common.duplicates_params(info, fp, _common.radius(k, info), sketch, max_sketch_distance,
+                                               bands, columns)
+            key = f"duplicates {sketch_column} {columns}"  # composed once per layout and columns, as near's
             if key not in self._statements:
-                self._statements[key] = queries.duplicates_sql(info, sketch_column).as_bytes(self.conn)
+                self._statements[key] = queries.duplicates_sql(info, sketch_column, columns).as_bytes(self.conn)
             statement = self._statements[key]
             with self.conn.cursor(binary=True) as cur:
                 try:
                     cur.execute(statement, params, prepare=self.prepare)
                 except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as err:
-                    raise _common.sketch_column_error(err, self.table, sketch_column) from err
+                    raise _common.sketch_column_error(err, self.table, sketch_column, columns) from err
                 return [Duplicate(*row) for row in cur.fetchall()]
 
         return self._lookup(run)

@@ -100,24 +100,41 @@ def near_sql(info: IndexInfo, *, numbered: bool = False, ordered: bool | None = 
              cond=cond, q=q, k=k, guard=layout_guard(info), order=order)
 
 
-def duplicates_sql(info: IndexInfo, sketch_column: str) -> sql.Composed:
+def duplicates_sql(info: IndexInfo, sketch_column: str, band_columns: Sequence[str] = ()) -> sql.Composed:
     """:func:`near_sql` confirmed by sketches: named parameters ``q``, ``lows``, ``k``, ``s``, ``t``.
 
     ``s`` is the query's sketch (``'x' + hex``), ``t`` the largest sketch distance. The
     sketch is read from the rows the prefix indexes found (the heap rows the fingerprint
     check reads anyway), so it needs no index of its own. Rows come back as
     ``(id, distance, sketch distance)``, nearest sketch first.
+
+    With ``band_columns`` (parameter ``bands``, a ``bigint[]`` of the query's keys in
+    their order) a row is also a candidate when it shares a band key: the prefix ranges
+    and ``band_i = bands[i]`` are one OR, which PostgreSQL makes a BitmapOr of the
+    B-trees of both; the radius filter is ORed with the same equalities, so a row found
+    through a band may be more than ``k`` bits away. Rows without a fingerprint are left
+    out (a band would find them, with no distance to report).
     """
     q, k = sql.Placeholder("q"), sql.Placeholder("k")
     sketch = sql.SQL("bit_count(t.{sk} # {s}::bit(256))").format(
         sk=sql.Identifier(sketch_column), s=sql.Placeholder("s"))
+    ham = sql.SQL("simpg.hamming(t.{fp}, {q})").format(fp=sql.Identifier(info.column), q=q)
+    cond = _prefix_condition(info, sql.Placeholder("lows"))
+    within = sql.SQL("{ham} <= {k}").format(ham=ham, k=k)
+    if band_columns:
+        shared = sql.SQL(" OR ").join(
+            sql.SQL("t.{col} = {bands}[{i}]").format(col=sql.Identifier(col), bands=sql.Placeholder("bands"),
+                                                      i=sql.Literal(i + 1))
+            for i, col in enumerate(band_columns))
+        cond = sql.SQL("{cond} OR {shared}").format(cond=cond, shared=shared)
+        within = sql.SQL("t.{fp} IS NOT NULL AND ({within} OR {shared})").format(
+            fp=sql.Identifier(info.column), within=within, shared=shared)
     return sql.SQL(
-        "SELECT t.{id}, simpg.hamming(t.{fp}, {q}) AS distance, {sketch} AS sketch_distance FROM {rel} AS t "
-        "WHERE ({cond}) AND simpg.hamming(t.{fp}, {q}) <= {k} AND {sketch} <= {t} AND {guard} "
+        "SELECT t.{id}, {ham} AS distance, {sketch} AS sketch_distance FROM {rel} AS t "
+        "WHERE ({cond}) AND {within} AND {sketch} <= {t} AND {guard} "
         "ORDER BY sketch_distance, distance, t.{id}"
-    ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
-             cond=_prefix_condition(info, sql.Placeholder("lows")), q=q, k=k, sketch=sketch,
-             t=sql.Placeholder("t"), guard=layout_guard(info))
+    ).format(id=sql.Identifier(_id(info)), ham=ham, rel=info.relation, cond=cond, within=within,
+             sketch=sketch, t=sql.Placeholder("t"), guard=layout_guard(info))
 
 
 def layout_guard(info: IndexInfo) -> sql.Composed:

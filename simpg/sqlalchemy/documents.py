@@ -14,9 +14,14 @@ compares all three on a real server):
         simhash bigint NOT NULL,
         fingerprint_config text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
-        sketch bit(256)
+        sketch bit(256),
+        sketch_b0 bigint,
+        sketch_b1 bigint,
+        sketch_b2 bigint,
+        sketch_b3 bigint
     );
     CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
+    CREATE INDEX simpg_documents_sketch_b0_idx ON simpg_documents (sketch_b0);  -- and b1, b2, b3
     SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);
 """
 
@@ -43,7 +48,10 @@ class Document(DocumentsBase):
     """One stored document and its fingerprint."""
 
     __tablename__ = "simpg_documents"
-    __table_args__ = (Index("simpg_documents_collection_idx", "collection"),)
+    __table_args__ = (
+        Index("simpg_documents_collection_idx", "collection"),
+        *(Index(f"simpg_documents_sketch_b{i}_idx", f"sketch_b{i}") for i in range(4)),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     collection: Mapped[str] = mapped_column(Text, server_default=text("'default'"))
@@ -54,6 +62,11 @@ class Document(DocumentsBase):
     fingerprint_config: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     sketch: Mapped[bytes | None] = mapped_column(Sketch)  # confirms candidates; NULL before simpg 0.2
+    # band keys (simpg.fingerprint.sketch_and_bands), signed as stored; NULL for short texts
+    sketch_b0: Mapped[int | None] = mapped_column(BigInteger)
+    sketch_b1: Mapped[int | None] = mapped_column(BigInteger)
+    sketch_b2: Mapped[int | None] = mapped_column(BigInteger)
+    sketch_b3: Mapped[int | None] = mapped_column(BigInteger)
 
 
 simhash_index(Document.simhash, k=4, blocks=6)

@@ -12,7 +12,16 @@ import pytest
 
 from simpg import bits
 from simpg.cli import main
-from simpg.fingerprint import DEDUP_K, MAX_SKETCH_DISTANCE, FingerprintConfig, fingerprint, sketch, sketch_distance
+from simpg.fingerprint import (
+    DEDUP_K,
+    MAX_SKETCH_DISTANCE,
+    FingerprintConfig,
+    FingerprintError,
+    fingerprint,
+    sketch,
+    sketch_and_bands,
+    sketch_distance,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
@@ -287,7 +296,8 @@ def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> N
     assert columns == [
         ("id", "bigint", "NO"), ("collection", "text", "NO"), ("source", "text", "NO"), ("title", "text", "YES"),
         ("body", "text", "NO"), ("simhash", "bigint", "NO"), ("fingerprint_config", "text", "NO"),
-        ("created_at", "timestamp with time zone", "NO"), ("sketch", "bit", "YES"),
+        ("created_at", "timestamp with time zone", "NO"), ("sketch", "bit", "YES"), ("sketch_b0", "bigint", "YES"),
+        ("sketch_b1", "bigint", "YES"), ("sketch_b2", "bigint", "YES"), ("sketch_b3", "bigint", "YES"),
     ]
     assert SimHashColumn(conn, "simpg_documents").layout.name == "k4:6"
     with pytest.raises(ExtensionNotInstalled):
@@ -329,16 +339,17 @@ def test_templates_and_separators_do_not_make_duplicates(db: object, capsys: pyt
 
 
 def test_rows_stored_before_sketches_get_them(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """A simpg 0.1 table (no sketch column) gains one; old rows are sketched from their stored text."""
+    """A simpg 0.1 table (no sketch or band columns) gains them; old rows are sketched from their stored text."""
     dsn = db.dsn  # type: ignore[attr-defined]
-    base = "the committee met on tuesday and agreed to repaint the old fence around the park " * 3
+    base = "the committee met on tuesday and agreed to repaint the old fence around the park before the fair " * 3
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.txt").write_text(base, encoding="utf-8")
     code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json")
     assert code == 0, err
     with psycopg.connect(dsn, autocommit=True) as conn:  # as simpg 0.1 left it
-        conn.execute("ALTER TABLE simpg_documents DROP COLUMN sketch")
+        conn.execute("ALTER TABLE simpg_documents DROP COLUMN sketch, DROP COLUMN sketch_b0, DROP COLUMN sketch_b1, "
+                     "DROP COLUMN sketch_b2, DROP COLUMN sketch_b3")
     (folder / "a.txt").unlink()
     (folder / "b.txt").write_text(base + "today", encoding="utf-8")
     code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json", "--append",
@@ -350,9 +361,27 @@ def test_rows_stored_before_sketches_get_them(db: object, capsys: pytest.Capture
                                                                           str(folder / "b.txt"))]
     assert report["pairs"][0]["sketch_distance"] == sketch_distance(sketch(base), sketch(base + "today"))
     with psycopg.connect(dsn) as conn:
-        stored = conn.execute("SELECT source, sketch::text FROM simpg_documents ORDER BY id").fetchall()
-    assert [(s, int(b, 2).to_bytes(32, "big")) for s, b in stored] == [
-        (str(folder / "a.txt"), sketch(base)), (str(folder / "b.txt"), sketch(base + "today"))]
+        stored = conn.execute("SELECT source, sketch::text, ARRAY[sketch_b0, sketch_b1, sketch_b2, sketch_b3] "
+                              "FROM simpg_documents ORDER BY id").fetchall()
+        indexed = conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'simpg_documents' "
+                               "AND indexname LIKE 'simpg_documents_sketch_b%_idx'").fetchone()
+    assert [(s, int(b, 2).to_bytes(32, "big"), tuple(keys)) for s, b, keys in stored] == [
+        (str(folder / "a.txt"), *sketch_and_bands(base)), (str(folder / "b.txt"), *sketch_and_bands(base + "today"))]
+    assert stored[0][2][0] is not None and indexed == (4,)
+
+
+def test_dedup_stores_band_keys(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each row's band keys are sketch_and_bands of its text; NULL for texts of fewer than 16 shingles."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    code, _, err = run(capsys, "dedup", str(CORPUS), "--dsn", dsn, "--json")
+    assert code == 0, err
+    with psycopg.connect(dsn) as conn:
+        stored = conn.execute("SELECT source, ARRAY[sketch_b0, sketch_b1, sketch_b2, sketch_b3] "
+                              "FROM simpg_documents").fetchall()
+    texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
+    assert {s: tuple(k) for s, k in stored} == {
+        s: sketch_and_bands(t)[1] or (None,) * 4 for s, t in texts.items() if fingerprint_or_none(t) is not None}
+    assert sum(k[0] is not None for _, k in stored) > 10
 
 
 def test_template_pages_and_separator_only_documents(db: object, capsys: pytest.CaptureFixture[str],
@@ -377,3 +406,10 @@ def test_template_pages_and_separator_only_documents(db: object, capsys: pytest.
             {"source": f"{jsonl}:14", "reason": "document has no usable features: '" + "_" * 37 + "...'"},
             {"source": f"{jsonl}:15", "reason": "document has no usable features: '" + "=" * 30 + "'"}]
         assert "skipped 2 documents without usable text" in err
+
+
+def fingerprint_or_none(text: str) -> int | None:
+    try:
+        return fingerprint(text)
+    except FingerprintError:
+        return None

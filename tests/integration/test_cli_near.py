@@ -10,8 +10,20 @@ import pytest
 
 from simpg import bits
 from simpg.cli import main
-from simpg.fingerprint import MAX_SKETCH_DISTANCE, FingerprintConfig, fingerprint, sketch, sketch_distance
+from simpg.fingerprint import (
+    MAX_SKETCH_DISTANCE,
+    FingerprintConfig,
+    fingerprint,
+    sketch,
+    sketch_and_bands,
+    sketch_distance,
+)
 from tests.integration.test_cli_dedup import CORPUS, run
+
+
+def shares_band(text: str, keys: tuple[int, ...] | None) -> bool:
+    other = sketch_and_bands(text)[1]
+    return keys is not None and other is not None and any(a == b for a, b in zip(keys, other, strict=True))
 
 
 def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,26 +42,39 @@ def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> Non
     for r in results:
         assert [(n["distance"], n["source"]) for n in r["neighbors"]] == expected
     code, out, _ = run(capsys, "near", "--text", texts[os.fspath(path)], "--dsn", dsn)
-    assert code == 0 and "within 4 bits, confirmed by sketches" in out and os.fspath(path) in out
+    assert code == 0 and "within 4 bits or sharing a band key, confirmed by sketches" in out
+    assert os.fspath(path) in out
 
 
 def test_text_queries_are_confirmed_by_sketches(db: object, capsys: pytest.CaptureFixture[str]) -> None:
-    """--file on the reference table: the matches simpg dedup would confirm, with their similarity."""
+    """--file on the reference table: rows within 4 bits or sharing a band key, confirmed by sketches."""
     dsn = db.dsn  # type: ignore[attr-defined]
     assert main(["dedup", str(CORPUS), "--dsn", dsn]) == 0
     capsys.readouterr()
     texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
-    for path in sorted(texts)[:8]:
-        fp, sk = fingerprint(texts[path]), sketch(texts[path])
+
+    def expected(query: str) -> set[tuple[str, int, int]]:
+        fp, (sk, keys) = fingerprint(query), sketch_and_bands(query)
+        return {(s, bits.hamming(fingerprint(t), fp), sketch_distance(sketch(t), sk))
+                for s, t in texts.items() if (bits.hamming(fingerprint(t), fp) <= 4 or shares_band(t, keys))
+                and sketch_distance(sketch(t), sk) <= MAX_SKETCH_DISTANCE}
+
+    for path in sorted(texts):
+        fp = fingerprint(texts[path])
         code, out, err = run(capsys, "near", "--file", path, "--dsn", dsn, "--json")
         assert code == 0, err
         got = {(n["source"], n["distance"], n["sketch_distance"]) for n in json.loads(out)[0]["neighbors"]}
-        assert got == {(s, bits.hamming(fingerprint(t), fp), sketch_distance(sketch(t), sk))
-                       for s, t in texts.items() if bits.hamming(fingerprint(t), fp) <= 4
-                       and sketch_distance(sketch(t), sk) <= MAX_SKETCH_DISTANCE}
+        assert got == expected(texts[path])
         code, out, err = run(capsys, "near", "--file", path, "--dsn", dsn, "--json", "--confirm", "none")
         assert {(n["source"], n["distance"]) for n in json.loads(out)[0]["neighbors"]} == {
             (s, bits.hamming(fingerprint(t), fp)) for s, t in texts.items() if bits.hamming(fingerprint(t), fp) <= 4}
+    # the recipe with a paragraph of another page added: 8 bits away, found through a shared band key
+    recipe = os.fspath(CORPUS / "en-cookies-with-footer.txt")
+    edited = texts[recipe] + "\n" + " ".join(texts[os.fspath(CORPUS / "en-library-hours-update.txt")].split()[:20])
+    code, out, err = run(capsys, "near", "--text", edited, "--dsn", dsn, "--json")
+    got = {(n["source"], n["distance"], n["sketch_distance"]) for n in json.loads(out)[0]["neighbors"]}
+    assert got == expected(edited)
+    assert any(source == recipe and distance > 4 for source, distance, _ in got), got
     code, out, err = run(capsys, "near", "--file", sorted(texts)[0], "--dsn", dsn)
     assert "   sim  source" in out.splitlines()[1]
     code, _, err = run(capsys, "near", "42", "--confirm", "sketch", "--dsn", dsn)

@@ -20,7 +20,7 @@ from simpg.exc import SimpgError
 from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch
 from simpg.fingerprint.minhash import to_sql
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimHashColumn, Duplicate, SimHashColumn
+from simpg.psycopg import AsyncSimHashColumn, Duplicate, SimHashColumn, configure_lookups
 from simpg.sqlalchemy import SimHash, Sketch, simhash_index, url_from_dsn
 from tests.integration.test_psycopg_index import corpus, make_table
 
@@ -184,3 +184,193 @@ def test_sql_report_pairs_confirmed_equal_dedup_engine(conn: psycopg.Connection)
             for a, b, c, e in allpairs.confirmed_pair_chunks(fps, sketches, DEDUP_K)
             for i, j, d, s in zip(a, b, c, e, strict=True)}
     assert got == want and len(want) > 50
+
+
+# -- band keys: a second candidate source (simpg.fingerprint.sketch_and_bands) ------------
+
+BAND_COLUMNS = [f"sketch_b{i}" for i in range(4)]
+EXTREMES = [-(1 << 63), (1 << 63) - 1, 0, -1]
+
+
+def add_bands(conn: psycopg.Connection, rows: list[int], sketches: list[bytes | None],
+              queries: list[tuple[int, bytes]], seed: int) -> tuple[list[list[int | None]], list[list[int]]]:
+    """Band columns with B-trees; rows sharing one band with a query (their sketch near its sketch,
+    their fingerprint anywhere), rows with NULL bands or NULL sketches, extreme int8 keys."""
+    rng = random.Random(seed)
+    query_bands = [[rng.randrange(-(1 << 63), 1 << 63) for _ in range(4)] for _ in queries]
+    query_bands[0] = list(EXTREMES)
+    row_bands: list[list[int | None]] = []
+    for n in range(len(rows)):
+        keys: list[int | None] = [rng.randrange(-(1 << 63), 1 << 63) for _ in range(4)]
+        r = rng.random()
+        if r < 0.3:
+            x = rng.randrange(len(queries))
+            i = rng.randrange(4)
+            keys[i] = query_bands[x][i]
+            sketches[n] = flip_bits(queries[x][1], rng, rng.randint(0, MAX_SKETCH_DISTANCE + 8))
+        elif r < 0.4:
+            keys = [None] * 4  # a short document: found through its fingerprint only
+        elif r < 0.45:
+            keys[rng.randrange(4)] = None
+        elif r < 0.5:
+            sketches[n] = None
+        elif r < 0.55:  # the key in another band's column: not a match
+            x = rng.randrange(len(queries))
+            keys[0] = query_bands[x][1]
+        row_bands.append(keys)
+    for col in BAND_COLUMNS:
+        conn.execute(f"ALTER TABLE docs ADD COLUMN {col} bigint")
+        conn.execute(f"CREATE INDEX docs_{col}_idx ON docs ({col})")
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE docs SET sketch = %s::bit(256), sketch_b0 = %s, sketch_b1 = %s, sketch_b2 = %s, "
+                        "sketch_b3 = %s WHERE id = %s",
+                        [(None if s is None else to_sql(s), *b, i)
+                         for i, (s, b) in enumerate(zip(sketches, row_bands, strict=True), start=1)])
+    conn.execute("ANALYZE docs")
+    return row_bands, query_bands
+
+
+def brute_banded(rows: list[int], sketches: list[bytes | None], row_bands: list[list[int | None]], q: int,
+                 qs: bytes, qb: list[int], k: int, t: int) -> list[Duplicate]:
+    """Rows within k bits OR sharing a band (same column), AND whose sketch is within t."""
+    found = []
+    for i, (fp, s, b) in enumerate(zip(rows, sketches, row_bands, strict=True), start=1):
+        if s is None:
+            continue
+        d = bits.hamming(fp, q)
+        sd = (int.from_bytes(s, "big") ^ int.from_bytes(qs, "big")).bit_count()
+        if (d <= k or any(x is not None and x == y for x, y in zip(b, qb, strict=True))) and sd <= t:
+            found.append(Duplicate(i, d, sd))
+    return sorted(found, key=lambda x: (x.sketch_distance, x.distance, x.id))
+
+
+def test_banded_duplicates_equal_brute_force(conn: psycopg.Connection) -> None:
+    index, rows, sketches, queries = setup(conn, 51)
+    stored: list[bytes | None] = list(sketches)
+    row_bands, query_bands = add_bands(conn, rows, stored, queries, 51)
+    through_bands = 0
+    for k, t in ((LAYOUT.k, MAX_SKETCH_DISTANCE), (0, 256), (2, 0), (3, 10)):
+        for (q, qs), qb in zip(queries, query_bands, strict=True):
+            got = index.duplicates(q, qs, k, bands=qb, max_sketch_distance=t)
+            assert got == brute_banded(rows, stored, row_bands, q, qs, qb, k, t), (k, t, q)
+            through_bands += sum(d.distance > k for d in got)
+            # without bands: the lookup of before, on the same rows
+            assert index.duplicates(q, qs, k, max_sketch_distance=t) == brute_banded(
+                rows, stored, [[None] * 4] * len(rows), q, qs, qb, k, t)
+    assert through_bands > 50  # rows beyond k found through a shared band
+    q, qs = queries[0]
+    assert index.duplicates(q, qs, bands=query_bands[0], band_columns=BAND_COLUMNS) == brute_banded(
+        rows, stored, row_bands, q, qs, query_bands[0], LAYOUT.k, MAX_SKETCH_DISTANCE)
+    # band keys in the wrong order are other keys
+    swapped = [query_bands[1][1], query_bands[1][0], *query_bands[1][2:]]
+    assert index.duplicates(queries[1][0], queries[1][1], bands=swapped) == brute_banded(
+        rows, stored, row_bands, queries[1][0], queries[1][1], swapped, LAYOUT.k, MAX_SKETCH_DISTANCE)
+
+
+def test_banded_async_duplicates(db: object) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        _, rows, sketches, queries = setup(conn, 52)
+        stored: list[bytes | None] = list(sketches)
+        row_bands, query_bands = add_bands(conn, rows, stored, queries, 52)
+
+    async def main() -> list[list[Duplicate]]:
+        aconn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        async with aconn:
+            index = AsyncSimHashColumn(aconn, "docs", "simhash")
+            return [await index.duplicates(q, qs, bands=qb) for (q, qs), qb in zip(queries, query_bands, strict=True)]
+
+    got = asyncio.run(main())
+    assert got == [brute_banded(rows, stored, row_bands, q, qs, qb, LAYOUT.k, MAX_SKETCH_DISTANCE)
+                   for (q, qs), qb in zip(queries, query_bands, strict=True)]
+
+
+def test_banded_lookup_is_one_bitmap_or_never_a_seq_scan(conn: psycopg.Connection) -> None:
+    """The prefix B-trees and the band B-trees in one BitmapOr, on a table where a scan would be cheap."""
+    from simpg.psycopg import queries as q_sql
+    from simpg.psycopg._common import band_keys, duplicates_params, with_ids
+
+    conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint, sketch bit(256), "
+                 "sketch_b0 bigint, sketch_b1 bigint, sketch_b2 bigint, sketch_b3 bigint)")
+    conn.execute("INSERT INTO docs (simhash, sketch, sketch_b0, sketch_b1, sketch_b2, sketch_b3) "
+                 "SELECT (random() * 2^62)::bigint, NULL, g, g + 1, g + 2, g + 3 FROM generate_series(1, 20000) g")
+    for col in BAND_COLUMNS:
+        conn.execute(f"CREATE INDEX ON docs ({col})")
+    index = SimHashColumn(conn, "docs", "simhash")
+    index.create(LAYOUT.k, LAYOUT.levels[0])
+    conn.execute("ANALYZE docs")
+    info = with_ids(index.info)
+    statement = q_sql.duplicates_sql(info, "sketch", BAND_COLUMNS).as_bytes(conn)
+    params = duplicates_params(info, 12345, LAYOUT.k, sketch("some text"), None, [7, 8, 9, 10], BAND_COLUMNS)
+    assert isinstance(params["bands"], type(band_keys([1, 2, 3, 4], BAND_COLUMNS)))
+    with conn.cursor(binary=True) as cur:
+        cur.execute(b"EXPLAIN " + statement, params)
+        plan = "\n".join(r[0] for r in cur.fetchall())
+    assert "Seq Scan" not in plan, plan
+    assert plan.count("BitmapOr") == 1, plan
+    assert plan.count("Bitmap Index Scan on docs_simhash_p") == len(info.prefix_columns), plan
+    for col in BAND_COLUMNS:
+        assert f"Bitmap Index Scan on docs_{col}_idx" in plan, plan
+    # the generic plan a lookup connection runs (prepared, parameters unknown to the planner)
+    configure_lookups(conn)
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET client_min_messages = log")
+    conn.execute("SET auto_explain.log_level = notice")
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    for _ in range(3):
+        assert index.duplicates(12345, sketch("some text"), bands=[7, 8, 9, 10], max_sketch_distance=256) == []
+    generic = notices[-1]
+    assert "$" in generic and "BitmapOr" in generic and "Seq Scan" not in generic, generic
+    for col in BAND_COLUMNS:
+        assert f"Bitmap Index Scan on docs_{col}_idx" in generic, generic
+
+
+def test_banded_bad_arguments_name_the_value(conn: psycopg.Connection) -> None:
+    index, rows, sketches, queries = setup(conn, 53)
+    q, qs = queries[0]
+    with pytest.raises(SimpgError, match=r"column sketch_b0 of table docs does not exist \(band keys, bigint\)"):
+        index.duplicates(q, qs, bands=[1, 2, 3, 4])
+    conn.execute("ALTER TABLE docs ADD COLUMN sketch_b0 text, ADD COLUMN sketch_b1 bigint, "
+                 "ADD COLUMN sketch_b2 bigint, ADD COLUMN sketch_b3 bigint")
+    with pytest.raises(SimpgError, match="band columns sketch_b0, sketch_b1, sketch_b2, sketch_b3 of table docs "
+                                         "must be bigint, got: operator does not exist: text = bigint"):
+        index.duplicates(q, qs, bands=[1, 2, 3, 4])
+    with pytest.raises(SimpgError, match=r"expected 4 band keys \(one per band column\), got 3: \[1, 2, 3\]"):
+        index.duplicates(q, qs, bands=[1, 2, 3])
+    with pytest.raises(SimpgError, match="expected a signed 64-bit band key, got 9223372036854775808"):
+        index.duplicates(q, qs, bands=[1, 2, 3, 1 << 63])
+    with pytest.raises(SimpgError, match="expected a signed 64-bit band key, got '5'"):
+        index.duplicates(q, qs, bands=[1, 2, 3, "5"])  # type: ignore[list-item]
+    with pytest.raises(SimpgError, match="expected a sequence of band keys, got 5"):
+        index.duplicates(q, qs, bands=5)  # type: ignore[arg-type]
+    with pytest.raises(SimpgError, match="expected band_columns as a list of column names, got 'sketch_b1'"):
+        index.duplicates(q, qs, bands=[1], band_columns="sketch_b1")
+    got = index.duplicates(q, qs, bands=[1], band_columns=["sketch_b1"])  # one band of a table's four
+    assert got == brute(rows, sketches, q, qs, LAYOUT.k, MAX_SKETCH_DISTANCE)
+    assert index.near(q) is not None  # the handle still works
+
+
+def test_sketch_and_bands_find_an_edited_text_beyond_k(conn: psycopg.Connection) -> None:
+    """Real texts end to end: a copy with words added is beyond k = 0, shares a band, and is confirmed."""
+    from simpg.fingerprint import fingerprint, sketch_and_bands
+
+    rng = random.Random(2)
+    words = [f"term{i}" for i in range(3000)]
+    base = " ".join(rng.choice(words) for _ in range(400))
+    texts = [base, base + " " + " ".join(rng.choice(words) for _ in range(60))]  # 1 bit away, 2 bands shared
+    texts += [" ".join(rng.choice(words) for _ in range(400)) for _ in range(30)]
+    conn.execute("CREATE TABLE pages (id bigint PRIMARY KEY, simhash bigint, sketch bit(256), "
+                 "sketch_b0 bigint, sketch_b1 bigint, sketch_b2 bigint, sketch_b3 bigint)")
+    made = [sketch_and_bands(t) for t in texts]
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO pages VALUES (%s, %s, %s::bit(256), %s, %s, %s, %s)",
+                        [(i, bits.to_db(fingerprint(t)), to_sql(s), *(b or [None] * 4))
+                         for i, (t, (s, b)) in enumerate(zip(texts, made, strict=True), start=1)])
+    index = SimHashColumn(conn, "pages", "simhash")
+    index.create(k=0, blocks=1)
+    s, b = made[0]
+    assert [d.id for d in index.duplicates(fingerprint(texts[0]), s)] == [1]
+    found = index.duplicates(fingerprint(texts[0]), s, bands=b)
+    assert [d.id for d in found] == [1, 2] and found[1].distance > 0

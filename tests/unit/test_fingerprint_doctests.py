@@ -14,6 +14,7 @@ MODULES = [
     "config",
     "fingerprinter",
     "hashes",
+    "minhash",
     "normalize",
     "simhash",
     "tokenize",

@@ -1,0 +1,112 @@
+"""Band keys (simpg.fingerprint.sketch_and_bands): pinned values, definition, near duplicates, short texts."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from simpg.fingerprint import BANDS, EmptyDocument, minhash, sketch, sketch_and_bands, sketch_and_bands_many
+from simpg.fingerprint.minhash import BAND_ROWS, MIN_BAND_SHINGLES
+
+M64 = (1 << 64) - 1
+WORDS = [f"w{n}" for n in range(5000)]
+TEXT = "The quick brown fox jumps over the lazy dog while the farmer watches from the old red barn door"
+
+
+def mix(x: int) -> int:
+    """splitmix64's finaliser on Python ints: the documented hash, written out once more."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def reference_bands(text: str) -> tuple[int, ...]:
+    """Band i = mix(... mix(mix(TAG | i) ^ m[4i]) ... ^ m[4i+3]) over the sketch's minima, signed."""
+    minima = minhash._minima(np.sort(minhash._shingles(text))).tolist()
+    out = []
+    for i in range(BANDS):
+        h = mix(0x42414E4400000000 | i)
+        for j in range(BAND_ROWS):
+            h = mix(h ^ minima[i * BAND_ROWS + j])
+        out.append(h - (1 << 64) if h >> 63 else h)
+    return tuple(out)
+
+
+def test_pinned_values() -> None:
+    """Band keys are stored: the same text must give the same keys in every release of SKETCH_VERSION 1."""
+    s, keys = sketch_and_bands(TEXT)
+    assert keys == (-8782099904052195104, -1523898051446319587, 7191138360017032171, -3105822292088867859)
+    assert s == sketch(TEXT)
+    assert sketch("The quick brown fox jumps over the lazy dog").hex() == (
+        "59afede7f64be8e8fe44fb2c263f859f0f27f62405bf4f144d1305e828abe0e0")
+
+
+def test_keys_follow_the_definition() -> None:
+    """The keys are the documented hash of the sketch's minima (bench/quality/bands.py measured this function)."""
+    rng = random.Random(5)
+    texts = [TEXT, "中文文本的字符四元组也进入同一个最小哈希，" * 3, " ".join(rng.choice(WORDS) for _ in range(400))]
+    for text in texts:
+        s, keys = sketch_and_bands(text)
+        assert keys == reference_bands(text)
+        assert s == sketch(text)
+    assert all(-(1 << 63) <= k < 1 << 63 for k in keys)  # signed, as a bigint column stores them
+
+
+def test_near_duplicates_share_a_band_unrelated_texts_do_not() -> None:
+    """Planted edits of 2% of the words (J about 0.89): a band in common for nearly all; none across texts."""
+    rng = random.Random(14)
+    shared = 0
+    bases = []
+    for _ in range(60):
+        base = [rng.choice(WORDS) for _ in range(300)]
+        edited = list(base)
+        for _ in range(6):
+            edited[rng.randrange(len(edited))] = rng.choice(WORDS)
+        a, b = sketch_and_bands(" ".join(base))[1], sketch_and_bands(" ".join(edited))[1]
+        assert a is not None and b is not None
+        shared += any(x == y for x, y in zip(a, b, strict=True))
+        bases.append(a)
+    # J of the shingle sets about 0.89: 1 - (1 - J**4)**4 = 0.98 per pair
+    assert shared >= 50
+    keys = [set(zip(range(BANDS), k, strict=True)) for k in bases]
+    assert not any(keys[i] & keys[j] for i in range(len(keys)) for j in range(i + 1, len(keys)))
+
+
+def test_short_texts_get_no_band_keys() -> None:
+    """Fewer than 16 distinct shingles: None (word 3-shingles of n distinct words: n - 2)."""
+    words = [f"word{i}" for i in range(30)]
+    assert MIN_BAND_SHINGLES == 16
+    assert sketch_and_bands(" ".join(words[:17]))[1] is None  # 15 shingles
+    assert sketch_and_bands(" ".join(words[:18]))[1] is not None  # 16
+    assert sketch_and_bands(" ".join(words[:5] * 20))[1] is None  # 98 shingles, 5 distinct
+    for text in ("hello", "ok then", "你好", "谢谢你们"):
+        s, keys = sketch_and_bands(text)
+        assert keys is None and s == sketch(text)
+    with pytest.raises(EmptyDocument, match="empty document: no words to sketch: '--- ...'"):
+        sketch_and_bands("--- ...")
+
+
+def test_one_pass_over_the_shingles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys come from the sketch's own minima: the text is shingled once for both."""
+    calls = []
+    real = minhash._shingles
+
+    def counted(doc: object) -> np.ndarray:
+        calls.append(doc)
+        return real(doc)
+
+    monkeypatch.setattr(minhash, "_shingles", counted)
+    sketch_and_bands(TEXT)
+    assert len(calls) == 1
+
+
+def test_many_in_order_with_none() -> None:
+    docs = [TEXT, "", "tiny text", {"title": "A title", "body": TEXT}]
+    got = list(sketch_and_bands_many(docs, workers=1))
+    assert got == [sketch_and_bands(TEXT), None, sketch_and_bands("tiny text"),
+                   sketch_and_bands({"title": "A title", "body": TEXT})]
+    assert got[2] is not None and got[2][1] is None
