@@ -548,30 +548,29 @@ CREATE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
-    v_call text;
 BEGIN
     IF method IS NULL OR method NOT IN ('representative', 'components') THEN
         RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_call := simpg.cluster_call(v_row, k, method, key_column);
     IF simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
-        -- a fingerprint with a neighbour and one shared by two rows may be the same:
-        -- the second branch leaves out the fingerprints of c
+        -- f: table 0's stored value of each such fingerprint, with its cluster if it
+        -- has one; then its rows by index (a row whose stored value is stale is left out)
         RETURN format(
             'WITH c AS MATERIALIZED (SELECT * FROM %1$s), '
-            't AS (SELECT x.* FROM c JOIN %2$s AS x ON x.%3$I = simpg.permute(c.fingerprint, %4$L::integer, '
-            '%5$L::integer[], 0) AND x.%6$I = c.fingerprint '
-            'UNION ALL SELECT s.* FROM (SELECT DISTINCT w.v FROM (%7$s) AS w WHERE w.v = w.l) AS d, LATERAL (%8$s) AS s '
-            'WHERE NOT EXISTS (SELECT FROM c WHERE c.fingerprint = s.%6$I)) '
-            'SELECT %9$s AS key, coalesce(c.cluster, t.%6$I) AS comp FROM t LEFT JOIN c ON c.fingerprint = t.%6$I',
-            v_call, rel, v_row.prefix_columns[1], v_row.k, v_row.levels, v_row.fingerprint_column,
-            simpg.prefix_repeats(v_row, 0), simpg.prefix_rows(v_row, 0, 's.*', 'd.v'), key_expr);
+            'f AS MATERIALIZED (SELECT u.v, max(u.comp) AS comp FROM ('
+            'SELECT simpg.permute(c.fingerprint, %2$L::integer, %3$L::integer[], 0) AS v, c.cluster AS comp FROM c '
+            'UNION ALL SELECT w.v, NULL FROM (%4$s) AS w WHERE w.v = w.l) AS u GROUP BY u.v) '
+            'SELECT %5$s AS key, coalesce(f.comp, t.%6$I) AS comp FROM f, LATERAL (%7$s) AS t '
+            'WHERE simpg.permute(t.%6$I, %2$L::integer, %3$L::integer[], 0) = f.v',
+            simpg.cluster_call(v_row, k, method, key_column), v_row.k, v_row.levels,
+            simpg.prefix_repeats(v_row, 0), key_expr, v_row.fingerprint_column,
+            simpg.prefix_rows(v_row, 0, 's.*', 'f.v'));
     END IF;
     RETURN format(
         'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t LEFT JOIN %s AS c ON c.fingerprint = t.%I '
         'WHERE t.%I IS NOT NULL',
-        key_expr, v_row.fingerprint_column, rel, v_call,
+        key_expr, v_row.fingerprint_column, rel, simpg.cluster_call(v_row, k, method, key_column),
         v_row.fingerprint_column, v_row.fingerprint_column);
 END
 $$;
