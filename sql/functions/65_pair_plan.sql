@@ -17,16 +17,18 @@
 -- work; a single mask of no bits (compare every pair) is the floor it never exceeds.
 
 -- layout_masks: table t's mask, for each t of layout (k, levels): the fingerprint bits
--- that simpg.permute moves into the table's prefix.
+-- that simpg.permute moves into the table's prefix, the source bits of its leading
+-- positions. One table_order per table (every report calls this, twice or more: 64
+-- prefix_lo calls per table took 80-150 ms).
 CREATE FUNCTION simpg.layout_masks(k integer, levels integer[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN ARRAY(
-        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) b)
-                FROM pg_catalog.generate_series(0, 63) AS b
-                WHERE simpg.prefix_lo(1::bigint OPERATOR(pg_catalog.<<) b, k, levels, t)
-                      OPERATOR(pg_catalog.<>) 0)
-        FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t
-        ORDER BY t
+        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) (63 OPERATOR(pg_catalog.-) o.src))
+                FROM pg_catalog.unnest((x.o).bit_order) WITH ORDINALITY AS o(src, pos)
+                WHERE o.pos OPERATOR(pg_catalog.<=) (x.o).prefix_bits)
+        FROM (SELECT t, simpg.table_order(k, levels, t) AS o
+              FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t) AS x
+        ORDER BY x.t
     );
 
 COMMENT ON FUNCTION simpg.layout_masks(integer, integer[]) IS
@@ -105,8 +107,9 @@ COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
 -- pair_masks: the masks a pair report within k joins on, for the table and column of
 -- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
 -- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
--- table; BERNOULLI sampling with a fixed seed otherwise, so the same data gets the same
--- plan), estimates each candidate plan's work as rows hashed plus pairs compared, and
+-- table; SYSTEM sampling with a fixed seed otherwise, so the same data gets the same
+-- plan: it reads only the sampled pages, where BERNOULLI read the whole table, 70-250 ms
+-- of a report on 1M rows), estimates each candidate plan's work as rows hashed plus pairs compared, and
 -- returns the cheapest. Works on plain and partitioned tables; an empty table gets the
 -- layout's masks.
 CREATE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
@@ -141,7 +144,7 @@ BEGIN
             INTO v_sample;
     ELSE
         -- the LIMIT bounds the work when reltuples is far below the table's real size
-        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE BERNOULLI (%s) REPEATABLE (0) '
+        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE SYSTEM (%s) REPEATABLE (0) '
                        'WHERE t.%I IS NOT NULL LIMIT %s) AS s',
                        col, rel, least(100.0, 100.0 * c_sample / v_rows), col, 4 * c_sample)
             INTO v_sample;
@@ -245,19 +248,23 @@ CREATE FUNCTION simpg.prefix_pairs(layout simpg.indexes, masks bigint[], t integ
                                    equal_values boolean)
     RETURNS text
     LANGUAGE sql STABLE
-    RETURN pg_catalog.format(
-        'WITH w AS MATERIALIZED (%1$s) '
-        'SELECT DISTINCT a.l AS va, b.v AS vb FROM w AS a JOIN w AS b '
-        'ON b.v >> %2$L::integer = a.l >> %2$L::integer AND a.l < b.v '
-        'WHERE %3$ssimpg.hamming(a.l, b.v) <= %4$L::integer%5$s',
-        simpg.prefix_repeats(layout, t),
-        64 - simpg.prefix_bits(layout.k, layout.levels, t),
-        (SELECT pg_catalog.string_agg(
-                    pg_catalog.format('(a.l # b.v) & %L::bigint <> 0 AND ',
-                                      simpg.permute(masks[u + 1], layout.k, layout.levels, t)), '' ORDER BY u)
-         FROM pg_catalog.generate_series(0, t - 1) AS u),
-        k,
-        CASE WHEN equal_values THEN ' UNION ALL SELECT DISTINCT w.v, w.v FROM w WHERE w.v = w.l' ELSE '' END);
+    -- x: table t's permutation, worked out once for all the earlier masks
+    RETURN (
+        SELECT pg_catalog.format(
+            'WITH w AS MATERIALIZED (%1$s) '
+            'SELECT DISTINCT a.l AS va, b.v AS vb FROM w AS a JOIN w AS b '
+            'ON b.v >> %2$L::integer = a.l >> %2$L::integer AND a.l < b.v '
+            'WHERE %3$ssimpg.hamming(a.l, b.v) <= %4$L::integer%5$s',
+            simpg.prefix_repeats(layout, t),
+            64 - simpg.prefix_bits(layout.k, layout.levels, t),
+            (SELECT pg_catalog.string_agg(
+                        pg_catalog.format('(a.l # b.v) & %L::bigint <> 0 AND ',
+                                          simpg.apply_segments(masks[u + 1], x.segs)), '' ORDER BY u)
+             FROM pg_catalog.generate_series(0, t - 1) AS u),
+            k,
+            CASE WHEN equal_values THEN ' UNION ALL SELECT DISTINCT w.v, w.v FROM w WHERE w.v = w.l' ELSE '' END)
+        FROM (SELECT simpg.table_segments(layout.k, layout.levels, t) AS segs) AS x
+    );
 
 COMMENT ON FUNCTION simpg.prefix_pairs(simpg.indexes, bigint[], integer, integer, boolean) IS
     'Internal: the pairs of stored values of table t within k that pass t finds first, from its B-tree alone';

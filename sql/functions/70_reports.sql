@@ -201,9 +201,10 @@ CREATE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL
 COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
     'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
 
--- report_work_mem: raises work_mem, for the rest of the calling function, to what a
--- pass's in-memory sort of rel's prefixes takes (about 40 bytes a row, at least 64MB,
--- at most 1GB): spilled to disk the sort took 2-3x as long at 1M rows. Only call it
+-- report_work_mem: raises work_mem, for the rest of the calling function, to about 40
+-- bytes a row of rel (at least 64MB, at most 1GB): enough to keep a pass's candidate
+-- rows, materialized and hashed, in memory even when most rows are candidates (crowded
+-- prefixes), and the clusters' sorts; spilled to disk they take 2-3x as long. Only call it
 -- from a function with a SET work_mem clause, which confines the change to that
 -- function (a SET LOCAL inside such a function ends with it).
 CREATE FUNCTION simpg.report_work_mem(rel regclass) RETURNS text

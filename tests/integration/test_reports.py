@@ -270,7 +270,7 @@ def test_pairs_and_clusters_on_low_entropy_fingerprints(conn, kind):
 
 
 def test_a_sampled_plan_on_a_larger_skewed_table_stays_exact(conn):
-    """Above 6,000 rows pair_masks samples (TABLESAMPLE BERNOULLI, fixed seed); even with
+    """Above 6,000 rows pair_masks samples (TABLESAMPLE SYSTEM, fixed seed); even with
     planner statistics far below the table's size the answer is exact."""
     import numpy as np
 
