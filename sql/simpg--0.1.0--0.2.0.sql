@@ -2966,8 +2966,10 @@ COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
 -- index: the rows of a fingerprint with a neighbour (the clustering function's result)
 -- and those of a fingerprint two rows share (equal stored values, next to each other in
 -- table 0's B-tree: simpg.prefix_repeats). Otherwise every row with a fingerprint.
--- method is 'representative' or 'components' (else invalid_parameter_value);
--- 'representative' orders rows by the report key (key_column, default the primary key).
+-- key_expr may read the fingerprint column and key_column only (a role may have
+-- SELECT on just those and the prefixes). method is 'representative' or 'components'
+-- (else invalid_parameter_value); 'representative' orders rows by the report key
+-- (key_column, default the primary key).
 CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
                                          key_column name DEFAULT NULL)
     RETURNS text
@@ -2976,6 +2978,8 @@ CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_cols text := format('s.%I', v_row.fingerprint_column) ||
+        CASE WHEN key_column <> v_row.fingerprint_column THEN format(', s.%I', key_column) ELSE '' END;
 BEGIN
     IF method IS NULL OR method NOT IN ('representative', 'components') THEN
         RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
@@ -2993,7 +2997,7 @@ BEGIN
             'WHERE simpg.permute(t.%6$I, %2$L::integer, %3$L::integer[], 0) = f.v',
             simpg.cluster_call(v_row, k, method, key_column), v_row.k, v_row.levels,
             simpg.prefix_repeats(v_row, 0), key_expr, v_row.fingerprint_column,
-            simpg.prefix_rows(v_row, 0, 's.*', 'f.v'));
+            simpg.prefix_rows(v_row, 0, v_cols, 'f.v'));
     END IF;
     RETURN format(
         'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t LEFT JOIN %s AS c ON c.fingerprint = t.%I '
