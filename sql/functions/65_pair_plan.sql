@@ -108,9 +108,9 @@ COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
 -- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
 -- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
 -- table; SYSTEM sampling with a fixed seed otherwise, so the same data gets the same
--- plan: it reads only the sampled pages, where BERNOULLI read the whole table, 70-250 ms
--- of a report on 1M rows), estimates each candidate plan's work as rows hashed plus pairs compared, and
--- returns the cheapest. Works on plain and partitioned tables; an empty table gets the
+-- plan: it reads only the sampled pages, where BERNOULLI read the whole table, 70-250
+-- ms of a report on 1M rows), estimates each candidate plan's work as rows hashed plus
+-- pairs compared, and returns the cheapest. Works on plain and partitioned tables; an empty table gets the
 -- layout's masks.
 CREATE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
     LANGUAGE plpgsql STABLE
@@ -193,7 +193,7 @@ COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
 -- t's mask with another row (the only rows pass t can pair) sit next to each other in
 -- one index-only scan of that B-tree: lag() over the scan's order finds them, with no
 -- sort, no grouping and no range scan per prefix (simpg.prefix_repeats). On uniform
--- fingerprints they are about 2.5% of the rows per pass at 1M rows, 25% at 10M. The
+-- fingerprints they are about 2.5% of the rows per pass at 1M rows, 15% at 10M. The
 -- pairs among them are found on the stored values alone (simpg.prefix_pairs), and
 -- only the rows of those pairs are read from the table, by value, through the same
 -- B-tree; callers confirm each pair on the fingerprints themselves, so a candidate
