@@ -2253,8 +2253,8 @@ COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
 -- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
 -- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
 -- table; SYSTEM sampling with a fixed seed otherwise, so the same data gets the same
--- plan: it reads only the sampled pages, where BERNOULLI read the whole table, 70-250
--- ms of a report on 1M rows), estimates each candidate plan's work as rows hashed plus
+-- plan: it reads only the sampled pages, where BERNOULLI read the whole table, about
+-- 70 ms at 1M rows), estimates each candidate plan's work as rows hashed plus
 -- pairs compared, and returns the cheapest. Works on plain and partitioned tables; an empty table gets the
 -- layout's masks.
 CREATE OR REPLACE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
