@@ -2197,16 +2197,18 @@ COMMENT ON FUNCTION simpg.default_levels(integer, bigint) IS
 -- work; a single mask of no bits (compare every pair) is the floor it never exceeds.
 
 -- layout_masks: table t's mask, for each t of layout (k, levels): the fingerprint bits
--- that simpg.permute moves into the table's prefix.
+-- that simpg.permute moves into the table's prefix, the source bits of its leading
+-- positions. One table_order per table (every report calls this, twice or more: 64
+-- prefix_lo calls per table took 80-150 ms).
 CREATE OR REPLACE FUNCTION simpg.layout_masks(k integer, levels integer[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN ARRAY(
-        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) b)
-                FROM pg_catalog.generate_series(0, 63) AS b
-                WHERE simpg.prefix_lo(1::bigint OPERATOR(pg_catalog.<<) b, k, levels, t)
-                      OPERATOR(pg_catalog.<>) 0)
-        FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t
-        ORDER BY t
+        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) (63 OPERATOR(pg_catalog.-) o.src))
+                FROM pg_catalog.unnest((x.o).bit_order) WITH ORDINALITY AS o(src, pos)
+                WHERE o.pos OPERATOR(pg_catalog.<=) (x.o).prefix_bits)
+        FROM (SELECT t, simpg.table_order(k, levels, t) AS o
+              FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t) AS x
+        ORDER BY x.t
     );
 
 COMMENT ON FUNCTION simpg.layout_masks(integer, integer[]) IS
@@ -2285,9 +2287,10 @@ COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
 -- pair_masks: the masks a pair report within k joins on, for the table and column of
 -- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
 -- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
--- table; BERNOULLI sampling with a fixed seed otherwise, so the same data gets the same
--- plan), estimates each candidate plan's work as rows hashed plus pairs compared, and
--- returns the cheapest. Works on plain and partitioned tables; an empty table gets the
+-- table; SYSTEM sampling with a fixed seed otherwise, so the same data gets the same
+-- plan: it reads only the sampled pages, where BERNOULLI read the whole table, about
+-- 70 ms at 1M rows), estimates each candidate plan's work as rows hashed plus
+-- pairs compared, and returns the cheapest. Works on plain and partitioned tables; an empty table gets the
 -- layout's masks.
 CREATE OR REPLACE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
     LANGUAGE plpgsql STABLE
@@ -2321,7 +2324,7 @@ BEGIN
             INTO v_sample;
     ELSE
         -- the LIMIT bounds the work when reltuples is far below the table's real size
-        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE BERNOULLI (%s) REPEATABLE (0) '
+        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE SYSTEM (%s) REPEATABLE (0) '
                        'WHERE t.%I IS NOT NULL LIMIT %s) AS s',
                        col, rel, least(100.0, 100.0 * c_sample / v_rows), col, 4 * c_sample)
             INTO v_sample;
@@ -2367,12 +2370,14 @@ COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
 -- Candidate rows from the index's B-trees (issue 17). With the layout's masks, table
 -- t's mask is exactly the prefix_bits(t) leading bits of its stored prefix column, and
 -- that column's B-tree holds the table in prefix order. So the rows that share table
--- t's mask with another row (the only rows pass t can pair) come from an index-only
--- scan in order, grouped by the leading bits (a sort of presorted input, then a
--- GroupAggregate: no hash of the whole table), and each repeated prefix's rows from a
--- range scan of the same B-tree. On uniform fingerprints that is about 1.5% of the
--- rows per pass. Callers then join those rows on fp under the mask, recomputed from
--- the fingerprint itself, so a candidate never makes a pair that is not one.
+-- t's mask with another row (the only rows pass t can pair) sit next to each other in
+-- one index-only scan of that B-tree: lag() over the scan's order finds them, with no
+-- sort, no grouping and no range scan per prefix (simpg.prefix_repeats). On uniform
+-- fingerprints they are about 2.5% of the rows per pass at 1M rows, 15% at 10M. The
+-- pairs among them are found on the stored values alone (simpg.prefix_pairs), and
+-- only the rows of those pairs are read from the table, by value, through the same
+-- B-tree; callers confirm each pair on the fingerprints themselves, so a candidate
+-- never makes a pair that is not one.
 -- Trust: the candidates are as complete as the stored prefixes are current, exactly as
 -- for simpg.near (simpg.check finds stale ones); this is only used when the caller may
 -- read every prefix column, and falls back to joining the whole table otherwise.
@@ -2389,38 +2394,72 @@ CREATE OR REPLACE FUNCTION simpg.prefix_candidates_usable(layout simpg.indexes, 
 COMMENT ON FUNCTION simpg.prefix_candidates_usable(simpg.indexes, bigint[]) IS
     'Internal: whether pair passes on masks can read their candidate rows from the B-trees of layout';
 
--- prefix_groups: the statement giving, per prefix of table t of layout that two or
--- more rows share, the range [lo, hi] of the prefix column that holds them (a range
--- scan of the B-tree then returns exactly the rows of the group). Contract: t in
--- [0, table_count); given current prefixes, every row that shares table t's mask with
--- another row lies in exactly one group.
-CREATE OR REPLACE FUNCTION simpg.prefix_groups(layout simpg.indexes, t integer) RETURNS text
+-- prefix_repeats: the statement giving (v, l) for each row of table t's B-tree whose
+-- stored value v shares table t's prefix with l, the value of the row before it in
+-- the B-tree's order. Every value of a prefix that two or more rows share comes out
+-- as a v or an l; v = l where two rows share the whole value (one fingerprint).
+-- Contract: t in [0, table_count). ORDER BY the column alone lets the planner read it
+-- with an index-only scan of the B-tree, already in order; lag() ignores the frame, and
+-- a ROWS frame spares the window its peer checks (10-20% faster at 1M and 10M rows).
+CREATE OR REPLACE FUNCTION simpg.prefix_repeats(layout simpg.indexes, t integer) RETURNS text
     LANGUAGE sql STABLE
-    -- p: the prefix, the leading bits as an arithmetic shift keeps them (so the
-    -- B-tree's order is p's order and the Sort over it is a presorted datum sort);
-    -- lo clears the other bits, hi sets them
     RETURN pg_catalog.format(
-        'SELECT x.p << %3$L::integer AS lo, (x.p << %3$L::integer) | ~(%4$L::bigint << %3$L::integer) AS hi '
-        'FROM (SELECT s.%1$I >> %3$L::integer AS p FROM %2$s AS s WHERE s.%1$I IS NOT NULL ORDER BY s.%1$I) AS x '
-        'GROUP BY x.p HAVING pg_catalog.count(*) > %5$L::bigint',
+        'SELECT x.v, x.l FROM (SELECT s.%1$I AS v, pg_catalog.lag(s.%1$I) OVER (ORDER BY s.%1$I ROWS 1 PRECEDING) AS l '
+        'FROM %2$s AS s WHERE s.%1$I IS NOT NULL) AS x '
+        'WHERE x.v >> %3$L::integer = x.l >> %3$L::integer',
         layout.prefix_columns[t + 1], layout.indexed_table,
-        64 - simpg.prefix_bits(layout.k, layout.levels, t), -1, 1);
+        64 - simpg.prefix_bits(layout.k, layout.levels, t));
 
-COMMENT ON FUNCTION simpg.prefix_groups(simpg.indexes, integer) IS
-    'Internal: the ranges of table t''s prefix column that hold the rows sharing a prefix with another row';
+COMMENT ON FUNCTION simpg.prefix_repeats(simpg.indexes, integer) IS
+    'Internal: each row of table t''s B-tree that shares its prefix with the row before it, as (v, l), from one ordered index-only scan';
 
--- prefix_range_rows: a LATERAL subquery reading the rows of group g (a row of
--- simpg.prefix_groups) by a range scan of table t's B-tree, select_list over alias s.
--- OFFSET 0 keeps it a parameterized scan per group.
-CREATE OR REPLACE FUNCTION simpg.prefix_range_rows(layout simpg.indexes, t integer, select_list text)
+-- prefix_pairs: the statement giving (va, vb), each pair of distinct values of table
+-- t's prefix column that pass t of masks (the layout's) finds first: same prefix,
+-- within k, and apart on every earlier mask (as simpg/allpairs.py keeps each pair
+-- once); with equal_values also (v, v) once for each value that two or more rows
+-- share. Of a prefix's values x1 <= ... <= xn, simpg.prefix_repeats gives (x2, x1),
+-- ..., (xn, xn-1): every x below xn is an l and every x above x1 a v, so joining its
+-- rows on the prefix and taking l < v yields every pair of distinct values (DISTINCT:
+-- once each when values repeat). The stored values are the fingerprints under
+-- simpg.permute, which only moves bits: distances stay, and mask m becomes
+-- permute(m). Callers read the rows of each value (simpg.prefix_rows) and confirm the
+-- pair on their fingerprints.
+CREATE OR REPLACE FUNCTION simpg.prefix_pairs(layout simpg.indexes, masks bigint[], t integer, k integer,
+                                   equal_values boolean)
     RETURNS text
     LANGUAGE sql STABLE
-    RETURN pg_catalog.format(
-        'SELECT %3$s FROM %2$s AS s WHERE s.%1$I >= g.lo AND s.%1$I <= g.hi OFFSET %4$L::bigint',
-        layout.prefix_columns[t + 1], layout.indexed_table, select_list, 0);
+    -- x: table t's permutation, worked out once for all the earlier masks
+    RETURN (
+        SELECT pg_catalog.format(
+            'WITH w AS MATERIALIZED (%1$s) '
+            'SELECT DISTINCT a.l AS va, b.v AS vb FROM w AS a JOIN w AS b '
+            'ON b.v >> %2$L::integer = a.l >> %2$L::integer AND a.l < b.v '
+            'WHERE %3$ssimpg.hamming(a.l, b.v) <= %4$L::integer%5$s',
+            simpg.prefix_repeats(layout, t),
+            64 - simpg.prefix_bits(layout.k, layout.levels, t),
+            (SELECT pg_catalog.string_agg(
+                        pg_catalog.format('(a.l # b.v) & %L::bigint <> 0 AND ',
+                                          simpg.apply_segments(masks[u + 1], x.segs)), '' ORDER BY u)
+             FROM pg_catalog.generate_series(0, t - 1) AS u),
+            k,
+            CASE WHEN equal_values THEN ' UNION ALL SELECT DISTINCT w.v, w.v FROM w WHERE w.v = w.l' ELSE '' END)
+        FROM (SELECT simpg.table_segments(layout.k, layout.levels, t) AS segs) AS x
+    );
 
-COMMENT ON FUNCTION simpg.prefix_range_rows(simpg.indexes, integer, text) IS
-    'Internal: the rows of one prefix group g of table t, by a range scan of its B-tree';
+COMMENT ON FUNCTION simpg.prefix_pairs(simpg.indexes, bigint[], integer, integer, boolean) IS
+    'Internal: the pairs of stored values of table t within k that pass t finds first, from its B-tree alone';
+
+-- prefix_rows: a LATERAL subquery reading the rows whose table t value is value_expr
+-- (an outer column) through table t's B-tree, select_list over alias s. OFFSET 0
+-- keeps it one index scan per outer row, whatever the planner thinks of their number.
+CREATE OR REPLACE FUNCTION simpg.prefix_rows(layout simpg.indexes, t integer, select_list text, value_expr text)
+    RETURNS text
+    LANGUAGE sql STABLE
+    RETURN pg_catalog.format('SELECT %3$s FROM %2$s AS s WHERE s.%1$I = %4$s OFFSET 0',
+                             layout.prefix_columns[t + 1], layout.indexed_table, select_list, value_expr);
+
+COMMENT ON FUNCTION simpg.prefix_rows(simpg.indexes, integer, text, text) IS
+    'Internal: the rows whose table t value is value_expr, by an index scan of its B-tree';
 -- report functions
 --
 -- All near-duplicate pairs of a table, their clusters (connected components) and
@@ -2557,11 +2596,13 @@ COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
 
 -- pairs_passes: the statements of a pair report, run one after the other; their
 -- UNION ALL is simpg.pairs_query. With the B-trees usable (simpg.prefix_candidates_usable)
--- one statement per pass t: the rows of its repeated prefixes (simpg.prefix_groups),
--- self-joined on the fingerprint under mask t, keeping a pair only when no earlier
--- mask sees it ((a # b) & m_u <> 0 for every u < t, as simpg/allpairs.py does), so
--- each pair comes out once. Otherwise one statement: a hash join per pass over one
--- scan of the whole table (simpg.prefix_join). Contract: as pairs_query's.
+-- one statement per pass t: the pairs of stored values pass t finds first
+-- (simpg.prefix_pairs, from one ordered scan of its B-tree), each value's rows read
+-- through the same B-tree, and each pair of rows confirmed on the fingerprints: equal
+-- under mask t, apart under every earlier mask ((a # b) & m_u <> 0, as
+-- simpg/allpairs.py does), within k. So each pair comes out once, and only pass 0
+-- reports rows with equal fingerprints. Otherwise one statement: a hash join per pass
+-- over one scan of the whole table (simpg.prefix_join). Contract: as pairs_query's.
 CREATE OR REPLACE FUNCTION simpg.pairs_passes(rel regclass, k integer, col name DEFAULT NULL,
                                    key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
     RETURNS text[]
@@ -2578,16 +2619,18 @@ DECLARE
     v_cols text := format('s.%I AS key, s.%I AS fp', v_key.column_name, v_row.fingerprint_column);
 BEGIN
     IF simpg.prefix_candidates_usable(v_row, v_masks) THEN
-        -- the pass's candidate rows, each with its group's lo (one range scan per
-        -- group), then a hash self-join within each group
+        -- keys ordered before the cast: key_a < key_b in the key column's own order
         RETURN ARRAY(
             SELECT format(
-                '(WITH c AS MATERIALIZED (SELECT g.lo, s.* FROM (%s) AS g, LATERAL (%s) AS s) '
-                'SELECT %s FROM c AS a JOIN c AS b ON b.lo = a.lo AND b.fp & %L::bigint = a.fp & %L::bigint AND a.key < b.key '
-                'WHERE %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
-                simpg.prefix_groups(v_row, t), simpg.prefix_range_rows(v_row, t, v_cols),
-                v_select, v_masks[t + 1], v_masks[t + 1],
-                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> %L::bigint AND ', v_masks[u + 1], 0), ''
+                '(WITH p AS MATERIALIZED (%s) '
+                'SELECT LEAST(a.key, b.key)::%s AS key_a, GREATEST(a.key, b.key)::%s AS key_b, '
+                'simpg.hamming(a.fp, b.fp) AS distance FROM p, LATERAL (%s) AS a, LATERAL (%s) AS b '
+                'WHERE (p.va < p.vb OR a.key < b.key) AND (a.fp # b.fp) & %L::bigint = 0 AND '
+                '%ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                simpg.prefix_pairs(v_row, v_masks, t, k, t = 0), v_type, v_type,
+                simpg.prefix_rows(v_row, t, v_cols, 'p.va'), simpg.prefix_rows(v_row, t, v_cols, 'p.vb'),
+                v_masks[t + 1],
+                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> 0 AND ', v_masks[u + 1]), ''
                                    ORDER BY u)
                  FROM generate_series(0, t - 1) AS u),
                 k)
@@ -2620,9 +2663,10 @@ CREATE OR REPLACE FUNCTION simpg.pairs_query(rel regclass, k integer, col name D
 COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
     'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
 
--- report_work_mem: raises work_mem, for the rest of the calling function, to what a
--- pass's in-memory sort of rel's prefixes takes (about 40 bytes a row, at least 64MB,
--- at most 1GB): spilled to disk the sort took 2-3x as long at 1M rows. Only call it
+-- report_work_mem: raises work_mem, for the rest of the calling function, to about 40
+-- bytes a row of rel (at least 64MB, at most 1GB): enough to keep a pass's candidate
+-- rows, materialized and hashed, in memory even when most rows are candidates (crowded
+-- prefixes), and the clusters' sorts; spilled to disk they take 2-3x as long. Only call it
 -- from a function with a SET work_mem clause, which confines the change to that
 -- function (a SET LOCAL inside such a function ends with it).
 CREATE OR REPLACE FUNCTION simpg.report_work_mem(rel regclass) RETURNS text
@@ -2706,10 +2750,10 @@ COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name) IS
 -- pair of distinct fingerprints of rel within k once. Fingerprints are
 -- numbered in fingerprint order, or with by_key in the order of their smallest key
 -- (then fingerprint); numbers need only keep that relative order, so with the B-trees
--- (simpg.prefix_candidates_usable) only the fingerprints in a pair are numbered, and
--- each pass joins the distinct fingerprints of each of its prefix groups. A
--- fingerprint's rows share every prefix, so a group holds all of them and its
--- smallest key. Otherwise every distinct fingerprint is numbered and joined
+-- (simpg.prefix_candidates_usable) only the fingerprints in a pair are numbered: each
+-- pass's pairs of stored values (simpg.prefix_pairs), each value's smallest key read
+-- through the B-tree (a fingerprint's rows share every stored value), confirmed on the
+-- fingerprints. Otherwise every distinct fingerprint is numbered and joined
 -- (simpg.prefix_join). key_column is read only with by_key.
 CREATE OR REPLACE FUNCTION simpg.fingerprint_pairs_query(layout simpg.indexes, masks bigint[], k integer,
                                               key_column name, by_key boolean)
@@ -2731,15 +2775,15 @@ BEGIN
             'CASE WHEN x.i < y.i THEN p.fa ELSE p.fb END AS fa, CASE WHEN x.i < y.i THEN p.fb ELSE p.fa END AS fb '
             'FROM p JOIN f AS x ON x.fp = p.fa JOIN f AS y ON y.fp = p.fb',
             (SELECT string_agg(format(
-                '(WITH c AS MATERIALIZED (SELECT g.lo, s.fp, min(s.key) AS key FROM (%s) AS g, LATERAL (%s) AS s '
-                'GROUP BY g.lo, s.fp) '
-                'SELECT a.fp AS fa, b.fp AS fb, a.key AS ka, b.key AS kb FROM c AS a JOIN c AS b '
-                'ON b.lo = a.lo AND b.fp & %L::bigint = a.fp & %L::bigint AND a.fp < b.fp '
-                'WHERE %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
-                simpg.prefix_groups(layout, t), simpg.prefix_range_rows(layout, t, v_cols),
-                masks[t + 1], masks[t + 1],
-                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> %L::bigint AND ', masks[u + 1], 0), ''
-                                   ORDER BY u)
+                '(WITH q AS MATERIALIZED (%s) '
+                'SELECT a.fp AS fa, b.fp AS fb, a.key AS ka, b.key AS kb FROM q, '
+                'LATERAL (SELECT r.fp, r.key FROM (%s) AS r ORDER BY r.key LIMIT 1) AS a, '
+                'LATERAL (SELECT r.fp, r.key FROM (%s) AS r ORDER BY r.key LIMIT 1) AS b '
+                'WHERE a.fp <> b.fp AND (a.fp # b.fp) & %L::bigint = 0 AND %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                simpg.prefix_pairs(layout, masks, t, k, false),
+                simpg.prefix_rows(layout, t, v_cols, 'q.va'), simpg.prefix_rows(layout, t, v_cols, 'q.vb'),
+                masks[t + 1],
+                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> 0 AND ', masks[u + 1]), '' ORDER BY u)
                  FROM generate_series(0, t - 1) AS u),
                 k), ' UNION ALL ' ORDER BY t)
              FROM generate_series(0, cardinality(masks) - 1) AS t),
@@ -2948,11 +2992,19 @@ CREATE OR REPLACE FUNCTION simpg.cluster_call(layout simpg.indexes, k integer, m
 COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
     'Internal: the call of the clustering function of method, as text';
 
--- cluster_rows_query: per row with a fingerprint, its key and its cluster (the
--- cluster's representative fingerprint, or for 'components' its smallest; a row
--- alone at its fingerprint keeps its own). The outer statements group on comp.
--- Contract: method is 'representative' or 'components' (else invalid_parameter_value);
--- 'representative' orders rows by the report key (key_column, default the primary key).
+-- cluster_rows_query: rows of rel with their cluster, columns key (key_expr over the
+-- row as t) and comp (the cluster's representative fingerprint, or for 'components' its
+-- smallest; a row alone at its fingerprint keeps its own). Contract: every row in a
+-- cluster of two or more rows comes out once; other rows may come out too, each alone
+-- in its comp (the callers keep or count comps of two or more). With the B-trees usable
+-- (simpg.prefix_candidates_usable) only the rows that can be in a cluster are read, by
+-- index: the rows of a fingerprint with a neighbour (the clustering function's result)
+-- and those of a fingerprint two rows share (equal stored values, next to each other in
+-- table 0's B-tree: simpg.prefix_repeats). Otherwise every row with a fingerprint.
+-- key_expr may read the fingerprint column and key_column only (a role may have
+-- SELECT on just those and the prefixes). method is 'representative' or 'components'
+-- (else invalid_parameter_value); 'representative' orders rows by the report key
+-- (key_column, default the primary key).
 CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
                                          key_column name DEFAULT NULL)
     RETURNS text
@@ -2961,10 +3013,26 @@ CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_cols text := format('s.%I', v_row.fingerprint_column) ||
+        CASE WHEN key_column <> v_row.fingerprint_column THEN format(', s.%I', key_column) ELSE '' END;
 BEGIN
     IF method IS NULL OR method NOT IN ('representative', 'components') THEN
         RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
+        -- f: table 0's stored value of each such fingerprint, with its cluster if it
+        -- has one; then its rows by index (a row whose stored value is stale is left out)
+        RETURN format(
+            'WITH c AS MATERIALIZED (SELECT * FROM %1$s), '
+            'f AS MATERIALIZED (SELECT u.v, max(u.comp) AS comp FROM ('
+            'SELECT simpg.permute(c.fingerprint, %2$L::integer, %3$L::integer[], 0) AS v, c.cluster AS comp FROM c '
+            'UNION ALL SELECT w.v, NULL FROM (%4$s) AS w WHERE w.v = w.l) AS u GROUP BY u.v) '
+            'SELECT %5$s AS key, coalesce(f.comp, t.%6$I) AS comp FROM f, LATERAL (%7$s) AS t '
+            'WHERE simpg.permute(t.%6$I, %2$L::integer, %3$L::integer[], 0) = f.v',
+            simpg.cluster_call(v_row, k, method, key_column), v_row.k, v_row.levels,
+            simpg.prefix_repeats(v_row, 0), key_expr, v_row.fingerprint_column,
+            simpg.prefix_rows(v_row, 0, v_cols, 'f.v'));
     END IF;
     RETURN format(
         'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t LEFT JOIN %s AS c ON c.fingerprint = t.%I '
@@ -2975,7 +3043,7 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text, name) IS
-    'Internal: the statement giving each row of rel (key_expr AS key) its cluster';
+    'Internal: the statement giving the rows of rel that may be in a cluster (key_expr AS key) and their cluster';
 
 -- clusters_query: the statement simpg.clusters runs.
 -- Contract: columns cluster_id, key, size; one row per row of rel in a cluster of two
@@ -2994,27 +3062,7 @@ AS $$
 DECLARE
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
-    v_rows text := simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name);
-    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
-    -- Only rows in a cluster of two or more come out, and each has a fingerprint with
-    -- a neighbour (in the clustering function's result) or shares its fingerprint with
-    -- another row (so it is in a repeated prefix of table 0). With the B-trees usable,
-    -- the windows below sort just those rows, read by index, not the whole table.
-    IF v_key.column_name <> v_row.fingerprint_column
-       AND simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
-        v_rows := format(
-            'WITH c AS MATERIALIZED (SELECT * FROM %1$s), '
-            't AS (SELECT s.* FROM (%2$s) AS g, LATERAL (%3$s) AS s '
-            'UNION SELECT x.%4$I, x.%5$I FROM c JOIN %6$s AS x ON x.%7$I = simpg.permute(c.fingerprint, %8$L::integer, '
-            '%9$L::integer[], %10$L::integer) AND x.%5$I = c.fingerprint) '
-            'SELECT t.%4$I AS key, coalesce(c.cluster, t.%5$I) AS comp FROM t LEFT JOIN c ON c.fingerprint = t.%5$I',
-            simpg.cluster_call(v_row, k, method, v_key.column_name),
-            simpg.prefix_groups(v_row, 0),
-            simpg.prefix_range_rows(v_row, 0, format('s.%I, s.%I', v_key.column_name, v_row.fingerprint_column)),
-            v_key.column_name, v_row.fingerprint_column, rel, v_row.prefix_columns[1],
-            v_row.k, v_row.levels, 0);
-    END IF;
     -- first_value over the key order rather than min(): uuid and other types have
     -- a B-tree order but no min aggregate
     RETURN format(
@@ -3022,7 +3070,8 @@ BEGIN
         'SELECT first_value(w.key) OVER (PARTITION BY w.comp ORDER BY w.key) AS cluster_id, w.key, '
         'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
         'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
-        v_type, v_type, v_rows);
+        v_type, v_type,
+        simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name));
 END
 $$;
 
@@ -3058,6 +3107,27 @@ $$;
 COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, text) IS
     'Near-duplicate clusters of rel, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
 
+-- cluster_groups: the statement giving n, the number of rows of rel with a
+-- fingerprint, and per cluster of two or more rows its size (comp, size), as CTEs a
+-- and g for the statistics below. Rows alone in their cluster are counted, not read
+-- (simpg.cluster_rows_query reads only the rows that can be in a cluster).
+CREATE OR REPLACE FUNCTION simpg.cluster_groups(rel regclass, k integer, col name, key_column name, method text)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN format(
+        'WITH g AS MATERIALIZED (SELECT w.comp, count(*) AS size FROM (%s) AS w GROUP BY w.comp HAVING count(*) > 1), '
+        'a AS MATERIALIZED (SELECT count(*) AS n FROM %s AS t WHERE t.%I IS NOT NULL) ',
+        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column),
+        rel, (simpg.checked_layout(rel, k, col)).fingerprint_column);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.cluster_groups(regclass, integer, name, name, text) IS
+    'Internal: CTEs a (rows with a fingerprint) and g (size of each cluster of two or more rows) for the statistics';
+
 -- cluster_sizes: histogram of cluster sizes; size 1 counts the rows with no
 -- near-duplicate. The key orders rows for 'representative'; 'components' needs none.
 CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL,
@@ -3067,11 +3137,10 @@ CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT g.n, count(*), sum(g.n)::bigint FROM '
-        '(SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g '
-        'GROUP BY g.n ORDER BY g.n',
-        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column));
+    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method) ||
+        'SELECT g.size, count(*), sum(g.size)::bigint FROM g GROUP BY g.size '
+        'UNION ALL SELECT 1::bigint, s.n, s.n FROM (SELECT a.n - (SELECT coalesce(sum(g.size), 0) FROM g)::bigint AS n '
+        'FROM a) AS s WHERE s.n > 0 ORDER BY 1';
 END
 $$;
 
@@ -3090,11 +3159,10 @@ CREATE OR REPLACE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col na
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT coalesce(sum(g.n), 0)::bigint, coalesce(sum(g.n) FILTER (WHERE g.n > 1), 0)::bigint, '
-        'count(*) FILTER (WHERE g.n > 1), coalesce(max(g.n) FILTER (WHERE g.n > 1), 0)::bigint, count(*) '
-        'FROM (SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g',
-        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column));
+    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method) ||
+        'SELECT a.n, s.rows, s.clusters, s.largest, a.n - s.rows + s.clusters FROM a, '
+        '(SELECT coalesce(sum(g.size), 0)::bigint AS rows, count(*) AS clusters, '
+        'coalesce(max(g.size), 0)::bigint AS largest FROM g) AS s';
 END
 $$;
 

@@ -17,16 +17,18 @@
 -- work; a single mask of no bits (compare every pair) is the floor it never exceeds.
 
 -- layout_masks: table t's mask, for each t of layout (k, levels): the fingerprint bits
--- that simpg.permute moves into the table's prefix.
+-- that simpg.permute moves into the table's prefix, the source bits of its leading
+-- positions. One table_order per table (every report calls this, twice or more: 64
+-- prefix_lo calls per table took 80-150 ms).
 CREATE FUNCTION simpg.layout_masks(k integer, levels integer[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN ARRAY(
-        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) b)
-                FROM pg_catalog.generate_series(0, 63) AS b
-                WHERE simpg.prefix_lo(1::bigint OPERATOR(pg_catalog.<<) b, k, levels, t)
-                      OPERATOR(pg_catalog.<>) 0)
-        FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t
-        ORDER BY t
+        SELECT (SELECT pg_catalog.bit_or(1::bigint OPERATOR(pg_catalog.<<) (63 OPERATOR(pg_catalog.-) o.src))
+                FROM pg_catalog.unnest((x.o).bit_order) WITH ORDINALITY AS o(src, pos)
+                WHERE o.pos OPERATOR(pg_catalog.<=) (x.o).prefix_bits)
+        FROM (SELECT t, simpg.table_order(k, levels, t) AS o
+              FROM pg_catalog.generate_series(0, simpg.table_count(k, levels) - 1) AS t) AS x
+        ORDER BY x.t
     );
 
 COMMENT ON FUNCTION simpg.layout_masks(integer, integer[]) IS
@@ -105,9 +107,10 @@ COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
 -- pair_masks: the masks a pair report within k joins on, for the table and column of
 -- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
 -- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
--- table; BERNOULLI sampling with a fixed seed otherwise, so the same data gets the same
--- plan), estimates each candidate plan's work as rows hashed plus pairs compared, and
--- returns the cheapest. Works on plain and partitioned tables; an empty table gets the
+-- table; SYSTEM sampling with a fixed seed otherwise, so the same data gets the same
+-- plan: it reads only the sampled pages, where BERNOULLI read the whole table, about
+-- 70 ms at 1M rows), estimates each candidate plan's work as rows hashed plus
+-- pairs compared, and returns the cheapest. Works on plain and partitioned tables; an empty table gets the
 -- layout's masks.
 CREATE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
     LANGUAGE plpgsql STABLE
@@ -141,7 +144,7 @@ BEGIN
             INTO v_sample;
     ELSE
         -- the LIMIT bounds the work when reltuples is far below the table's real size
-        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE BERNOULLI (%s) REPEATABLE (0) '
+        EXECUTE format('SELECT array_agg(s.fp) FROM (SELECT t.%I AS fp FROM %s AS t TABLESAMPLE SYSTEM (%s) REPEATABLE (0) '
                        'WHERE t.%I IS NOT NULL LIMIT %s) AS s',
                        col, rel, least(100.0, 100.0 * c_sample / v_rows), col, 4 * c_sample)
             INTO v_sample;
@@ -187,12 +190,14 @@ COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
 -- Candidate rows from the index's B-trees (issue 17). With the layout's masks, table
 -- t's mask is exactly the prefix_bits(t) leading bits of its stored prefix column, and
 -- that column's B-tree holds the table in prefix order. So the rows that share table
--- t's mask with another row (the only rows pass t can pair) come from an index-only
--- scan in order, grouped by the leading bits (a sort of presorted input, then a
--- GroupAggregate: no hash of the whole table), and each repeated prefix's rows from a
--- range scan of the same B-tree. On uniform fingerprints that is about 1.5% of the
--- rows per pass. Callers then join those rows on fp under the mask, recomputed from
--- the fingerprint itself, so a candidate never makes a pair that is not one.
+-- t's mask with another row (the only rows pass t can pair) sit next to each other in
+-- one index-only scan of that B-tree: lag() over the scan's order finds them, with no
+-- sort, no grouping and no range scan per prefix (simpg.prefix_repeats). On uniform
+-- fingerprints they are about 2.5% of the rows per pass at 1M rows, 15% at 10M. The
+-- pairs among them are found on the stored values alone (simpg.prefix_pairs), and
+-- only the rows of those pairs are read from the table, by value, through the same
+-- B-tree; callers confirm each pair on the fingerprints themselves, so a candidate
+-- never makes a pair that is not one.
 -- Trust: the candidates are as complete as the stored prefixes are current, exactly as
 -- for simpg.near (simpg.check finds stale ones); this is only used when the caller may
 -- read every prefix column, and falls back to joining the whole table otherwise.
@@ -209,35 +214,69 @@ CREATE FUNCTION simpg.prefix_candidates_usable(layout simpg.indexes, masks bigin
 COMMENT ON FUNCTION simpg.prefix_candidates_usable(simpg.indexes, bigint[]) IS
     'Internal: whether pair passes on masks can read their candidate rows from the B-trees of layout';
 
--- prefix_groups: the statement giving, per prefix of table t of layout that two or
--- more rows share, the range [lo, hi] of the prefix column that holds them (a range
--- scan of the B-tree then returns exactly the rows of the group). Contract: t in
--- [0, table_count); given current prefixes, every row that shares table t's mask with
--- another row lies in exactly one group.
-CREATE FUNCTION simpg.prefix_groups(layout simpg.indexes, t integer) RETURNS text
+-- prefix_repeats: the statement giving (v, l) for each row of table t's B-tree whose
+-- stored value v shares table t's prefix with l, the value of the row before it in
+-- the B-tree's order. Every value of a prefix that two or more rows share comes out
+-- as a v or an l; v = l where two rows share the whole value (one fingerprint).
+-- Contract: t in [0, table_count). ORDER BY the column alone lets the planner read it
+-- with an index-only scan of the B-tree, already in order; lag() ignores the frame, and
+-- a ROWS frame spares the window its peer checks (10-20% faster at 1M and 10M rows).
+CREATE FUNCTION simpg.prefix_repeats(layout simpg.indexes, t integer) RETURNS text
     LANGUAGE sql STABLE
-    -- p: the prefix, the leading bits as an arithmetic shift keeps them (so the
-    -- B-tree's order is p's order and the Sort over it is a presorted datum sort);
-    -- lo clears the other bits, hi sets them
     RETURN pg_catalog.format(
-        'SELECT x.p << %3$L::integer AS lo, (x.p << %3$L::integer) | ~(%4$L::bigint << %3$L::integer) AS hi '
-        'FROM (SELECT s.%1$I >> %3$L::integer AS p FROM %2$s AS s WHERE s.%1$I IS NOT NULL ORDER BY s.%1$I) AS x '
-        'GROUP BY x.p HAVING pg_catalog.count(*) > %5$L::bigint',
+        'SELECT x.v, x.l FROM (SELECT s.%1$I AS v, pg_catalog.lag(s.%1$I) OVER (ORDER BY s.%1$I ROWS 1 PRECEDING) AS l '
+        'FROM %2$s AS s WHERE s.%1$I IS NOT NULL) AS x '
+        'WHERE x.v >> %3$L::integer = x.l >> %3$L::integer',
         layout.prefix_columns[t + 1], layout.indexed_table,
-        64 - simpg.prefix_bits(layout.k, layout.levels, t), -1, 1);
+        64 - simpg.prefix_bits(layout.k, layout.levels, t));
 
-COMMENT ON FUNCTION simpg.prefix_groups(simpg.indexes, integer) IS
-    'Internal: the ranges of table t''s prefix column that hold the rows sharing a prefix with another row';
+COMMENT ON FUNCTION simpg.prefix_repeats(simpg.indexes, integer) IS
+    'Internal: each row of table t''s B-tree that shares its prefix with the row before it, as (v, l), from one ordered index-only scan';
 
--- prefix_range_rows: a LATERAL subquery reading the rows of group g (a row of
--- simpg.prefix_groups) by a range scan of table t's B-tree, select_list over alias s.
--- OFFSET 0 keeps it a parameterized scan per group.
-CREATE FUNCTION simpg.prefix_range_rows(layout simpg.indexes, t integer, select_list text)
+-- prefix_pairs: the statement giving (va, vb), each pair of distinct values of table
+-- t's prefix column that pass t of masks (the layout's) finds first: same prefix,
+-- within k, and apart on every earlier mask (as simpg/allpairs.py keeps each pair
+-- once); with equal_values also (v, v) once for each value that two or more rows
+-- share. Of a prefix's values x1 <= ... <= xn, simpg.prefix_repeats gives (x2, x1),
+-- ..., (xn, xn-1): every x below xn is an l and every x above x1 a v, so joining its
+-- rows on the prefix and taking l < v yields every pair of distinct values (DISTINCT:
+-- once each when values repeat). The stored values are the fingerprints under
+-- simpg.permute, which only moves bits: distances stay, and mask m becomes
+-- permute(m). Callers read the rows of each value (simpg.prefix_rows) and confirm the
+-- pair on their fingerprints.
+CREATE FUNCTION simpg.prefix_pairs(layout simpg.indexes, masks bigint[], t integer, k integer,
+                                   equal_values boolean)
     RETURNS text
     LANGUAGE sql STABLE
-    RETURN pg_catalog.format(
-        'SELECT %3$s FROM %2$s AS s WHERE s.%1$I >= g.lo AND s.%1$I <= g.hi OFFSET %4$L::bigint',
-        layout.prefix_columns[t + 1], layout.indexed_table, select_list, 0);
+    -- x: table t's permutation, worked out once for all the earlier masks
+    RETURN (
+        SELECT pg_catalog.format(
+            'WITH w AS MATERIALIZED (%1$s) '
+            'SELECT DISTINCT a.l AS va, b.v AS vb FROM w AS a JOIN w AS b '
+            'ON b.v >> %2$L::integer = a.l >> %2$L::integer AND a.l < b.v '
+            'WHERE %3$ssimpg.hamming(a.l, b.v) <= %4$L::integer%5$s',
+            simpg.prefix_repeats(layout, t),
+            64 - simpg.prefix_bits(layout.k, layout.levels, t),
+            (SELECT pg_catalog.string_agg(
+                        pg_catalog.format('(a.l # b.v) & %L::bigint <> 0 AND ',
+                                          simpg.apply_segments(masks[u + 1], x.segs)), '' ORDER BY u)
+             FROM pg_catalog.generate_series(0, t - 1) AS u),
+            k,
+            CASE WHEN equal_values THEN ' UNION ALL SELECT DISTINCT w.v, w.v FROM w WHERE w.v = w.l' ELSE '' END)
+        FROM (SELECT simpg.table_segments(layout.k, layout.levels, t) AS segs) AS x
+    );
 
-COMMENT ON FUNCTION simpg.prefix_range_rows(simpg.indexes, integer, text) IS
-    'Internal: the rows of one prefix group g of table t, by a range scan of its B-tree';
+COMMENT ON FUNCTION simpg.prefix_pairs(simpg.indexes, bigint[], integer, integer, boolean) IS
+    'Internal: the pairs of stored values of table t within k that pass t finds first, from its B-tree alone';
+
+-- prefix_rows: a LATERAL subquery reading the rows whose table t value is value_expr
+-- (an outer column) through table t's B-tree, select_list over alias s. OFFSET 0
+-- keeps it one index scan per outer row, whatever the planner thinks of their number.
+CREATE FUNCTION simpg.prefix_rows(layout simpg.indexes, t integer, select_list text, value_expr text)
+    RETURNS text
+    LANGUAGE sql STABLE
+    RETURN pg_catalog.format('SELECT %3$s FROM %2$s AS s WHERE s.%1$I = %4$s OFFSET 0',
+                             layout.prefix_columns[t + 1], layout.indexed_table, select_list, value_expr);
+
+COMMENT ON FUNCTION simpg.prefix_rows(simpg.indexes, integer, text, text) IS
+    'Internal: the rows whose table t value is value_expr, by an index scan of its B-tree';

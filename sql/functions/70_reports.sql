@@ -134,11 +134,13 @@ COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
 
 -- pairs_passes: the statements of a pair report, run one after the other; their
 -- UNION ALL is simpg.pairs_query. With the B-trees usable (simpg.prefix_candidates_usable)
--- one statement per pass t: the rows of its repeated prefixes (simpg.prefix_groups),
--- self-joined on the fingerprint under mask t, keeping a pair only when no earlier
--- mask sees it ((a # b) & m_u <> 0 for every u < t, as simpg/allpairs.py does), so
--- each pair comes out once. Otherwise one statement: a hash join per pass over one
--- scan of the whole table (simpg.prefix_join). Contract: as pairs_query's.
+-- one statement per pass t: the pairs of stored values pass t finds first
+-- (simpg.prefix_pairs, from one ordered scan of its B-tree), each value's rows read
+-- through the same B-tree, and each pair of rows confirmed on the fingerprints: equal
+-- under mask t, apart under every earlier mask ((a # b) & m_u <> 0, as
+-- simpg/allpairs.py does), within k. So each pair comes out once, and only pass 0
+-- reports rows with equal fingerprints. Otherwise one statement: a hash join per pass
+-- over one scan of the whole table (simpg.prefix_join). Contract: as pairs_query's.
 CREATE FUNCTION simpg.pairs_passes(rel regclass, k integer, col name DEFAULT NULL,
                                    key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
     RETURNS text[]
@@ -155,16 +157,18 @@ DECLARE
     v_cols text := format('s.%I AS key, s.%I AS fp', v_key.column_name, v_row.fingerprint_column);
 BEGIN
     IF simpg.prefix_candidates_usable(v_row, v_masks) THEN
-        -- the pass's candidate rows, each with its group's lo (one range scan per
-        -- group), then a hash self-join within each group
+        -- keys ordered before the cast: key_a < key_b in the key column's own order
         RETURN ARRAY(
             SELECT format(
-                '(WITH c AS MATERIALIZED (SELECT g.lo, s.* FROM (%s) AS g, LATERAL (%s) AS s) '
-                'SELECT %s FROM c AS a JOIN c AS b ON b.lo = a.lo AND b.fp & %L::bigint = a.fp & %L::bigint AND a.key < b.key '
-                'WHERE %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
-                simpg.prefix_groups(v_row, t), simpg.prefix_range_rows(v_row, t, v_cols),
-                v_select, v_masks[t + 1], v_masks[t + 1],
-                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> %L::bigint AND ', v_masks[u + 1], 0), ''
+                '(WITH p AS MATERIALIZED (%s) '
+                'SELECT LEAST(a.key, b.key)::%s AS key_a, GREATEST(a.key, b.key)::%s AS key_b, '
+                'simpg.hamming(a.fp, b.fp) AS distance FROM p, LATERAL (%s) AS a, LATERAL (%s) AS b '
+                'WHERE (p.va < p.vb OR a.key < b.key) AND (a.fp # b.fp) & %L::bigint = 0 AND '
+                '%ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                simpg.prefix_pairs(v_row, v_masks, t, k, t = 0), v_type, v_type,
+                simpg.prefix_rows(v_row, t, v_cols, 'p.va'), simpg.prefix_rows(v_row, t, v_cols, 'p.vb'),
+                v_masks[t + 1],
+                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> 0 AND ', v_masks[u + 1]), ''
                                    ORDER BY u)
                  FROM generate_series(0, t - 1) AS u),
                 k)
@@ -197,9 +201,10 @@ CREATE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL
 COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
     'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
 
--- report_work_mem: raises work_mem, for the rest of the calling function, to what a
--- pass's in-memory sort of rel's prefixes takes (about 40 bytes a row, at least 64MB,
--- at most 1GB): spilled to disk the sort took 2-3x as long at 1M rows. Only call it
+-- report_work_mem: raises work_mem, for the rest of the calling function, to about 40
+-- bytes a row of rel (at least 64MB, at most 1GB): enough to keep a pass's candidate
+-- rows, materialized and hashed, in memory even when most rows are candidates (crowded
+-- prefixes), and the clusters' sorts; spilled to disk they take 2-3x as long. Only call it
 -- from a function with a SET work_mem clause, which confines the change to that
 -- function (a SET LOCAL inside such a function ends with it).
 CREATE FUNCTION simpg.report_work_mem(rel regclass) RETURNS text
@@ -283,10 +288,10 @@ COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name) IS
 -- pair of distinct fingerprints of rel within k once. Fingerprints are
 -- numbered in fingerprint order, or with by_key in the order of their smallest key
 -- (then fingerprint); numbers need only keep that relative order, so with the B-trees
--- (simpg.prefix_candidates_usable) only the fingerprints in a pair are numbered, and
--- each pass joins the distinct fingerprints of each of its prefix groups. A
--- fingerprint's rows share every prefix, so a group holds all of them and its
--- smallest key. Otherwise every distinct fingerprint is numbered and joined
+-- (simpg.prefix_candidates_usable) only the fingerprints in a pair are numbered: each
+-- pass's pairs of stored values (simpg.prefix_pairs), each value's smallest key read
+-- through the B-tree (a fingerprint's rows share every stored value), confirmed on the
+-- fingerprints. Otherwise every distinct fingerprint is numbered and joined
 -- (simpg.prefix_join). key_column is read only with by_key.
 CREATE FUNCTION simpg.fingerprint_pairs_query(layout simpg.indexes, masks bigint[], k integer,
                                               key_column name, by_key boolean)
@@ -308,15 +313,15 @@ BEGIN
             'CASE WHEN x.i < y.i THEN p.fa ELSE p.fb END AS fa, CASE WHEN x.i < y.i THEN p.fb ELSE p.fa END AS fb '
             'FROM p JOIN f AS x ON x.fp = p.fa JOIN f AS y ON y.fp = p.fb',
             (SELECT string_agg(format(
-                '(WITH c AS MATERIALIZED (SELECT g.lo, s.fp, min(s.key) AS key FROM (%s) AS g, LATERAL (%s) AS s '
-                'GROUP BY g.lo, s.fp) '
-                'SELECT a.fp AS fa, b.fp AS fb, a.key AS ka, b.key AS kb FROM c AS a JOIN c AS b '
-                'ON b.lo = a.lo AND b.fp & %L::bigint = a.fp & %L::bigint AND a.fp < b.fp '
-                'WHERE %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
-                simpg.prefix_groups(layout, t), simpg.prefix_range_rows(layout, t, v_cols),
-                masks[t + 1], masks[t + 1],
-                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> %L::bigint AND ', masks[u + 1], 0), ''
-                                   ORDER BY u)
+                '(WITH q AS MATERIALIZED (%s) '
+                'SELECT a.fp AS fa, b.fp AS fb, a.key AS ka, b.key AS kb FROM q, '
+                'LATERAL (SELECT r.fp, r.key FROM (%s) AS r ORDER BY r.key LIMIT 1) AS a, '
+                'LATERAL (SELECT r.fp, r.key FROM (%s) AS r ORDER BY r.key LIMIT 1) AS b '
+                'WHERE a.fp <> b.fp AND (a.fp # b.fp) & %L::bigint = 0 AND %ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                simpg.prefix_pairs(layout, masks, t, k, false),
+                simpg.prefix_rows(layout, t, v_cols, 'q.va'), simpg.prefix_rows(layout, t, v_cols, 'q.vb'),
+                masks[t + 1],
+                (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> 0 AND ', masks[u + 1]), '' ORDER BY u)
                  FROM generate_series(0, t - 1) AS u),
                 k), ' UNION ALL ' ORDER BY t)
              FROM generate_series(0, cardinality(masks) - 1) AS t),
@@ -525,11 +530,19 @@ CREATE FUNCTION simpg.cluster_call(layout simpg.indexes, k integer, method text,
 COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
     'Internal: the call of the clustering function of method, as text';
 
--- cluster_rows_query: per row with a fingerprint, its key and its cluster (the
--- cluster's representative fingerprint, or for 'components' its smallest; a row
--- alone at its fingerprint keeps its own). The outer statements group on comp.
--- Contract: method is 'representative' or 'components' (else invalid_parameter_value);
--- 'representative' orders rows by the report key (key_column, default the primary key).
+-- cluster_rows_query: rows of rel with their cluster, columns key (key_expr over the
+-- row as t) and comp (the cluster's representative fingerprint, or for 'components' its
+-- smallest; a row alone at its fingerprint keeps its own). Contract: every row in a
+-- cluster of two or more rows comes out once; other rows may come out too, each alone
+-- in its comp (the callers keep or count comps of two or more). With the B-trees usable
+-- (simpg.prefix_candidates_usable) only the rows that can be in a cluster are read, by
+-- index: the rows of a fingerprint with a neighbour (the clustering function's result)
+-- and those of a fingerprint two rows share (equal stored values, next to each other in
+-- table 0's B-tree: simpg.prefix_repeats). Otherwise every row with a fingerprint.
+-- key_expr may read the fingerprint column and key_column only (a role may have
+-- SELECT on just those and the prefixes). method is 'representative' or 'components'
+-- (else invalid_parameter_value); 'representative' orders rows by the report key
+-- (key_column, default the primary key).
 CREATE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
                                          key_column name DEFAULT NULL)
     RETURNS text
@@ -538,10 +551,26 @@ CREATE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
+    v_cols text := format('s.%I', v_row.fingerprint_column) ||
+        CASE WHEN key_column <> v_row.fingerprint_column THEN format(', s.%I', key_column) ELSE '' END;
 BEGIN
     IF method IS NULL OR method NOT IN ('representative', 'components') THEN
         RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
+        -- f: table 0's stored value of each such fingerprint, with its cluster if it
+        -- has one; then its rows by index (a row whose stored value is stale is left out)
+        RETURN format(
+            'WITH c AS MATERIALIZED (SELECT * FROM %1$s), '
+            'f AS MATERIALIZED (SELECT u.v, max(u.comp) AS comp FROM ('
+            'SELECT simpg.permute(c.fingerprint, %2$L::integer, %3$L::integer[], 0) AS v, c.cluster AS comp FROM c '
+            'UNION ALL SELECT w.v, NULL FROM (%4$s) AS w WHERE w.v = w.l) AS u GROUP BY u.v) '
+            'SELECT %5$s AS key, coalesce(f.comp, t.%6$I) AS comp FROM f, LATERAL (%7$s) AS t '
+            'WHERE simpg.permute(t.%6$I, %2$L::integer, %3$L::integer[], 0) = f.v',
+            simpg.cluster_call(v_row, k, method, key_column), v_row.k, v_row.levels,
+            simpg.prefix_repeats(v_row, 0), key_expr, v_row.fingerprint_column,
+            simpg.prefix_rows(v_row, 0, v_cols, 'f.v'));
     END IF;
     RETURN format(
         'SELECT %s AS key, coalesce(c.cluster, t.%I) AS comp FROM %s AS t LEFT JOIN %s AS c ON c.fingerprint = t.%I '
@@ -552,7 +581,7 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text, name) IS
-    'Internal: the statement giving each row of rel (key_expr AS key) its cluster';
+    'Internal: the statement giving the rows of rel that may be in a cluster (key_expr AS key) and their cluster';
 
 -- clusters_query: the statement simpg.clusters runs.
 -- Contract: columns cluster_id, key, size; one row per row of rel in a cluster of two
@@ -571,27 +600,7 @@ AS $$
 DECLARE
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
-    v_rows text := simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name);
-    v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
-    -- Only rows in a cluster of two or more come out, and each has a fingerprint with
-    -- a neighbour (in the clustering function's result) or shares its fingerprint with
-    -- another row (so it is in a repeated prefix of table 0). With the B-trees usable,
-    -- the windows below sort just those rows, read by index, not the whole table.
-    IF v_key.column_name <> v_row.fingerprint_column
-       AND simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
-        v_rows := format(
-            'WITH c AS MATERIALIZED (SELECT * FROM %1$s), '
-            't AS (SELECT s.* FROM (%2$s) AS g, LATERAL (%3$s) AS s '
-            'UNION SELECT x.%4$I, x.%5$I FROM c JOIN %6$s AS x ON x.%7$I = simpg.permute(c.fingerprint, %8$L::integer, '
-            '%9$L::integer[], %10$L::integer) AND x.%5$I = c.fingerprint) '
-            'SELECT t.%4$I AS key, coalesce(c.cluster, t.%5$I) AS comp FROM t LEFT JOIN c ON c.fingerprint = t.%5$I',
-            simpg.cluster_call(v_row, k, method, v_key.column_name),
-            simpg.prefix_groups(v_row, 0),
-            simpg.prefix_range_rows(v_row, 0, format('s.%I, s.%I', v_key.column_name, v_row.fingerprint_column)),
-            v_key.column_name, v_row.fingerprint_column, rel, v_row.prefix_columns[1],
-            v_row.k, v_row.levels, 0);
-    END IF;
     -- first_value over the key order rather than min(): uuid and other types have
     -- a B-tree order but no min aggregate
     RETURN format(
@@ -599,7 +608,8 @@ BEGIN
         'SELECT first_value(w.key) OVER (PARTITION BY w.comp ORDER BY w.key) AS cluster_id, w.key, '
         'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
         'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
-        v_type, v_type, v_rows);
+        v_type, v_type,
+        simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name));
 END
 $$;
 
@@ -635,6 +645,27 @@ $$;
 COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, text) IS
     'Near-duplicate clusters of rel, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
 
+-- cluster_groups: the statement giving n, the number of rows of rel with a
+-- fingerprint, and per cluster of two or more rows its size (comp, size), as CTEs a
+-- and g for the statistics below. Rows alone in their cluster are counted, not read
+-- (simpg.cluster_rows_query reads only the rows that can be in a cluster).
+CREATE FUNCTION simpg.cluster_groups(rel regclass, k integer, col name, key_column name, method text)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN format(
+        'WITH g AS MATERIALIZED (SELECT w.comp, count(*) AS size FROM (%s) AS w GROUP BY w.comp HAVING count(*) > 1), '
+        'a AS MATERIALIZED (SELECT count(*) AS n FROM %s AS t WHERE t.%I IS NOT NULL) ',
+        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column),
+        rel, (simpg.checked_layout(rel, k, col)).fingerprint_column);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.cluster_groups(regclass, integer, name, name, text) IS
+    'Internal: CTEs a (rows with a fingerprint) and g (size of each cluster of two or more rows) for the statistics';
+
 -- cluster_sizes: histogram of cluster sizes; size 1 counts the rows with no
 -- near-duplicate. The key orders rows for 'representative'; 'components' needs none.
 CREATE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL,
@@ -644,11 +675,10 @@ CREATE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NU
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT g.n, count(*), sum(g.n)::bigint FROM '
-        '(SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g '
-        'GROUP BY g.n ORDER BY g.n',
-        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column));
+    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method) ||
+        'SELECT g.size, count(*), sum(g.size)::bigint FROM g GROUP BY g.size '
+        'UNION ALL SELECT 1::bigint, s.n, s.n FROM (SELECT a.n - (SELECT coalesce(sum(g.size), 0) FROM g)::bigint AS n '
+        'FROM a) AS s WHERE s.n > 0 ORDER BY 1';
 END
 $$;
 
@@ -667,11 +697,10 @@ CREATE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT 
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT coalesce(sum(g.n), 0)::bigint, coalesce(sum(g.n) FILTER (WHERE g.n > 1), 0)::bigint, '
-        'count(*) FILTER (WHERE g.n > 1), coalesce(max(g.n) FILTER (WHERE g.n > 1), 0)::bigint, count(*) '
-        'FROM (SELECT w.comp, count(*) AS n FROM (%s) AS w GROUP BY w.comp) AS g',
-        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column));
+    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method) ||
+        'SELECT a.n, s.rows, s.clusters, s.largest, a.n - s.rows + s.clusters FROM a, '
+        '(SELECT coalesce(sum(g.size), 0)::bigint AS rows, count(*) AS clusters, '
+        'coalesce(max(g.size), 0)::bigint AS largest FROM g) AS s';
 END
 $$;
 

@@ -270,7 +270,7 @@ def test_pairs_and_clusters_on_low_entropy_fingerprints(conn, kind):
 
 
 def test_a_sampled_plan_on_a_larger_skewed_table_stays_exact(conn):
-    """Above 6,000 rows pair_masks samples (TABLESAMPLE BERNOULLI, fixed seed); even with
+    """Above 6,000 rows pair_masks samples (TABLESAMPLE SYSTEM, fixed seed); even with
     planner statistics far below the table's size the answer is exact."""
     import numpy as np
 
@@ -714,3 +714,47 @@ def test_pairs_reports_its_progress_per_pass_on_large_tables(conn):
     assert len(notices) == 10
     for i, notice in enumerate(notices, 1):
         assert re.fullmatch(rf"simpg.pairs on public.docs: pass {i} of 10 done after [0-9.]+ s", notice)
+
+
+def test_b_tree_path_on_crowded_prefixes(conn):
+    # Many distinct fingerprints under one prefix of a table, with repeated values
+    # among them: the pass must pair every two of them (not only neighbours in the
+    # B-tree's order), equal fingerprints once, and prefixes on both sides of zero.
+    rng = random.Random(1719)
+    fps: list[int | None] = [rng.getrandbits(64) for _ in range(300)]
+    conn.execute("CREATE TABLE masks AS SELECT simpg.layout_masks(3, ARRAY[5]) AS m")
+    masks = [bits.from_db(m) for m in conn.execute("SELECT m FROM masks").fetchone()[0]]
+    conn.execute("DROP TABLE masks")
+    for t, base in [(0, 0), (0, bits.MASK), (3, 1 << 63), (9, rng.getrandbits(64))]:
+        crowd = [(base & masks[t]) | (rng.getrandbits(64) & ~masks[t] & bits.MASK) for _ in range(12)]
+        crowd += [flip(crowd[i], rng.sample(range(64), i % 5)) for i in range(12)]
+        fps += crowd + crowd[:3] + [crowd[5]] * 3  # values repeated within the crowd
+    rows = keyed(fps, rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
+    for k in range(4):
+        assert _reports(conn, k) == (
+            brute_pairs(rows, k),
+            {"representative": brute_representatives(rows, k), "components": brute_clusters(rows, k)},
+        ), f"k={k}"
+        stats = conn.execute("SELECT rows, duplicated_rows FROM simpg.duplicate_stats('docs', %s)", [k]).fetchone()
+        assert stats == (len(rows), len(brute_representatives(rows, k)))
+    assert any(d == 0 for d in brute_pairs(rows, 3).values())
+
+
+def test_b_tree_passes_read_each_b_tree_once_in_order(conn):
+    # The point of the B-tree path: each pass is one index-only scan of its B-tree,
+    # already in prefix order (no sort of the table, no sequential scan), and the
+    # rows of the pairs are read by index.
+    rng = random.Random(1720)
+    rows = keyed([rng.getrandbits(64) for _ in range(20000)], rng)
+    load(conn, rows)
+    conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
+    conn.execute("VACUUM ANALYZE docs")  # a settled table: its visibility map set
+    for setting in ("enable_mergejoin", "enable_hashagg"):  # as simpg.pairs runs them
+        conn.execute(f"SET {setting} = off")
+    for statement in conn.execute("SELECT simpg.pairs_passes('docs', 3)").fetchone()[0]:
+        plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {statement}"))
+        assert "Seq Scan" not in plan and "Index Only Scan" in plan, plan
+        window = plan[plan.index("WindowAgg"):]
+        assert window.split("->", 2)[1].strip().startswith("Index Only Scan"), plan

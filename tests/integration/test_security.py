@@ -195,6 +195,20 @@ def test_column_privileges_are_enough_for_reports(db):
         assert {(a, b): d for a, b, d in got} == brute_pairs(rows, 2)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             other.execute("SELECT body FROM docs").fetchall()
+        # with the prefix columns too, the reports read the B-trees: still not the body
+        prefixes = db.conn.execute("SELECT prefix_columns FROM simpg.indexes").fetchone()[0]
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in prefixes)
+        db.conn.execute(sql.SQL("GRANT SELECT ({}) ON docs TO {}").format(cols, sql.Identifier(role)))
+        passes = other.execute("SELECT simpg.pairs_passes('docs', 2)").fetchone()[0]
+        assert len(passes) == len(prefixes) and "LATERAL" in passes[0]
+        got = other.execute("SELECT key_a, key_b, distance FROM simpg.pairs('docs', 2)").fetchall()
+        assert {(a, b): d for a, b, d in got} == brute_pairs(rows, 2)
+        clusters = other.execute("SELECT key, cluster_id, size FROM simpg.clusters('docs', 2)").fetchall()
+        assert {k: (c, s) for k, c, s in clusters} == brute_representatives(rows, 2)
+        stats = other.execute("SELECT rows, duplicated_rows FROM simpg.duplicate_stats('docs', 2)").fetchone()
+        assert stats == (sum(fp is not None for fp in rows.values()), len(brute_representatives(rows, 2)))
+        sizes = other.execute("SELECT sum(rows) FROM simpg.cluster_sizes('docs', 2, method => 'components')")
+        assert sizes.fetchone() == (sum(fp is not None for fp in rows.values()),)
 
 
 def test_row_level_security_limits_every_report(db):
