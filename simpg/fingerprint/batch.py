@@ -113,6 +113,20 @@ def _imap(work: Any, items: Iterable[Any], workers: int, chunksize: int, mp_cont
         pool.join()
 
 
+def _each(work: Any, docs: Iterable[Document], workers: int | None, chunksize: int,
+          mp_context: str | None) -> Iterator[Any]:
+    """``work`` of each document, in input order, lazily: in this process or ``workers`` processes."""
+    if workers is None:
+        workers = os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidDocument(f"expected workers >= 1, got {workers!r}")
+    if docs is None or isinstance(docs, (str, bytes)):
+        raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
+    if workers == 1:
+        return map(work, docs)
+    return _imap(work, docs, workers, chunksize, mp_context)
+
+
 def _sketch_or_none(doc: Any) -> bytes | None:
     from simpg.fingerprint.minhash import sketch
 
@@ -134,16 +148,7 @@ def sketch_many(
     A document with nothing to sketch (empty, not text) gives None. ``workers``,
     ``chunksize`` and ``mp_context`` as in :func:`fingerprint_many`.
     """
-    if workers is None:
-        workers = os.cpu_count() or 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InvalidDocument(f"expected workers >= 1, got {workers!r}")
-    if docs is None or isinstance(docs, (str, bytes)):
-        raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
-    if workers == 1:
-        yield from map(_sketch_or_none, docs)
-        return
-    yield from _imap(_sketch_or_none, docs, workers, chunksize, mp_context)
+    return _each(_sketch_or_none, docs, workers, chunksize, mp_context)
 
 
 def _sketch_and_bands_or_none(doc: Any) -> tuple[bytes, tuple[int, ...] | None] | None:
@@ -167,13 +172,4 @@ def sketch_and_bands_many(
     A document with nothing to sketch gives None; one too short for band keys gives
     ``(sketch, None)``.
     """
-    if workers is None:
-        workers = os.cpu_count() or 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InvalidDocument(f"expected workers >= 1, got {workers!r}")
-    if docs is None or isinstance(docs, (str, bytes)):
-        raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
-    if workers == 1:
-        yield from map(_sketch_and_bands_or_none, docs)
-        return
-    yield from _imap(_sketch_and_bands_or_none, docs, workers, chunksize, mp_context)
+    return _each(_sketch_and_bands_or_none, docs, workers, chunksize, mp_context)
