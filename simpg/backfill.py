@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -52,7 +52,7 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint_many
 from simpg.fingerprint.config import identity_of
-from simpg.fingerprint.minhash import sketch, to_sql
+from simpg.fingerprint.minhash import BANDS, sketch_and_bands, to_sql
 from simpg.layout import Layout
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ __all__ = [
     "BackfillResult",
     "IndexResult",
     "add_fingerprint_column",
+    "add_band_columns",
     "add_sketch_column",
     "backfill_fingerprints",
     "backfill_sketches",
@@ -211,44 +212,52 @@ def add_sketch_column(conn: Connection, table: str, column: str, *, lock_timeout
     return _add_column(conn, table, column, "bit(256)", lock_timeout)
 
 
-def _fill(conn: Connection, table: str, text_column: str, column: str, sql_type: str,
+def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tuple[str, str]],
           compute: Callable[[list[str]], list[Any]], batch_size: int,
           progress: Callable[[int, int], None] | None, every_row: bool = False) -> BackfillResult:
-    """Write ``compute(texts)`` into ``column`` for every row where it is NULL, in batches.
+    """Write ``compute(texts)`` into ``columns`` (name, SQL type) for every row where one is NULL, in batches.
 
     Keyset pagination on the single-column primary key; one UPDATE (its own short
     transaction, ``conn`` in autocommit) per batch, so a re-run resumes. ``compute``
-    returns one value per text in the SQL text form of ``sql_type``, None to skip it.
-    With ``every_row``, every row is computed again and written where its value
-    changed, None included (the column becomes NULL): a re-run repeats the work but
-    changes nothing more.
+    returns, per text, a tuple of values in the SQL text form of the columns' types
+    (None in it: that column NULL), or None to skip the row. A row is written only where
+    a value changes. With ``every_row``, every row is computed again and a skipped row's
+    columns become NULL: a re-run repeats the work but changes nothing more.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
     oid, _, key = check_source(conn, table, text_column)
     found = _table(conn, table)
-    kind = _column_type(conn, oid, column)
-    if kind is None:
-        raise SimpgError(f"column {column} of table {found.qualified} does not exist")
-    if kind != sql_type:
-        raise SimpgError(f"column {found.qualified}.{column} is {kind}, expected {sql_type}")
+    for column, sql_type in columns:
+        kind = _column_type(conn, oid, column)
+        if kind is None:
+            raise SimpgError(f"column {column} of table {found.qualified} does not exist")
+        if kind != sql_type:
+            raise SimpgError(f"column {found.qualified}.{column} is {kind}, expected {sql_type}")
     row = conn.execute("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = %s", (oid,)).fetchone()
     estimate = max(int(row[0]) if row else 0, 0)
-    names = {"key": sql.Identifier(key), "text": sql.Identifier(text_column), "table": found.ident,
-             "col": sql.Identifier(column)}
-    todo = sql.SQL("true" if every_row else "{col} IS NULL").format(**names)
+    names = {"key": sql.Identifier(key), "text": sql.Identifier(text_column), "table": found.ident}
+    cols = [sql.Identifier(c) for c, _ in columns]
+    values = [sql.Identifier(f"v{i}") for i in range(len(columns))]
+    casts = [sql.SQL("v.{}::{}").format(v, _TYPES[t]) for v, (_, t) in zip(values, columns, strict=True)]
+    todo = sql.SQL("true") if every_row else sql.SQL(" OR ").join(sql.SQL("{} IS NULL").format(c) for c in cols)
     select_batch = sql.SQL(
-        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND {todo} ORDER BY {key} LIMIT %s"
+        "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND ({todo}) ORDER BY {key} LIMIT %s"
     ).format(todo=todo, **names)
     first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {todo} ORDER BY {key} LIMIT %s").format(
         todo=todo, **names)
-    changed = sql.SQL("t.{col} IS DISTINCT FROM v.value::{type}" if every_row else "t.{col} IS NULL").format(
-        type=_TYPES[sql_type], **names)
     update = sql.SQL(
-        "UPDATE {table} AS t SET {col} = v.value::{type} "
-        "FROM unnest(%s::{keys}, %s::text[]) AS v(k, value) "
-        "WHERE t.{key} = v.k AND {changed}"
-    ).format(type=_TYPES[sql_type], keys=_array_type(conn, oid, key), changed=changed, **names)
+        "UPDATE {table} AS t SET {sets} "
+        "FROM unnest(%s::{keys}, {arrays}) AS v(k, {values}) "
+        "WHERE t.{key} = v.k AND ({changed})"
+    ).format(
+        sets=sql.SQL(", ").join(sql.SQL("{} = {}").format(c, cast) for c, cast in zip(cols, casts, strict=True)),
+        keys=_array_type(conn, oid, key),
+        arrays=sql.SQL(", ").join(sql.SQL("%s::text[]") for _ in columns),
+        values=sql.SQL(", ").join(values),
+        changed=sql.SQL(" OR ").join(sql.SQL("t.{} IS DISTINCT FROM {}").format(c, cast)
+                                     for c, cast in zip(cols, casts, strict=True)),
+        **names)
 
     result = BackfillResult()
     started = time.perf_counter()
@@ -262,18 +271,20 @@ def _fill(conn: Connection, table: str, text_column: str, column: str, sql_type:
         if not rows:
             break
         last = rows[-1][0]
-        values = compute([text if isinstance(text, str) else "" for _, text in rows])
-        keys, written = [], []
-        for (k, _), value in zip(rows, values, strict=True):
+        computed = compute([text if isinstance(text, str) else "" for _, text in rows])
+        keys: list[Any] = []
+        written: list[list[Any]] = [[] for _ in columns]
+        for (k, _), value in zip(rows, computed, strict=True):
             if value is None:
                 result.skipped += 1
                 if len(result.skipped_keys) < 10:
                     result.skipped_keys.append(k)
             if value is not None or every_row:
                 keys.append(k)
-                written.append(value)
+                for i, column_values in enumerate(written):
+                    column_values.append(None if value is None else value[i])
         if keys:
-            cur = conn.execute(update, (keys, written))
+            cur = conn.execute(update, (keys, *written))
             result.rows += cur.rowcount
         result.batches += 1
         if progress is not None:
@@ -322,9 +333,9 @@ def backfill_fingerprints(
 
     def compute(texts: list[str]) -> list[Any]:
         fps = fingerprint_many(texts, config, workers=workers, on_error="none")
-        return [None if fp is None else str(bits.to_db(fp)) for fp in fps]
+        return [None if fp is None else (str(bits.to_db(fp)),) for fp in fps]
 
-    result = _fill(conn, table, text_column, fp_column, "bigint", compute, batch_size, progress, refingerprint)
+    result = _fill(conn, table, text_column, [(fp_column, "bigint")], compute, batch_size, progress, refingerprint)
     if refingerprint:
         record_config(conn, table, fp_column, config or FingerprintConfig())
     return result
@@ -357,25 +368,74 @@ def backfill_sketches(
     text_column: str,
     sketch_column: str,
     *,
+    band_columns: Sequence[str] | None = None,
     batch_size: int = 2000,
     progress: Callable[[int, int], None] | None = None,
 ) -> BackfillResult:
     """Sketch ``text_column`` into ``sketch_column`` (``bit(256)``) for every row where it is NULL.
 
     As :func:`backfill_fingerprints`: batches, resumable; rows without words to sketch
-    stay NULL and are counted in ``skipped``.
+    stay NULL and are counted in ``skipped``. With ``band_columns`` (bigint, one per band:
+    :func:`add_band_columns`), each row's band keys are written too, from the same
+    minima (:func:`simpg.fingerprint.sketch_and_bands`), in every row where the sketch or
+    a key is NULL; a text too short for keys keeps them NULL (and is read again
+    by a re-run, which changes nothing).
     """
+    bands = _checked_band_columns(band_columns)
 
     def compute(texts: list[str]) -> list[Any]:
         out: list[Any] = []
         for text in texts:
             try:
-                out.append(to_sql(sketch(text)))
+                made, keys = sketch_and_bands(text)
             except ValueError:
                 out.append(None)
+                continue
+            if not bands:
+                out.append((to_sql(made),))
+            else:
+                out.append((to_sql(made), *((None,) * len(bands) if keys is None else map(str, keys))))
         return out
 
-    return _fill(conn, table, text_column, sketch_column, "bit(256)", compute, batch_size, progress)
+    # the rows to do: a NULL in any of them (keys of a text too short for them stay NULL)
+    columns = [(sketch_column, "bit(256)"), *((c, "bigint") for c in bands)]
+    return _fill(conn, table, text_column, columns, compute, batch_size, progress)
+
+
+def _checked_band_columns(band_columns: Sequence[str] | None) -> tuple[str, ...]:
+    if band_columns is None:
+        return ()
+    if isinstance(band_columns, str) or len(band_columns) != BANDS or not all(
+            isinstance(c, str) and c for c in band_columns):
+        raise SimpgError(f"expected {BANDS} band key column names, got {band_columns!r}")
+    return tuple(band_columns)
+
+
+def add_band_columns(conn: Connection, table: str, band_columns: Sequence[str], *,
+                     lock_timeout: str = "5s") -> list[str]:
+    """Add the missing bigint band key columns and their B-trees (built concurrently); returns those added.
+
+    ``conn`` must be in autocommit mode. A B-tree a killed run left INVALID is dropped
+    and built again. The B-trees are named ``<table>_<column>_idx`` (shortened as
+    ``simpg.object_name`` shortens).
+    """
+    columns = _checked_band_columns(band_columns)
+    found = _table(conn, table)
+    added = [c for c in columns if _add_column(conn, table, c, "bigint", lock_timeout)]
+    for column in columns:
+        name = conn.execute("SELECT simpg.object_name(%s, '_idx')", (f"{found.name}_{column}",)).fetchone()
+        assert name is not None  # a function call: always one row
+        index = sql.Identifier(found.schema, name[0])
+        valid = conn.execute(
+            "SELECT i.indisvalid FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = %s AND c.relname = %s", (found.oid, name[0])).fetchone()
+        if valid is not None and valid[0]:
+            continue
+        if valid is not None:  # left INVALID by a killed concurrent build
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY {}").format(index))
+        conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} ({})").format(
+            sql.Identifier(name[0]), found.ident, sql.Identifier(column)))
+    return added
 
 
 def _literal(text: str) -> str:

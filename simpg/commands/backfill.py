@@ -20,7 +20,7 @@ import psycopg  # loaded anyway: simpg.cli.main catches its errors
 
 from simpg.commands.install import add_dsn_argument
 from simpg.exc import SimpgError
-from simpg.fingerprint import FingerprintConfig  # loaded anyway: simpg dedup's module imports it
+from simpg.fingerprint import BANDS, FingerprintConfig  # loaded anyway: simpg dedup's module imports it
 
 __all__ = ["register", "run"]
 
@@ -59,6 +59,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=int, default=1, help="fingerprinting processes (default 1)")
     p.add_argument("--sketch-column", help="also sketch the text into this bit(256) column (added if missing), "
                                            "to confirm near-duplicates (simpg.fingerprint.sketch)")
+    p.add_argument("--bands", action="store_true",
+                   help="with --sketch-column: also write the text's band keys into <sketch column>_b0 .. _b3 "
+                        "(bigint, added with their B-trees if missing), a second candidate source for "
+                        "SimHashColumn.duplicates (docs/python.md, band keys)")
     p.add_argument(
         "--config", help="fingerprint config as JSON, or @FILE (default: FingerprintConfig())"
     )
@@ -105,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.dsn:
         raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
+    if args.bands and not args.sketch_column:
+        raise SimpgError("--bands needs --sketch-column: the band keys come from the same minima as the sketch")
     config = _config(args.config)
     show = args.progress or sys.stderr.isatty()
     bar: Any = None
@@ -138,8 +144,12 @@ def run(args: argparse.Namespace) -> int:
         if args.sketch_column:
             sketch_added = backfill.add_sketch_column(conn, args.table, args.sketch_column,
                                                       lock_timeout=args.lock_timeout)
+            band_columns = [f"{args.sketch_column}_b{i}" for i in range(BANDS)] if args.bands else None
+            if band_columns:
+                backfill.add_band_columns(conn, args.table, band_columns, lock_timeout=args.lock_timeout)
             sketches = backfill.backfill_sketches(conn, args.table, args.text_column, args.sketch_column,
-                                                  batch_size=args.batch_size, progress=progress if show else None)
+                                                  band_columns=band_columns, batch_size=args.batch_size,
+                                                  progress=progress if show else None)
             if bar is not None:
                 bar.close()
         index = None

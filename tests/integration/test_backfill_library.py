@@ -9,7 +9,7 @@ import pytest
 
 from simpg import backfill
 from simpg.cli import main
-from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.fingerprint import FingerprintConfig, fingerprint, minhash, sketch_and_bands
 from simpg.layout import Layout
 from simpg.psycopg import SimHashColumn
 
@@ -79,3 +79,57 @@ def test_old_import_path_still_works() -> None:
     assert command.BackfillResult is backfill.BackfillResult
     with pytest.raises(AttributeError):
         command.no_such_name  # noqa: B018
+
+
+def test_band_keys_backfilled_then_found_by_duplicates(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """``simpg backfill --sketch-column --bands``: an existing table gets sketches and band keys (issue 14)."""
+    conn = db.conn  # type: ignore[attr-defined]
+    bodies = make_table(conn, "bigint")
+    short = "two words"  # too few shingles for band keys: they stay NULL, the sketch is written
+    long = [" ".join(f"{WORDS[i % 10]}{i % 37}" for i in range(n, n + 200)) for n in (0, 3)]  # near each other
+    long.append(" ".join(f"other{i}" for i in range(200)))  # unrelated
+    texts = {**dict(enumerate(bodies)), 500: short, 600: long[0], 601: long[1], 602: long[2]}
+    with conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO {QUALIFIED} VALUES (%s, %s)", [(k, t) for k, t in texts.items() if k >= 500])
+    args = ["backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", "Body; Text",  # type: ignore[attr-defined]
+            "--fp-column", "fp", "-k", "3", "--blocks", "4", "--sketch-column", "sk", "--bands", "--json"]
+    assert main(args) == 0, capsys.readouterr().err
+    result = json.loads(capsys.readouterr().out)
+    assert (result["sketches"]["rows"], result["sketches"]["skipped"]) == (124, 0)
+    bands = ["sk_b0", "sk_b1", "sk_b2", "sk_b3"]
+    stored = {row[0]: row[1:] for row in conn.execute(
+        f'SELECT "Key Col", sk::text, sk_b0, sk_b1, sk_b2, sk_b3 FROM {QUALIFIED}')}
+    for key, body in texts.items():
+        made, keys = sketch_and_bands(body)
+        assert (minhash.from_sql(stored[key][0]), *stored[key][1:]) == (made, *(keys or (None,) * 4)), key
+    assert stored[500][1:] == (None,) * 4
+    valid = conn.execute("SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass AND indisvalid "
+                         "AND indkey::text = ANY(SELECT attnum::text FROM pg_attribute WHERE attrelid = "
+                         "%s::regclass AND attname = ANY(%s))", [QUALIFIED, QUALIFIED, bands]).fetchone()
+    assert valid == (4,)
+    # a second run changes nothing (the short text is read again: its keys stay NULL)
+    assert main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert (again["sketches"]["rows"], again["sketches"]["column_added"]) == (0, False)
+    # duplicates(bands=) over the backfilled rows equals a brute force: within k or sharing a
+    # band, and confirmed by the sketch
+    index = SimHashColumn(conn, QUALIFIED, "fp")
+    made, keys = sketch_and_bands(long[0])
+    assert keys is not None
+    found = {d.id for d in index.duplicates(fingerprint(long[0]), made, k=0, sketch_column="sk",
+                                            bands=keys, band_columns=bands)}
+    expected = set()
+    for key, text in texts.items():
+        other, other_keys = sketch_and_bands(text)
+        near = fingerprint(text) == fingerprint(long[0]) or any(
+            a == b for a, b in zip(other_keys or (), keys, strict=False))
+        if near and minhash.sketch_distance(other, made) <= minhash.MAX_SKETCH_DISTANCE:
+            expected.add(key)
+    assert found == expected and {600, 601} <= found and 602 not in found
+
+
+def test_bands_need_a_sketch_column(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["backfill", "--dsn", db.dsn, "--table", "t", "--text-column", "b",  # type: ignore[attr-defined]
+                 "--fp-column", "fp", "--bands"])
+    assert (code, capsys.readouterr().err) == (
+        1, "simpg: --bands needs --sketch-column: the band keys come from the same minima as the sketch\n")
