@@ -13,7 +13,7 @@ import random
 
 import psycopg
 import pytest
-from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, select
+from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, or_, select, union
 
 from simpg import bits
 from simpg.exc import SimpgError
@@ -374,3 +374,44 @@ def test_sketch_and_bands_find_an_edited_text_beyond_k(conn: psycopg.Connection)
     assert [d.id for d in index.duplicates(fingerprint(texts[0]), s)] == [1]
     found = index.duplicates(fingerprint(texts[0]), s, bands=b)
     assert [d.id for d in found] == [1, 2] and found[1].distance > 0
+
+
+#: The documented SQL for band keys (docs/fingerprinting.md, "Band keys from SQL and SQLAlchemy").
+BANDED_SQL = """
+SELECT c.id, simpg.hamming(c.simhash, %(q)s), bit_count(c.sketch # %(s)s::bit(256))
+FROM (SELECT * FROM simpg.near(NULL::docs, %(q)s, %(k)s)
+      UNION
+      SELECT * FROM docs
+      WHERE sketch_b0 = %(b)s[1] OR sketch_b1 = %(b)s[2] OR sketch_b2 = %(b)s[3] OR sketch_b3 = %(b)s[4]) AS c
+WHERE c.simhash IS NOT NULL AND bit_count(c.sketch # %(s)s::bit(256)) <= %(t)s
+"""
+
+
+def test_banded_sql_and_sqlalchemy_recipes_equal_duplicates(conn: psycopg.Connection, db: object) -> None:
+    """From SQL (simpg.near UNION the band equalities) and SQLAlchemy (within() or a band, in one
+    union), the rows SimHashColumn.duplicates(bands=) confirms."""
+    index, rows, sketches, queries = setup(conn, 53)
+    stored: list[bytes | None] = list(sketches)
+    _, query_bands = add_bands(conn, rows, stored, queries, 53)
+    docs = Table("docs", MetaData(), Column("id", BigInteger, primary_key=True), Column("simhash", SimHash()),
+                 Column("sketch", Sketch()), *(Column(c, BigInteger) for c in BAND_COLUMNS))
+    simhash_index(docs.c.simhash, k=LAYOUT.k, blocks=LAYOUT.levels[0])
+    engine = create_engine(url_from_dsn(db.dsn))  # type: ignore[attr-defined]
+    try:
+        with engine.connect() as sa:
+            for (q, qs), qb in zip(queries, query_bands, strict=True):
+                want = {(d.id, d.distance, d.sketch_distance) for d in index.duplicates(q, qs, bands=qb)}
+                got = conn.execute(BANDED_SQL, {"q": bits.to_db(q), "s": to_sql(qs), "k": LAYOUT.k, "b": qb,
+                                                "t": MAX_SKETCH_DISTANCE}).fetchall()
+                assert set(got) == want
+                candidates = union(
+                    select(docs.c.id).where(docs.c.simhash.within(q, LAYOUT.k)),
+                    select(docs.c.id).where(or_(*(docs.c[c] == key for c, key in zip(BAND_COLUMNS, qb,
+                                                                                       strict=True))))).subquery()
+                stmt = (select(docs.c.id, docs.c.simhash.distance(q), docs.c.sketch.sketch_distance(qs))
+                        .join(candidates, candidates.c.id == docs.c.id)
+                        .where(docs.c.simhash.is_not(None))
+                        .where(docs.c.sketch.sketch_distance(qs) <= MAX_SKETCH_DISTANCE))
+                assert set(map(tuple, sa.execute(stmt))) == want
+    finally:
+        engine.dispose()
