@@ -378,12 +378,13 @@ def test_sketch_and_bands_find_an_edited_text_beyond_k(conn: psycopg.Connection)
 
 #: The documented SQL for band keys (docs/fingerprinting.md, "Band keys from SQL and SQLAlchemy").
 BANDED_SQL = """
-SELECT c.id, simpg.hamming(c.simhash, %(q)s), bit_count(c.sketch # %(s)s::bit(256))
-FROM (SELECT * FROM simpg.near(NULL::docs, %(q)s, %(k)s)
+SELECT n.id, simpg.hamming(n.simhash, %(q)s), bit_count(n.sketch # %(s)s::bit(256))
+FROM docs AS n
+JOIN (SELECT id FROM simpg.near(NULL::docs, %(q)s, %(k)s)
       UNION
-      SELECT * FROM docs
-      WHERE sketch_b0 = %(b)s[1] OR sketch_b1 = %(b)s[2] OR sketch_b2 = %(b)s[3] OR sketch_b3 = %(b)s[4]) AS c
-WHERE c.simhash IS NOT NULL AND bit_count(c.sketch # %(s)s::bit(256)) <= %(t)s
+      SELECT id FROM docs
+      WHERE sketch_b0 = %(b)s[1] OR sketch_b1 = %(b)s[2] OR sketch_b2 = %(b)s[3] OR sketch_b3 = %(b)s[4]) AS c USING (id)
+WHERE n.simhash IS NOT NULL AND bit_count(n.sketch # %(s)s::bit(256)) <= %(t)s
 """
 
 
