@@ -36,7 +36,7 @@ one-server lookups are timed again at the end, to show how the machine's load mo
 Prints progress and tables; writes JSON with ``--json``. Usage:
 
     python bench/shard_scale.py --rows 10000000 --shards 2,4 --json /tmp/shard_scale.json
-    python bench/shard_scale.py --rows 1000000 --shards 2 --load copy,insert
+    python bench/shard_scale.py --rows 1000000 --shards 2,4 --load copy,insert,coordcopy
 """
 
 from __future__ import annotations
@@ -297,6 +297,23 @@ def build_by_insert(conn: psycopg.Connection[Any], table: str, shard_list: list[
     return steps
 
 
+def coordinator_copy_rate(conn: psycopg.Connection[Any], table: str, shard_list: list[Shard],
+                          data: dict[str, Any], blocks: int, inner: int | None, rows: int) -> float:
+    """Rows/s of COPY into the coordinator's partitioned table (PostgreSQL routes each row to its shard)."""
+    conn.execute(f"CREATE TABLE {table} (id bigint NOT NULL, simhash bigint) PARTITION BY HASH (id)")
+    problems = create_shards(conn, table, "simhash", shard_list, k=3, blocks=blocks, inner_blocks=inner)
+    assert problems == [], problems
+    t = time.perf_counter()
+    copy_rows(conn, table, data["ids"][:rows], data["fps"][:rows])
+    rate = rows / (time.perf_counter() - t)
+    assert conn.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == rows
+    conn.execute(f"DROP TABLE {table}")
+    for s in shard_list:
+        with psycopg.connect(s.dsn, autocommit=True) as remote:
+            remote.execute(f"DROP TABLE {table}")
+    return rate
+
+
 def write_rate(conn: psycopg.Connection[Any], table: str, n: int, rows: int) -> float:
     """Rows/s of INSERT ... SELECT of ``rows`` new rows (10,000 a statement), then deleted again."""
     rng = np.random.default_rng(99)
@@ -317,7 +334,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--shards", default="2,4", help="shard counts to compare, e.g. 2,4")
-    parser.add_argument("--load", default="copy", help="copy (default), or copy,insert to also time the INSERT way")
+    parser.add_argument("--load", default="copy",
+                        help="copy (default); add insert to also build by INSERT through the coordinator, "
+                             "coordcopy to time COPY into the coordinator's table on --coordcopy-rows rows")
+    parser.add_argument("--coordcopy-rows", type=int, default=5000)
     parser.add_argument("--no-single", action="store_true",
                         help="skip the one-server table (answers then checked against numpy only)")
     parser.add_argument("--planted", type=float, default=0.01, help="share of rows that copy another row")
@@ -332,7 +352,7 @@ def main() -> None:
     n = args.rows
     shard_counts = [int(s) for s in args.shards.split(",") if s]
     loads = args.load.split(",")
-    assert set(loads) <= {"copy", "insert"} and "copy" in loads, "--load: copy or copy,insert"
+    assert set(loads) <= {"copy", "insert", "coordcopy"} and "copy" in loads, "--load: copy[,insert][,coordcopy]"
     settings = {**pgserver.SETTINGS, "shared_buffers": args.shared_buffers, "effective_cache_size": "8GB",
                 "huge_pages": "off", "max_connections": "40"}
     out: dict[str, Any] = {
@@ -407,6 +427,12 @@ def main() -> None:
             for s in ins_list:
                 with psycopg.connect(s.dsn, autocommit=True) as remote:
                     remote.execute(f"DROP TABLE {name}_ins")
+        if "coordcopy" in loads:
+            cc_list = [Shard(f"c{count}_{i + 1}", s.dsn("bench")) for i, s in enumerate(servers)]
+            res["coordinator_copy_rows_per_s"] = coordinator_copy_rate(
+                conn, f"{name}_cc", cc_list, data, blocks, inner, args.coordcopy_rows)
+            say(f"{name}: COPY into the coordinator's table: {res['coordinator_copy_rows_per_s']:,.0f} rows/s "
+                f"({args.coordcopy_rows:,} rows)")
         bytes_: dict[str, int] = {"heap": 0, "primary_key": 0, "prefix_btrees": 0}
         per_shard_rows = []
         for s in shard_list:
@@ -493,6 +519,8 @@ def report(out: dict[str, Any], clients: int) -> None:
         ("build (s)", lambda r: f"{build(r):.1f}"),
         ("build by INSERT through the coordinator (s)",
          lambda r: f"{r['insert_build_total_s']:.1f}" if "insert_build_total_s" in r else "-"),
+        ("COPY into the coordinator's table (rows/s)",
+         lambda r: f"{r['coordinator_copy_rows_per_s']:,.0f}" if "coordinator_copy_rows_per_s" in r else "-"),
         ("bytes per row (all)", lambda r: f"{sum(r['bytes'].values()) / n:.1f}"),
         ("  of which prefix B-trees", lambda r: f"{r['bytes']['prefix_btrees'] / n:.1f}"),
         ("all pairs within 3 (s)", lambda r: f"{r['pairs']['s']:.2f}"),
