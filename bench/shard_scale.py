@@ -113,6 +113,45 @@ def brute_force(ids: np.ndarray, fps: np.ndarray, q: int, k: int = 3) -> list[tu
 
 # -- measurements
 
+CLOCK = os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_s(server: Any) -> float:
+    """CPU seconds of a server so far: its postmaster, its live processes, and the ones it has reaped.
+
+    The postmaster's ``cutime``/``cstime`` (/proc/PID/stat) hold its exited children's time,
+    so backends that came and went are counted too.
+    """
+    pid = int((Path(server.host).parent / "data" / "postmaster.pid").read_text().split()[0])
+
+    def times(p: int, children: bool) -> float:
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        # fields[0] is the state (stat field 3): utime, stime, cutime, cstime are fields 14-17
+        return sum(int(x) for x in fields[11:15 if children else 13]) / CLOCK
+
+    total = times(pid, True)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    total += times(int(entry.name), True)
+            except (OSError, ValueError):
+                pass
+    return total
+
+
+def cpu_per_lookup(servers: dict[str, Any], run: Callable[[], float], seconds: float) -> tuple[float, dict[str, float]]:
+    """``run()`` (a throughput figure, lookups/s over ``seconds``) and each server's CPU ms per lookup."""
+    before = {name: server_cpu_s(s) for name, s in servers.items()}
+    client = os.times()
+    rate = run()
+    client_after = os.times()
+    lookups = rate * seconds
+    cpu = {name: (server_cpu_s(s) - before[name]) / lookups * 1e3 for name, s in servers.items()}
+    cpu["client"] = ((client_after.user + client_after.system) - (client.user + client.system)) / lookups * 1e3
+    return rate, cpu
+
 def timed_lookups(lookup: Callable[[int], Any], queries: list[int]) -> tuple[dict[str, float], list[Any]]:
     for q in queries[:200]:  # warm the caches and the prepared statements
         lookup(q)
@@ -140,7 +179,8 @@ def relation_bytes(conn: psycopg.Connection[Any], table: str) -> dict[str, int]:
 
 def measure(name: str, out: dict[str, Any], near: Callable[[int], Any], make: Callable[[], Any],
             many: Callable[[list[int]], Any], pairs: Callable[[], Any], queries: list[int],
-            clients: int, seconds: float, reference: dict[str, Any] | None) -> dict[str, Any]:
+            clients: int, seconds: float, reference: dict[str, Any] | None,
+            servers: dict[str, Any]) -> dict[str, Any]:
     """Time one configuration's lookups, batches and pairs; compare the answers with ``reference``."""
     res: dict[str, Any] = {}
     say(f"{name}: {len(queries)} lookups from one client")
@@ -148,9 +188,11 @@ def measure(name: str, out: dict[str, Any], near: Callable[[int], Any], make: Ca
     say(f"{name}: p50 {res['near']['p50_ms']:.3f} ms, p99 {res['near']['p99_ms']:.3f} ms, "
         f"{res['near']['lookups_per_s']:.0f}/s; {clients} clients for {seconds:.0f} s")
     res["lookups_per_s_1_client"] = throughput(make, queries, 1, seconds)
-    res[f"lookups_per_s_{clients}_clients"] = throughput(make, queries, clients, seconds)
+    res[f"lookups_per_s_{clients}_clients"], res["cpu_ms_per_lookup"] = cpu_per_lookup(
+        servers, lambda: throughput(make, queries, clients, seconds), seconds)
     say(f"{name}: {res['lookups_per_s_1_client']:.0f}/s from 1 client, "
-        f"{res[f'lookups_per_s_{clients}_clients']:.0f}/s from {clients}; batches of 100")
+        f"{res[f'lookups_per_s_{clients}_clients']:.0f}/s from {clients}; CPU ms per lookup "
+        + ", ".join(f"{k} {v:.3f}" for k, v in res["cpu_ms_per_lookup"].items()) + "; batches of 100")
     batch = queries[:1000]
     t = time.perf_counter()
     batched = [sorted((int(a), int(b)) for a, b in answer)
@@ -397,7 +439,8 @@ def main() -> None:
             assert sorted(single.near(q)) == hit, q
         res = measure("single", out, single.near,
                       lambda: SimHashColumn.connect(coord.dsn("bench"), "single", "simhash").near,
-                      single.near_many, lambda: single.pairs(3), queries, args.clients, args.seconds, None)
+                      single.near_many, lambda: single.pairs(3), queries, args.clients, args.seconds, None,
+                      {"coordinator": coord})
         res["build_s"] = steps
         res["bytes"] = relation_bytes(conn, "single")
         res["write_rows_per_s"] = write_rate(conn, "single", n, args.write_rows)
@@ -457,15 +500,20 @@ def main() -> None:
             return ShardedIndex(c, table, "simhash", id_column="id").near
 
         res.update(measure(name, out, index.near, make, index.near_many, lambda index=index: index.pairs(3), queries,
-                           args.clients, args.seconds, reference))
+                           args.clients, args.seconds, reference,
+                           {"coordinator": coord, **{s.name: srv for s, srv in zip(shard_list, servers, strict=True)}}))
         if reference is None:
             reference = out  # the first sharded table's answers stand in for the one server's
         # one shard's part of a lookup, straight on the shard server (no coordinator)
         direct, _ = timed_lookups(directs[0].near, queries)
-        for clients in (1, args.clients):
-            direct[f"lookups_per_s_{clients}_client{'s' if clients > 1 else ''}"] = throughput(
-                lambda dsn=shard_list[0].dsn, table=name: SimHashColumn.connect(dsn, table, "simhash").near,
-                queries, clients, args.seconds)
+        def direct_make(dsn: str = shard_list[0].dsn, table: str = name) -> Any:
+            return SimHashColumn.connect(dsn, table, "simhash").near
+
+        direct["lookups_per_s_1_client"] = throughput(direct_make, queries, 1, args.seconds)
+        direct[f"lookups_per_s_{args.clients}_clients"], cpu = cpu_per_lookup(
+            {"shard": servers[0]}, lambda: throughput(direct_make, queries, args.clients, args.seconds),
+            args.seconds)
+        direct["cpu_ms_per_lookup"] = cpu
         res["one_shard_direct"] = direct
         say(f"{name}: straight on shard 1: p50 {direct['p50_ms']:.3f} ms, {direct['lookups_per_s']:.0f}/s")
         res["write_rows_per_s"] = write_rate(conn, name, n, args.write_rows)
@@ -515,6 +563,12 @@ def report(out: dict[str, Any], clients: int) -> None:
         ("lookup p99 (ms)", lambda r: f"{r['near']['p99_ms']:.3f}"),
         ("lookups/s, 1 client", lambda r: f"{r['lookups_per_s_1_client']:,.0f}"),
         (f"lookups/s, {clients} clients", lambda r: f"{r[f'lookups_per_s_{clients}_clients']:,.0f}"),
+        (f"CPU ms per lookup ({clients} clients): coordinator",
+         lambda r: f"{r['cpu_ms_per_lookup']['coordinator']:.3f}"),
+        ("CPU ms per lookup: shards (sum)",
+         lambda r: f"{sum(v for k, v in r['cpu_ms_per_lookup'].items() if k not in ('coordinator', 'client')):.3f}"
+         if len(r["cpu_ms_per_lookup"]) > 2 else "-"),
+        ("CPU ms per lookup: client (Python)", lambda r: f"{r['cpu_ms_per_lookup']['client']:.3f}"),
         ("batches of 100, ms per lookup", lambda r: f"{r['near_many_100_ms_per_lookup']:.3f}"),
         ("build (s)", lambda r: f"{build(r):.1f}"),
         ("build by INSERT through the coordinator (s)",
@@ -532,6 +586,8 @@ def report(out: dict[str, Any], clients: int) -> None:
         (f"one shard alone: lookups/s, {clients} clients",
          lambda r: f"{r['one_shard_direct'][f'lookups_per_s_{clients}_clients']:,.0f}"
          if "one_shard_direct" in r else "-"),
+        ("one shard alone: CPU ms per lookup, server",
+         lambda r: f"{r['one_shard_direct']['cpu_ms_per_lookup']['shard']:.3f}" if "one_shard_direct" in r else "-"),
     ]
     print()
     print(f"{n:,} rows, layout {out['layout']}, {out['queries']} lookups, {out['started']} to {out['finished']}, "
