@@ -20,8 +20,13 @@ them copies of another row with 0 to 3 bits flipped, so that there are pairs) in
     is looked up by key through the coordinator (partition pruning) to prove the routing.
   - ``insert`` (also, into a second table, if asked): ``simpg.shards.create_shards``
     (the shards' B-trees exist first), then ``INSERT ... SELECT`` of 100,000 rows a
-    statement through the coordinator (postgres_fdw batches of 1,000). Slow: ~57 s per
+    statement through the coordinator (postgres_fdw batches of 1,000). Slow: ~70 s per
     million rows here; use it at small N.
+  - ``coordcopy`` (also, if asked): COPY of ``--coordcopy-rows`` rows into the
+    coordinator's partitioned table (PostgreSQL 15 sends them one row per round trip).
+
+  ``--no-single`` skips the one-server table (for the largest runs): the answers are then
+  checked against numpy, the shards' own answers and the planted pairs only.
 
 Then, on each, the same lookups (queries: a row's fingerprint with two bits flipped): single
 lookups from one client on a lookup connection (``configure_lookups``: generic plans), p50,
@@ -30,7 +35,8 @@ p99, lookups/s; lookups/s of ``--clients`` clients (threads, a connection each);
 (table, primary key, prefix B-trees; summed over the shards); and, for the model of
 docs/scaling.md, lookups straight on one shard server (its part of the answer) and
 ``--write-rows`` rows INSERTed into the loaded table. Every lookup answer and every pair
-list is compared with the one-server answers; the first ``--check`` lookups also with a
+list is compared with the one-server answers; the CPU of every server (and of the client)
+during the several-clients figure is read from /proc and given per lookup; the first ``--check`` lookups also with a
 numpy popcount over all rows, and with the union of the shards' direct answers. The
 one-server lookups are timed again at the end, to show how the machine's load moved.
 Prints progress and tables; writes JSON with ``--json``. Usage:
