@@ -383,7 +383,8 @@ FROM docs AS n
 JOIN (SELECT id FROM simpg.near(NULL::docs, %(q)s, %(k)s)
       UNION
       SELECT id FROM docs
-      WHERE sketch_b0 = %(b)s[1] OR sketch_b1 = %(b)s[2] OR sketch_b2 = %(b)s[3] OR sketch_b3 = %(b)s[4]) AS c USING (id)
+      WHERE sketch_b0 = %(b)s[1] OR sketch_b1 = %(b)s[2] OR sketch_b2 = %(b)s[3] OR sketch_b3 = %(b)s[4]
+     ) AS c USING (id)
 WHERE n.simhash IS NOT NULL AND bit_count(n.sketch # %(s)s::bit(256)) <= %(t)s
 """
 
