@@ -40,8 +40,8 @@ from simpg.fingerprint import (
     get_fingerprinter,
     similarity,
     sketch_and_bands_many,
-    sketch_many,
 )
+from simpg.fingerprint.batch import PARALLEL_FROM
 from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distance, to_sql
 from simpg.psycopg import SimHashColumn
 from simpg.reference import BAND_COLUMNS, TABLE, ensure_reference_schema
@@ -53,7 +53,6 @@ __all__ = [
     "featureless_reason",
     "fingerprint_documents",
     "sketch_and_band_documents",
-    "sketch_documents",
 ]
 
 T = TypeVar("T")
@@ -61,8 +60,6 @@ T = TypeVar("T")
 #: ``progress(items, total, description, weight)``: the items, passed through (the CLI shows a bar).
 Progress = Callable[[Iterable[Any], "int | None", str, "Callable[[Any], int] | None"], Iterable[Any]]
 
-#: Below this many documents, fingerprinting in worker processes costs more than it saves.
-PARALLEL_FROM = 1000
 #: Rows per COPY while loading, so progress moves.
 LOAD_CHUNK = 5000
 
@@ -84,12 +81,6 @@ def fingerprint_documents(docs: Sequence[Document], config: FingerprintConfig, w
     """Each document's fingerprint (None: no usable features), in worker processes from 1,000 documents."""
     return list(progress(fingerprint_many(_inputs(docs), config, workers=_workers(docs, workers), on_error="none"),
                          len(docs), "fingerprinting", None))
-
-
-def sketch_documents(docs: Sequence[Document], workers: int | None = None,
-                     progress: Progress = _quiet) -> list[bytes | None]:
-    """Each document's sketch (None: no words to sketch), in worker processes as fingerprinting."""
-    return list(progress(sketch_many(_inputs(docs), workers=_workers(docs, workers)), len(docs), "sketching", None))
 
 
 def sketch_and_band_documents(docs: Sequence[Document], workers: int | None = None, progress: Progress = _quiet,
@@ -215,6 +206,7 @@ def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]
                             "sketch_b2 = %s, sketch_b3 = %s WHERE id = %s", updates)
     return [found.get(int(i)) for i in ids]
 
+
 def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int,
             max_sketch_distance: int) -> list[tuple[int, int, int, int | None]]:
     """Every near-duplicate pair ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted.
@@ -239,6 +231,7 @@ def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int,
     out.sort()
     return out
 
+
 def _clusters(ids: Any, pairs: list[tuple[int, int, int, int | None]], method: str) -> list[list[int]]:
     """Clusters (size >= 2) of the decided pairs, as sorted id lists, largest first.
 
@@ -260,6 +253,7 @@ def _clusters(ids: Any, pairs: list[tuple[int, int, int, int | None]], method: s
     out.sort(key=lambda g: (-len(g), g[0]))
     return out
 
+
 def _pair_json(a: int, b: int, d: int, sd: int | None, rows: Mapping[Any, Sequence[Any]],
                confirm: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
@@ -268,9 +262,9 @@ def _pair_json(a: int, b: int, d: int, sd: int | None, rows: Mapping[Any, Sequen
         out["similarity"] = round(similarity(sd), 3)
     return out
 
+
 def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
             rows: Mapping[Any, Sequence[Any]], skipped: list[str]) -> dict[str, Any]:
-
     out = []
     for ids in clusters:
         first = bits.from_db(rows[ids[0]][4])

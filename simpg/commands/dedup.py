@@ -45,10 +45,8 @@ from simpg.commands.install import add_dsn_argument
 from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
 from simpg.exc import SimpgError
 from simpg.fingerprint import DEDUP_K, DEFAULT_K, MAX_SKETCH_DISTANCE, SKETCH_BITS
+from simpg.fingerprint.batch import PARALLEL_FROM
 from simpg.layout import MAX_K
-
-#: As simpg.dedup.PARALLEL_FROM (not imported here: it loads psycopg, which other commands do not need).
-PARALLEL_FROM = 1000
 
 
 def register(subparsers: Any) -> None:

@@ -24,7 +24,11 @@ from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import FingerprintError, InvalidDocument
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 
-__all__ = ["fingerprint_many", "sketch_and_bands_many", "sketch_many"]
+__all__ = ["PARALLEL_FROM", "fingerprint_many", "sketch_and_bands_many", "sketch_many"]
+
+#: Below this many documents, worker processes cost more than they save (simpg dedup's
+#: default for ``workers``).
+PARALLEL_FROM = 1000
 
 OnError = Literal["raise", "none"]
 
