@@ -54,6 +54,7 @@ def add_common_arguments(p: argparse.ArgumentParser, k_default: int | None, k_he
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
 
+
 def check_k(args: argparse.Namespace, info: Any, what: str) -> int:
     """-k (default: the index's radius), refused outside what the index on ``what`` answers.
 
@@ -64,10 +65,12 @@ def check_k(args: argparse.Namespace, info: Any, what: str) -> int:
         return limit
     return check_radius(args, limit, f" for {what}")
 
+
 def stage(args: argparse.Namespace, text: str) -> None:
     """A line on stderr naming the step that starts, when progress is shown."""
     if bool(getattr(args, "progress", False)) or sys.stderr.isatty():
         print(f"simpg: {text}", file=sys.stderr, flush=True)
+
 
 def database_dsn(args: argparse.Namespace) -> str:
     """--dsn / $SIMPG_DSN, else the embedded default server (started on demand)."""
@@ -77,6 +80,7 @@ def database_dsn(args: argparse.Namespace) -> str:
 
     logger.info("no --dsn or SIMPG_DSN: using the embedded PostgreSQL in %s", data_dir())
     return embedded_dsn()
+
 
 def progress(items: Iterable[T], args: argparse.Namespace, total: int | None, desc: str,
              unit: str = "doc", weight: Any = None) -> Iterator[T]:
@@ -95,14 +99,17 @@ def progress(items: Iterable[T], args: argparse.Namespace, total: int | None, de
             yield item
             bar.update(1 if weight is None else weight(item))
 
+
 def check_max_sketch_distance(value: int | None) -> None:
     """--max-sketch-distance (None: the default), refused outside 0 .. SKETCH_BITS; shared with ``simpg near``."""
     if value is not None and not 0 <= value <= SKETCH_BITS:
         raise SimpgError(f"--max-sketch-distance must be from 0 to {SKETCH_BITS}, got {value}")
 
+
 def plural(n: int, word: str) -> str:
     """``1 document``, ``2 documents``."""
     return f"{n} {word}{'' if n == 1 else 's'}"
+
 
 def shown(items: list[str]) -> str:
     """The first five of ``items``, and how many more."""

@@ -20,7 +20,7 @@ import psycopg  # loaded anyway: simpg.cli.main catches its errors
 
 from simpg.commands.install import add_dsn_argument
 from simpg.exc import SimpgError
-from simpg.fingerprint import BANDS, FingerprintConfig  # loaded anyway: simpg dedup's module imports it
+from simpg.fingerprint import FingerprintConfig  # loaded anyway: simpg dedup's module imports it
 
 __all__ = ["register", "run"]
 
@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``simpg backfill``."""
     # Measured reason for a local import: see __getattr__ (simpg --help should not pay for it).
     from simpg import backfill
+    from simpg.psycopg import _common
 
     if not args.dsn:
         raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
@@ -144,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         if args.sketch_column:
             sketch_added = backfill.add_sketch_column(conn, args.table, args.sketch_column,
                                                       lock_timeout=args.lock_timeout)
-            band_columns = [f"{args.sketch_column}_b{i}" for i in range(BANDS)] if args.bands else None
+            # the names SimHashColumn.duplicates looks for by default
+            band_columns = _common.band_columns(args.sketch_column, None) if args.bands else None
             if band_columns:
                 backfill.add_band_columns(conn, args.table, band_columns, lock_timeout=args.lock_timeout)
             sketches = backfill.backfill_sketches(conn, args.table, args.text_column, args.sketch_column,

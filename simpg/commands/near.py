@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     """Look the queries up and print the neighbours."""
     import psycopg
 
-    from simpg.fingerprint import BANDS
     from simpg.psycopg import SimHashColumn
+    from simpg.psycopg._common import band_columns
 
     queries = _queries(args)
     check_max_sketch_distance(args.max_sketch_distance)
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         confirm = args.confirm == "sketch" or (args.confirm == "auto" and _has_column(
             conn, args.table, args.sketch_column))
         # band keys as candidates too, where the table has their columns (simpg_documents does)
-        banded = confirm and all(_has_column(conn, args.table, f"{args.sketch_column}_b{i}") for i in range(BANDS))
+        banded = confirm and all(_has_column(conn, args.table, c) for c in band_columns(args.sketch_column, None))
         results: list[list[Any]] = index.near_many([fp for _, fp, _, _ in queries], k)
         if confirm:  # text queries, confirmed one by one
             results = [index.duplicates(fp, sk, k, bands=keys if banded else None, sketch_column=args.sketch_column,
