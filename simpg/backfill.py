@@ -52,7 +52,7 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint_many
 from simpg.fingerprint.config import identity_of
-from simpg.fingerprint.minhash import BANDS, sketch_and_bands, to_sql
+from simpg.fingerprint.minhash import BANDS, sketch, sketch_and_bands, to_sql
 from simpg.layout import Layout
 
 logger = logging.getLogger(__name__)
@@ -387,14 +387,14 @@ def backfill_sketches(
         out: list[Any] = []
         for text in texts:
             try:
+                if not bands:  # the keys' hashing only where they are wanted
+                    out.append((to_sql(sketch(text)),))
+                    continue
                 made, keys = sketch_and_bands(text)
             except ValueError:
                 out.append(None)
                 continue
-            if not bands:
-                out.append((to_sql(made),))
-            else:
-                out.append((to_sql(made), *((None,) * len(bands) if keys is None else map(str, keys))))
+            out.append((to_sql(made), *((None,) * len(bands) if keys is None else map(str, keys))))
         return out
 
     # the rows to do: a NULL in any of them (keys of a text too short for them stay NULL)
