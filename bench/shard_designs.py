@@ -5,11 +5,12 @@
   the T prefix ranges and the distance filter.
 * ``range``: Google's design (seeds 001/003): one table per permutation t,
   ``(p, id, fp)`` with ``p`` the permuted fingerprint, RANGE-partitioned by ``p`` over
-  the shards (here: the sign bit, p < 0 on s1, p >= 0 on s2; the sign bit is always in
-  the prefix) with a covering B-tree ``(p) INCLUDE (id, fp)``; a lookup sends one query
-  per permutation, each pruned to the one shard that holds its prefix.
+  the shards (``--shards`` equal ranges of the signed 64-bit value: with 2, p < 0 on s1 and
+  p >= 0 on s2; the top bits that choose the shard are always in the prefix) with a
+  covering B-tree ``(p) INCLUDE (id, fp)``; a lookup sends one query per permutation,
+  each pruned to the one shard that holds its prefix.
 
-Both on the same coordinator and two shard servers (Debian PostgreSQL 15, bench/pgserver.py
+Both on the same coordinator and ``--shards`` shard servers (Debian PostgreSQL 15, bench/pgserver.py
 settings with 1 GB of shared buffers each), N random fingerprints, k=3 and the layout
 simpg.default_levels picks. Measures lookup p50/p99 from one client, lookups/s from
 ``--clients`` clients, bytes per row over the shards; answers compared with each other
@@ -18,6 +19,7 @@ cannot show how either design scales with machines; the round trips and the work
 lookup are what this measures. Usage:
 
     python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
+    python bench/shard_designs.py --rows 1000000 --shards 4
 """
 
 from __future__ import annotations
@@ -113,8 +115,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--shards", type=int, default=2, help="shard servers (2 or more)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.shards < 2:
+        parser.error(f"--shards must be 2 or more, got {args.shards}")
     n = args.rows
     rng = np.random.default_rng(18)
     fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
@@ -123,7 +128,7 @@ def main() -> None:
     flips = rng.integers(0, 64, size=(args.queries, 2))
     queries = [int(fps[i]) ^ (1 << int(a)) ^ (1 << int(b)) for i, (a, b) in zip(picks, flips, strict=True)]
 
-    started = [pgserver.start(settings=SETTINGS) for _ in range(3)]
+    started = [pgserver.start(settings=SETTINGS) for _ in range(1 + args.shards)]
     coord, *shard_servers = started
     schema.install_extension_files(sharedir=coord.sharedir)
     for server in started:
@@ -131,7 +136,10 @@ def main() -> None:
             conn.execute("CREATE DATABASE bench")
         with psycopg.connect(server.dsn("bench"), autocommit=True) as conn:
             schema.install(conn)
-    out: dict[str, Any] = {"rows": n, "clients": args.clients}
+    out: dict[str, Any] = {"rows": n, "clients": args.clients, "shards": args.shards}
+    # the range design's split points: equal ranges of the signed value (None: unbounded)
+    cuts = [-2**63 + i * 2**64 // args.shards for i in range(1, args.shards)]
+    spans = list(zip([None, *cuts], [*cuts, None], strict=True))
     id_list, fp_list = ids.tolist(), fps.view(np.int64).tolist()
     try:
         with psycopg.connect(coord.dsn("bench"), autocommit=True) as conn:
@@ -149,25 +157,27 @@ def main() -> None:
                          [id_list, fp_list])
             out["hash_load_s"] = time.perf_counter() - t0
 
-            # -- range: one table per permutation, split at p = 0
+            # -- range: one table per permutation, split at the cuts
             t0 = time.perf_counter()
             for t in range(layout.tables):
                 name = f"rng_t{t}"
-                for i, server in enumerate(shard_servers):
+                for server, (lo, hi) in zip(shard_servers, spans, strict=True):
                     with psycopg.connect(server.dsn("bench"), autocommit=True) as shard:
                         shard.execute(sql.SQL("CREATE TABLE {} (p bigint NOT NULL, id bigint NOT NULL, "
                                               "fp bigint NOT NULL)").format(sql.Identifier(name)))
                         shard.execute(sql.SQL(
                             "INSERT INTO {} SELECT x.p, x.id, x.fp FROM (SELECT simpg.permute(u.fp, 3, %s::integer[], "
                             "%s) AS p, u.id, u.fp FROM unnest(%s::bigint[], %s::bigint[]) AS u(id, fp)) AS x "
-                            "WHERE (x.p < 0) = %s").format(sql.Identifier(name)),
-                            [list(levels), t, id_list, fp_list, i == 0])
+                            "WHERE x.p >= coalesce(%s, x.p) AND (%s::bigint IS NULL OR x.p < %s)")
+                            .format(sql.Identifier(name)),
+                            [list(levels), t, id_list, fp_list, lo, hi, hi])
                         shard.execute(sql.SQL("CREATE INDEX ON {} (p) INCLUDE (id, fp) WITH (fillfactor = 100)")
                                       .format(sql.Identifier(name)))
                         shard.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(name)))
                 conn.execute(sql.SQL("CREATE TABLE {} (p bigint NOT NULL, id bigint NOT NULL, fp bigint NOT NULL) "
                                      "PARTITION BY RANGE (p)").format(sql.Identifier(name)))
-                for i, bound in enumerate(("FROM (MINVALUE) TO (0)", "FROM (0) TO (MAXVALUE)")):
+                for i, (lo, hi) in enumerate(spans):
+                    bound = f"FROM ({'MINVALUE' if lo is None else lo}) TO ({'MAXVALUE' if hi is None else hi})"
                     conn.execute(sql.SQL("CREATE FOREIGN TABLE {} PARTITION OF {} FOR VALUES " + bound
                                          + " SERVER {} OPTIONS (table_name {}, async_capable 'true')").format(
                         sql.Identifier(f"{name}_s{i + 1}"), sql.Identifier(name), sql.Identifier(f"s{i + 1}"),

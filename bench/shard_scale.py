@@ -400,6 +400,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each throughput figure")
     parser.add_argument("--write-rows", type=int, default=20_000, help="rows INSERTed into the loaded tables")
     parser.add_argument("--shared-buffers", default="2GB", help="of every server")
+    parser.add_argument("--max-wal-size", default=pgserver.SETTINGS["max_wal_size"],
+                        help="of every server: lower it for the largest runs, where the WAL, not the data, "
+                             "fills the disk while the indexes are built")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     n = args.rows
@@ -407,7 +410,7 @@ def main() -> None:
     loads = args.load.split(",")
     assert set(loads) <= {"copy", "insert", "coordcopy"} and "copy" in loads, "--load: copy[,insert][,coordcopy]"
     settings = {**pgserver.SETTINGS, "shared_buffers": args.shared_buffers, "effective_cache_size": "8GB",
-                "huge_pages": "off", "max_connections": "40"}
+                "huge_pages": "off", "max_connections": "40", "max_wal_size": args.max_wal_size}
     out: dict[str, Any] = {
         "rows": n, "shards": shard_counts, "queries": args.queries, "clients": args.clients,
         "planted": args.planted, "settings": settings,
