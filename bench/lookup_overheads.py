@@ -9,6 +9,8 @@ query, every answer compared with the raw statement's:
   Session, within()           select(Row.id).where(Row.simhash.within(q, 3)), then rollback
   Session, primary key        select(Row.id).where(Row.id == 5), then rollback: the
                               Session's own cost (BEGIN, the statement, ROLLBACK)
+  Session on a lookup engine  Session, within() on simpg.sqlalchemy.lookup_engine
+                              (autocommit: psycopg keeps the prepared statement)
   within()'s SQL, psycopg     the statement within() compiles to, sent by psycopg in a
                               transaction that is rolled back (no SQLAlchemy)
   ... without simpg.layout_is the same without the layout guard PostgreSQL runs whenever
@@ -40,7 +42,7 @@ from sqlalchemy.orm import Session
 from simpg import bits
 from simpg.psycopg import SimHashColumn
 from simpg.psycopg.settings import LOOKUP_SETTINGS_SQL
-from simpg.sqlalchemy import url_from_dsn
+from simpg.sqlalchemy import lookup_engine, url_from_dsn
 
 UNCHECKED = """
 CREATE FUNCTION pg_temp.near_unchecked(tbl anyelement, fp bigint, k integer) RETURNS SETOF anyelement
@@ -81,6 +83,15 @@ def forms(dsn: str, table: str) -> dict[str, Callable[[int], set[int] | None]]:
         session.execute(select(model.id).where(model.id == 5)).all()
         session.rollback()
 
+    # simpg.sqlalchemy.lookup_engine: autocommit (no BEGIN/ROLLBACK, and psycopg keeps its
+    # prepared statements, which it drops at every rollback) and LOOKUP_SETTINGS
+    lookup_session = Session(lookup_engine(url_from_dsn(dsn)))
+
+    def orm_lookup(q: int) -> set[int]:
+        found = set(lookup_session.scalars(select(model.id).where(model.simhash.within(q, K))))
+        lookup_session.rollback()
+        return found
+
     compiled = select(model.id).where(model.simhash.within(0, K)).compile(dialect=postgresql.psycopg.dialect())
     # its two parameters: the prefix ranges (a list) and the fingerprint
     (bounds_name,) = (n for n, v in compiled.params.items() if isinstance(v, list))
@@ -111,6 +122,7 @@ def forms(dsn: str, table: str) -> dict[str, Callable[[int], set[int] | None]]:
         "raw prepared statement": raw_near,
         "Session, within()": orm,
         "Session, primary key": orm_key,
+        "Session on a lookup engine, within()": orm_lookup,
         "within()'s SQL, psycopg": plain(text),
         "... without simpg.layout_is": plain(unguarded),
         "simpg.near()": sql_near(near_conn, "simpg.near"),

@@ -11,7 +11,9 @@ ratio of each p50 to the raw statement's):
                            lookup settings (one generic plan, no sequential scan)
   SimHashColumn.near            simpg.psycopg (sync)
   AsyncSimHashColumn.near       simpg.psycopg (asyncio)
-  SQLAlchemy Session       select(Model).where(Model.simhash.within(q, 3)) (simhash_index)
+  SQLAlchemy Session       select(Model).where(Model.simhash.within(q, 3)) (simhash_index),
+                           then a rollback, as a request ends; on an ordinary engine and
+                           on simpg.sqlalchemy.lookup_engine (autocommit, lookup settings)
   simpg.near()             SELECT * FROM simpg.near(NULL::t, q, 3), prepared by psycopg
   sequential scan          WHERE simpg.hamming(simhash, q) <= 3 (a few queries only)
 
@@ -53,7 +55,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from simpg import bits
 from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from simpg.psycopg.settings import LOOKUP_SETTINGS_SQL
-from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
+from simpg.sqlalchemy import SimHash, lookup_engine, simhash_index, url_from_dsn
 
 K = 3
 
@@ -118,6 +120,13 @@ def single_lookups(dsn: str, table: str, qs: list[int], seq_queries: int) -> lis
         session.rollback()  # end the transaction, as a request would
         return found
 
+    lookup_session = Session(lookup_engine(url_from_dsn(dsn)))
+
+    def orm_lookup_near(q: int) -> set[int]:
+        found = set(lookup_session.scalars(select(model.id).where(model.simhash.within(q, K))))
+        lookup_session.rollback()  # as a request would end (no ROLLBACK reaches the server)
+        return found
+
     loop = asyncio.new_event_loop()
     aindex = loop.run_until_complete(AsyncSimHashColumn.connect(dsn, table, "simhash"))
 
@@ -129,6 +138,7 @@ def single_lookups(dsn: str, table: str, qs: list[int], seq_queries: int) -> lis
         "SimHashColumn.near": lambda q: {n.id for n in index.near(q, K)},
         "AsyncSimHashColumn.near": async_near,
         "SQLAlchemy Session, within()": orm_near,
+        "SQLAlchemy Session on lookup_engine, within()": orm_lookup_near,
         "simpg.near() from SQL": sql_near,
     }
     times: dict[str, list[float]] = {name: [] for name in forms}

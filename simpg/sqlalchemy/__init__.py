@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from simpg.sqlalchemy.engines import async_lookup_engine, lookup_engine
 from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import (
     NearDuplicateError,
@@ -50,10 +51,12 @@ __all__ = [
     "SimHashGuard",
     "SimHashIndex",
     "Sketch",
+    "async_lookup_engine",
     "fingerprint_on_write",
     "hamming",
     "index_for",
     "layout_is",
+    "lookup_engine",
     "near_duplicate",
     "near_duplicates",
     "near_duplicates_async",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from psycopg.types.numeric import Int8
 from sqlalchemy import BigInteger, Boolean, Integer, and_, bindparam, func, or_, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
 from sqlalchemy.ext.compiler import compiles
@@ -34,6 +35,8 @@ from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
 __all__ = ["SimHash", "Sketch", "within_clause"]
+
+_PSYCOPG = ("psycopg", "psycopg_async")
 
 
 class Sketch(TypeDecorator[bytes]):
@@ -109,8 +112,15 @@ class SimHash(TypeDecorator[int]):
     comparator_factory = Comparator
 
     def process_bind_param(self, value: Any, dialect: Any) -> int | None:
-        """Unsigned fingerprint -> signed bigint (None stays None)."""
-        return None if value is None else bits.to_db(value)
+        """Unsigned fingerprint -> signed bigint (None stays None).
+
+        psycopg sends a plain int as the smallest integer type that holds it, and keys
+        its prepared statements by the parameters' types: an ``Int8`` keeps one
+        statement for every fingerprint, large or small.
+        """
+        if value is None:
+            return None
+        return Int8(bits.to_db(value)) if dialect.driver in _PSYCOPG else bits.to_db(value)
 
     def process_literal_param(self, value: Any, dialect: Any) -> str:
         """Render a fingerprint inline (``literal_binds``) as its signed bigint."""
