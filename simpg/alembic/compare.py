@@ -264,10 +264,12 @@ def compare_simhash_indexes(
     return PriorityDispatchResult.CONTINUE
 
 
-# The guards in the database: (schema, table, column) -> (k, key column). Guards are
-# triggers of simpg.guard_check; none when simpg is not installed.
+# The guards in the database: (schema, table, column) -> (k, key column, sketch column,
+# largest sketch distance, bands). Guards are triggers of simpg.guard_check; none when
+# simpg is not installed.
 _GUARDS_SQL = text("""
-SELECT n.nspname, c.relname, g.fingerprint_column, g.k, g.key_column
+SELECT n.nspname, c.relname, g.fingerprint_column, g.k, g.key_column, g.sketch_column, g.max_sketch_distance,
+       g.band_columns IS NOT NULL
 FROM pg_catalog.pg_class AS c
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 CROSS JOIN LATERAL simpg.table_guards(c.oid) AS g
@@ -291,23 +293,28 @@ def compare_simhash_guards(
     default_schema = conn.dialect.default_schema_name
     norm = _normaliser(default_schema)
     declared, compared = _declared(autogen_context, schemas, norm, table_guards)
-    stored: dict[Key, tuple[int, str]] = {}
+    stored: dict[Key, tuple[int, str, str | None, int | None, bool]] = {}
     if conn.execute(_VERSION_SQL).scalar() is not None:
-        for nsp, table, column, k, key in conn.execute(_GUARDS_SQL):
+        for nsp, table, column, k, key, sketch, max_sketch, bands in conn.execute(_GUARDS_SQL):
             if norm(nsp) in schemas:
-                stored[(norm(nsp), table, column)] = (k, key)
+                stored[(norm(nsp), table, column)] = (k, key, sketch, max_sketch, bands)
     for key in sorted(set(declared) | set(stored), key=lambda x: (x[0] or "", x[1], x[2])):
         schema, table, column = key
         want, row = declared.get(key), stored.get(key)
-        if want is not None and row is not None and row[0] == want.k and want.key_column in (None, row[1]):
+        if (want is not None and row is not None and row[0] == want.k and want.key_column in (None, row[1])
+                and row[2:] == (want.sketch_column, want.max_sketch_distance, want.bands)):
             continue
         where = _positions(upgrade_ops, schema, table, default_schema)
         if want is not None:
-            create = CreateSimhashGuardOp(table, column, k=want.k, key_column=want.key_column, schema=schema)
+            create = CreateSimhashGuardOp(table, column, k=want.k, key_column=want.key_column,
+                                          sketch_column=want.sketch_column,
+                                          max_sketch_distance=want.max_sketch_distance, bands=want.bands,
+                                          schema=schema)
             upgrade_ops.ops.insert(where[-1] + 1 if where else len(upgrade_ops.ops), create)
             logger.info("Detected added simhash guard on %s.%s", table, column)
         if row is not None and (schema, table) in compared:
-            drop = CreateSimhashGuardOp(table, column, k=row[0], key_column=row[1], schema=schema).reverse()
+            drop = CreateSimhashGuardOp(table, column, k=row[0], key_column=row[1], sketch_column=row[2],
+                                        max_sketch_distance=row[3], bands=row[4], schema=schema).reverse()
             upgrade_ops.ops.insert(where[0] if where else 0, drop)
             logger.info("Detected removed simhash guard on %s.%s", table, column)
     return PriorityDispatchResult.CONTINUE

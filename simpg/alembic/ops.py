@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
-from sqlalchemy import BigInteger, Column, Integer, MetaData, Table, Text, cast, literal, select, text
+from sqlalchemy import BigInteger, Boolean, Column, Integer, MetaData, Table, Text, cast, literal, select, text
 from sqlalchemy.dialects.postgresql import REGCLASS
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateColumn, CreateIndex
@@ -501,16 +501,21 @@ class CreateSimhashGuardOp(MigrateOperation):
     """Add a near-unique guard on an indexed fingerprint column (``simpg.create_guard``)."""
 
     def __init__(self, table_name: str, column_name: str, *, k: int | None = None,
-                 key_column: str | None = None, schema: str | None = None) -> None:
+                 key_column: str | None = None, sketch_column: str | None = None,
+                 max_sketch_distance: int | None = None, bands: bool = False, schema: str | None = None) -> None:
         self.table_name = table_name
         self.column_name = column_name
         self.k = k
         self.key_column = key_column
+        self.sketch_column = sketch_column
+        self.max_sketch_distance = max_sketch_distance
+        self.bands = bands
         self.schema = schema
 
     @classmethod
     def create_simhash_guard(cls, operations: Operations, table_name: str, column_name: str, *,
-                             k: int | None = None, key_column: str | None = None,
+                             k: int | None = None, key_column: str | None = None, sketch_column: str | None = None,
+                             max_sketch_distance: int | None = None, bands: bool = False,
                              schema: str | None = None) -> None:
         """From now on no two committed rows within ``k`` bits (default: the index's k).
 
@@ -520,9 +525,13 @@ class CreateSimhashGuardOp(MigrateOperation):
             column_name: its fingerprint column.
             k: the guard's radius, up to the index's.
             key_column: the column naming rows in refusals (default: the primary key).
+            sketch_column: a ``bit(256)`` column of sketches: only rows they confirm count.
+            max_sketch_distance: the largest sketch distance that confirms (default 36).
+            bands: rows sharing a band key (``<sketch_column>_b0`` .. ``_b3``) count too.
             schema: the table's schema.
         """
-        operations.invoke(cls(table_name, column_name, k=k, key_column=key_column, schema=schema))
+        operations.invoke(cls(table_name, column_name, k=k, key_column=key_column, sketch_column=sketch_column,
+                              max_sketch_distance=max_sketch_distance, bands=bands, schema=schema))
 
     def reverse(self) -> DropSimhashGuardOp:
         """The operation that undoes this one."""
@@ -530,7 +539,8 @@ class CreateSimhashGuardOp(MigrateOperation):
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         """This operation as an autogenerate diff entry."""
-        return ("add_simhash_guard", self.schema, self.table_name, self.column_name, self.k)
+        return ("add_simhash_guard", self.schema, self.table_name, self.column_name, self.k, self.sketch_column,
+                self.max_sketch_distance, self.bands)
 
 
 @Operations.register_operation("drop_simhash_guard")
@@ -567,7 +577,8 @@ def _create_simhash_guard(operations: Operations, op: CreateSimhashGuardOp) -> N
     rel = _rel(operations, op.table_name, op.schema)
     operations.execute(select(_simpg("create_guard", cast(literal(rel, Text), REGCLASS),
                                      literal(op.column_name, Text), literal(op.k, Integer),
-                                     literal(op.key_column, Text))))
+                                     literal(op.key_column, Text), literal(op.sketch_column, Text),
+                                     literal(op.max_sketch_distance, Integer), literal(op.bands, Boolean))))
 
 
 @Operations.implementation_for(DropSimhashGuardOp)

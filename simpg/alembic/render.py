@@ -60,7 +60,10 @@ def _render_drop(autogen_context: AutogenContext, op: DropSimhashIndexOp) -> str
 @renderers.dispatch_for(CreateSimhashGuardOp)
 def _render_create_guard(autogen_context: AutogenContext, op: CreateSimhashGuardOp) -> str:
     autogen_context.imports.add(OPS_IMPORT)
-    kwargs = {key: getattr(op, key) for key in ("k", "key_column", "schema") if getattr(op, key) is not None}
+    kwargs = {key: getattr(op, key) for key in ("k", "key_column", "sketch_column", "max_sketch_distance", "schema")
+              if getattr(op, key) is not None}
+    if op.bands:
+        kwargs["bands"] = True
     return _call("create_simhash_guard", [repr(op.table_name), repr(op.column_name)], kwargs)
 
 

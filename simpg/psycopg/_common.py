@@ -39,12 +39,22 @@ class Neighbor(NamedTuple):
 
 
 class Guard(NamedTuple):
-    """A simpg guard of a table (``simpg.table_guards``)."""
+    """A simpg guard of a table (``simpg.table_guards``); the sketch settings None if it has none."""
 
     name: str
     column: str
     k: int
     key_column: str
+    sketch_column: str | None = None
+    max_sketch_distance: int | None = None
+    band_columns: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> Guard:
+        """A row of ``simpg.table_guards``."""
+        name, column, k, key_column, sketch_column, max_sketch_distance, band_columns = row
+        return cls(name, column, k, key_column, sketch_column, max_sketch_distance,
+                   None if band_columns is None else tuple(band_columns))
 
 
 class Inserted(NamedTuple):

@@ -324,15 +324,22 @@ class SimHashColumn:
 
     # -- near-unique guard (docs/guard.md) ---------------------------------------------
 
-    def create_guard(self, k: int | None = None, key_column: str | None = None) -> str:
+    def create_guard(self, k: int | None = None, key_column: str | None = None, *,
+                     sketch_column: str | None = None, max_sketch_distance: int | None = None,
+                     bands: bool = False) -> str:
         """``simpg.create_guard``: from now on no two committed rows within ``k`` bits; returns its name.
 
         ``k`` defaults to the index's. Writes that would break it raise
         :class:`~simpg.exc.NearDuplicate` through this handle (``ExclusionViolation`` elsewhere:
-        :func:`~simpg.psycopg.near_duplicate` reads it).
+        :func:`~simpg.psycopg.near_duplicate` reads it). With ``sketch_column`` (a
+        ``bit(256)`` column), only rows whose sketches also lie within
+        ``max_sketch_distance`` bits (default
+        :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`) count, the rows
+        :meth:`duplicates` returns; with ``bands``, rows sharing a band key
+        (``<sketch_column>_b0`` .. ``_b3``) so confirmed count too (docs/guard.md).
         """
-        row = self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s)",
-                         [self.table, self.column, k, key_column])
+        row = self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s, %s, %s, %s)",
+                         [self.table, self.column, k, key_column, sketch_column, max_sketch_distance, bands])
         return str(row[0])
 
     def drop_guard(self) -> None:
@@ -344,7 +351,7 @@ class SimHashColumn:
         with translated():
             with self.conn.cursor() as cur:
                 cur.execute("SELECT * FROM simpg.table_guards(%s::regclass)", [self.table])
-                return [Guard(*row) for row in cur.fetchall()]
+                return [Guard.from_row(row) for row in cur.fetchall()]
 
     def insert_or_get(self, row: Mapping[str, Any]) -> Inserted:
         """``simpg.insert_or_get``: insert ``row``, or return the stored row it would duplicate.

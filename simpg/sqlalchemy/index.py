@@ -60,6 +60,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from simpg.exc import NearDuplicate, SimpgError
+from simpg.fingerprint.errors import InvalidConfig
+from simpg.fingerprint.minhash import checked_max_distance
 from simpg.layout import Layout, default_blocks
 from simpg.psycopg._common import IndexProblem
 from simpg.psycopg._common import near_duplicate as _psycopg_near_duplicate
@@ -364,17 +366,26 @@ def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
         logger.info("registered simhash index on %s.%s", table.name, spec.column.name)
     for guard in _TABLE_GUARDS.get(table, {}).values():  # after the indexes they use
         connection.execute(guard.create_statement(connection))
-        logger.info("created simpg guard on %s.%s (k=%s)", table.name, guard.column.name, guard.k)
+        logger.info("created simpg guard on %s.%s (k=%s, sketch column %s)", table.name, guard.column.name, guard.k,
+                    guard.sketch_column)
 
 
 @dataclass(frozen=True, eq=False)
 class SimHashGuard:
-    """A near-unique guard declared on an indexed fingerprint column (docs/guard.md)."""
+    """A near-unique guard declared on an indexed fingerprint column (docs/guard.md).
+
+    With ``sketch_column``, confirmed by sketches within ``max_sketch_distance`` bits (and,
+    with ``bands``, also refusing rows that share a band key); ``max_sketch_distance`` is
+    None without a sketch column.
+    """
 
     table: Table
     column: Column[Any]
     k: int
     key_column: str | None = None
+    sketch_column: str | None = None
+    max_sketch_distance: int | None = None
+    bands: bool = False
 
     @property
     def name(self) -> str:
@@ -383,36 +394,72 @@ class SimHashGuard:
 
     def create_statement(self, connection: Connection) -> TextClause:
         """``SELECT simpg.create_guard(...)`` for this guard."""
-        return text("SELECT simpg.create_guard(CAST(:rel AS regclass), :col, :k, :key)").bindparams(
+        return text("SELECT simpg.create_guard(CAST(:rel AS regclass), :col, :k, :key, :sketch, :max_sketch, "
+                    ":bands)").bindparams(
             bindparam("rel", _regclass(connection, self.table), Text()),
             bindparam("col", self.column.name, Text()),
             bindparam("k", self.k, Integer()),
             bindparam("key", self.key_column, Text()),
+            bindparam("sketch", self.sketch_column, Text()),
+            bindparam("max_sketch", self.max_sketch_distance, Integer()),
+            bindparam("bands", self.bands, Boolean()),
         )
 
 
 _TABLE_GUARDS: weakref.WeakKeyDictionary[Table, dict[str, SimHashGuard]] = weakref.WeakKeyDictionary()
 
 
-def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None = None) -> SimHashGuard:
+def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None = None, sketch_column: Any = None,
+                  max_sketch_distance: int | None = None, bands: bool = False) -> SimHashGuard:
     """Declare a near-unique guard next to :func:`simhash_index`: ``create_all`` makes it.
 
     From then on the database refuses any write that leaves two rows within ``k`` bits
     (default: the index's k), race-free; a refused flush raises ``IntegrityError``, which
     :func:`near_duplicate` turns into :class:`~simpg.exc.NearDuplicate` (the stored row's
-    key and distance). Call it after :func:`simhash_index` on the same column.
+    key and distance). Call it after :func:`simhash_index` on the same column. With
+    ``sketch_column`` (a ``bit(256)`` column of the table, or its name), only rows whose
+    sketches also lie within ``max_sketch_distance`` bits (default
+    :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`) count; with ``bands``, rows
+    sharing a band key (columns ``<sketch_column>_b0`` .. ``_b3``) so confirmed count too.
     """
     col = _resolve_column(column)
     spec = index_for(col)
     radius = spec.layout.k if k is None else k
+    where = f"a guard on {col.table.name}.{col.name}"
     if isinstance(radius, bool) or not isinstance(radius, int) or not 0 <= radius <= spec.layout.k:
-        raise SimpgError(f"a guard on {col.table.name}.{col.name} needs k from 0 to {spec.layout.k}, "
-                         f"the radius of its simhash index, got {k!r}")
+        raise SimpgError(f"{where} needs k from 0 to {spec.layout.k}, the radius of its simhash index, got {k!r}")
+    sketch = _sketch_column_name(col.table, sketch_column, where)
+    if sketch is None and (max_sketch_distance is not None or bands):
+        name, value = ("bands", bands) if bands else ("max_sketch_distance", max_sketch_distance)
+        raise SimpgError(f"{where} takes {name}, got {value!r}, only with a sketch_column to confirm by")
+    limit = None
+    if sketch is not None:
+        try:
+            limit = checked_max_distance(max_sketch_distance)
+        except InvalidConfig as err:
+            raise SimpgError(f"{where}: {err}") from None
     guards = _TABLE_GUARDS.setdefault(col.table, {})
     if col.name in guards:
         raise SimpgError(f"column {col.table.name}.{col.name} already has a guard")
-    guards[col.name] = guard = SimHashGuard(col.table, col, radius, key_column)
+    guards[col.name] = guard = SimHashGuard(col.table, col, radius, key_column, sketch, limit, bool(bands))
     return guard
+
+
+def _sketch_column_name(table: Table, column: Any, where: str) -> str | None:
+    """The name of a guard's sketch column, given as a column of ``table`` or its name."""
+    if column is None:
+        return None
+    if isinstance(column, str):
+        name = column
+    else:
+        resolved = _resolve_column(column)
+        if resolved.table is not table:
+            raise SimpgError(f"{where} confirms by a sketch column of its own table, got {resolved.table.name}."
+                             f"{resolved.name}")
+        name = resolved.name
+    if name not in table.c:
+        raise SimpgError(f"{where}: table {table.name} has no sketch column {name!r}")
+    return name
 
 
 def table_guards(table: Table) -> dict[str, SimHashGuard]:

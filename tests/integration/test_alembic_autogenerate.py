@@ -333,3 +333,58 @@ def test_guard_autogenerates_after_its_index_and_round_trips(env, db):
     assert_clean(env)
     env.downgrade("base")
     assert db.conn.execute("SELECT to_regclass('articles')").fetchone() == (None,)
+
+
+SKETCHED = """
+from sqlalchemy.dialects.postgresql import BIT
+
+
+class Note(Base):
+    __tablename__ = "notes"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    simhash: Mapped[int] = mapped_column(SimHash, nullable=True)
+    sketch: Mapped[str] = mapped_column(BIT(256), nullable=True)
+    sketch_b0: Mapped[int] = mapped_column(BigInteger, nullable=True, index=True)
+    sketch_b1: Mapped[int] = mapped_column(BigInteger, nullable=True, index=True)
+    sketch_b2: Mapped[int] = mapped_column(BigInteger, nullable=True, index=True)
+    sketch_b3: Mapped[int] = mapped_column(BigInteger, nullable=True, index=True)
+
+
+simhash_index(Note.simhash, k=3, blocks=5)
+"""
+
+
+def test_sketch_guard_settings_autogenerate_and_round_trip(env, db):
+    """A guard's sketch column, largest distance and bands are written, applied, and a change is noticed."""
+    import psycopg
+
+    guards = "SELECT k, sketch_column, max_sketch_distance, band_columns FROM simpg.table_guards('notes')"
+    env.write_models(SKETCHED + "simhash_guard(Note.simhash, sketch_column=Note.sketch)\n")
+    up = body_of(env.autogenerate("sketch guard"), "upgrade")
+    assert "op.create_simhash_guard('notes', 'simhash', k=3, sketch_column='sketch', max_sketch_distance=36)" in up
+    env.upgrade()
+    assert db.conn.execute(guards).fetchall() == [(3, "sketch", 36, None)]
+    db.conn.execute("INSERT INTO notes (id, simhash, sketch) VALUES (1, 12345, repeat('0', 256)::bit(256))")
+    db.conn.execute("INSERT INTO notes (id, simhash, sketch) VALUES (2, 12344, repeat('1', 256)::bit(256))")
+    with pytest.raises(psycopg.errors.ExclusionViolation):  # within k and its sketch agrees
+        db.conn.execute("INSERT INTO notes (id, simhash, sketch) VALUES (3, 12344, repeat('0', 256)::bit(256))")
+    assert_clean(env)
+    # bands on, another distance: drop and create, and the downgrade puts the old settings back
+    env.write_models(SKETCHED + "simhash_guard(Note.simhash, sketch_column='sketch', max_sketch_distance=20, "
+                                "bands=True)\n")
+    text = env.autogenerate("banded")
+    up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
+    assert up.index("op.drop_simhash_guard('notes', 'simhash')") < up.index(
+        "op.create_simhash_guard('notes', 'simhash', k=3, sketch_column='sketch', max_sketch_distance=20, "
+        "bands=True)")
+    assert ("op.create_simhash_guard('notes', 'simhash', k=3, key_column='id', sketch_column='sketch', "
+            "max_sketch_distance=36)") in down
+    env.upgrade()
+    bands = [f"sketch_b{i}" for i in range(4)]
+    assert db.conn.execute(guards).fetchall() == [(3, "sketch", 20, bands)]
+    assert_clean(env)
+    # back to fingerprints alone: noticed too (the stored rows 1 and 2 are within k: refused)
+    env.write_models(SKETCHED + "simhash_guard(Note.simhash)\n")
+    assert "op.create_simhash_guard('notes', 'simhash', k=3)" in body_of(env.autogenerate("plain"), "upgrade")
+    env.downgrade("-1")
+    assert db.conn.execute(guards).fetchall() == [(3, "sketch", 36, None)]

@@ -63,7 +63,7 @@ def test_guard_refuses_near_duplicates_in_every_kind_of_write(conn: psycopg.Conn
                         [(i, bits.to_db(fp)) for i, fp in enumerate(base, start=1)])
     assert conn.execute("SELECT simpg.create_guard('docs', 'simhash')").fetchone() == ("simhash_simpg_guard",)
     assert conn.execute("SELECT * FROM simpg.table_guards('docs')").fetchall() == [
-        ("simhash_simpg_guard", "simhash", K, "id")]
+        ("simhash_simpg_guard", "simhash", K, "id", None, None, None)]
 
     # one row within k of a stored one, through bits 0 and 63 and negative bigints
     for n, (target, positions) in enumerate([(base[0], [0]), (base[21], [63, 1, 2]), (base[22], [63]),
@@ -416,3 +416,358 @@ def test_sqlalchemy_raises_near_duplicate_errors(conn: psycopg.Connection, db: o
         assert not isinstance(other.value, NearDuplicateError)
     finally:
         engine.dispose()
+
+
+# -- the sketch-confirmed guard (issue 14): a 409 never refuses an unrelated document --------
+
+# Two Debian copyright files (sgml-base and xml-core, as Debian 12 ships them): one GPL-2+
+# licence text under two lists of authors, unrelated packages. Their fingerprints lie 3
+# bits apart, their sketches 61 (Jaccard about 0.5): fingerprints alone call them duplicates.
+GPL_TAIL = """License: GPL-2+
+
+License: GPL-2+
+ This package is free software; you can redistribute it and/or modify
+ it under the terms of the GNU General Public License as published by
+ the Free Software Foundation; either version 2 of the License, or
+ (at your option) any later version.
+ .
+ This package is distributed in the hope that it will be useful,
+ but WITHOUT ANY WARRANTY; without even the implied warranty of
+ MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ GNU General Public License for more details.
+ .
+"""
+SGML_BASE = ("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\n"
+             "Copyright: 1997-1998 Christian Schwarz <schwarz@debian.org>\n"
+             "           1998      Manoj Srivastava <srivasta@debian.org>\n"
+             "           2001-2004 Ardo van Rangelrooij <ardo@debian.org>\n"
+             "           2010      Michael Banck <mbanck@debian.org>\n"
+             "           2012-2016 Helmut Grohne <helmut@subdivi.de>\n"
+             "           2016-2020 Joao Eriberto Mota Filho <eriberto@debian.org>\n"
+             "           2019      Boyuan Yang <byang@debian.org>\n" + GPL_TAIL +
+             " You should have received a copy of the GNU General Public License\n"
+             " along with this program. If not, see <https://www.gnu.org/licenses/>\n .\n"
+             " On Debian systems, the complete text of the GNU General\n"
+             ' Public License version 2 can be found in "/usr/share/common-licenses/GPL-2".\n')
+XML_CORE = ("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\n"
+            "Copyright: 2003-2004 Ardo van Rangelrooij <ardo@debian.org>\n"
+            "           2004      Adam Di Carlo Adam Di Carlo <aph@debian.org>\n"
+            "           2006      Lars Wirzenius <liw@iki.fi>\n"
+            "           2007-2009 Daniel Leidert <daniel.leidert@wgdd.de>\n"
+            "           2012      Jakub Wilk <jwilk@debian.org>\n"
+            "           2012      Marcin Owsiany <porridge@debian.org>\n"
+            "           2016      Joseph Herlant\n           2016      Martin Pitt\n"
+            "           2016      Mattia Rizzolo <mattia@debian.org>\n"
+            "           2016      Santiago Vila\n           2016      Helmut Grohne\n"
+            "           2017      Joao Eriberto Mota Filho <eriberto@debian.org>\n" + GPL_TAIL +
+            " You should have received a copy of the GNU General Public License\n"
+            " along with this program. If not, see <http://www.gnu.org/licenses/>\n .\n"
+            " On Debian systems, the complete text of the GNU General Public\n"
+            ' License version 2 can be found in "/usr/share/common-licenses/GPL-2".\n')
+MAX_SKETCH = 36
+BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
+
+
+def make_sketched(conn: psycopg.Connection, name: str = "docs", k: int = K) -> None:
+    """A table with fingerprints, sketches and band keys (a B-tree each), as simpg backfill --bands makes."""
+    conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, simhash bigint, sketch bit(256), note text, "
+                 + ", ".join(f"{c} bigint" for c in BAND_COLUMNS) + ")")
+    for c in BAND_COLUMNS:
+        conn.execute(f"CREATE INDEX ON {name} ({c})")
+    conn.execute(f"SELECT simpg.create_index('{name}', 'simhash', {k}, 5)")
+
+
+Row = tuple[int | None, int | None, tuple[int | None, ...] | None]  # fingerprint, sketch (256-bit int), bands
+
+
+def sketch_sql(sketch: int | None) -> str | None:
+    return None if sketch is None else "x" + sketch.to_bytes(32, "big").hex()
+
+
+def insert_sketched(conn: psycopg.Connection, id_: int, row: Row, name: str = "docs") -> None:
+    fp, sketch, bands = row
+    keys = list(bands) if bands is not None else [None] * 4
+    conn.execute(f"INSERT INTO {name} (id, simhash, sketch, {', '.join(BAND_COLUMNS)}) "
+                 "VALUES (%s, %s, %s::bit(256), %s, %s, %s, %s)",
+                 [id_, None if fp is None else bits.to_db(fp), sketch_sql(sketch), *keys])
+
+
+def doc_row(text: str) -> Row:
+    from simpg.fingerprint import fingerprint, sketch_and_bands
+
+    sketch, bands = sketch_and_bands(text)
+    return fingerprint(text), int.from_bytes(sketch, "big"), bands
+
+
+def confirmed(a: Row, b: Row, k: int, bands: bool) -> bool:
+    """What the sketch guard counts as a near-duplicate pair (SimHashColumn.duplicates' rule)."""
+    if a[0] is None or b[0] is None or a[1] is None or b[1] is None:
+        return False
+    if (a[1] ^ b[1]).bit_count() > MAX_SKETCH:
+        return False
+    shared = bands and a[2] is not None and b[2] is not None and any(
+        x is not None and x == y for x, y in zip(a[2], b[2], strict=True))
+    return bits.hamming(a[0], b[0]) <= k or shared
+
+
+def test_sketch_guard_accepts_unrelated_licence_files_and_refuses_real_copies(conn: psycopg.Connection) -> None:
+    from simpg.fingerprint import sketch_distance
+
+    make_sketched(conn)
+    sgml, xml = doc_row(SGML_BASE), doc_row(XML_CORE)
+    assert sgml[0] is not None and xml[0] is not None and sgml[1] is not None and xml[1] is not None
+    assert bits.hamming(sgml[0], xml[0]) <= K  # the fingerprints alone call them duplicates
+    assert sketch_distance(sgml[1].to_bytes(32, "big"), xml[1].to_bytes(32, "big")) > MAX_SKETCH
+    assert conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch')").fetchone() == (
+        "simhash_simpg_guard",)
+    assert conn.execute("SELECT * FROM simpg.table_guards('docs')").fetchall() == [
+        ("simhash_simpg_guard", "simhash", K, "id", "sketch", MAX_SKETCH, None)]
+    insert_sketched(conn, 1, sgml)
+    insert_sketched(conn, 2, xml)  # (a) unrelated: accepted, though within K bits
+    # (b) the same file with a year changed: refused, naming the stored row
+    copy = doc_row(SGML_BASE.replace("2019      Boyuan", "2019-2021 Boyuan"))
+    with pytest.raises(errors.ExclusionViolation) as info:
+        insert_sketched(conn, 3, copy)
+    assert refused_row(info.value) == (1, bits.hamming(sgml[0], copy[0]))  # type: ignore[arg-type]
+    assert "and its sketch within 36 bits" in str(info.value)
+    found = conn.execute("SELECT * FROM simpg.insert_or_get('docs', %s)", [json.dumps(
+        {"id": 3, "simhash": bits.to_db(copy[0]), "sketch": sketch_sql(copy[1])})]).fetchall()  # type: ignore[arg-type]
+    assert found == [(False, "1", bits.hamming(sgml[0], copy[0]))]  # type: ignore[arg-type]
+    assert sorted(stored(conn)) == [1, 2]
+    # the fingerprint-only guard cannot even be created on these two files
+    conn.execute("SELECT simpg.drop_guard('docs')")
+    with pytest.raises(errors.ExclusionViolation, match="already holds 1 pair"):
+        conn.execute("SELECT simpg.create_guard('docs', 'simhash')")
+
+
+def test_sketch_guard_with_bands_refuses_copies_beyond_k(conn: psycopg.Connection) -> None:
+    """(d) A real copy with a paragraph added lies 2 bits away: beyond a guard of k = 1, found by its band keys."""
+    make_sketched(conn)
+    sgml = doc_row(SGML_BASE)
+    grown = doc_row(SGML_BASE + "\nFiles: debian/*\nCopyright: 2024 Someone Else <else@example.org>\n"
+                                "License: GPL-2+\n")
+    assert sgml[0] is not None and grown[0] is not None and bits.hamming(sgml[0], grown[0]) == 2
+    assert confirmed(sgml, grown, 1, bands=True) and not confirmed(sgml, grown, 1, bands=False)
+    insert_sketched(conn, 1, sgml)
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', 1, sketch_column => 'sketch')")
+    conn.autocommit = False
+    insert_sketched(conn, 2, grown)  # without bands: beyond k, accepted
+    conn.rollback()
+    conn.autocommit = True
+    conn.execute("SELECT simpg.drop_guard('docs')")
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', 1, sketch_column => 'sketch', bands => true)")
+    assert conn.execute("SELECT band_columns FROM simpg.table_guards('docs')").fetchone() == (list(BAND_COLUMNS),)
+    with pytest.raises(errors.ExclusionViolation, match="or shares a band key with it") as info:
+        insert_sketched(conn, 2, grown)
+    assert refused_row(info.value) == (1, 2)
+    found = conn.execute("SELECT * FROM simpg.insert_or_get('docs', %s)", [json.dumps(
+        {"id": 2, "simhash": bits.to_db(grown[0]), "sketch": sketch_sql(grown[1]),
+         **dict(zip(BAND_COLUMNS, grown[2] or (), strict=True))})]).fetchall()
+    assert found == [(False, "1", 2)]
+
+
+def adversarial_rows(rng: random.Random, n: int) -> list[Row]:
+    """Clusters around a few centres: fingerprints 0..K+2 bits off (bits 0 and 63 often, negative
+    bigints), sketches around the confirming limit, band keys shared, changed or NULL, NULL
+    fingerprints and sketches, exact copies."""
+    centres: list[Row] = []
+    for c in range(6):
+        fp = [0, 2**64 - 1, 1 << 63][c] if c < 3 else rng.getrandbits(64)
+        centres.append((fp, rng.getrandbits(256), tuple(rng.getrandbits(64) - 2**63 for _ in range(4))))
+    rows: list[Row] = []
+    for _ in range(n):
+        fp, sketch, bands = rng.choice(centres)
+        assert fp is not None and sketch is not None and bands is not None
+        near_fp = flip(fp, rng.sample([0, 63, 0, 63, *range(1, 63)], rng.choice([0, 0, 1, 2, K, K + 1, K + 2, 20])))
+        near_sketch = sketch
+        for p in rng.sample(range(256), rng.choice([0, 1, MAX_SKETCH - 1, MAX_SKETCH, MAX_SKETCH + 1, 90])):
+            near_sketch ^= 1 << p
+        keys: tuple[int | None, ...] = tuple(
+            rng.choice([b, b, None, rng.getrandbits(64) - 2**63]) for b in bands)
+        roll = rng.random()
+        rows.append((None if roll < 0.05 else near_fp,
+                     None if 0.05 <= roll < 0.12 else near_sketch,
+                     None if 0.12 <= roll < 0.17 else keys))
+    return rows
+
+
+@pytest.mark.parametrize("bands", [False, True])
+def test_sketch_guard_equals_brute_force(conn: psycopg.Connection, bands: bool) -> None:
+    """(c) Every write is refused exactly when brute force finds a confirmed stored row, and names
+    the nearest one (fingerprint distance, then key); create_guard counts pairs as brute force does."""
+    make_sketched(conn)
+    rows = adversarial_rows(random.Random(140 + bands), 160)
+    # on a loaded table first: create_guard refuses, counting the confirmed pairs
+    for i, row in enumerate(rows, start=1):
+        insert_sketched(conn, i, row)
+    pairs = sum(confirmed(rows[a], rows[b], K, bands) for a, b in itertools.combinations(range(len(rows)), 2))
+    assert pairs > 0
+    with pytest.raises(errors.ExclusionViolation, match=f"already holds {pairs} pair"):
+        conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', bands => %s)",
+                     [bands])
+    conn.execute("TRUNCATE docs")
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', bands => %s)", [bands])
+    kept: dict[int, Row] = {}
+    refusals = 0
+    for i, row in enumerate(rows, start=1):
+        hits = [(bits.hamming(row[0], r[0]), str(key)) for key, r in kept.items()  # type: ignore[arg-type]
+                if confirmed(row, r, K, bands)]
+        try:
+            insert_sketched(conn, i, row)
+        except errors.ExclusionViolation as err:
+            assert hits, f"row {i} {row} refused, but brute force finds no confirmed row"
+            distance, key = min(hits)
+            assert refused_row(err) == (int(key), distance)
+            refusals += 1
+            continue
+        assert not hits, f"row {i} {row} accepted, but brute force confirms {hits}"
+        kept[i] = row
+    assert refusals > 20 and len(kept) > 20
+    # an UPDATE of the sketch alone is guarded too
+    a, b = next((a, b) for a, b in itertools.permutations(kept, 2)
+                if kept[a][0] is not None and kept[b][0] is not None and kept[b][1] is not None
+                and bits.hamming(kept[a][0], kept[b][0]) <= K)  # type: ignore[arg-type]
+    with pytest.raises(errors.ExclusionViolation):
+        conn.execute("UPDATE docs SET sketch = (SELECT sketch FROM docs WHERE id = %s) WHERE id = %s", [b, a])
+    conn.execute("UPDATE docs SET note = 'x', sketch = sketch WHERE id = %s", [a])  # unchanged: fine
+
+
+def test_sketch_guard_bad_calls_name_the_value(conn: psycopg.Connection) -> None:
+    make_sketched(conn)
+    conn.execute("ALTER TABLE docs ADD COLUMN short bit(64), ADD COLUMN other bit(256)")
+    cases = [
+        ("sketch_column => 'nope'", errors.UndefinedColumn,
+         re.escape("column nope of table public.docs does not exist (the sketches a guard confirms by, bit(256))")),
+        ("sketch_column => 'short'", errors.DatatypeMismatch,
+         r"column short of table public.docs must be bit\(256\) \(the sketches a guard confirms by\), got bit\(64\)"),
+        ("sketch_column => 'note'", errors.DatatypeMismatch, r"must be bit\(256\) .*, got text"),
+        ("sketch_column => 'sketch', max_sketch_distance => 257", errors.InvalidParameterValue,
+         "max_sketch_distance must be from 0 to 256 .*, got 257"),
+        ("sketch_column => 'sketch', max_sketch_distance => -1", errors.InvalidParameterValue, "got -1"),
+        ("max_sketch_distance => 20", errors.InvalidParameterValue,
+         "takes max_sketch_distance, got 20, only with a sketch_column"),
+        ("bands => true", errors.InvalidParameterValue, "takes bands, got true, only with a sketch_column"),
+        ("sketch_column => 'other', bands => true", errors.UndefinedColumn,
+         "column other_b0 of table public.docs does not exist \\(band keys of other, bigint\\)"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error, match=message):
+            conn.execute(f"SELECT simpg.create_guard('docs', 'simhash', {args})")
+    conn.execute("ALTER TABLE docs ALTER COLUMN sketch_b2 TYPE integer")
+    with pytest.raises(errors.DatatypeMismatch, match="column sketch_b2 of table public.docs must be bigint "
+                                                      r"\(band keys of sketch\), got integer"):
+        conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', bands => true)")
+    assert conn.execute("SELECT count(*) FROM simpg.table_guards('docs')").fetchone() == (0,)
+    # a sketch guard keeps the index: drop_index refuses; drop_guard then works
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', max_sketch_distance => 0)")
+    with pytest.raises(errors.DependentObjectsStillExist):
+        conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
+    conn.execute("SELECT simpg.drop_guard('docs')")
+
+
+def test_sketch_guard_lock_keys_include_the_band_keys(conn: psycopg.Connection) -> None:
+    make_sketched(conn, k=3)
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', bands => true)")
+    fp, bands = 2**64 - 99, (-5, None, 2**63 - 1, -(2**63))
+    conn.autocommit = False
+    insert_sketched(conn, 1, (fp, 7, bands))
+    held = conn.execute(
+        "SELECT array_agg(((classid::bigint << 32) | objid::bigint) ORDER BY 1) FROM pg_locks "
+        "WHERE locktype = 'advisory' AND objsubid = 1 AND pid = pg_backend_pid()").fetchone()[0]
+    expected = conn.execute("SELECT simpg.guard_lock_keys('docs', %s, 3, '{5}', %s)",
+                            [bits.to_db(fp), list(bands)]).fetchone()[0]
+    plain = conn.execute("SELECT simpg.guard_lock_keys('docs', %s, 3, '{5}')", [bits.to_db(fp)]).fetchone()[0]
+    assert sorted(held) == sorted(expected) and len(expected) == len(plain) + 3  # one key per non-NULL band
+    conn.rollback()
+    conn.autocommit = True
+
+
+def sketched_rounds(writers: int, rounds: int, seed: int) -> tuple[list[list[int]], dict[int, Row]]:
+    """Round r: every writer writes one document of a cluster, alternately within K bits of one
+    fingerprint (sketches a few bits apart), or far fingerprints sharing only band key 2 (band-only)."""
+    rng = random.Random(seed)
+    fps: list[list[int]] = [[] for _ in range(writers)]
+    rows: dict[int, Row] = {}
+    for r in range(rounds):
+        centre, sketch, band = rng.getrandbits(64), rng.getrandbits(256), rng.getrandbits(64) - 2**63
+        for w in range(writers):
+            fp = flip(centre, rng.sample([0, 63, *range(1, 63)], 1)) if r % 2 == 0 else rng.getrandbits(64)
+            keys = (None, None, band, rng.getrandbits(64) - 2**63) if r % 2 else None
+            rows[fp] = (fp, sketch ^ (1 << rng.randrange(256)), keys)
+            fps[w].append(fp)
+    return fps, rows
+
+
+@pytest.mark.parametrize("isolation", ["read committed", "serializable"])
+def test_sketch_guard_concurrent_writers_leave_one_of_each(db: object, isolation: str) -> None:
+    """(e) Writers of near-duplicates all at once, within K and band-only: one of each cluster stays."""
+    dsn = db.dsn  # type: ignore[attr-defined]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make_sketched(conn)
+        conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', bands => true)")
+    writers, rounds = 6, 6
+    fps, rows = sketched_rounds(writers, rounds, 165)
+
+    def insert(conn: psycopg.Connection, id_: int, fp: int) -> None:
+        with conn.transaction():
+            conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation.upper()}")
+            insert_sketched(conn, id_, rows[fp])
+
+    refused, crashed = race(dsn, writers, fps, insert)
+    assert crashed == []
+    with psycopg.connect(dsn) as conn:
+        kept = [rows[fp] for fp in stored(conn).values()]
+    assert not any(confirmed(a, b, K, bands=True) for a, b in itertools.combinations(kept, 2))
+    assert len(kept) + len(refused) == writers * rounds
+    assert len(kept) == rounds if isolation == "read committed" else 1 <= len(kept) <= rounds
+
+
+def test_sketch_guard_needs_the_sketches_read(conn: psycopg.Connection, db: object) -> None:
+    """(f) A role with TRIGGER on the table but no right to read the sketches cannot make a sketch
+    guard (whose success would tell whether stored sketches are close), and a writer that may not
+    read the sketches the guard confirms by is refused, never let through unchecked."""
+    make_sketched(conn)
+    conn.execute("DROP ROLE IF EXISTS guard_sketch_stranger")
+    conn.execute("CREATE ROLE guard_sketch_stranger LOGIN")
+    prefixes = [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attname LIKE 'simhash_p%'")]
+    readable = ", ".join(["id", "simhash", "note", *BAND_COLUMNS, *prefixes])
+    conn.execute(f"GRANT SELECT ({readable}), INSERT, UPDATE, TRIGGER ON docs TO guard_sketch_stranger")
+    try:
+        with psycopg.connect(db.pg.server.dsn(db.name, user="guard_sketch_stranger"),  # type: ignore[attr-defined]
+                             autocommit=True) as other:
+            # its pair count reads the sketches as the caller: no oracle of their distances
+            with pytest.raises(errors.InsufficientPrivilege, match="permission denied for table docs") as info:
+                other.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch')")
+            assert "bit_count(a.sketch # b.sketch)" in str(info.value)
+            assert conn.execute("SELECT count(*) FROM simpg.table_guards('docs')").fetchone() == (0,)
+            conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch')")
+            insert_sketched(conn, 1, (5, 0, None))
+            with pytest.raises(errors.InsufficientPrivilege):
+                insert_sketched(other, 2, (4, 0, None))
+            with pytest.raises(errors.InsufficientPrivilege):
+                other.execute("SELECT simpg.drop_guard('docs')")
+    finally:
+        conn.execute("DROP OWNED BY guard_sketch_stranger")
+        conn.execute("DROP ROLE guard_sketch_stranger")
+    assert sorted(stored(conn)) == [1]
+
+
+def test_sketch_guard_python_surface(conn: psycopg.Connection) -> None:
+    from simpg.exc import NearDuplicate
+    from simpg.psycopg import Guard, SimHashColumn
+
+    make_sketched(conn)
+    index = SimHashColumn(conn, "docs", "simhash")
+    assert index.create_guard(2, sketch_column="sketch", max_sketch_distance=20, bands=True) == "simhash_simpg_guard"
+    assert index.guards() == [Guard("simhash_simpg_guard", "simhash", 2, "id", "sketch", 20, BAND_COLUMNS)]
+    insert_sketched(conn, 1, (99, 0, (1, 2, 3, 4)))
+    insert_sketched(conn, 2, (99 ^ 0b111, 0, None))  # 3 bits: beyond k = 2
+    insert_sketched(conn, 3, (98, (1 << 21) - 1, None))  # 1 bit, but sketches 21 bits apart
+    with pytest.raises(NearDuplicate) as info:  # 40 bits away, shares band 3, sketches 20 bits apart
+        index.add([99 ^ ((1 << 40) - 1)], columns={"id": [4], "sketch": [sketch_sql((1 << 20) - 1)], "sketch_b3": [4]})
+    assert (info.value.key, info.value.distance) == ("1", 40)
+    with pytest.raises(SimpgError, match="max_sketch_distance must be from 0 to 256"):
+        index.drop_guard()
+        index.create_guard(sketch_column="sketch", max_sketch_distance=300)
+    assert index.guards() == []

@@ -39,3 +39,24 @@ def test_near_duplicate_error_is_both_kinds() -> None:
 
     assert issubclass(NearDuplicateError, IntegrityError) and issubclass(NearDuplicateError, NearDuplicate)
     assert issubclass(NearDuplicateError, SimpgError)
+
+
+def test_sketch_guard_declarations_are_checked() -> None:
+    from sqlalchemy.dialects.postgresql import BIT
+
+    t = Table("g2", MetaData(), Column("id", BigInteger, primary_key=True), Column("simhash", BigInteger),
+              Column("sketch", BIT(256)))
+    other = table("g3")
+    simhash_index(t.c.simhash, k=3, blocks=5)
+    with pytest.raises(SimpgError, match="takes bands, got True, only with a sketch_column"):
+        simhash_guard(t.c.simhash, bands=True)
+    with pytest.raises(SimpgError, match="takes max_sketch_distance, got 20, only with a sketch_column"):
+        simhash_guard(t.c.simhash, max_sketch_distance=20)
+    with pytest.raises(SimpgError, match="table g2 has no sketch column 'nope'"):
+        simhash_guard(t.c.simhash, sketch_column="nope")
+    with pytest.raises(SimpgError, match="a sketch column of its own table, got g3.simhash"):
+        simhash_guard(t.c.simhash, sketch_column=other.c.simhash)
+    with pytest.raises(SimpgError, match="max_sketch_distance must be an integer from 0 to 256, got 257"):
+        simhash_guard(t.c.simhash, sketch_column=t.c.sketch, max_sketch_distance=257)
+    guard = simhash_guard(t.c.simhash, sketch_column=t.c.sketch, bands=True)
+    assert (guard.sketch_column, guard.max_sketch_distance, guard.bands) == ("sketch", 36, True)
