@@ -35,6 +35,9 @@ from simpg.sqlalchemy.index import (
 )
 from simpg.sqlalchemy.orm import (
     FingerprintWriter,
+    duplicates,
+    duplicates_async,
+    duplicates_select,
     fingerprint_on_write,
     near_duplicates,
     near_duplicates_async,
@@ -50,6 +53,9 @@ __all__ = [
     "SimHashGuard",
     "SimHashIndex",
     "Sketch",
+    "duplicates",
+    "duplicates_async",
+    "duplicates_select",
     "fingerprint_on_write",
     "hamming",
     "index_for",
