@@ -14,6 +14,7 @@ import random
 import psycopg
 import pytest
 from sqlalchemy import BigInteger, Column, MetaData, Table, Text, create_engine, or_, select, union
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Session, mapped_column
 
 from simpg import bits
@@ -23,7 +24,15 @@ from simpg.fingerprint.minhash import BANDS, to_sql
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, Duplicate, SimHashColumn, configure_lookups
 from simpg.psycopg._common import band_columns
-from simpg.sqlalchemy import SimHash, Sketch, duplicates, duplicates_select, simhash_index, url_from_dsn
+from simpg.sqlalchemy import (
+    SimHash,
+    Sketch,
+    duplicates,
+    duplicates_async,
+    duplicates_select,
+    simhash_index,
+    url_from_dsn,
+)
 from tests.integration.test_psycopg_index import corpus, make_table
 
 LAYOUT = Layout(4, (6,))  # the reference table's layout
@@ -632,3 +641,21 @@ def test_sql_and_sqlalchemy_duplicates_read_the_indexes_never_a_seq_scan(conn: p
     assert plan.count("Bitmap Index Scan on docs_simhash_p") == 15, plan
     for col in BAND_COLUMNS:
         assert f"Bitmap Index Scan on docs_{col}_idx" in plan, plan
+
+
+async def test_sqlalchemy_duplicates_async_equal_duplicates(db: object) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        index, rows, sketches, queries = setup(conn, 57)
+        stored: list[bytes | None] = list(sketches)
+        _, query_bands = add_bands(conn, rows, stored, queries, 57)
+        want = [[d.id for d in index.duplicates(q, qs, bands=qb)]
+                for (q, qs), qb in zip(queries, query_bands, strict=True)]
+    engine = create_async_engine(url_from_dsn(dsn, async_=True))
+    try:
+        async with AsyncSession(engine) as session:
+            got = [[d.id for d in await duplicates_async(session, Doc, q, qs, bands=qb)]
+                   for (q, qs), qb in zip(queries, query_bands, strict=True)]
+    finally:
+        await engine.dispose()
+    assert got == want and sum(map(len, want)) > 20
