@@ -1473,19 +1473,34 @@ COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[], name[], 
     'True if rel.col''s simpg index has this k, levels and prefix columns (and, with sole, is rel''s only one), else an error (SQLSTATE SPG01)';
 
 -- lookup_lead: how lookup_statement's text begins, up to the layout it states (the
--- arguments of layout_is after the table).
+-- arguments of layout_is after the table). simpg.duplicates's kinds begin as near's.
 -- A SQL-standard body, bound when created: no search_path to pin. Not STRICT, so that
 -- it is inlined (CASE is not strict); NULL in gives NULL out all the same.
 CREATE OR REPLACE FUNCTION simpg.lookup_lead(kind text, rel regclass) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
-    RETURN CASE kind
-        WHEN 'near' THEN format('SELECT t.* FROM %s AS t WHERE simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
-        WHEN 'many' THEN format('SELECT q.i::integer, t FROM unnest($1) WITH ORDINALITY AS q(fp, i) '
+    RETURN CASE
+        WHEN kind IN ('near', 'duplicates', 'banded')
+            THEN format('SELECT t.* FROM %s AS t WHERE simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
+        WHEN kind = 'many' THEN format('SELECT q.i::integer, t FROM unnest($1) WITH ORDINALITY AS q(fp, i) '
                                 'JOIN %s AS t ON simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
     END;
 
 COMMENT ON FUNCTION simpg.lookup_lead(text, regclass) IS
-    'How the statement simpg.near (kind near) or simpg.near_many (kind many) prepares begins, up to the layout it states';
+    'How the statement simpg.near (kind near), simpg.near_many (kind many) or simpg.duplicates (kinds duplicates and banded) prepares begins, up to the layout it states';
+
+-- lookup_parameters: the parameter types of a kind's prepared statement, as PREPARE
+-- states them (prepared_lookup compares the text, prepare_lookup writes it).
+CREATE OR REPLACE FUNCTION simpg.lookup_parameters(kind text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE kind
+        WHEN 'near' THEN '(bigint, integer)'
+        WHEN 'many' THEN '(bigint[], integer)'
+        WHEN 'duplicates' THEN '(bigint, integer, bit(256), bigint[], integer)'
+        WHEN 'banded' THEN '(bigint, integer, bit(256), bigint[], integer)'
+    END;
+
+COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
+    'The parameter types of the statement a kind of lookup prepares, as PREPARE states them';
 
 -- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the
 -- fingerprint, $2 k) or simpg.near_many (kind 'many': $1 the fingerprints, $2 k)
@@ -1493,19 +1508,25 @@ COMMENT ON FUNCTION simpg.lookup_lead(text, regclass) IS
 -- the parameter with constant layout arguments, which PostgreSQL folds when it plans,
 -- so one generic plan serves every fingerprint. The layout it was made for is stated
 -- in it, as layout_is(...), checked whenever PostgreSQL plans it.
+-- simpg.duplicates's kinds ($1 the fingerprint, $2 k, $3 the sketch, $4 the band keys,
+-- $5 the largest sketch distance) confirm near's rows by sketch_column; kind 'banded'
+-- also finds the rows sharing a band key (band_columns: band i compared with $4[i]),
+-- in the same OR as the prefix ranges (one BitmapOr of the prefix and band B-trees),
+-- and keeps them at any fingerprint distance, as SimHashColumn.duplicates does.
 CREATE OR REPLACE FUNCTION simpg.lookup_statement(kind text, rel regclass, col name, k integer, levels integer[],
-                                       prefix_columns name[], sole boolean)
+                                       prefix_columns name[], sole boolean, sketch_column name DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_fp text := CASE kind WHEN 'near' THEN '$1' WHEN 'many' THEN 'q.fp' END;
+    v_fp text := CASE WHEN kind IN ('near', 'duplicates', 'banded') THEN '$1' WHEN kind = 'many' THEN 'q.fp' END;
     v_levels text := quote_literal(levels::text);
     v_text text;
+    v_shared text;  -- kind banded: the band equalities, ORed
 BEGIN
     IF v_fp IS NULL THEN
-        RAISE EXCEPTION 'kind must be near or many, got %', coalesce(kind, 'null')
+        RAISE EXCEPTION 'kind must be near, many, duplicates or banded, got %', coalesce(kind, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- simpg.near checks a prepared statement against this text at every call
@@ -1519,6 +1540,21 @@ BEGIN
                       'AND simpg.prefix_hi(%2$s, %3$s, %4$s::integer[], %5$s)',
                       prefix_columns[v_t], v_fp, k, v_levels, v_t - 1);
     END LOOP;
+    IF kind IN ('duplicates', 'banded') THEN
+        IF kind = 'banded' THEN
+            SELECT string_agg(format('t.%I = $4[%s]', b.band_column, b.i), ' OR ' ORDER BY b.i) INTO v_shared
+            FROM simpg.band_columns(sketch_column) AS b;
+            v_text := v_text || ' OR ' || v_shared;
+        END IF;
+        -- a row found through a band needs a fingerprint (its distance is reported) and may
+        -- be any number of bits away
+        RETURN v_text
+            || CASE WHEN kind = 'banded'
+                    THEN format(') AND t.%I IS NOT NULL AND (simpg.hamming(t.%I, $1) <= $2 OR %s)', col, col, v_shared)
+                    ELSE format(') AND simpg.hamming(t.%I, $1) <= $2', col) END
+            || format(' AND bit_count(t.%1$I # $3) <= $5 ORDER BY bit_count(t.%1$I # $3), simpg.hamming(t.%2$I, $1)',
+                      sketch_column, col);
+    END IF;
     RETURN v_text
         || format(') AND simpg.hamming(t.%I, %s) <= $2 ORDER BY ', col, v_fp)
         || CASE kind WHEN 'many' THEN 'q.i, ' ELSE '' END
@@ -1526,8 +1562,8 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.lookup_statement(text, regclass, name, integer, integer[], name[], boolean) IS
-    'The parameterised statement simpg.near (kind near) or simpg.near_many (kind many) prepares for this layout';
+COMMENT ON FUNCTION simpg.lookup_statement(text, regclass, name, integer, integer[], name[], boolean, name) IS
+    'The parameterised statement simpg.near (kind near), simpg.near_many (kind many) or simpg.duplicates (kinds duplicates and banded, with sketch_column) prepares for this layout';
 
 -- unquote_literal: the value of a string literal as quote_literal writes it ('...' or E'...')
 CREATE OR REPLACE FUNCTION simpg.unquote_literal(literal text) RETURNS text
@@ -1548,8 +1584,8 @@ COMMENT ON FUNCTION simpg.unquote_literal(text) IS
 -- anyone in the session could have prepared a statement of that name, and it runs with
 -- the caller's rights. Whether the stated layout is still the table's is checked by
 -- layout_is whenever PostgreSQL plans it, and any change to the table's columns makes
--- PostgreSQL plan it again.
-CREATE OR REPLACE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name,
+-- PostgreSQL plan it again. simpg.duplicates's statements are per sketch column too.
+CREATE OR REPLACE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name, sketch_column name DEFAULT NULL,
                                       OUT statement_name text, OUT radius integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -1567,6 +1603,11 @@ BEGIN
         WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     END IF;
     statement_name := format('simpg_%s_%s_%s', kind, rel::oid, v_attnum);
+    IF sketch_column IS NOT NULL THEN  -- no such column: no name, and prepare_lookup says why
+        statement_name := statement_name || '_' || (SELECT a.attnum FROM pg_attribute AS a
+                                                    WHERE a.attrelid = rel AND a.attname = sketch_column
+                                                      AND a.attnum > 0 AND NOT a.attisdropped);
+    END IF;
     SELECT p.statement INTO v_text FROM pg_prepared_statements AS p WHERE p.name = statement_name;
     -- the layout it states follows layout_is's table, up to the first ') AND (':
     -- '<col>'::name, <k>, '{<levels>}'::integer[], '{<prefix columns>}'::name[], <sole>) AND (
@@ -1591,21 +1632,21 @@ BEGIN
                          v_claim[5]];
     END IF;
     IF v_claim[5] IS NOT NULL AND array_position(v_claim[4]::name[], NULL) IS NULL
-       AND v_text = format('PREPARE %I(%s, integer) AS ', statement_name,
-                           CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END)
+       AND v_text = format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind))
                     || simpg.lookup_statement(kind, rel, v_claim[1]::name, v_claim[2]::integer, v_claim[3]::integer[],
-                                              v_claim[4]::name[], v_claim[5]::boolean) THEN
+                                              v_claim[4]::name[], v_claim[5]::boolean, sketch_column) THEN
         radius := v_claim[2]::integer;
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.prepared_lookup(text, regclass, name) IS
+COMMENT ON FUNCTION simpg.prepared_lookup(text, regclass, name, name) IS
     'Name of the session''s prepared lookup statement on rel and its radius (NULL if there is none simpg made)';
 
 -- prepare_lookup: (re)prepares prepared_lookup's statement from the catalog.
--- Contract: raises for what checked_layout raises (k above the radius, no such index).
-CREATE OR REPLACE FUNCTION simpg.prepare_lookup(kind text, rel regclass, k integer, col name,
+-- Contract: raises for what checked_layout raises (k above the radius, no such index),
+-- and for simpg.duplicates's kinds what checked_sketch_columns raises.
+CREATE OR REPLACE FUNCTION simpg.prepare_lookup(kind text, rel regclass, k integer, col name, sketch_column name DEFAULT NULL,
                                      OUT statement_name text, OUT radius integer)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -1613,19 +1654,21 @@ AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
-    statement_name := (simpg.prepared_lookup(kind, rel, col)).statement_name;
+    IF kind IN ('duplicates', 'banded') THEN
+        PERFORM simpg.checked_sketch_columns(rel, sketch_column, kind = 'banded');
+    END IF;
+    statement_name := (simpg.prepared_lookup(kind, rel, col, sketch_column)).statement_name;
     IF EXISTS (SELECT FROM pg_prepared_statements AS p WHERE p.name = statement_name) THEN
         EXECUTE format('DEALLOCATE %I', statement_name);
     END IF;
-    EXECUTE format('PREPARE %I(%s, integer) AS ', statement_name,
-                   CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END)
+    EXECUTE format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind))
             || simpg.lookup_statement(kind, rel, v_row.fingerprint_column, v_row.k, v_row.levels,
-                                      v_row.prefix_columns, col IS NULL);
+                                      v_row.prefix_columns, col IS NULL, sketch_column);
     radius := v_row.k;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.prepare_lookup(text, regclass, integer, name) IS
+COMMENT ON FUNCTION simpg.prepare_lookup(text, regclass, integer, name, name) IS
     'Prepares the session''s lookup statement on rel from the catalog; its name and radius';
 
 -- lookup_rel: the table whose row type tbl is (the polymorphic first argument of near)
@@ -1730,6 +1773,166 @@ $$;
 
 COMMENT ON FUNCTION simpg.near_many(anyelement, bigint[], integer, name) IS
     'Rows within Hamming distance k of each of fps, with the 1-based position in fps of the fingerprint each is near';
+-- duplicates: lookups confirmed by sketches, with band keys as a second candidate source
+-- (docs/fingerprinting.md, "Online lookups"). The statement is lookup_statement's kinds
+-- duplicates and banded, prepared once per session like simpg.near's.
+
+-- The numbers Python defines too (simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE and
+-- BANDS); tests/integration/test_duplicates.py checks that both sides agree.
+CREATE OR REPLACE FUNCTION simpg.max_sketch_distance() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 36;
+
+COMMENT ON FUNCTION simpg.max_sketch_distance() IS
+    'The largest number of differing sketch bits that confirms a duplicate by default (estimated Jaccard >= 0.72)';
+
+CREATE OR REPLACE FUNCTION simpg.band_count() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 4;
+
+COMMENT ON FUNCTION simpg.band_count() IS
+    'The number of band keys a document has (simpg.fingerprint.sketch_and_bands)';
+
+-- band_columns: the band key columns of a sketch column, <sketch_column>_b0 .. _b3, with
+-- i the 1-based position of the key in a bands array.
+-- A SQL-standard body, bound when created: no search_path to pin.
+CREATE OR REPLACE FUNCTION simpg.band_columns(sketch_column name)
+    RETURNS TABLE (i integer, band_column name)
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT g.i, (sketch_column || '_b' || (g.i - 1))::name
+    FROM generate_series(1, simpg.band_count()) AS g(i)
+    ORDER BY g.i;
+END;
+
+COMMENT ON FUNCTION simpg.band_columns(name) IS
+    'The band key columns of a sketch column (<sketch_column>_b0 ..), with their 1-based position in a bands array';
+
+-- checked_sketch_columns: raises, naming the column, unless rel has the sketch column
+-- (bit(256) or varbit) and, with banded, its band columns (bigint).
+CREATE OR REPLACE FUNCTION simpg.checked_sketch_columns(rel regclass, sketch_column name, banded boolean) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_type text;
+    v_band record;
+BEGIN
+    SELECT format_type(a.atttypid, a.atttypmod) INTO v_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = sketch_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist (the sketches to confirm with)', quote_ident(sketch_column), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF v_type NOT IN ('bit(256)', 'bit varying') THEN
+        RAISE EXCEPTION 'column % of table % must be bit(256) (sketches), got %', quote_ident(sketch_column), rel, v_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF NOT banded THEN
+        RETURN;
+    END IF;
+    IF octet_length(sketch_column) + 3 > 63 THEN  -- <sketch_column>_b0 would be cut to 63 bytes
+        RAISE EXCEPTION 'sketch column name % is too long for band columns named %_b0 ..', quote_ident(sketch_column),
+            sketch_column USING ERRCODE = 'name_too_long';
+    END IF;
+    FOR v_band IN
+        SELECT b.band_column, format_type(a.atttypid, a.atttypmod) AS type
+        FROM simpg.band_columns(sketch_column) AS b
+        LEFT JOIN pg_attribute AS a
+            ON a.attrelid = rel AND a.attname = b.band_column AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE a.atttypid IS DISTINCT FROM 'bigint'::regtype
+        ORDER BY b.i LIMIT 1
+    LOOP
+        IF v_band.type IS NULL THEN
+            RAISE EXCEPTION 'column % of table % does not exist (band keys, bigint)', quote_ident(v_band.band_column), rel
+                USING ERRCODE = 'undefined_column',
+                      HINT = 'add the band columns and their B-trees (docs/fingerprinting.md), or pass bands => NULL';
+        END IF;
+        RAISE EXCEPTION 'column % of table % must be bigint (band keys), got %', quote_ident(v_band.band_column), rel,
+            v_band.type USING ERRCODE = 'datatype_mismatch';
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_sketch_columns(regclass, name, boolean) IS
+    'Raises unless rel has the sketch column (bit(256)) and, with banded, its band key columns (bigint)';
+
+-- duplicates: near-duplicates of one document, as SimHashColumn.duplicates finds them:
+-- the rows within k bits of fp, or with bands (simpg.fingerprint.sketch_and_bands) sharing
+-- a band key (band i of the row equal to bands[i]), whose sketch differs from sketch in
+-- at most max_sketch_distance bits. Nearest sketch first, then nearest fingerprint. Rows
+-- without a fingerprint or a sketch are not returned; NULL band keys match nothing.
+--   SELECT * FROM simpg.duplicates(NULL::articles, 1234, 4, '<sketch>'::bit(256), '{1,2,3,4}')
+CREATE OR REPLACE FUNCTION simpg.duplicates(tbl anyelement, fp bigint, k integer, sketch bit(256), bands bigint[] DEFAULT NULL,
+                                 sketch_column name DEFAULT 'sketch',
+                                 max_sketch_distance integer DEFAULT simpg.max_sketch_distance(),
+                                 col name DEFAULT NULL)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql VOLATILE  -- it may PREPARE
+    SET search_path = pg_catalog, pg_temp
+    -- as simpg.near: tiny tables would otherwise be scanned sequentially
+    SET enable_seqscan = off
+    SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_rel regclass := simpg.lookup_rel(tbl);
+    v_kind text := CASE WHEN bands IS NULL THEN 'duplicates' ELSE 'banded' END;
+    v_lookup record;
+    v_arguments text;
+BEGIN
+    IF fp IS NULL THEN
+        RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sketch IS NULL THEN
+        RAISE EXCEPTION 'sketch must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF length(sketch) <> 256 THEN  -- the cast to bit(256) below would pad or cut it
+        RAISE EXCEPTION 'sketch must have 256 bits, got %', length(sketch)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_sketch_distance IS NULL OR max_sketch_distance NOT BETWEEN 0 AND 256 THEN
+        RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %',
+            coalesce(max_sketch_distance::text, 'null') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sketch_column IS NULL THEN
+        RAISE EXCEPTION 'sketch_column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF bands IS NOT NULL THEN
+        IF array_ndims(bands) IS DISTINCT FROM 1 OR cardinality(bands) <> simpg.band_count() THEN
+            RAISE EXCEPTION 'expected % band keys (one per band column), got %', simpg.band_count(), bands
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF array_position(bands, NULL) IS NOT NULL THEN
+            RAISE EXCEPTION 'band keys must not be null, got %', bands
+                USING ERRCODE = 'null_value_not_allowed',
+                      HINT = 'a document without band keys is looked up with bands => NULL';
+        END IF;
+        bands := bands[:];  -- subscripts from 1, whatever the array's own lower bound
+    END IF;
+    PERFORM simpg.snapshot_sees_table(v_rel);
+    v_lookup := simpg.prepared_lookup(v_kind, v_rel, col, sketch_column);
+    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
+        v_lookup := simpg.prepare_lookup(v_kind, v_rel, k, col, sketch_column);
+    END IF;
+    v_arguments := format('(%L::bigint, %s::integer, %L::bit(256), %L::bigint[], %s::integer)',
+                          fp, k, sketch, bands, max_sketch_distance);
+    BEGIN
+        RETURN QUERY EXECUTE format('EXECUTE %I', v_lookup.statement_name) || v_arguments;
+    -- the table changed since the statement was prepared (as in simpg.near); a sketch or
+    -- band column of another type now: prepare_lookup names it
+    EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported OR undefined_function THEN
+        v_lookup := simpg.prepare_lookup(v_kind, v_rel, k, col, sketch_column);
+        RETURN QUERY EXECUTE format('EXECUTE %I', v_lookup.statement_name) || v_arguments;
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.duplicates(anyelement, bigint, integer, bit, bigint[], name, integer, name) IS
+    'Rows within Hamming distance k of fp or sharing a band key, confirmed by their sketch within max_sketch_distance bits; nearest sketch first';
 -- near-unique guard (issue 16): no two committed rows of a table within k bits, under
 -- any number of concurrent writers, without serialising them.
 --
@@ -1893,7 +2096,7 @@ COMMENT ON FUNCTION simpg.guard_check() IS
 -- and how to list them. Runs as the caller, who must be allowed to create the trigger.
 --
 -- With sketch_column (bit(256), simpg.fingerprint.sketch), two rows count only when their
--- sketches also differ in at most max_sketch_distance bits (default 36, the
+-- sketches also differ in at most max_sketch_distance bits (default simpg.max_sketch_distance(), the
 -- MAX_SKETCH_DISTANCE of SimHashColumn.duplicates); with bands, rows sharing a band key
 -- (bigint columns <sketch_column>_b0 .. _b3, simpg.fingerprint.sketch_and_bands) and
 -- confirmed so count too, however far their fingerprints.
@@ -1931,14 +2134,14 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF sketch_column IS NOT NULL THEN
-        v_max_sketch := coalesce(max_sketch_distance, 36);  -- simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE
+        v_max_sketch := coalesce(max_sketch_distance, simpg.max_sketch_distance());
         IF v_max_sketch < 0 OR v_max_sketch > 256 THEN
             RAISE EXCEPTION 'a guard''s max_sketch_distance must be from 0 to 256 (the bits of a sketch), got %',
                 v_max_sketch
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF coalesce(bands, false) THEN  -- the names simpg.psycopg._common.band_columns gives
-            v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, 3) AS i);
+            v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, simpg.band_count() - 1) AS i);
         END IF;
         -- text, not name: a name too long for the convention is not cut to another column's
         FOREACH v_column IN ARRAY sketch_column::text || v_band_columns::text[] LOOP

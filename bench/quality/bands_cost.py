@@ -16,6 +16,10 @@ sketches and random band keys, the same queries, interleaved round-robin over th
   (``SimHashColumn.duplicates(..., bands=, band_columns=)``; the figures in
   docs/fingerprinting.md were measured with the prototype's, which lacked its
   ``fp IS NOT NULL``); bands only (K ``-``) stays the prototype's.
+* **SQL simpg.duplicates k=K + 4 bands**: the same table as k=K + 4 bands, looked up through
+  ``SELECT id FROM simpg.duplicates(NULL::t, fp, K, sketch, bands)`` (a client-side prepared
+  statement): the SQL function against ``SimHashColumn.duplicates`` on the same rows, in the
+  same rounds. Band columns are named as the product's default, ``sketch_b0`` ...
 
 Every candidate's sketch is compared (limit 256, as confirm_cost.py). Rows come in groups of
 ``--band-hits`` (8) sharing band 0; each query's band 0 is a random row's band 0, so a lookup
@@ -74,7 +78,7 @@ def build(conn: psycopg.Connection, name: str, fps: np.ndarray, sketches: np.nda
     cols = ["id bigint PRIMARY KEY", "fp bigint NOT NULL"]
     if sketches is not None:
         cols.append("sketch bit(256)")
-    cols += [f"band{i} bigint NOT NULL" for i in range(nb)]
+    cols += [f"sketch_b{i} bigint NOT NULL" for i in range(nb)]
     conn.execute(f"CREATE TABLE {name} ({', '.join(cols)})")
     sb = None if bands is None else signed(bands)
     with conn.cursor().copy(f"COPY {name} FROM STDIN") as copy:
@@ -90,7 +94,7 @@ def build(conn: psycopg.Connection, name: str, fps: np.ndarray, sketches: np.nda
         inner = f", inner_blocks => {layout.levels[1]}" if len(layout.levels) > 1 else ""
         conn.execute(f"SELECT simpg.create_index('{name}', 'fp', k => {layout.k}, blocks => {layout.levels[0]}{inner})")
     for i in range(nb):
-        conn.execute(f"CREATE INDEX {name}_band{i} ON {name} (band{i}) WITH (fillfactor = 100)")
+        conn.execute(f"CREATE INDEX {name}_sketch_b{i} ON {name} (sketch_b{i}) WITH (fillfactor = 100)")
     conn.execute(f"VACUUM ANALYZE {name}")
     heap, index = conn.execute("SELECT pg_relation_size(%s), pg_indexes_size(%s)", [name, name]).fetchone()
     n = len(fps)
@@ -101,7 +105,7 @@ def build(conn: psycopg.Connection, name: str, fps: np.ndarray, sketches: np.nda
 
 def bands_only_sql(table: str, nb: int) -> sql.Composed:
     """Candidates sharing a band key, confirmed by the sketch (no fingerprint index: the prototype's)."""
-    bands = [sql.SQL("t.{c} = {b}[{i}]").format(c=sql.Identifier(f"band{i}"), b=sql.Placeholder("bands"),
+    bands = [sql.SQL("t.{c} = {b}[{i}]").format(c=sql.Identifier(f"sketch_b{i}"), b=sql.Placeholder("bands"),
                                                  i=sql.Literal(i + 1)) for i in range(nb)]
     sketch = sql.SQL("bit_count(t.sketch # {s}::bit(256))").format(s=sql.Placeholder("s"))
     return sql.SQL("SELECT t.id, {sketch} AS sketch_distance FROM {rel} AS t WHERE ({bands}) AND {sketch} <= {t} "
@@ -114,7 +118,7 @@ class Banded:
 
     def __init__(self, dsn: str, table: str, nb: int, k: int | None) -> None:
         self.k = k
-        self.columns = [f"band{i}" for i in range(nb)]
+        self.columns = [f"sketch_b{i}" for i in range(nb)]
         self.handle = SimHashColumn.connect(dsn, table, "fp", id_column="id") if k is not None else None
         self.conn = self.handle.conn if self.handle else psycopg.connect(dsn, autocommit=True)
         register_dumpers(self.conn)
@@ -135,6 +139,22 @@ class Banded:
         params = self.params(q, sketch, bands)
         with self.conn.cursor(binary=True) as cur:
             cur.execute(self.statement, params, prepare=True)
+            return cur.fetchall()
+
+
+class SqlDuplicates:
+    """``simpg.duplicates`` from SQL on a banded table (the function takes its 4 band columns by name)."""
+
+    def __init__(self, dsn: str, table: str, k: int) -> None:
+        self.k = k
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.statement = sql.SQL("SELECT t.id FROM simpg.duplicates(NULL::{}, %s, %s, %s::bit(256), %s, "
+                                 "max_sketch_distance => 256) AS t").format(sql.Identifier(table))
+
+    def lookup(self, q: int, sketch: bytes, bands: list[int]) -> list[Any]:
+        signed_q = q - (1 << 64) if q >= 1 << 63 else q
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self.statement, [signed_q, self.k, "x" + sketch.hex(), bands], prepare=True)
             return cur.fetchall()
 
 
@@ -191,6 +211,8 @@ def main() -> None:
         say(f"k={k} + {b} bands: {layout.name if layout else 'fingerprint not indexed'}")
         variants.append({"name": f"k={'-' if k is None else k} + {b} bands", "kind": "banded", "k": k,
                          **build(conn, name, data.fps, sketches, bands[:, :b], layout)})
+        if k is not None and b == 4:  # the same table through the SQL function
+            variants.append({**variants[-1], "name": f"SQL simpg.duplicates k={k} + 4 bands", "kind": "sql"})
     queries = [int(q) & M64 for q in data.queries[: args.queries]]
     picks = rng.integers(0, n, size=len(queries))
     q_sketches = [sketches[i].tobytes() for i in picks]
@@ -200,6 +222,8 @@ def main() -> None:
     for v in variants:
         if v["kind"] == "banded":
             handles.append(Banded(dsn, v["table"], v["bands"], v["k"]))
+        elif v["kind"] == "sql":
+            handles.append(SqlDuplicates(dsn, v["table"], v["k"]))
         else:
             handles.append(SimHashColumn.connect(dsn, v["table"], "fp", id_column="id"))
 
@@ -213,7 +237,7 @@ def main() -> None:
     if args.check:  # rows within k bits or sharing a band, by numpy, against what each statement returned
         sb = signed(bands)
         for v, h in zip(variants, handles, strict=True):
-            if v["kind"] != "banded":
+            if v["kind"] not in ("banded", "sql"):
                 continue
             for x in range(args.check):
                 want = set()

@@ -36,6 +36,9 @@ from simpg.sqlalchemy.index import (
 )
 from simpg.sqlalchemy.orm import (
     FingerprintWriter,
+    duplicates,
+    duplicates_async,
+    duplicates_select,
     fingerprint_on_write,
     near_duplicates,
     near_duplicates_async,
@@ -52,6 +55,9 @@ __all__ = [
     "SimHashIndex",
     "Sketch",
     "async_lookup_engine",
+    "duplicates",
+    "duplicates_async",
+    "duplicates_select",
     "fingerprint_on_write",
     "hamming",
     "index_for",

@@ -4,6 +4,8 @@ Example:
     >>> from simpg.sqlalchemy import fingerprint_on_write, near_duplicates
     >>> fingerprint_on_write(Article.body, Article.simhash)       # doctest: +SKIP
     >>> near_duplicates(session, Article, "some text", k=3)        # doctest: +SKIP
+    >>> sk, keys = sketch_and_bands("some text")                     # doctest: +SKIP
+    >>> duplicates(session, Article, fp, sk, bands=keys)            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, and_, event, inspect, not_, select
+from sqlalchemy import Select, and_, event, inspect, not_, or_, select, type_coerce
 
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.fingerprint.minhash import checked_max_distance, to_sql
+from simpg.psycopg._common import band_columns as default_band_columns
+from simpg.psycopg._common import band_keys
 from simpg.sqlalchemy.index import SimHashIndex, _resolve_column, index_for
+from simpg.sqlalchemy.types import Sketch
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FingerprintWriter",
+    "duplicates",
+    "duplicates_async",
+    "duplicates_select",
     "fingerprint_on_write",
     "near_duplicates",
     "near_duplicates_async",
@@ -157,3 +166,98 @@ async def near_duplicates_async(
 ) -> list[Any]:
     """:func:`near_duplicates` for an ``AsyncSession``."""
     return list((await session.scalars(near_select(entity, target, k, column=column).limit(limit))).all())
+
+
+def _attribute_named(entity: Any, name: str, what: str) -> Any:
+    """The attribute of ``entity`` mapped to its table's column ``name`` (errors name the column)."""
+    mapper = inspect(entity).mapper
+    table = mapper.local_table
+    column = table.c.get(name) if isinstance(name, str) else None
+    if column is None:
+        raise SimpgError(f"column {name} of table {table.name} does not exist ({what})")
+    return getattr(entity, mapper.get_property_by_column(column).key)
+
+
+def duplicates_select(
+    entity: Any,
+    fingerprint: int,
+    sketch: bytes,
+    k: int | None = None,
+    *,
+    bands: Any = None,
+    sketch_column: str = "sketch",
+    band_columns: Any = None,
+    max_sketch_distance: int | None = None,
+    column: Any = None,
+) -> Select[Any]:
+    """``SELECT entity`` rows that ``SimHashColumn.duplicates`` finds: within ``k`` or sharing a band, sketch-confirmed.
+
+    A row is a candidate when its fingerprint is within ``k`` bits (``within()``: the
+    prefix B-trees) or, with ``bands`` (:func:`simpg.fingerprint.sketch_and_bands`), when
+    band column i holds key i (one B-tree each); PostgreSQL reads both through one
+    BitmapOr. It is kept when it has a fingerprint and its sketch differs from
+    ``sketch`` in at most ``max_sketch_distance`` bits. Rows without a sketch are not
+    returned; NULL band keys match nothing.
+
+    Args:
+        entity: a mapped class (or an ``aliased()`` one).
+        fingerprint: the document's unsigned fingerprint.
+        sketch: the document's sketch (32 bytes).
+        k: fingerprint radius; default the index's k.
+        bands: the document's band keys (signed), or None: fingerprint candidates only.
+        sketch_column: the table's column of sketches (``bit(256)``).
+        band_columns: the band key columns, in band order (default ``<sketch_column>_b0`` ..).
+        max_sketch_distance: the largest sketch distance that confirms a row (default
+            :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`).
+        column: the fingerprint attribute, when the entity has several indexed ones.
+
+    Returns:
+        A select ordered by sketch distance, then fingerprint distance, then primary key.
+    """
+    attr, spec = _indexed_attribute(entity, column)
+    fp = bits.check(fingerprint)
+    limit = checked_max_distance(max_sketch_distance)
+    to_sql(sketch)  # a bad sketch fails here, naming the value, not when the statement runs
+    sketch_distance = type_coerce(_attribute_named(entity, sketch_column, "the sketches to confirm with"),
+                                  Sketch()).sketch_distance(sketch)
+    candidates = attr.within(fp, spec.layout.k if k is None else k)
+    if bands is not None:
+        names = default_band_columns(sketch_column, band_columns)
+        band_keys(bands, names)  # checked, naming the value: one signed 64-bit key per column
+        shared = [_attribute_named(entity, name, "band keys, bigint") == int(key)
+                  for name, key in zip(names, bands, strict=True)]
+        # a row found through a band may be any number of bits away, but needs a fingerprint
+        candidates = and_(or_(candidates, *shared), attr.is_not(None))
+    mapper = inspect(entity).mapper
+    pk_order = [getattr(entity, mapper.get_property_by_column(c).key) for c in mapper.primary_key]
+    return (select(entity).where(candidates, sketch_distance <= limit)
+            .order_by(sketch_distance, attr.distance(fp), *pk_order))
+
+
+def duplicates(
+    session: Session,
+    entity: Any,
+    fingerprint: int,
+    sketch: bytes,
+    k: int | None = None,
+    *,
+    limit: int | None = None,
+    **options: Any,
+) -> list[Any]:
+    """Run :func:`duplicates_select` in a ``Session`` (``options``: its keyword arguments)."""
+    return list(session.scalars(duplicates_select(entity, fingerprint, sketch, k, **options).limit(limit)).all())
+
+
+async def duplicates_async(
+    session: AsyncSession,
+    entity: Any,
+    fingerprint: int,
+    sketch: bytes,
+    k: int | None = None,
+    *,
+    limit: int | None = None,
+    **options: Any,
+) -> list[Any]:
+    """:func:`duplicates` for an ``AsyncSession``."""
+    stmt = duplicates_select(entity, fingerprint, sketch, k, **options).limit(limit)
+    return list((await session.scalars(stmt)).all())

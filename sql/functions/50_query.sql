@@ -196,19 +196,34 @@ COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[], name[], 
     'True if rel.col''s simpg index has this k, levels and prefix columns (and, with sole, is rel''s only one), else an error (SQLSTATE SPG01)';
 
 -- lookup_lead: how lookup_statement's text begins, up to the layout it states (the
--- arguments of layout_is after the table).
+-- arguments of layout_is after the table). simpg.duplicates's kinds begin as near's.
 -- A SQL-standard body, bound when created: no search_path to pin. Not STRICT, so that
 -- it is inlined (CASE is not strict); NULL in gives NULL out all the same.
 CREATE FUNCTION simpg.lookup_lead(kind text, rel regclass) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
-    RETURN CASE kind
-        WHEN 'near' THEN format('SELECT t.* FROM %s AS t WHERE simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
-        WHEN 'many' THEN format('SELECT q.i::integer, t FROM unnest($1) WITH ORDINALITY AS q(fp, i) '
+    RETURN CASE
+        WHEN kind IN ('near', 'duplicates', 'banded')
+            THEN format('SELECT t.* FROM %s AS t WHERE simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
+        WHEN kind = 'many' THEN format('SELECT q.i::integer, t FROM unnest($1) WITH ORDINALITY AS q(fp, i) '
                                 'JOIN %s AS t ON simpg.layout_is(%s::oid::regclass, ', rel, rel::oid)
     END;
 
 COMMENT ON FUNCTION simpg.lookup_lead(text, regclass) IS
-    'How the statement simpg.near (kind near) or simpg.near_many (kind many) prepares begins, up to the layout it states';
+    'How the statement simpg.near (kind near), simpg.near_many (kind many) or simpg.duplicates (kinds duplicates and banded) prepares begins, up to the layout it states';
+
+-- lookup_parameters: the parameter types of a kind's prepared statement, as PREPARE
+-- states them (prepared_lookup compares the text, prepare_lookup writes it).
+CREATE FUNCTION simpg.lookup_parameters(kind text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE kind
+        WHEN 'near' THEN '(bigint, integer)'
+        WHEN 'many' THEN '(bigint[], integer)'
+        WHEN 'duplicates' THEN '(bigint, integer, bit(256), bigint[], integer)'
+        WHEN 'banded' THEN '(bigint, integer, bit(256), bigint[], integer)'
+    END;
+
+COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
+    'The parameter types of the statement a kind of lookup prepares, as PREPARE states them';
 
 -- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the
 -- fingerprint, $2 k) or simpg.near_many (kind 'many': $1 the fingerprints, $2 k)
@@ -216,19 +231,25 @@ COMMENT ON FUNCTION simpg.lookup_lead(text, regclass) IS
 -- the parameter with constant layout arguments, which PostgreSQL folds when it plans,
 -- so one generic plan serves every fingerprint. The layout it was made for is stated
 -- in it, as layout_is(...), checked whenever PostgreSQL plans it.
+-- simpg.duplicates's kinds ($1 the fingerprint, $2 k, $3 the sketch, $4 the band keys,
+-- $5 the largest sketch distance) confirm near's rows by sketch_column; kind 'banded'
+-- also finds the rows sharing a band key (band_columns: band i compared with $4[i]),
+-- in the same OR as the prefix ranges (one BitmapOr of the prefix and band B-trees),
+-- and keeps them at any fingerprint distance, as SimHashColumn.duplicates does.
 CREATE FUNCTION simpg.lookup_statement(kind text, rel regclass, col name, k integer, levels integer[],
-                                       prefix_columns name[], sole boolean)
+                                       prefix_columns name[], sole boolean, sketch_column name DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_fp text := CASE kind WHEN 'near' THEN '$1' WHEN 'many' THEN 'q.fp' END;
+    v_fp text := CASE WHEN kind IN ('near', 'duplicates', 'banded') THEN '$1' WHEN kind = 'many' THEN 'q.fp' END;
     v_levels text := quote_literal(levels::text);
     v_text text;
+    v_shared text;  -- kind banded: the band equalities, ORed
 BEGIN
     IF v_fp IS NULL THEN
-        RAISE EXCEPTION 'kind must be near or many, got %', coalesce(kind, 'null')
+        RAISE EXCEPTION 'kind must be near, many, duplicates or banded, got %', coalesce(kind, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- simpg.near checks a prepared statement against this text at every call
@@ -242,6 +263,21 @@ BEGIN
                       'AND simpg.prefix_hi(%2$s, %3$s, %4$s::integer[], %5$s)',
                       prefix_columns[v_t], v_fp, k, v_levels, v_t - 1);
     END LOOP;
+    IF kind IN ('duplicates', 'banded') THEN
+        IF kind = 'banded' THEN
+            SELECT string_agg(format('t.%I = $4[%s]', b.band_column, b.i), ' OR ' ORDER BY b.i) INTO v_shared
+            FROM simpg.band_columns(sketch_column) AS b;
+            v_text := v_text || ' OR ' || v_shared;
+        END IF;
+        -- a row found through a band needs a fingerprint (its distance is reported) and may
+        -- be any number of bits away
+        RETURN v_text
+            || CASE WHEN kind = 'banded'
+                    THEN format(') AND t.%I IS NOT NULL AND (simpg.hamming(t.%I, $1) <= $2 OR %s)', col, col, v_shared)
+                    ELSE format(') AND simpg.hamming(t.%I, $1) <= $2', col) END
+            || format(' AND bit_count(t.%1$I # $3) <= $5 ORDER BY bit_count(t.%1$I # $3), simpg.hamming(t.%2$I, $1)',
+                      sketch_column, col);
+    END IF;
     RETURN v_text
         || format(') AND simpg.hamming(t.%I, %s) <= $2 ORDER BY ', col, v_fp)
         || CASE kind WHEN 'many' THEN 'q.i, ' ELSE '' END
@@ -249,8 +285,8 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.lookup_statement(text, regclass, name, integer, integer[], name[], boolean) IS
-    'The parameterised statement simpg.near (kind near) or simpg.near_many (kind many) prepares for this layout';
+COMMENT ON FUNCTION simpg.lookup_statement(text, regclass, name, integer, integer[], name[], boolean, name) IS
+    'The parameterised statement simpg.near (kind near), simpg.near_many (kind many) or simpg.duplicates (kinds duplicates and banded, with sketch_column) prepares for this layout';
 
 -- unquote_literal: the value of a string literal as quote_literal writes it ('...' or E'...')
 CREATE FUNCTION simpg.unquote_literal(literal text) RETURNS text
@@ -271,8 +307,8 @@ COMMENT ON FUNCTION simpg.unquote_literal(text) IS
 -- anyone in the session could have prepared a statement of that name, and it runs with
 -- the caller's rights. Whether the stated layout is still the table's is checked by
 -- layout_is whenever PostgreSQL plans it, and any change to the table's columns makes
--- PostgreSQL plan it again.
-CREATE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name,
+-- PostgreSQL plan it again. simpg.duplicates's statements are per sketch column too.
+CREATE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name, sketch_column name DEFAULT NULL,
                                       OUT statement_name text, OUT radius integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -290,6 +326,11 @@ BEGIN
         WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     END IF;
     statement_name := format('simpg_%s_%s_%s', kind, rel::oid, v_attnum);
+    IF sketch_column IS NOT NULL THEN  -- no such column: no name, and prepare_lookup says why
+        statement_name := statement_name || '_' || (SELECT a.attnum FROM pg_attribute AS a
+                                                    WHERE a.attrelid = rel AND a.attname = sketch_column
+                                                      AND a.attnum > 0 AND NOT a.attisdropped);
+    END IF;
     SELECT p.statement INTO v_text FROM pg_prepared_statements AS p WHERE p.name = statement_name;
     -- the layout it states follows layout_is's table, up to the first ') AND (':
     -- '<col>'::name, <k>, '{<levels>}'::integer[], '{<prefix columns>}'::name[], <sole>) AND (
@@ -314,21 +355,21 @@ BEGIN
                          v_claim[5]];
     END IF;
     IF v_claim[5] IS NOT NULL AND array_position(v_claim[4]::name[], NULL) IS NULL
-       AND v_text = format('PREPARE %I(%s, integer) AS ', statement_name,
-                           CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END)
+       AND v_text = format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind))
                     || simpg.lookup_statement(kind, rel, v_claim[1]::name, v_claim[2]::integer, v_claim[3]::integer[],
-                                              v_claim[4]::name[], v_claim[5]::boolean) THEN
+                                              v_claim[4]::name[], v_claim[5]::boolean, sketch_column) THEN
         radius := v_claim[2]::integer;
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.prepared_lookup(text, regclass, name) IS
+COMMENT ON FUNCTION simpg.prepared_lookup(text, regclass, name, name) IS
     'Name of the session''s prepared lookup statement on rel and its radius (NULL if there is none simpg made)';
 
 -- prepare_lookup: (re)prepares prepared_lookup's statement from the catalog.
--- Contract: raises for what checked_layout raises (k above the radius, no such index).
-CREATE FUNCTION simpg.prepare_lookup(kind text, rel regclass, k integer, col name,
+-- Contract: raises for what checked_layout raises (k above the radius, no such index),
+-- and for simpg.duplicates's kinds what checked_sketch_columns raises.
+CREATE FUNCTION simpg.prepare_lookup(kind text, rel regclass, k integer, col name, sketch_column name DEFAULT NULL,
                                      OUT statement_name text, OUT radius integer)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -336,19 +377,21 @@ AS $$
 DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
 BEGIN
-    statement_name := (simpg.prepared_lookup(kind, rel, col)).statement_name;
+    IF kind IN ('duplicates', 'banded') THEN
+        PERFORM simpg.checked_sketch_columns(rel, sketch_column, kind = 'banded');
+    END IF;
+    statement_name := (simpg.prepared_lookup(kind, rel, col, sketch_column)).statement_name;
     IF EXISTS (SELECT FROM pg_prepared_statements AS p WHERE p.name = statement_name) THEN
         EXECUTE format('DEALLOCATE %I', statement_name);
     END IF;
-    EXECUTE format('PREPARE %I(%s, integer) AS ', statement_name,
-                   CASE kind WHEN 'many' THEN 'bigint[]' ELSE 'bigint' END)
+    EXECUTE format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind))
             || simpg.lookup_statement(kind, rel, v_row.fingerprint_column, v_row.k, v_row.levels,
-                                      v_row.prefix_columns, col IS NULL);
+                                      v_row.prefix_columns, col IS NULL, sketch_column);
     radius := v_row.k;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.prepare_lookup(text, regclass, integer, name) IS
+COMMENT ON FUNCTION simpg.prepare_lookup(text, regclass, integer, name, name) IS
     'Prepares the session''s lookup statement on rel from the catalog; its name and radius';
 
 -- lookup_rel: the table whose row type tbl is (the polymorphic first argument of near)

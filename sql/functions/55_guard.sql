@@ -161,7 +161,7 @@ COMMENT ON FUNCTION simpg.guard_check() IS
 -- and how to list them. Runs as the caller, who must be allowed to create the trigger.
 --
 -- With sketch_column (bit(256), simpg.fingerprint.sketch), two rows count only when their
--- sketches also differ in at most max_sketch_distance bits (default 36, the
+-- sketches also differ in at most max_sketch_distance bits (default simpg.max_sketch_distance(), the
 -- MAX_SKETCH_DISTANCE of SimHashColumn.duplicates); with bands, rows sharing a band key
 -- (bigint columns <sketch_column>_b0 .. _b3, simpg.fingerprint.sketch_and_bands) and
 -- confirmed so count too, however far their fingerprints.
@@ -199,14 +199,14 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF sketch_column IS NOT NULL THEN
-        v_max_sketch := coalesce(max_sketch_distance, 36);  -- simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE
+        v_max_sketch := coalesce(max_sketch_distance, simpg.max_sketch_distance());
         IF v_max_sketch < 0 OR v_max_sketch > 256 THEN
             RAISE EXCEPTION 'a guard''s max_sketch_distance must be from 0 to 256 (the bits of a sketch), got %',
                 v_max_sketch
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF coalesce(bands, false) THEN  -- the names simpg.psycopg._common.band_columns gives
-            v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, 3) AS i);
+            v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, simpg.band_count() - 1) AS i);
         END IF;
         -- text, not name: a name too long for the convention is not cut to another column's
         FOREACH v_column IN ARRAY sketch_column::text || v_band_columns::text[] LOOP

@@ -13,15 +13,26 @@ import random
 
 import psycopg
 import pytest
-from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, or_, select, union
+from sqlalchemy import BigInteger, Column, MetaData, Table, Text, create_engine, or_, select, union
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+from sqlalchemy.orm import DeclarativeBase, Session, mapped_column
 
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch
-from simpg.fingerprint.minhash import to_sql
+from simpg.fingerprint.minhash import BANDS, to_sql
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, Duplicate, SimHashColumn, configure_lookups
-from simpg.sqlalchemy import SimHash, Sketch, simhash_index, url_from_dsn
+from simpg.psycopg._common import band_columns
+from simpg.sqlalchemy import (
+    SimHash,
+    Sketch,
+    duplicates,
+    duplicates_async,
+    duplicates_select,
+    simhash_index,
+    url_from_dsn,
+)
 from tests.integration.test_psycopg_index import corpus, make_table
 
 LAYOUT = Layout(4, (6,))  # the reference table's layout
@@ -417,3 +428,234 @@ def test_banded_sql_and_sqlalchemy_recipes_equal_duplicates(conn: psycopg.Connec
                 assert set(map(tuple, sa.execute(stmt))) == want
     finally:
         engine.dispose()
+
+
+# -- simpg.duplicates (SQL) and duplicates_select (SQLAlchemy): the same lookup as functions --
+
+DUPLICATES_SQL = ("SELECT id, simpg.hamming(simhash, %(q)s), bit_count(sketch # %(s)s::bit(256)) "
+                  "FROM simpg.duplicates(NULL::docs, %(q)s, %(k)s, %(s)s::bit(256), %(b)s, "
+                  "max_sketch_distance => %(t)s)")
+
+
+class _Base(DeclarativeBase):
+    pass
+
+
+class Doc(_Base):
+    """The docs table of setup() and add_bands()."""
+
+    __tablename__ = "docs"
+    id = mapped_column(BigInteger, primary_key=True)
+    simhash = mapped_column(SimHash)
+    note = mapped_column(Text)
+    sketch = mapped_column(Sketch)
+    sketch_b0 = mapped_column(BigInteger)
+    sketch_b1 = mapped_column(BigInteger)
+    sketch_b2 = mapped_column(BigInteger)
+    sketch_b3 = mapped_column(BigInteger)
+
+
+simhash_index(Doc.simhash, k=LAYOUT.k, blocks=LAYOUT.levels[0])
+
+
+def test_sql_constants_are_pythons(conn: psycopg.Connection) -> None:
+    assert conn.execute("SELECT simpg.max_sketch_distance(), simpg.band_count()").fetchone() == (
+        MAX_SKETCH_DISTANCE, BANDS)
+    assert conn.execute("SELECT band_column FROM simpg.band_columns('sketch') ORDER BY i").fetchall() == [
+        (c,) for c in band_columns("sketch", None)]
+
+
+def test_sql_function_and_sqlalchemy_helper_equal_duplicates_and_brute_force(conn: psycopg.Connection,
+                                                                             db: object) -> None:
+    index, rows, sketches, queries = setup(conn, 54)
+    stored: list[bytes | None] = list(sketches)
+    row_bands, query_bands = add_bands(conn, rows, stored, queries, 54)
+    # a row without a fingerprint that shares every band and the sketch of query 0: never returned
+    conn.execute("INSERT INTO docs (id, simhash, sketch, sketch_b0, sketch_b1, sketch_b2, sketch_b3) "
+                 "VALUES (0, NULL, %s::bit(256), %s, %s, %s, %s)", [to_sql(queries[0][1]), *query_bands[0]])
+    engine = create_engine(url_from_dsn(db.dsn))  # type: ignore[attr-defined]
+    through_bands = 0
+    try:
+        with Session(engine) as session:
+            for k, t in ((LAYOUT.k, MAX_SKETCH_DISTANCE), (0, 256), (2, 0), (3, 10)):
+                for (q, qs), qb in zip(queries, query_bands, strict=True):
+                    for keys in (qb, None):
+                        want = index.duplicates(q, qs, k, bands=keys, max_sketch_distance=t)
+                        assert want == brute_banded(rows, stored, row_bands if keys else [[None] * 4] * len(rows),
+                                                    q, qs, qb, k, t), (k, t, q, keys)
+                        got = conn.execute(DUPLICATES_SQL, {"q": bits.to_db(q), "s": to_sql(qs), "k": k, "b": keys,
+                                                            "t": t}).fetchall()
+                        # nearest sketch, then nearest fingerprint first; ties in any order
+                        assert [g[2:0:-1] for g in got] == sorted(g[2:0:-1] for g in got)
+                        assert sorted(got) == sorted(map(tuple, want)), (k, t, q, keys)
+                        orm = duplicates(session, Doc, q, qs, k, bands=keys, max_sketch_distance=t)
+                        assert [(d.id, bits.hamming(d.simhash, q)) for d in orm] == [(d.id, d.distance) for d in want]
+                        through_bands += sum(d.distance > k for d in want)
+    finally:
+        engine.dispose()
+    assert through_bands > 50
+    # the default radius is the index's, the default limit MAX_SKETCH_DISTANCE; another sketch column name
+    conn.execute("ALTER TABLE docs RENAME COLUMN sketch TO sk")
+    for i in range(4):
+        conn.execute(f"ALTER TABLE docs RENAME COLUMN sketch_b{i} TO sk_b{i}")
+    (q, qs), qb = queries[1], query_bands[1]
+    got = conn.execute("SELECT id FROM simpg.duplicates(NULL::docs, %s, 4, %s::bit(256), %s, 'sk')",
+                       [bits.to_db(q), to_sql(qs), qb]).fetchall()
+    assert sorted(r[0] for r in got) == sorted(d.id for d in brute_banded(
+        rows, stored, row_bands, q, qs, qb, LAYOUT.k, MAX_SKETCH_DISTANCE))
+
+
+def test_sql_duplicates_follow_a_new_layout_and_new_columns(conn: psycopg.Connection) -> None:
+    """The session's prepared statement is made again when the index or the columns change."""
+    index, rows, sketches, queries = setup(conn, 55)
+    stored: list[bytes | None] = list(sketches)
+    row_bands, query_bands = add_bands(conn, rows, stored, queries, 55)
+
+    def check(k: int) -> None:
+        for (q, qs), qb in zip(queries, query_bands, strict=True):
+            got = conn.execute(DUPLICATES_SQL, {"q": bits.to_db(q), "s": to_sql(qs), "k": k, "b": qb,
+                                                "t": MAX_SKETCH_DISTANCE}).fetchall()
+            want = brute_banded(rows, stored, row_bands, q, qs, qb, k, MAX_SKETCH_DISTANCE)
+            assert sorted(got) == sorted(map(tuple, want))
+
+    check(LAYOUT.k)
+    index.drop()
+    index.create(2, 5)
+    check(2)
+    conn.execute("ALTER TABLE docs ADD COLUMN extra text")
+    check(2)
+    conn.execute("ALTER TABLE docs DROP COLUMN sketch_b3")
+    with pytest.raises(psycopg.errors.UndefinedColumn, match="column sketch_b3 of table public.docs does not exist "
+                                                             r"\(band keys, bigint\)"):
+        check(2)
+
+
+def test_sql_duplicates_bad_arguments_name_the_value(conn: psycopg.Connection) -> None:
+    setup(conn, 56)
+    s = to_sql(sketch("some text"))
+    cases = [
+        ("NULL, 4, %s::bit(256)", [s], "fingerprint must not be null"),
+        ("1, -1, %s::bit(256)", [s], "k must be a non-negative integer, got -1"),
+        ("1, NULL, %s::bit(256)", [s], "k must be a non-negative integer, got null"),
+        ("1, 5, %s::bit(256)", [s], "k=5 is above the radius k=4 that the simpg index on public.docs.simhash"),
+        ("1, 4, NULL", [], "sketch must not be null"),
+        ("1, 4, B'101'", [], "sketch must have 256 bits, got 3"),
+        ("1, 4, %s::bit(256), max_sketch_distance => 257", [s], "max_sketch_distance must be an integer from "
+                                                                 "0 to 256, got 257"),
+        ("1, 4, %s::bit(256), max_sketch_distance => NULL", [s], "max_sketch_distance must be .* got null"),
+        ("1, 4, %s::bit(256), sketch_column => 'nope'", [s],
+         r"column nope of table public.docs does not exist \(the sketches to confirm with\)"),
+        ("1, 4, %s::bit(256), sketch_column => 'note'", [s],
+         r"column note of table public.docs must be bit\(256\) \(sketches\), got text"),
+        ("1, 4, %s::bit(256), '{1,2,3,4}'", [s],
+         r"column sketch_b0 of table public.docs does not exist \(band keys, bigint\)"),
+        ("1, 4, %s::bit(256), '{1,2,3}'", [s], r"expected 4 band keys \(one per band column\), got \{1,2,3\}"),
+        ("1, 4, %s::bit(256), '{{1,2},{3,4}}'", [s], "expected 4 band keys"),
+        ("1, 4, %s::bit(256), '{1,2,NULL,4}'", [s], r"band keys must not be null, got \{1,2,NULL,4\}"),
+        ("1, 4, %s::bit(256), col => 'note'", [s], "no simpg index on public.docs.note"),
+    ]
+    for args, params, message in cases:
+        with pytest.raises(psycopg.Error, match=message):
+            conn.execute(f"SELECT * FROM simpg.duplicates(NULL::docs, {args})", params).fetchall()
+    with pytest.raises(psycopg.Error, match="first argument must be a table row type such as NULL::articles, "
+                                            "got integer"):
+        conn.execute("SELECT * FROM simpg.duplicates(NULL::integer, 1, 4, %s::bit(256))", [s]).fetchall()
+    conn.execute("ALTER TABLE docs ADD COLUMN sketch_b0 bigint, ADD COLUMN sketch_b1 text, "
+                 "ADD COLUMN sketch_b2 bigint, ADD COLUMN sketch_b3 bigint")
+    with pytest.raises(psycopg.Error, match="column sketch_b1 of table public.docs must be bigint "
+                                            r"\(band keys\), got text"):
+        conn.execute("SELECT * FROM simpg.duplicates(NULL::docs, 1, 4, %s::bit(256), '{1,2,3,4}')", [s]).fetchall()
+    # an array numbered from 0: band i is still the i-th key
+    conn.execute("ALTER TABLE docs DROP COLUMN sketch_b1, ADD COLUMN sketch_b1 bigint")
+    conn.execute("UPDATE docs SET sketch = %s::bit(256), sketch_b1 = 7 WHERE id = 1", [s])
+    got = conn.execute("SELECT id FROM simpg.duplicates(NULL::docs, 1, 0, %s::bit(256), '[0:3]={5,7,5,5}')",
+                       [s]).fetchall()
+    assert got == [(1,)]
+
+
+def test_sqlalchemy_duplicates_bad_arguments_name_the_value() -> None:
+    q, qs = 5, sketch("some text")
+    with pytest.raises(SimpgError, match="max_sketch_distance must be an integer from 0 to 256, got 300"):
+        duplicates_select(Doc, q, qs, max_sketch_distance=300)
+    with pytest.raises(SimpgError, match="expected a sketch of 32 bytes, got b'abc'"):
+        duplicates_select(Doc, q, b"abc")
+    with pytest.raises(SimpgError, match="k=5 is above the radius k=4"):
+        duplicates_select(Doc, q, qs, 5)
+    with pytest.raises(SimpgError, match=r"column nope of table docs does not exist \(the sketches"):
+        duplicates_select(Doc, q, qs, sketch_column="nope")
+    with pytest.raises(SimpgError, match=r"column sketch_b9 of table docs does not exist \(band keys, bigint\)"):
+        duplicates_select(Doc, q, qs, bands=[1], band_columns=["sketch_b9"])
+    with pytest.raises(SimpgError, match=r"expected 4 band keys \(one per band column\), got 3: \[1, 2, 3\]"):
+        duplicates_select(Doc, q, qs, bands=[1, 2, 3])
+    with pytest.raises(SimpgError, match="expected a signed 64-bit band key, got 9223372036854775808"):
+        duplicates_select(Doc, q, qs, bands=[1, 2, 3, 1 << 63])
+    with pytest.raises(SimpgError, match=r"expected 64-bit fingerprint in \[0, 2\*\*64\), got -1"):
+        duplicates_select(Doc, -1, qs)
+
+
+def test_sql_and_sqlalchemy_duplicates_read_the_indexes_never_a_seq_scan(conn: psycopg.Connection, db: object) -> None:
+    """Through the function (its prepared statement's generic plan) and SQLAlchemy's statement:
+    the prefix and band B-trees in a BitmapOr, on a table where a scan would be cheap."""
+    conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint, note text, sketch bit(256), "
+                 "sketch_b0 bigint, sketch_b1 bigint, sketch_b2 bigint, sketch_b3 bigint)")
+    conn.execute("INSERT INTO docs (simhash, sketch, sketch_b0, sketch_b1, sketch_b2, sketch_b3) "
+                 "SELECT (random() * 2^62)::bigint, NULL, g, g + 1, g + 2, g + 3 FROM generate_series(1, 20000) g")
+    for col in BAND_COLUMNS:
+        conn.execute(f"CREATE INDEX docs_{col}_idx ON docs ({col})")
+    SimHashColumn(conn, "docs", "simhash").create(LAYOUT.k, LAYOUT.levels[0])
+    conn.execute("ANALYZE docs")
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET client_min_messages = log")
+    conn.execute("SET auto_explain.log_level = notice")
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    s = to_sql(sketch("some text"))
+    for keys in ("{7,8,9,10}", None):
+        for _ in range(2):  # the second call runs the statement prepared by the first
+            notices.clear()
+            conn.execute("SELECT * FROM simpg.duplicates(NULL::docs, 12345, 4, %s::bit(256), %s)", [s, keys]).fetchall()
+            plan = "\n".join(n for n in notices if "Bitmap" in n)
+            assert "Seq Scan on docs" not in "\n".join(notices) and plan.count("BitmapOr") == 1, notices
+            assert plan.count("Bitmap Index Scan on docs_simhash_p") == 15, plan
+            assert all((f"Bitmap Index Scan on docs_{col}_idx" in plan) == (keys is not None)
+                       for col in BAND_COLUMNS), plan
+    # SQLAlchemy's statement, as PostgreSQL runs it with its parameters
+    engine = create_engine(url_from_dsn(db.dsn))  # type: ignore[attr-defined]
+    try:
+        with engine.connect() as sa:
+            raw = sa.connection.dbapi_connection
+            assert isinstance(raw, psycopg.Connection)
+            for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                            "SET client_min_messages = log", "SET auto_explain.log_level = notice"):
+                raw.execute(setting)
+            notices.clear()
+            raw.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+            assert sa.execute(duplicates_select(Doc, 12345, sketch("some text"), bands=[7, 8, 9, 10])).all() == []
+    finally:
+        engine.dispose()
+    assert "Seq Scan on docs" not in "\n".join(notices), notices
+    plan = "\n".join(n for n in notices if "Bitmap" in n)  # not the plans of layout_is's catalog reads
+    assert "BitmapOr" in plan, plan  # within()'s own BitmapOr is one arm of the bands' BitmapOr
+    assert plan.count("Bitmap Index Scan on docs_simhash_p") == 15, plan
+    for col in BAND_COLUMNS:
+        assert f"Bitmap Index Scan on docs_{col}_idx" in plan, plan
+
+
+async def test_sqlalchemy_duplicates_async_equal_duplicates(db: object) -> None:
+    dsn = db.dsn  # type: ignore[attr-defined]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        index, rows, sketches, queries = setup(conn, 57)
+        stored: list[bytes | None] = list(sketches)
+        _, query_bands = add_bands(conn, rows, stored, queries, 57)
+        want = [[d.id for d in index.duplicates(q, qs, bands=qb)]
+                for (q, qs), qb in zip(queries, query_bands, strict=True)]
+    engine = create_async_engine(url_from_dsn(dsn, async_=True))
+    try:
+        async with AsyncSession(engine) as session:
+            got = [[d.id for d in await duplicates_async(session, Doc, q, qs, bands=qb)]
+                   for (q, qs), qb in zip(queries, query_bands, strict=True)]
+    finally:
+        await engine.dispose()
+    assert got == want and sum(map(len, want)) > 20

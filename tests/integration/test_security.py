@@ -332,3 +332,81 @@ def test_extension_refuses_a_schema_owned_by_another_role(pg, bare_db):
             conn.execute("DROP SCHEMA simpg")
 
 
+
+
+def make_sketched_docs_after(conn: psycopg.Connection) -> str:
+    """Adds to make_docs's table a sketch equal to the one returned and band keys, band 0
+    of every row 7. Returns the query sketch (bit-string input)."""
+    conn.execute("ALTER TABLE docs ADD COLUMN sketch bit(256), ADD COLUMN sketch_b0 bigint, "
+                 "ADD COLUMN sketch_b1 bigint, ADD COLUMN sketch_b2 bigint, ADD COLUMN sketch_b3 bigint")
+    conn.execute("UPDATE docs SET sketch = repeat('0', 256)::bit(256), sketch_b0 = 7")
+    for i in range(4):
+        conn.execute(f"CREATE INDEX ON docs (sketch_b{i})")
+    return "x" + "00" * 32
+
+
+DUPLICATES_CALLS = [
+    "SELECT * FROM simpg.duplicates(NULL::docs, 0, 2, %(s)s::bit(256))",
+    "SELECT * FROM simpg.duplicates(NULL::docs, 0, 2, %(s)s::bit(256), '{7,1,2,3}')",
+]
+
+
+def test_duplicates_reads_nothing_beyond_the_callers_rights(db):
+    """simpg.duplicates runs with the caller's rights: no SELECT, no rows; the columns of t.* it
+    returns need SELECT, whatever columns the caller may read; row-level security holds."""
+    rows = make_docs(db.conn)
+    s = make_sketched_docs_after(db.conn)
+    fingerprinted = {k for k, fp in rows.items() if fp is not None}
+    with login_role(db.conn) as role, psycopg.connect(role_dsn(db, role), autocommit=True) as other:
+        for call in DUPLICATES_CALLS:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table docs"):
+                other.execute(call, {"s": s}).fetchall()
+        # every column but the body: the function cannot be used to read it
+        columns = [r[0] for r in db.conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attnum > 0 "
+            "AND NOT attisdropped AND attname <> 'body'").fetchall()]
+        db.conn.execute(sql.SQL("GRANT SELECT ({}) ON docs TO {}").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(role)))
+        for call in DUPLICATES_CALLS:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table docs"):
+                other.execute(call, {"s": s}).fetchall()
+        # with SELECT and a policy: the rows of the policy only (band 0 finds every row)
+        db.conn.execute(sql.SQL("GRANT SELECT ON docs TO {}").format(sql.Identifier(role)))
+        db.conn.execute("ALTER TABLE docs ENABLE ROW LEVEL SECURITY")
+        db.conn.execute("CREATE POLICY mine ON docs USING (owner_name = current_user)")
+        db.conn.execute("UPDATE docs SET owner_name = %s WHERE id %% 3 = 0", [role])
+        got = other.execute("SELECT id FROM simpg.duplicates(NULL::docs, 0, 2, %(s)s::bit(256), '{7,1,2,3}')",
+                            {"s": s}).fetchall()
+        assert {r[0] for r in got} == {k for k in fingerprinted if k % 3 == 0}
+
+
+def test_duplicates_trusts_no_statement_of_its_name_it_did_not_make(conn):
+    """A statement prepared in the session under the name simpg.duplicates uses, returning
+    every row, is not run: its text is not lookup_statement's, so it is prepared again."""
+    rows = make_docs(conn)
+    s = make_sketched_docs_after(conn)
+    name, oid, prefixes = conn.execute(
+        "SELECT (simpg.prepared_lookup('banded', 'docs', NULL, 'sketch')).statement_name, 'docs'::regclass::oid, "
+        "prefix_columns::text FROM simpg.indexes").fetchone()
+    # the layout it states is the table's: only the rest of its text differs
+    conn.execute(sql.SQL("PREPARE {}(bigint, integer, bit(256), bigint[], integer) AS SELECT t.* FROM public.docs AS t "
+                         "WHERE simpg.layout_is({}::oid::regclass, 'simhash'::name, 2, '{{3}}'::integer[], "
+                         "{}::name[], true) AND (true) AND true").format(
+        sql.Identifier(name), sql.Literal(oid), sql.Literal(prefixes)))
+    planted = conn.execute(sql.SQL("EXECUTE {}(0, 2, NULL, NULL, 0)").format(sql.Identifier(name))).fetchall()
+    assert len(planted) == len(rows)  # run as it is, it returns every row
+    got = conn.execute("SELECT id FROM simpg.duplicates(NULL::docs, 0, 2, %s::bit(256), '{8,1,2,3}')", [s]).fetchall()
+    assert {r[0] for r in got} == {k for k, fp in rows.items() if fp is not None and bits.hamming(fp, 0) <= 2}
+
+
+def test_hostile_sketch_column_names_are_only_names(conn):
+    conn.execute("CREATE TABLE sentinel (x int)")
+    make_docs(conn)
+    s = make_sketched_docs_after(conn)
+    for attack in ["sketch; DROP TABLE sentinel;--", 'sketch"; DROP TABLE sentinel;--', "x') OR true; --"]:
+        for bands in (None, "{7,1,2,3}"):
+            with pytest.raises(psycopg.errors.UndefinedColumn) as err:
+                conn.execute("SELECT * FROM simpg.duplicates(NULL::docs, 0, 2, %s::bit(256), %s, %s)",
+                             [s, bands, attack]).fetchall()
+            assert attack.split(";")[0].split('"')[0] in err.value.diag.message_primary
+    assert conn.execute("SELECT to_regclass('sentinel') IS NOT NULL").fetchone()[0]

@@ -1,0 +1,160 @@
+-- duplicates: lookups confirmed by sketches, with band keys as a second candidate source
+-- (docs/fingerprinting.md, "Online lookups"). The statement is lookup_statement's kinds
+-- duplicates and banded, prepared once per session like simpg.near's.
+
+-- The numbers Python defines too (simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE and
+-- BANDS); tests/integration/test_duplicates.py checks that both sides agree.
+CREATE FUNCTION simpg.max_sketch_distance() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 36;
+
+COMMENT ON FUNCTION simpg.max_sketch_distance() IS
+    'The largest number of differing sketch bits that confirms a duplicate by default (estimated Jaccard >= 0.72)';
+
+CREATE FUNCTION simpg.band_count() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 4;
+
+COMMENT ON FUNCTION simpg.band_count() IS
+    'The number of band keys a document has (simpg.fingerprint.sketch_and_bands)';
+
+-- band_columns: the band key columns of a sketch column, <sketch_column>_b0 .. _b3, with
+-- i the 1-based position of the key in a bands array.
+-- A SQL-standard body, bound when created: no search_path to pin.
+CREATE FUNCTION simpg.band_columns(sketch_column name)
+    RETURNS TABLE (i integer, band_column name)
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT g.i, (sketch_column || '_b' || (g.i - 1))::name
+    FROM generate_series(1, simpg.band_count()) AS g(i)
+    ORDER BY g.i;
+END;
+
+COMMENT ON FUNCTION simpg.band_columns(name) IS
+    'The band key columns of a sketch column (<sketch_column>_b0 ..), with their 1-based position in a bands array';
+
+-- checked_sketch_columns: raises, naming the column, unless rel has the sketch column
+-- (bit(256) or varbit) and, with banded, its band columns (bigint).
+CREATE FUNCTION simpg.checked_sketch_columns(rel regclass, sketch_column name, banded boolean) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_type text;
+    v_band record;
+BEGIN
+    SELECT format_type(a.atttypid, a.atttypmod) INTO v_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = sketch_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist (the sketches to confirm with)', quote_ident(sketch_column), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF v_type NOT IN ('bit(256)', 'bit varying') THEN
+        RAISE EXCEPTION 'column % of table % must be bit(256) (sketches), got %', quote_ident(sketch_column), rel, v_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF NOT banded THEN
+        RETURN;
+    END IF;
+    IF octet_length(sketch_column) + 3 > 63 THEN  -- <sketch_column>_b0 would be cut to 63 bytes
+        RAISE EXCEPTION 'sketch column name % is too long for band columns named %_b0 ..', quote_ident(sketch_column),
+            sketch_column USING ERRCODE = 'name_too_long';
+    END IF;
+    FOR v_band IN
+        SELECT b.band_column, format_type(a.atttypid, a.atttypmod) AS type
+        FROM simpg.band_columns(sketch_column) AS b
+        LEFT JOIN pg_attribute AS a
+            ON a.attrelid = rel AND a.attname = b.band_column AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE a.atttypid IS DISTINCT FROM 'bigint'::regtype
+        ORDER BY b.i LIMIT 1
+    LOOP
+        IF v_band.type IS NULL THEN
+            RAISE EXCEPTION 'column % of table % does not exist (band keys, bigint)', quote_ident(v_band.band_column), rel
+                USING ERRCODE = 'undefined_column',
+                      HINT = 'add the band columns and their B-trees (docs/fingerprinting.md), or pass bands => NULL';
+        END IF;
+        RAISE EXCEPTION 'column % of table % must be bigint (band keys), got %', quote_ident(v_band.band_column), rel,
+            v_band.type USING ERRCODE = 'datatype_mismatch';
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_sketch_columns(regclass, name, boolean) IS
+    'Raises unless rel has the sketch column (bit(256)) and, with banded, its band key columns (bigint)';
+
+-- duplicates: near-duplicates of one document, as SimHashColumn.duplicates finds them:
+-- the rows within k bits of fp, or with bands (simpg.fingerprint.sketch_and_bands) sharing
+-- a band key (band i of the row equal to bands[i]), whose sketch differs from sketch in
+-- at most max_sketch_distance bits. Nearest sketch first, then nearest fingerprint. Rows
+-- without a fingerprint or a sketch are not returned; NULL band keys match nothing.
+--   SELECT * FROM simpg.duplicates(NULL::articles, 1234, 4, '<sketch>'::bit(256), '{1,2,3,4}')
+CREATE FUNCTION simpg.duplicates(tbl anyelement, fp bigint, k integer, sketch bit(256), bands bigint[] DEFAULT NULL,
+                                 sketch_column name DEFAULT 'sketch',
+                                 max_sketch_distance integer DEFAULT simpg.max_sketch_distance(),
+                                 col name DEFAULT NULL)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql VOLATILE  -- it may PREPARE
+    SET search_path = pg_catalog, pg_temp
+    -- as simpg.near: tiny tables would otherwise be scanned sequentially
+    SET enable_seqscan = off
+    SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_rel regclass := simpg.lookup_rel(tbl);
+    v_kind text := CASE WHEN bands IS NULL THEN 'duplicates' ELSE 'banded' END;
+    v_lookup record;
+    v_arguments text;
+BEGIN
+    IF fp IS NULL THEN
+        RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF k IS NULL OR k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sketch IS NULL THEN
+        RAISE EXCEPTION 'sketch must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF length(sketch) <> 256 THEN  -- the cast to bit(256) below would pad or cut it
+        RAISE EXCEPTION 'sketch must have 256 bits, got %', length(sketch)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_sketch_distance IS NULL OR max_sketch_distance NOT BETWEEN 0 AND 256 THEN
+        RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %',
+            coalesce(max_sketch_distance::text, 'null') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sketch_column IS NULL THEN
+        RAISE EXCEPTION 'sketch_column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF bands IS NOT NULL THEN
+        IF array_ndims(bands) IS DISTINCT FROM 1 OR cardinality(bands) <> simpg.band_count() THEN
+            RAISE EXCEPTION 'expected % band keys (one per band column), got %', simpg.band_count(), bands
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF array_position(bands, NULL) IS NOT NULL THEN
+            RAISE EXCEPTION 'band keys must not be null, got %', bands
+                USING ERRCODE = 'null_value_not_allowed',
+                      HINT = 'a document without band keys is looked up with bands => NULL';
+        END IF;
+        bands := bands[:];  -- subscripts from 1, whatever the array's own lower bound
+    END IF;
+    PERFORM simpg.snapshot_sees_table(v_rel);
+    v_lookup := simpg.prepared_lookup(v_kind, v_rel, col, sketch_column);
+    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
+        v_lookup := simpg.prepare_lookup(v_kind, v_rel, k, col, sketch_column);
+    END IF;
+    v_arguments := format('(%L::bigint, %s::integer, %L::bit(256), %L::bigint[], %s::integer)',
+                          fp, k, sketch, bands, max_sketch_distance);
+    BEGIN
+        RETURN QUERY EXECUTE format('EXECUTE %I', v_lookup.statement_name) || v_arguments;
+    -- the table changed since the statement was prepared (as in simpg.near); a sketch or
+    -- band column of another type now: prepare_lookup names it
+    EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported OR undefined_function THEN
+        v_lookup := simpg.prepare_lookup(v_kind, v_rel, k, col, sketch_column);
+        RETURN QUERY EXECUTE format('EXECUTE %I', v_lookup.statement_name) || v_arguments;
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.duplicates(anyelement, bigint, integer, bit, bigint[], name, integer, name) IS
+    'Rows within Hamming distance k of fp or sharing a band key, confirmed by their sketch within max_sketch_distance bits; nearest sketch first';
