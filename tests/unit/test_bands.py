@@ -110,3 +110,11 @@ def test_many_in_order_with_none() -> None:
     assert got == [sketch_and_bands(TEXT), None, sketch_and_bands("tiny text"),
                    sketch_and_bands({"title": "A title", "body": TEXT})]
     assert got[2] is not None and got[2][1] is None
+
+
+def test_one_document_keys_equal_the_array_keys() -> None:
+    """sketch_and_bands hashes one document's 16 minima on Python ints; bench/quality's _band_keys, in numpy."""
+    rng = np.random.default_rng(11)
+    minima = rng.integers(0, 2**64, size=(50, minhash.SKETCH_BITS), dtype=np.uint64, endpoint=False)
+    want = minhash._band_keys(minima).view(np.int64).tolist()
+    assert [list(minhash._doc_band_keys(m)) for m in minima] == want
