@@ -46,10 +46,9 @@ from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import DecodeError, EmptyDocument, FingerprintError, InvalidDocument, NoFeatures
 from simpg.fingerprint.hashes import hash_function, hash_spans
 from simpg.fingerprint.normalize import (
-    ascii_word_text,
-    ascii_words,
     cut_runs,
     join_han,
+    joined_words,
     normalize,
     split_scripts,
     word_text,
@@ -552,27 +551,33 @@ class Fingerprinter:
         if fields is None:
             return _attempt(self.fingerprint, doc), _attempt(minhash.sketch_and_bands, doc)
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
-        words: list[Any] = []  # the sketch's, across fields in order (as in the fields joined by newlines)
+        # The sketch's word hashes and code points, across fields in order (as in the
+        # fields joined by newlines).
+        words: list[npt.NDArray[np.uint64]] = []
         codes: list[npt.NDArray[np.uint64]] = []
         word_features = self._config.lang != "zh"
         for field, text in fields:
             if text.isascii():
                 norm = text.lower()  # normalize() and the sketch's folding, for ASCII text
-                found = ascii_words(norm)
-                words += found
-                made = ascii_word_text(found) if word_features else None
+                separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
+                found, word = minhash._ascii_word_hashes(separated)
+                words.append(found)
+                # word_text(norm): the same words, one space between them
+                made = cut_runs(joined_words(separated, word)) if word_features else None
             else:
                 folded = unicodedata.normalize("NFKC", text).casefold()  # the sketch's text
                 norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
                 found, chars = minhash._tokens(folded)
-                words += found
+                words.append(found)
                 if len(chars):
                     codes.append(chars)
                 made = None
             if text and not text.isspace():
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
-        hashes = np.sort(minhash._token_shingles(words, np.concatenate(codes) if codes else minhash._NO_CHARS))
+        hashes = np.sort(minhash._token_shingles(
+            np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
+            np.concatenate(codes) if codes else minhash._NO_CHARS))
         if not len(hashes):  # the sketch's own error, with its message
             return fp, _attempt(minhash.sketch_and_bands, doc)
         return fp, minhash._sketch_and_bands_of(hashes)

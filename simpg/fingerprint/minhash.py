@@ -103,6 +103,7 @@ _TAG_WORD: Final = np.uint64(0x5752440000000000)
 _TAG_CHAR: Final = np.uint64(0x4348520000000000)
 _TAG_BAND: Final = np.uint64(0x42414E4400000000)  # "BAND", or'ed with the band's number
 _S27: Final = np.uint64(27)
+_S33: Final = np.uint64(33)
 _S30: Final = np.uint64(30)
 _S31: Final = np.uint64(31)
 _M64: Final = (1 << 64) - 1
@@ -244,11 +245,76 @@ def _fold(text: str) -> str:
     return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
-def _tokens(folded: str) -> tuple[list[Any], np.ndarray]:
-    """The words (str, or bytes for ASCII text) and spaceless characters (code points) of folded text."""
+def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
+    """The word hashes and spaceless characters (code points) of folded text, in order."""
     if folded.isascii():  # no spaceless script; the same words as the regular expression, faster
-        return folded.encode("ascii").translate(_ASCII_SPLIT).split(), _NO_CHARS
-    return _WORDS.findall(folded), _spaceless_codes(folded)
+        return _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))[0], _NO_CHARS
+    return _word_hashes(_WORDS.findall(folded)), _spaceless_codes(folded)
+
+
+# MurmurHash3 x64 128 (seed 0) of words shorter than one 16-byte block, in numpy.
+_MM_C1: Final = np.uint64(0x87C37B91114253D5)
+_MM_C2: Final = np.uint64(0x4CF5AD432745937F)
+_MM_F1: Final = np.uint64(0xFF51AFD7ED558CCD)
+_MM_F2: Final = np.uint64(0xC4CEB9FE1A85EC53)
+_MM_LOW: Final = np.array([(1 << 8 * min(n, 8)) - 1 for n in range(16)], dtype=np.uint64)  # bytes 0-7 of a word
+_MM_HIGH: Final = np.array([(1 << 8 * max(n - 8, 0)) - 1 for n in range(16)], dtype=np.uint64)  # bytes 8-15
+_MM_BLOCK: Final = 16
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    out: np.ndarray = (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    return out
+
+
+def _fmix(k: np.ndarray) -> np.ndarray:
+    k ^= k >> _S33
+    k *= _MM_F1
+    k ^= k >> _S33
+    k *= _MM_F2
+    k ^= k >> _S33
+    return k
+
+
+def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """MurmurHash3 of each word of ASCII text whose separators are spaces, and which bytes are word bytes.
+
+    ``mmh3.hash64(word)[0]`` of each run of non-space bytes, in order. Words shorter than
+    16 bytes (all but a few) are hashed together in numpy (MurmurHash3's tail and
+    finalisation: no block); the longer ones one by one.
+    """
+    raw = np.frombuffer(separated, dtype=np.uint8)
+    word = raw != 0x20
+    edges = np.flatnonzero(np.diff(word, prepend=False, append=False))
+    starts, ends = edges[0::2], edges[1::2]
+    lengths = ends - starts
+    padded = np.frombuffer(separated + bytes(_MM_BLOCK), dtype=np.uint8)
+    short = lengths < _MM_BLOCK
+    every = bool(short.all())
+    s, n = (starts, lengths) if every else (starts[short], lengths[short])
+    blocks = np.lib.stride_tricks.sliding_window_view(padded, _MM_BLOCK)[s].view("<u8")
+    k1 = blocks[:, 0] & _MM_LOW[n]
+    k2 = blocks[:, 1] & _MM_HIGH[n]
+    k1 *= _MM_C1
+    k1 = _rotl(k1, 31)
+    k1 *= _MM_C2
+    k2 *= _MM_C2  # a word of at most 8 bytes has k2 = 0, which leaves h2 as it is
+    k2 = _rotl(k2, 33)
+    k2 *= _MM_C1
+    size = n.astype(np.uint64)
+    h1 = k1 ^ size
+    h2 = k2 ^ size
+    h1 += h2
+    h2 += h1
+    h1 = _fmix(h1)
+    h1 += _fmix(h2)
+    if every:
+        return h1, word
+    out = np.empty(len(starts), dtype=np.uint64)
+    out[short] = h1
+    for i in np.flatnonzero(~short).tolist():
+        out[i] = _word_hash(separated[starts[i]:ends[i]])
+    return out, word
 
 
 def _spaceless_codes(text: str) -> np.ndarray:
@@ -274,9 +340,9 @@ def _spaceless_table() -> np.ndarray:
     return table
 
 
-def _token_shingles(words: list[Any], codes: np.ndarray) -> np.ndarray:
-    """Shingle hashes of a document's words and spaceless code points (see the module's docstring)."""
-    word_shingles = _ngrams(_word_hashes(words), _WORD_N, _TAG_WORD)
+def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Shingle hashes of a document's word hashes and spaceless code points (see the module's docstring)."""
+    word_shingles = _ngrams(words, _WORD_N, _TAG_WORD)
     if not len(codes):
         return word_shingles
     char_shingles = _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)

@@ -39,6 +39,7 @@ from functools import lru_cache
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "HAN_CLASS",
@@ -158,6 +159,14 @@ def ascii_words(normalized: str) -> list[bytes]:
 def ascii_word_text(words: list[bytes]) -> str:
     """:func:`word_text` of ASCII text from its :func:`ascii_words`."""
     return cut_runs(b" ".join(words).decode("ascii"))
+
+
+def joined_words(separated: bytes, word: npt.NDArray[np.bool_]) -> str:
+    """``b" ".join(separated.split())`` as str, given which bytes are not spaces (``word``)."""
+    keep = word.copy()
+    keep[1:] |= word[:-1]  # a word's bytes and the space after it
+    text: str = np.frombuffer(separated, dtype=np.uint8)[keep].tobytes().decode("ascii")
+    return text.rstrip(" ")
 
 
 def has_han(text: str) -> bool:

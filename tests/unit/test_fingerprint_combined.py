@@ -118,3 +118,20 @@ def test_words_are_those_of_the_word_text() -> None:
     normalize = importlib.import_module("simpg.fingerprint.normalize")  # the package's name is the function
     assert minhash._ASCII_SPLIT == normalize._ASCII_SEPARATOR_BYTES
     assert np.array_equal(minhash._word_hashes([b"ab", b"cd"]), minhash._word_hashes(["ab", "cd"]))
+
+
+def test_ascii_words_hashed_in_numpy_equal_mmh3() -> None:
+    """ASCII words are hashed together (MurmurHash3's tail and finalisation in numpy); mmh3 is the definition."""
+    import mmh3
+
+    rng = random.Random(21)
+    alphabet = "abcxyz019_"
+    for _ in range(200):
+        words = ["".join(rng.choice(alphabet) for _ in range(rng.choice([1, 2, 7, 8, 9, 15, 16, 17, 31, 40])))
+                 for _ in range(rng.randint(0, 30))]
+        gaps = [" " * rng.randint(1, 3) for _ in words]
+        text = (" " * rng.randint(0, 2) + "".join(w + g for w, g in zip(words, gaps, strict=True))).encode()
+        hashes, word = minhash._ascii_word_hashes(text)
+        assert hashes.tolist() == [mmh3.hash64(w, signed=False)[0] for w in words], text
+        normalize = importlib.import_module("simpg.fingerprint.normalize")
+        assert normalize.joined_words(text, word) == " ".join(words)
