@@ -11,8 +11,7 @@ The command line (:mod:`simpg.commands.dedup`) reads the documents, shows progre
 prints; everything else is here, usable from Python::
 
     docs = list(simpg.corpus.read_documents("corpus/"))
-    fps = dedup.fingerprint_documents(docs, FingerprintConfig())
-    sketches, bands = dedup.sketch_and_band_documents(docs)
+    fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
     with psycopg.connect(dsn, autocommit=True) as conn:
         report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, bands=bands,
                                    decision=dedup.Decision(k=7))
@@ -37,6 +36,7 @@ from simpg.fingerprint import (
     FingerprintConfig,
     FingerprintError,
     fingerprint_many,
+    fingerprint_sketch_and_bands_many,
     get_fingerprinter,
     similarity,
     sketch_and_bands_many,
@@ -52,6 +52,7 @@ __all__ = [
     "deduplicate",
     "featureless_reason",
     "fingerprint_documents",
+    "fingerprint_sketch_and_band_documents",
     "sketch_and_band_documents",
 ]
 
@@ -92,6 +93,19 @@ def sketch_and_band_documents(docs: Sequence[Document], workers: int | None = No
     made = list(progress(sketch_and_bands_many(_inputs(docs), workers=_workers(docs, workers)), len(docs),
                          "sketching", None))
     return [m and m[0] for m in made], [m and m[1] for m in made]
+
+
+def fingerprint_sketch_and_band_documents(
+        docs: Sequence[Document], config: FingerprintConfig, workers: int | None = None, progress: Progress = _quiet,
+) -> tuple[list[int | None], list[bytes | None], list[tuple[int, ...] | None]]:
+    """Each document's fingerprint, sketch and band keys, the text normalised and split once for all three.
+
+    The values of :func:`fingerprint_documents` and :func:`sketch_and_band_documents`
+    (what ``simpg dedup`` computes per document), in worker processes from 1,000 documents.
+    """
+    made = list(progress(fingerprint_sketch_and_bands_many(_inputs(docs), config, workers=_workers(docs, workers)),
+                         len(docs), "fingerprinting and sketching", None))
+    return [m[0] for m in made], [m[1] for m in made], [m[2] for m in made]
 
 
 def featureless_reason(doc: Document, config: FingerprintConfig) -> str:

@@ -130,8 +130,7 @@ def run(args: argparse.Namespace) -> int:
         return progress(items, args, total, desc, weight=weight)
 
     config = FingerprintConfig(lang=args.lang)
-    fps = dedup.fingerprint_documents(docs, config, args.workers, bar)
-    sketches, bands = dedup.sketch_and_band_documents(docs, args.workers, bar)
+    fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, config, args.workers, bar)
     # no text left once separators and punctuation are left out: never a fingerprint that
     # unrelated documents share, so such documents are left out and listed with the reason
     featureless = [{"source": d.source, "reason": dedup.featureless_reason(d, config)}

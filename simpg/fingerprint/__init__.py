@@ -11,8 +11,19 @@ Example:
 
 from __future__ import annotations
 
-from simpg.fingerprint.api import features, fingerprint, fingerprint_features, get_fingerprinter
-from simpg.fingerprint.batch import fingerprint_many, sketch_and_bands_many, sketch_many
+from simpg.fingerprint.api import (
+    features,
+    fingerprint,
+    fingerprint_features,
+    fingerprint_sketch_and_bands,
+    get_fingerprinter,
+)
+from simpg.fingerprint.batch import (
+    fingerprint_many,
+    fingerprint_sketch_and_bands_many,
+    sketch_and_bands_many,
+    sketch_many,
+)
 from simpg.fingerprint.chinese import ChineseTerms
 from simpg.fingerprint.config import DEDUP_K, DEFAULT_K, FingerprintConfig
 from simpg.fingerprint.errors import (
@@ -63,6 +74,8 @@ __all__ = [
     "fingerprint",
     "fingerprint_features",
     "fingerprint_many",
+    "fingerprint_sketch_and_bands",
+    "fingerprint_sketch_and_bands_many",
     "fnv1_64",
     "fnv1a64",
     "get_fingerprinter",

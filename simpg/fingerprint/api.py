@@ -17,7 +17,7 @@ from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 
-__all__ = ["features", "fingerprint", "fingerprint_features", "get_fingerprinter"]
+__all__ = ["features", "fingerprint", "fingerprint_features", "fingerprint_sketch_and_bands", "get_fingerprinter"]
 
 
 @lru_cache(maxsize=32)
@@ -46,6 +46,17 @@ def fingerprint(doc: Document, config: FingerprintConfig | None = None, **overri
         The fingerprint, an unsigned int in ``[0, 2**64)``.
     """
     return get_fingerprinter(_config(config, overrides)).fingerprint(doc)
+
+
+def fingerprint_sketch_and_bands(
+    doc: Document, config: FingerprintConfig | None = None, **overrides: Any
+) -> tuple[int, bytes, tuple[int, ...] | None]:
+    """``(fingerprint(doc, config), *sketch_and_bands(doc))`` in one pass over the text.
+
+    See :meth:`Fingerprinter.fingerprint_sketch_and_bands`: the same values, bit for bit,
+    the text normalised and split once.
+    """
+    return get_fingerprinter(_config(config, overrides)).fingerprint_sketch_and_bands(doc)
 
 
 def features(doc: Document, config: FingerprintConfig | None = None, **overrides: Any) -> list[tuple[str, float]]:

@@ -24,7 +24,13 @@ from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import FingerprintError, InvalidDocument
 from simpg.fingerprint.fingerprinter import Document, Fingerprinter
 
-__all__ = ["PARALLEL_FROM", "fingerprint_many", "sketch_and_bands_many", "sketch_many"]
+__all__ = [
+    "PARALLEL_FROM",
+    "fingerprint_many",
+    "fingerprint_sketch_and_bands_many",
+    "sketch_and_bands_many",
+    "sketch_many",
+]
 
 #: Below this many documents, worker processes cost more than they save (simpg dedup's
 #: default for ``workers``).
@@ -177,3 +183,51 @@ def sketch_and_bands_many(
     ``(sketch, None)``.
     """
     return _each(_sketch_and_bands_or_none, docs, workers, chunksize, mp_context)
+
+
+#: A document's fingerprint, sketch and band keys; None for what it has none of.
+Made = tuple[int | None, bytes | None, tuple[int, ...] | None]
+
+
+def _both(fp: Fingerprinter, doc: Any) -> Made:
+    made_fp, made = fp._fingerprint_and_sketch(doc)
+    if isinstance(made, FingerprintError):
+        return (None if isinstance(made_fp, FingerprintError) else made_fp), None, None
+    return (None if isinstance(made_fp, FingerprintError) else made_fp), made[0], made[1]
+
+
+def _work_both(doc: Any) -> Made:
+    assert _worker is not None, "worker not initialised"
+    return _both(_worker, doc)
+
+
+def fingerprint_sketch_and_bands_many(
+    docs: Iterable[Document],
+    config: FingerprintConfig | None = None,
+    *,
+    workers: int | None = None,
+    chunksize: int = 32,
+    mp_context: str | None = "spawn",
+) -> Iterator[Made]:
+    """``(fingerprint, sketch, band keys)`` of each document, in input order, lazily.
+
+    Each document's text is normalised and split once for both
+    (:meth:`Fingerprinter.fingerprint_sketch_and_bands`); the values are those of
+    :func:`fingerprint_many` and :func:`sketch_and_bands_many`. A document without a
+    fingerprint (no usable features) or without a sketch (nothing to sketch) gives None
+    there; band keys are None also for texts too short to have any. ``workers``,
+    ``chunksize`` and ``mp_context`` as in :func:`fingerprint_many`.
+    """
+    cfg = _config(config, {})
+    if workers is None:
+        workers = os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidDocument(f"expected workers >= 1, got {workers!r}")
+    if isinstance(chunksize, bool) or not isinstance(chunksize, int) or chunksize < 1:
+        raise InvalidDocument(f"expected chunksize >= 1, got {chunksize!r}")
+    if docs is None or isinstance(docs, (str, bytes)):
+        raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
+    if workers == 1:
+        fp = get_fingerprinter(cfg)
+        return (_both(fp, doc) for doc in docs)
+    return _imap(_work_both, docs, workers, chunksize, mp_context, _init_worker, (cfg,))

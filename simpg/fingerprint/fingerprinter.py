@@ -32,19 +32,27 @@ import logging
 import os
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from typing import IO, Any, Final, Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import IO, Any, Final, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from simpg.bits import check
 from simpg.exc import InvalidFingerprint
+from simpg.fingerprint import minhash
 from simpg.fingerprint.chinese import ChineseTerms
 from simpg.fingerprint.config import FingerprintConfig
-from simpg.fingerprint.errors import DecodeError, EmptyDocument, InvalidDocument, NoFeatures
+from simpg.fingerprint.errors import DecodeError, EmptyDocument, FingerprintError, InvalidDocument, NoFeatures
 from simpg.fingerprint.hashes import hash_function, hash_spans
-from simpg.fingerprint.normalize import cut_runs, join_han, normalize, split_scripts, word_text
+from simpg.fingerprint.normalize import (
+    cut_runs,
+    join_han,
+    joined_words,
+    normalize,
+    split_scripts,
+    word_text,
+)
 from simpg.fingerprint.simhash import QUANTUM, BitTally, quantize, quantize_array
 from simpg.fingerprint.tokenize import (
     ENGLISH_STOPWORDS,
@@ -73,6 +81,7 @@ _CUT_AFTER: Final = "!?;:,)]}>\"'|。！？；：，、）」』】》"
 _FEATURE_BLOCK: Final = 1 << 16
 _TERM_CACHE: Final = 1 << 20
 _U64 = npt.NDArray[np.uint64]
+T = TypeVar("T")
 
 
 def _describe(value: Any) -> str:
@@ -255,6 +264,21 @@ class _WordStream:
         self.pending.clear()
 
 
+class _Normalized(NamedTuple):
+    """A non-blank chunk already normalised (:func:`normalize`), and its :func:`word_text` if made."""
+
+    text: str
+    word_text: str | None
+
+
+def _attempt(fn: Callable[..., T], *args: Any) -> T | FingerprintError:
+    """``fn(*args)``, or the FingerprintError it raised."""
+    try:
+        return fn(*args)
+    except FingerprintError as exc:
+        return exc
+
+
 class Fingerprinter:
     """Fingerprints documents with one :class:`FingerprintConfig`.
 
@@ -344,7 +368,10 @@ class Fingerprinter:
 
     def _split(self, chunk: str) -> tuple[str, str]:
         """(text for jieba, text for word features); word_text cuts runs in the latter."""
-        norm = normalize(chunk)
+        return self._split_normalized(normalize(chunk))
+
+    def _split_normalized(self, norm: str) -> tuple[str, str]:
+        """:meth:`_split` of a chunk already normalised."""
         lang = self._config.lang
         if lang == "en":
             return "", norm
@@ -353,20 +380,29 @@ class Fingerprinter:
         han, other = split_scripts(norm)
         return (cut_runs(han) if han else han), other
 
-    def _add_field(self, tally: BitTally, field: str, chunks: Iterable[str]) -> bool:
-        """Add one field's features; return whether it had any non-blank text."""
+    def _add_field(self, tally: BitTally, field: str, chunks: Iterable[str | _Normalized]) -> bool:
+        """Add one field's features; return whether it had any non-blank text.
+
+        A chunk is raw text, or a non-blank chunk the caller already normalised.
+        """
         prefix = b"" if field == "body" else f"{field}:".encode()
         weight = self._unit_q[field]
         words = _WordStream(self, prefix, weight, tally)
         counts: Counter[str] = Counter()
         nonblank = False
         for chunk in chunks:
-            if not chunk or chunk.isspace():
+            made = None
+            if isinstance(chunk, _Normalized):
+                han, other = self._split_normalized(chunk.text)
+                if other is chunk.text:  # no Han text taken out: the word text made is this one's
+                    made = chunk.word_text
+            elif not chunk or chunk.isspace():
                 continue
+            else:
+                han, other = self._split(chunk)
             nonblank = True
-            han, other = self._split(chunk)
             if other:
-                words.feed(word_text(other))
+                words.feed(word_text(other) if made is None else made)
             if han:
                 self._zh.count(han, counts)
         words.finish()
@@ -481,6 +517,103 @@ class Fingerprinter:
         if carry:
             pending += _decode(carry, name, errors, base)
         yield pending
+
+    # -- fingerprint, sketch and band keys at once ----------------------------------
+
+    def fingerprint_sketch_and_bands(self, doc: Document) -> tuple[int, bytes, tuple[int, ...] | None]:
+        """``(fingerprint(doc), *sketch_and_bands(doc))``, the text normalised and split once.
+
+        The values are those of :meth:`fingerprint` and
+        :func:`~simpg.fingerprint.sketch_and_bands`, bit for bit; what ``simpg dedup``
+        computes per document.
+
+        Raises:
+            the fingerprint's error (:meth:`fingerprint`), else the sketch's.
+        """
+        fp, made = self._fingerprint_and_sketch(doc)
+        if isinstance(fp, FingerprintError):
+            raise fp
+        if isinstance(made, FingerprintError):
+            raise made
+        return fp, made[0], made[1]
+
+    def _fingerprint_and_sketch(
+        self, doc: Any
+    ) -> tuple[int | FingerprintError, tuple[bytes, tuple[int, ...] | None] | FingerprintError]:
+        """The fingerprint and the sketch with band keys of ``doc``, each or its error.
+
+        Both normalise the text (NFKC and case folding, once here) and, for ASCII text, find
+        the same words (the sketch hashes them, the fingerprint joins them into its word
+        text). Documents this pass does not take (longer than a chunk, fields the config
+        does not name, anything not plain text) get the two functions one after the other.
+        """
+        fields = self._whole_fields(doc)
+        if fields is None:
+            return _attempt(self.fingerprint, doc), _attempt(minhash.sketch_and_bands, doc)
+        chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
+        # The sketch's word hashes and code points, across fields in order (as in the
+        # fields joined by newlines).
+        words: list[npt.NDArray[np.uint64]] = []
+        codes: list[npt.NDArray[np.uint64]] = []
+        word_features = self._config.lang != "zh"
+        for field, text in fields:
+            if text.isascii():
+                norm = text.lower()  # normalize() and the sketch's folding, for ASCII text
+                separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
+                found, word = minhash._ascii_word_hashes(separated)
+                words.append(found)
+                # word_text(norm): the same words, one space between them
+                made = cut_runs(joined_words(separated, word)) if word_features else None
+            else:
+                folded = unicodedata.normalize("NFKC", text).casefold()  # the sketch's text
+                norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
+                found, chars = minhash._tokens(folded)
+                words.append(found)
+                if len(chars):
+                    codes.append(chars)
+                made = None
+            if text and not text.isspace():
+                chunks.append((field, [_Normalized(norm, made)]))
+        fp = _attempt(self._fingerprint_fields, chunks, doc)
+        hashes = np.sort(minhash._token_shingles(
+            np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
+            np.concatenate(codes) if codes else minhash._NO_CHARS))
+        if not len(hashes):  # the sketch's own error, with its message
+            return fp, _attempt(minhash.sketch_and_bands, doc)
+        return fp, minhash._sketch_and_bands_of(hashes)
+
+    def _whole_fields(self, doc: Any) -> list[tuple[str, str]] | None:
+        """``(field, text)`` of a document of one chunk per field, in the sketch's field order.
+
+        None for anything else: longer fields, unknown fields, bytes that are not UTF-8,
+        values the sketch refuses.
+        """
+        if isinstance(doc, str):
+            texts = [("body", doc)]
+        elif isinstance(doc, (bytes, bytearray)):
+            try:
+                texts = [("body", bytes(doc).decode("utf-8"))]
+            except UnicodeDecodeError:
+                return None
+        elif isinstance(doc, Mapping):
+            texts = []
+            if not all(isinstance(k, str) for k in doc):
+                return None
+            for field in sorted(doc):
+                value = doc[field]
+                if field not in self._field_q:
+                    return None
+                if value is None:
+                    continue
+                if isinstance(value, str):
+                    texts.append((field, value))
+                elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                    texts.append((field, "\n".join(value)))
+                else:
+                    return None
+        else:
+            return None
+        return None if any(len(text) > self._chunk_chars for _, text in texts) else texts
 
     # -- features --------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Final
 
 import mmh3
@@ -101,6 +102,11 @@ _GOLD: Final = np.uint64(0x9E3779B97F4A7C15)
 _TAG_WORD: Final = np.uint64(0x5752440000000000)
 _TAG_CHAR: Final = np.uint64(0x4348520000000000)
 _TAG_BAND: Final = np.uint64(0x42414E4400000000)  # "BAND", or'ed with the band's number
+_S27: Final = np.uint64(27)
+_S33: Final = np.uint64(33)
+_S30: Final = np.uint64(30)
+_S31: Final = np.uint64(31)
+_M64: Final = (1 << 64) - 1
 
 # Scripts written without spaces between words.
 _SPACELESS: Final = (
@@ -126,15 +132,39 @@ _SPACELESS_CHARS: Final = re.compile(rf"[{_SPACELESS}]")
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, a bijection of uint64 (vectorised)."""
-    with np.errstate(over="ignore"):
-        x = x.astype(np.uint64, copy=True)
-        x ^= x >> np.uint64(30)
-        x *= _C1
-        x ^= x >> np.uint64(27)
-        x *= _C2
-        x ^= x >> np.uint64(31)
+    return _mix_in_place(x.astype(np.uint64, copy=True))
+
+
+def _mix_in_place(x: np.ndarray) -> np.ndarray:
+    """:func:`_mix` of a uint64 array, in place (array arithmetic wraps without warnings)."""
+    t = x >> _S30
+    x ^= t
+    x *= _C1
+    np.right_shift(x, _S27, out=t)
+    x ^= t
+    x *= _C2
+    np.right_shift(x, _S31, out=t)
+    x ^= t
     return x
 
+
+def _mix_int(x: int) -> int:
+    """:func:`_mix` of one Python int (the band keys: 16 values, cheaper than numpy calls)."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & _M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+#: A band key's start, before its minima: the mix of the band's tag (one per band).
+_BAND_START: Final = tuple(_mix(_TAG_BAND | np.arange(BANDS, dtype=np.uint64)).tolist())
+#: The first hash of each bin (the top 8 bits are the bin).
+_BIN_STARTS: Final = np.arange(SKETCH_BITS, dtype=np.uint64) << _SHIFT
+with np.errstate(over="ignore"):
+    #: Each bin's salt for its stored bit: the bin's number times the golden ratio.
+    _BIN_SALT: Final = np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD
+_NO_CHARS: Final = np.zeros(0, dtype=np.uint64)
 
 # Word -> MurmurHash3, shared by every document (a few words make up most of any text).
 # Keys are str, or bytes on the ASCII path: mmh3 hashes a str as its UTF-8 bytes, so both
@@ -148,30 +178,42 @@ _ASCII_SPLIT: Final = bytes(c if c in _ASCII_WORD else 0x20 for c in range(256))
 
 def _word_hashes(words: list[Any]) -> np.ndarray:
     """MurmurHash3 (64 bits) of each word, in order."""
+    if len(words) < 2:  # itemgetter of one key gives the value, not a tuple
+        return np.array([_word_hash(w) for w in words], dtype=np.uint64)
+    get = itemgetter(*words)
     try:
-        return np.fromiter(map(_WORD_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
+        found = get(_WORD_CACHE)
     except KeyError:
         if len(_WORD_CACHE) > _CACHE_LIMIT:
             _WORD_CACHE.clear()
         for word in set(words).difference(_WORD_CACHE):
             _WORD_CACHE[word] = int(mmh3.hash64(word, signed=False)[0])
-        return np.fromiter(map(_WORD_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
+        found = get(_WORD_CACHE)
+    return np.fromiter(found, dtype=np.uint64, count=len(words))
+
+
+def _word_hash(word: Any) -> int:
+    h = _WORD_CACHE.get(word)
+    if h is None:
+        h = int(mmh3.hash64(word, signed=False)[0])
+    return h
 
 
 def _ngrams(tokens: np.ndarray, n: int, tag: np.ndarray) -> np.ndarray:
     """Hashes of the n-grams of a sequence of token hashes; a shorter sequence is one shingle."""
-    with np.errstate(over="ignore"):
-        if len(tokens) == 0:
-            return np.zeros(0, dtype=np.uint64)
-        if len(tokens) < n:
+    if len(tokens) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if len(tokens) < n:
+        with np.errstate(over="ignore"):
             h = _mix(np.array([tag ^ (np.uint64(len(tokens)) * _GOLD)], dtype=np.uint64))
-            for token in tokens:
-                h = _mix(h ^ token)
-            return h
-        count = len(tokens) - n + 1
-        h = _mix(tokens[:count] ^ tag)
-        for j in range(1, n):
-            h = _mix(h ^ tokens[j:count + j])
+        for token in tokens:
+            h = _mix(h ^ token)
+        return h
+    count = len(tokens) - n + 1
+    h = _mix_in_place(tokens[:count] ^ tag)
+    for j in range(1, n):
+        h ^= tokens[j:count + j]
+        _mix_in_place(h)
     return h
 
 
@@ -198,17 +240,118 @@ def _text(doc: Any) -> str:
     raise InvalidDocument(f"expected str, bytes or mapping, got {'None' if doc is None else type(doc).__name__}")
 
 
+def _fold(text: str) -> str:
+    """NFKC, then case folding (for ASCII text both are ``str.lower``)."""
+    return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+
+
+def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
+    """The word hashes and spaceless characters (code points) of folded text, in order."""
+    if folded.isascii():  # no spaceless script; the same words as the regular expression, faster
+        return _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))[0], _NO_CHARS
+    return _word_hashes(_WORDS.findall(folded)), _spaceless_codes(folded)
+
+
+# MurmurHash3 x64 128 (seed 0) of words shorter than one 16-byte block, in numpy.
+_MM_C1: Final = np.uint64(0x87C37B91114253D5)
+_MM_C2: Final = np.uint64(0x4CF5AD432745937F)
+_MM_F1: Final = np.uint64(0xFF51AFD7ED558CCD)
+_MM_F2: Final = np.uint64(0xC4CEB9FE1A85EC53)
+_MM_LOW: Final = np.array([(1 << 8 * min(n, 8)) - 1 for n in range(16)], dtype=np.uint64)  # bytes 0-7 of a word
+_MM_HIGH: Final = np.array([(1 << 8 * max(n - 8, 0)) - 1 for n in range(16)], dtype=np.uint64)  # bytes 8-15
+_MM_BLOCK: Final = 16
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    out: np.ndarray = (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    return out
+
+
+def _fmix(k: np.ndarray) -> np.ndarray:
+    k ^= k >> _S33
+    k *= _MM_F1
+    k ^= k >> _S33
+    k *= _MM_F2
+    k ^= k >> _S33
+    return k
+
+
+def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """MurmurHash3 of each word of ASCII text whose separators are spaces, and which bytes are word bytes.
+
+    ``mmh3.hash64(word)[0]`` of each run of non-space bytes, in order. Words shorter than
+    16 bytes (all but a few) are hashed together in numpy (MurmurHash3's tail and
+    finalisation: no block); the longer ones one by one.
+    """
+    raw = np.frombuffer(separated, dtype=np.uint8)
+    word = raw != 0x20
+    edges = np.flatnonzero(np.diff(word, prepend=False, append=False))
+    starts, ends = edges[0::2], edges[1::2]
+    lengths = ends - starts
+    padded = np.frombuffer(separated + bytes(_MM_BLOCK), dtype=np.uint8)
+    short = lengths < _MM_BLOCK
+    every = bool(short.all())
+    s, n = (starts, lengths) if every else (starts[short], lengths[short])
+    blocks = np.lib.stride_tricks.sliding_window_view(padded, _MM_BLOCK)[s].view("<u8")
+    k1 = blocks[:, 0] & _MM_LOW[n]
+    k2 = blocks[:, 1] & _MM_HIGH[n]
+    k1 *= _MM_C1
+    k1 = _rotl(k1, 31)
+    k1 *= _MM_C2
+    k2 *= _MM_C2  # a word of at most 8 bytes has k2 = 0, which leaves h2 as it is
+    k2 = _rotl(k2, 33)
+    k2 *= _MM_C1
+    size = n.astype(np.uint64)
+    h1 = k1 ^ size
+    h2 = k2 ^ size
+    h1 += h2
+    h2 += h1
+    h1 = _fmix(h1)
+    h1 += _fmix(h2)
+    if every:
+        return h1, word
+    out = np.empty(len(starts), dtype=np.uint64)
+    out[short] = h1
+    for i in np.flatnonzero(~short).tolist():
+        out[i] = _word_hash(separated[starts[i]:ends[i]])
+    return out, word
+
+
+def _spaceless_codes(text: str) -> np.ndarray:
+    """The code points of the characters of ``text`` that :data:`_SPACELESS` names, in order (uint64)."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    chars: np.ndarray = codes[_spaceless_table()[codes]].astype(np.uint64)
+    return chars
+
+
+@lru_cache(maxsize=1)
+def _spaceless_table() -> np.ndarray:
+    """For every code point, whether it is one of :data:`_SPACELESS` (the character class, parsed)."""
+    table = np.zeros(0x110000, dtype=bool)
+    i = 0
+    while i < len(_SPACELESS):
+        if i + 2 < len(_SPACELESS) and _SPACELESS[i + 1] == "-":
+            table[ord(_SPACELESS[i]):ord(_SPACELESS[i + 2]) + 1] = True
+            i += 3
+        else:
+            table[ord(_SPACELESS[i])] = True
+            i += 1
+    table.setflags(write=False)
+    return table
+
+
+def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Shingle hashes of a document's word hashes and spaceless code points (see the module's docstring)."""
+    word_shingles = _ngrams(words, _WORD_N, _TAG_WORD)
+    if not len(codes):
+        return word_shingles
+    char_shingles = _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)
+    return np.concatenate([word_shingles, char_shingles]) if len(word_shingles) else char_shingles
+
+
 def _shingles(doc: Any) -> np.ndarray:
     """The 64-bit hashes of a document's shingles, in no order, repeats included."""
-    text = unicodedata.normalize("NFKC", _text(doc)).casefold()
-    words: list[Any]
-    if text.isascii():  # no spaceless script; the same words as the regular expression, faster
-        words, chars = text.encode("ascii").translate(_ASCII_SPLIT).split(), []
-    else:
-        words, chars = _WORDS.findall(text), _SPACELESS_CHARS.findall(text)
-    word_tokens = _word_hashes(words)
-    char_tokens = _mix(np.fromiter((ord(c) for c in chars), dtype=np.uint64, count=len(chars)) + _GOLD)
-    return np.concatenate([_ngrams(word_tokens, _WORD_N, _TAG_WORD), _ngrams(char_tokens, _CHAR_N, _TAG_CHAR)])
+    return _token_shingles(*_tokens(_fold(_text(doc))))
 
 
 def shingle_hashes(doc: Any) -> np.ndarray:
@@ -227,29 +370,42 @@ def _borrow_order() -> np.ndarray:
     return order
 
 
+@lru_cache(maxsize=1)
+def _borrow_position() -> np.ndarray:
+    """``[empty bin, filled bin]``: the first attempt of :func:`_borrow_order` that names the filled bin.
+
+    The attempts' count (8,192) where it never does. An empty bin borrows from the filled
+    bin of smallest position: the first filled one its order names.
+    """
+    order = _borrow_order()
+    attempts = order.shape[1]
+    position = np.full((SKETCH_BITS, SKETCH_BITS), attempts, dtype=np.int16)
+    for row in range(SKETCH_BITS):
+        named, first = np.unique(order[row], return_index=True)
+        position[row, named] = first
+    position.setflags(write=False)
+    return position
+
+
 def _minima(hashes: np.ndarray) -> np.ndarray:
-    """The smallest hash in each bin, empty bins filled by optimal densification."""
-    bins = (hashes >> _SHIFT).astype(np.int64)  # hashes are sorted, so bins are too (repeats allowed)
-    first = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
-    minima = np.zeros(SKETCH_BITS, dtype=np.uint64)
-    filled = np.zeros(SKETCH_BITS, dtype=bool)
-    minima[bins[first]] = hashes[first]
-    filled[bins[first]] = True
+    """The smallest hash in each bin, empty bins filled by optimal densification (``hashes`` sorted, not empty)."""
+    first = np.empty(SKETCH_BITS + 1, dtype=np.intp)
+    first[:SKETCH_BITS] = np.searchsorted(hashes, _BIN_STARTS)  # a bin's first hash, or the next bin's
+    first[SKETCH_BITS] = len(hashes)
+    filled = first[1:] > first[:-1]
+    # An empty bin's value here is never read: it borrows only from bins filled here.
+    minima = hashes[np.minimum(first[:SKETCH_BITS], len(hashes) - 1)]
     empty = np.flatnonzero(~filled)
     if len(empty):
-        order = _borrow_order()
-        start = 0
-        for stop in (16, 256, order.shape[1]):  # most empty bins find a filled one at once
-            candidates = order[empty, start:stop]
-            found = filled[candidates]
-            has = found.any(axis=1)
-            source = candidates[np.arange(len(empty)), found.argmax(axis=1)]
-            minima[empty[has]] = minima[source[has]]
-            empty, start = empty[~has], stop
-            if not len(empty):
-                break
-        if len(empty):  # 8,192 misses in a row: only with about one shingle in the whole set
-            minima[empty] = hashes[0]
+        # The first filled bin each empty bin's order names (a 256 x 256 table, not the
+        # 8 MB order itself: a short text would read megabytes of it).
+        never = _borrow_order().shape[1]
+        positions = np.maximum(_borrow_position()[empty], np.where(filled, 0, never).astype(np.int16))
+        source = positions.argmin(axis=1)
+        found = positions[np.arange(len(empty)), source] < never
+        minima[empty[found]] = minima[source[found]]
+        # 8,192 misses in a row: only with about one shingle in the whole set
+        minima[empty[~found]] = hashes[0]
     return minima
 
 
@@ -281,11 +437,29 @@ def _sorted_shingles(doc: Any) -> np.ndarray:
 
 
 def _sketch_bits(minima: np.ndarray) -> bytes:
-    with np.errstate(over="ignore"):
-        # The bin number salts the stored bit: a document whose bins all borrowed one
-        # minimum still gets independent bits, so short texts do not collapse together.
-        salted = minima ^ (np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD)
-    return bytes(np.packbits((_mix(salted) & np.uint64(1)).astype(np.uint8)))
+    # The bin number salts the stored bit: a document whose bins all borrowed one
+    # minimum still gets independent bits, so short texts do not collapse together.
+    mixed = _mix_in_place(minima ^ _BIN_SALT)
+    return np.packbits((mixed & np.uint64(1)).astype(np.uint8)).tobytes()
+
+
+def _doc_band_keys(minima: np.ndarray) -> tuple[int, ...]:
+    """:func:`_band_keys` of one document's minima, signed, on Python ints (16 values)."""
+    values = minima[: BANDS * BAND_ROWS].tolist()
+    keys = []
+    for i, h in enumerate(_BAND_START):
+        for v in values[i * BAND_ROWS:(i + 1) * BAND_ROWS]:
+            h = _mix_int(h ^ v)
+        keys.append(h - (1 << 64) if h >> 63 else h)
+    return tuple(keys)
+
+
+def _sketch_and_bands_of(hashes: np.ndarray) -> tuple[bytes, tuple[int, ...] | None]:
+    """:func:`sketch_and_bands` of sorted shingle hashes (at least one)."""
+    minima = _minima(hashes)
+    if len(hashes) < MIN_BAND_SHINGLES or np.count_nonzero(hashes[1:] != hashes[:-1]) + 1 < MIN_BAND_SHINGLES:
+        return _sketch_bits(minima), None
+    return _sketch_bits(minima), _doc_band_keys(minima)
 
 
 def sketch(doc: Any) -> bytes:
@@ -319,13 +493,7 @@ def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
         >>> sketch_and_bands("too short to band")[1] is None
         True
     """
-    hashes = _sorted_shingles(doc)
-    minima = _minima(hashes)
-    distinct = 1 + int(np.count_nonzero(hashes[1:] != hashes[:-1]))
-    if distinct < MIN_BAND_SHINGLES:
-        return _sketch_bits(minima), None
-    keys = _band_keys(minima[None, :])[0].view(np.int64)
-    return _sketch_bits(minima), tuple(keys.tolist())
+    return _sketch_and_bands_of(_sorted_shingles(doc))
 
 
 def sketch_distance(a: bytes, b: bytes) -> int:

@@ -39,6 +39,7 @@ from functools import lru_cache
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "HAN_CLASS",
@@ -65,7 +66,9 @@ _RUN: Final = re.compile(f"(.)\\1{{{RUN_LIMIT},}}", re.DOTALL)
 _ASCII_SPACE: Final = np.array([chr(c).isspace() for c in range(256)], dtype=bool)
 _RUN_WORD: Final = re.compile(f"(?<!\\S)(\\S)\\1{{{RUN_LIMIT},}}(?!\\S)\\s*")
 
-_ASCII_SEPARATORS: Final = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")})
+# ASCII bytes that are not letters, digits or "_" become spaces (bytes.translate and split
+# are faster than str's).
+_ASCII_SEPARATOR_BYTES: Final = bytes(c if c < 128 and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256))
 
 
 def normalize(text: str) -> str:
@@ -143,9 +146,27 @@ def word_text(normalized: str) -> str:
         words), runs of one character cut or dropped as :func:`cut_runs` does.
     """
     if normalized.isascii():
-        return cut_runs(" ".join(normalized.translate(_ASCII_SEPARATORS).split()))
+        return ascii_word_text(ascii_words(normalized))
     marks = frozenset(c for c in set(normalized) if ord(c) > 127 and unicodedata.category(c)[0] == "M")
     return cut_runs(" ".join(_separator_pattern(marks).sub(" ", normalized).split()))
+
+
+def ascii_words(normalized: str) -> list[bytes]:
+    """The words of ASCII normalised text (runs of letters, digits and ``_``), as bytes."""
+    return normalized.encode("ascii").translate(_ASCII_SEPARATOR_BYTES).split()
+
+
+def ascii_word_text(words: list[bytes]) -> str:
+    """:func:`word_text` of ASCII text from its :func:`ascii_words`."""
+    return cut_runs(b" ".join(words).decode("ascii"))
+
+
+def joined_words(separated: bytes, word: npt.NDArray[np.bool_]) -> str:
+    """``b" ".join(separated.split())`` as str, given which bytes are not spaces (``word``)."""
+    keep = word.copy()
+    keep[1:] |= word[:-1]  # a word's bytes and the space after it
+    text: str = np.frombuffer(separated, dtype=np.uint8)[keep].tobytes().decode("ascii")
+    return text.rstrip(" ")
 
 
 def has_han(text: str) -> bool:

@@ -110,3 +110,37 @@ def test_many_in_order_with_none() -> None:
     assert got == [sketch_and_bands(TEXT), None, sketch_and_bands("tiny text"),
                    sketch_and_bands({"title": "A title", "body": TEXT})]
     assert got[2] is not None and got[2][1] is None
+
+
+def test_one_document_keys_equal_the_array_keys() -> None:
+    """sketch_and_bands hashes one document's 16 minima on Python ints; bench/quality's _band_keys, in numpy."""
+    rng = np.random.default_rng(11)
+    minima = rng.integers(0, 2**64, size=(50, minhash.SKETCH_BITS), dtype=np.uint64, endpoint=False)
+    want = minhash._band_keys(minima).view(np.int64).tolist()
+    assert [list(minhash._doc_band_keys(m)) for m in minima] == want
+
+
+def reference_minima(hashes: np.ndarray) -> np.ndarray:
+    """Densification as defined: an empty bin takes the minimum of the first filled bin its borrow order names."""
+    bins = (hashes >> np.uint64(56)).astype(np.int64).tolist()
+    minima: dict[int, int] = {}
+    for b, h in zip(bins, hashes.tolist(), strict=True):
+        minima.setdefault(b, h)  # sorted: the first is the smallest
+    order = minhash._borrow_order()
+    out = []
+    for b in range(minhash.SKETCH_BITS):
+        if b not in minima:
+            named = next((int(c) for c in order[b] if int(c) in minima), None)
+            out.append(int(hashes[0]) if named is None else minima[named])
+        else:
+            out.append(minima[b])
+    return np.array(out, dtype=np.uint64)
+
+
+def test_densification_follows_the_definition() -> None:
+    """_minima looks borrowed bins up in a 256 x 256 table of first positions; the same bins as the order's walk."""
+    rng = np.random.default_rng(9)
+    for size in [1, 2, 3, 5, 8, 16, 40, 100, 255, 400, 1500]:
+        for shift in (0, 0, 4, 7):
+            hashes = np.sort(rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False) >> np.uint64(shift))
+            assert np.array_equal(minhash._minima(hashes), reference_minima(hashes)), (size, shift)

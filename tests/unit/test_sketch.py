@@ -159,3 +159,15 @@ def test_sketch_many_keeps_order_and_gives_none_for_nothing_to_sketch() -> None:
     assert list(sketch_many(docs * 40, workers=2, chunksize=7)) == want * 40
     with pytest.raises(InvalidDocument, match="expected workers >= 1, got 0"):
         list(sketch_many(docs, workers=0))
+
+
+def test_spaceless_code_points_equal_the_regular_expression() -> None:
+    """Spaceless characters are picked with a table of code points; it must name those of the character class."""
+    from simpg.fingerprint import minhash
+
+    table = minhash._spaceless_table()
+    every = "".join(map(chr, range(0x110000)))
+    want = {ord(c) for c in minhash._SPACELESS_CHARS.findall(every)}
+    assert set(np.flatnonzero(table).tolist()) == want
+    text = "ab 中文\ud800カナ ไทย x\U00020000y"
+    assert minhash._spaceless_codes(text).tolist() == [ord(c) for c in minhash._SPACELESS_CHARS.findall(text)]
