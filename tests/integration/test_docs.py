@@ -45,7 +45,7 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"sql", "python", "sh", "bash", "console"}
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(?P<reason>.*?)\s*-->\s*$")
-TIMEOUT = 60  # seconds per command; the whole file takes well under a minute per server
+TIMEOUT = 180  # seconds per command: a hang fails; a Spark start on a busy 2-core machine took over 60
 
 
 @dataclass
