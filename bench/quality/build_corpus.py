@@ -163,6 +163,12 @@ def _deb_docs(coll: dict, deb: sources.Deb) -> list[tuple[str, str]]:
                     if member.endswith(".ftl"):
                         out.append((f"{base_id}!{member}", z.read(member).decode("utf-8", "replace")))
             continue
+        if fmt == "mo":  # a gettext catalogue: its translated strings
+            try:
+                out.append((base_id, extract.mo_strings(content)))
+            except Exception as exc:
+                log(f"skip {base_id}: {exc!r}")
+            continue
         text = _decode(content, path)
         if text is None:
             continue
