@@ -588,11 +588,49 @@ def check_truth(samples: int = 20000, seed: int = 1, parts: tuple[str, ...] = PA
     return bad_total
 
 
+def overlap_with_main(cs: CorpusSet = FRESH) -> dict:
+    """How many of a set's base documents have a near copy among the main set's bases (exact J).
+
+    For the fresh part: a fresh document with J >= 0.8 (or >= 0.5) to some tune or heldout
+    document is text a design choice may have seen in another form. Needs both sets built.
+    """
+    out: dict = {}
+    for lang in LANGS:
+        mine = [d for part in cs.parts for d in load_part(lang, part) if d["base"] is None]
+        other = [d for part in MAIN.parts for d in load_part(lang, part) if d["base"] is None]
+        sm = truth.ShingleMatrix.build([d["text"] for d in mine + other], lang)
+        a, b = sm.matrix[: len(mine)], sm.matrix[len(mine) :].T.tocsc()
+        best = np.zeros(len(mine))
+        for s in range(0, len(mine), 256):
+            prod = (a[s : s + 256] @ b).tocoo()
+            r = prod.row.astype(np.int64) + s
+            inter = prod.data.astype(np.int64)
+            union = sm.sizes[r] + sm.sizes[len(mine) + prod.col] - inter
+            np.maximum.at(best, r, inter / union)
+        dup, grey = best >= 0.8, (best >= 0.5) & (best < 0.8)
+        by_coll = Counter(d["collection"] for d, x in zip(mine, dup, strict=True) if x)
+        out[lang] = {
+            "bases": len(mine),
+            "main_bases": len(other),
+            "with_j_ge_0.8": int(dup.sum()),
+            "with_j_0.5_0.8": int(grey.sum()),
+            "j_ge_0.8_by_collection": dict(by_coll.most_common()),
+        }
+        log(
+            f"overlap {lang}: {len(mine)} {cs.name} bases, {int(dup.sum())} with J >= 0.8 and {int(grey.sum())} "
+            f"with 0.5 <= J < 0.8 to one of {len(other)} tune/heldout bases; J >= 0.8 by collection: {dict(by_coll)}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--force", action="store_true", help="rebuild even if the corpus is up to date")
     ap.add_argument("--refresh-manifest", action="store_true", help="re-pin package versions (maintainers)")
     ap.add_argument("--check", action="store_true", help="recount sampled pairs' J with Python sets")
+    ap.add_argument(
+        "--overlap", action="store_true", help="with --part fresh: fresh bases near a tune/heldout base (builds both)"
+    )
     ap.add_argument(
         "--part",
         choices=ALL_PARTS,
@@ -609,6 +647,12 @@ def main(argv: list[str] | None = None) -> None:
     build(force=args.force, cs=cs)
     if args.check and check_truth(parts=cs.parts):
         raise SystemExit("truth check failed")
+    if args.overlap and cs is not MAIN:
+        build(cs=MAIN)
+        overlap = overlap_with_main(cs)
+        stats = json.loads(cs.stats.read_text())
+        stats["overlap_with_main"] = overlap
+        cs.stats.write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
