@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -359,10 +360,10 @@ def corpus_ready(cs: CorpusSet = MAIN) -> bool:
         stats = json.loads(cs.stats.read_text())
     except ValueError:
         return False
-    return stats.get("format_version") == FORMAT_VERSION and stats.get("manifest_sha256") == _manifest_digest(cs)
+    return bool(stats.get("format_version") == FORMAT_VERSION and stats.get("manifest_sha256") == _manifest_digest(cs))
 
 
-def _package_lists(manifest: dict) -> list[Path]:
+def _package_lists(manifest: dict[str, Any]) -> list[Path]:
     """The package lists (``"debs": "@file.tsv"``) a manifest's collections name."""
     return sorted(
         {
@@ -383,10 +384,11 @@ def _manifest_digest(cs: CorpusSet = MAIN) -> str:
     return h.hexdigest()
 
 
-def build(force: bool = False, cs: CorpusSet = MAIN) -> dict:
+def build(force: bool = False, cs: CorpusSet = MAIN) -> dict[str, Any]:
     if corpus_ready(cs) and not force:
         log(f"corpus is built ({cs.stats}); --force rebuilds it")
-        return json.loads(cs.stats.read_text())
+        built: dict[str, Any] = json.loads(cs.stats.read_text())
+        return built
     t0 = time.perf_counter()
     manifest = sources.load_manifest(cs.manifest)
     versions: dict[str, str] = {}
@@ -433,7 +435,7 @@ def build(force: bool = False, cs: CorpusSet = MAIN) -> dict:
                     )
                     + "\n"
                 )
-        s: dict = {"parts": {}}
+        s: dict[str, Any] = {"parts": {}}
         for part in cs.parts:
             pd = [d for d in mine if d["part"] == part]
             b = [d for d in pd if d["base"] is None]
@@ -588,13 +590,13 @@ def check_truth(samples: int = 20000, seed: int = 1, parts: tuple[str, ...] = PA
     return bad_total
 
 
-def overlap_with_main(cs: CorpusSet = FRESH) -> dict:
+def overlap_with_main(cs: CorpusSet = FRESH) -> dict[str, Any]:
     """How many of a set's base documents have a near copy among the main set's bases (exact J).
 
     For the fresh part: a fresh document with J >= 0.8 (or >= 0.5) to some tune or heldout
     document is text a design choice may have seen in another form. Needs both sets built.
     """
-    out: dict = {}
+    out: dict[str, Any] = {}
     for lang in LANGS:
         mine = [d for part in cs.parts for d in load_part(lang, part) if d["base"] is None]
         other = [d for part in MAIN.parts for d in load_part(lang, part) if d["base"] is None]

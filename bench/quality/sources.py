@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -194,8 +195,9 @@ def deb_data_members(path: Path) -> Iterator[tuple[str, bytes | None, str | None
     raise ValueError(f"{path}: no data.tar member")
 
 
-def load_manifest(path: Path = MANIFEST) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+def load_manifest(path: Path = MANIFEST) -> dict[str, Any]:
+    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return manifest
 
 
 def load_copyright_list(path: Path = COPYRIGHT_LIST) -> list[dict[str, str]]:
