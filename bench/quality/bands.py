@@ -20,7 +20,10 @@ Detectors (``--plugin bench.quality.bands``):
 * ``bands``: a few designs and their baselines;
 * ``bands-grid``: every ``k`` in (none, 3, 4) with every (b, r) of the tuning grid;
 * ``bands-online``: the design chosen on the tuning part (k = 4 and 4 bands of r = 4) with
-  confirmed lookups at k = 4 and 5 (what the held-out figures report).
+  confirmed lookups at k = 4 and 5 (what the held-out figures report); no short-text guard;
+* ``bands-product``: the same three lookups with the product's constants read from simpg
+  (``BANDS``, ``BAND_ROWS``, ``MAX_SKETCH_DISTANCE`` and the guard ``MIN_BAND_SHINGLES``:
+  documents with fewer distinct sketch shingles get no band keys), what the fresh part reports.
 
 Commands::
 
@@ -218,6 +221,16 @@ BEST = (4, 4, 4)
 def _bands_online() -> Bands:
     """The chosen design and the confirmed lookups of today (k = 4) and at k = 5, side by side."""
     return Bands([(4, 0, 0), (5, 0, 0), BEST])
+
+
+@register("bands-product")
+def _bands_product() -> Bands:
+    """The product's lookup as simpg defines it (k = 4 index + bands, 16-shingle guard), and k = 4 / 5 alone."""
+    from simpg.fingerprint.minhash import BAND_ROWS, BANDS, MAX_SKETCH_DISTANCE, MIN_BAND_SHINGLES
+
+    return Bands(
+        [(4, 0, 0), (5, 0, 0), (4, BANDS, BAND_ROWS)], (MAX_SKETCH_DISTANCE,), min_shingles=MIN_BAND_SHINGLES
+    )
 
 
 @register("bands-grid")

@@ -3,6 +3,7 @@
     python3 -m bench.quality.build_corpus              # download (cached), extract, plant, split, truth
     python3 -m bench.quality.build_corpus --force      # rebuild the corpus from the cached downloads
     python3 -m bench.quality.build_corpus --refresh-manifest   # maintainers: re-pin versions (see README)
+    python3 -m bench.quality.build_corpus --part fresh # the fresh held-out part (sources_fresh.json), alone
 
 Output in bench/data/quality14/ (git-ignored):
     corpus/<lang>.jsonl        one document per line: id, lang, part, collection, kind, package,
@@ -12,6 +13,8 @@ Output in bench/data/quality14/ (git-ignored):
                                file order, |A∩B|, |A∪B|)
     truth/<lang>-<part>.tsv.gz the same pairs by document id, with J, for people
     stats.json                 corpus statistics, package versions actually used
+    corpus/<lang>-fresh.jsonl, truth/<lang>-fresh.*, stats-fresh.json
+                               the same for the fresh part, built from sources_fresh.json alone
     cache/                     the downloaded packages and index files
 """
 
@@ -31,7 +34,9 @@ import time
 import zipfile
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: make `bench.quality` importabl
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.quality import extract, sources, truth, variants  # noqa: E402
-from bench.quality.sources import CACHE, COPYRIGHT_LIST, DATA, MANIFEST, log  # noqa: E402
+from bench.quality.sources import CACHE, DATA, FRESH_MANIFEST, HERE, MANIFEST, log  # noqa: E402
 
 CORPUS = DATA / "corpus"
 TRUTH = DATA / "truth"
@@ -48,6 +53,45 @@ LANGS = ("en", "zh", "mixed")
 PARTS = ("tune", "heldout")
 SHORT = 300
 FORMAT_VERSION = 1  # bump when the corpus changes for the same manifest
+
+
+@dataclass(frozen=True)
+class CorpusSet:
+    """One manifest and the parts built from it, with their own corpus files and stats.
+
+    ``main`` (sources.json) holds tune and heldout; ``fresh`` (sources_fresh.json) holds the
+    fresh held-out part, from packages and files ``main`` does not use, built on its own so that
+    building or rebuilding one never touches the other.
+    """
+
+    name: str
+    manifest: Path
+    parts: tuple[str, ...]
+    suffix: str  # of corpus/<lang><suffix>.jsonl and stats<suffix>.json
+
+    @property
+    def stats(self) -> Path:
+        return DATA / f"stats{self.suffix}.json"
+
+    def corpus_file(self, lang: str) -> Path:
+        return CORPUS / f"{lang}{self.suffix}.jsonl"
+
+    def part_of(self, base_id: str) -> str:
+        return part_of(base_id) if self.name == "main" else self.parts[0]
+
+
+MAIN = CorpusSet("main", MANIFEST, PARTS, "")
+FRESH = CorpusSet("fresh", FRESH_MANIFEST, ("fresh",), "-fresh")
+ALL_PARTS = (*PARTS, "fresh")
+
+
+def set_of(part: str) -> CorpusSet:
+    """The corpus set a part is built in."""
+    if part in FRESH.parts:
+        return FRESH
+    if part in MAIN.parts:
+        return MAIN
+    raise SystemExit(f"unknown part {part!r} (one of {', '.join(ALL_PARTS)})")
 
 
 def part_of(base_id: str) -> str:
@@ -120,6 +164,12 @@ def _deb_docs(coll: dict, deb: sources.Deb) -> list[tuple[str, str]]:
                     if member.endswith(".ftl"):
                         out.append((f"{base_id}!{member}", z.read(member).decode("utf-8", "replace")))
             continue
+        if fmt == "mo":  # a gettext catalogue: its translated strings
+            try:
+                out.append((base_id, extract.mo_strings(content)))
+            except Exception as exc:
+                log(f"skip {base_id}: {exc!r}")
+            continue
         text = _decode(content, path)
         if text is None:
             continue
@@ -168,8 +218,8 @@ def collect(manifest: dict, versions: dict[str, str]) -> list[dict]:
             for pkg, desc in extract.ddtp_descriptions(text, coll["ddtp_lang"]):
                 found.append((f"{coll['name']}/{pkg}", desc, pkg))
         else:
-            if coll["debs"] == "@copyright_packages.tsv":
-                rows = sources.load_copyright_list()
+            if isinstance(coll["debs"], str) and coll["debs"].startswith("@"):  # a package list (.tsv)
+                rows = sources.load_copyright_list(HERE / coll["debs"][1:])
                 specs = [(r["package"], r) for r in rows]
             else:
                 specs = [(name, manifest["debs"].get(name)) for name in coll["debs"]]
@@ -303,31 +353,44 @@ def compute_truth(docs: list[dict], lang: str, part: str) -> dict:
 # -- the command --------------------------------------------------------------------------
 
 
-def corpus_ready() -> bool:
-    if not STATS.exists():
+def corpus_ready(cs: CorpusSet = MAIN) -> bool:
+    if not cs.stats.exists():
         return False
     try:
-        stats = json.loads(STATS.read_text())
+        stats = json.loads(cs.stats.read_text())
     except ValueError:
         return False
-    return stats.get("format_version") == FORMAT_VERSION and stats.get("manifest_sha256") == _manifest_digest()
+    return bool(stats.get("format_version") == FORMAT_VERSION and stats.get("manifest_sha256") == _manifest_digest(cs))
 
 
-def _manifest_digest() -> str:
+def _package_lists(manifest: dict[str, Any]) -> list[Path]:
+    """The package lists (``"debs": "@file.tsv"``) a manifest's collections name."""
+    return sorted(
+        {
+            HERE / c["debs"][1:]
+            for c in manifest["collections"]
+            if isinstance(c.get("debs"), str) and c["debs"].startswith("@")
+        }
+    )
+
+
+def _manifest_digest(cs: CorpusSet = MAIN) -> str:
     """Digest of the manifest and of the code that turns it into the corpus and truth."""
-    h = hashlib.sha256(MANIFEST.read_bytes())
-    h.update(COPYRIGHT_LIST.read_bytes())
+    h = hashlib.sha256(cs.manifest.read_bytes())
+    for path in _package_lists(sources.load_manifest(cs.manifest)):
+        h.update(path.read_bytes())
     for mod in ("build_corpus.py", "extract.py", "variants.py", "truth.py"):
         h.update((Path(__file__).resolve().parent / mod).read_bytes())
     return h.hexdigest()
 
 
-def build(force: bool = False) -> dict:
-    if corpus_ready() and not force:
-        log(f"corpus is built ({STATS}); --force rebuilds it")
-        return json.loads(STATS.read_text())
+def build(force: bool = False, cs: CorpusSet = MAIN) -> dict[str, Any]:
+    if corpus_ready(cs) and not force:
+        log(f"corpus is built ({cs.stats}); --force rebuilds it")
+        built: dict[str, Any] = json.loads(cs.stats.read_text())
+        return built
     t0 = time.perf_counter()
-    manifest = sources.load_manifest()
+    manifest = sources.load_manifest(cs.manifest)
     versions: dict[str, str] = {}
     docs = collect(manifest, versions)
     t_collect = time.perf_counter() - t0
@@ -341,11 +404,13 @@ def build(force: bool = False) -> dict:
     t_variants = time.perf_counter() - t1
     all_docs = bases + planted
     for d in all_docs:
-        d["part"] = part_of(d["base"] or d["id"])
+        d["part"] = cs.part_of(d["base"] or d["id"])
     CORPUS.mkdir(parents=True, exist_ok=True)
     stats: dict = {
         "format_version": FORMAT_VERSION,
-        "manifest_sha256": _manifest_digest(),
+        "set": cs.name,
+        "manifest": cs.manifest.name,
+        "manifest_sha256": _manifest_digest(cs),
         "built": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "versions": versions,
         "extracted": len(docs),
@@ -358,7 +423,7 @@ def build(force: bool = False) -> dict:
         mine = sorted(
             (d for d in all_docs if d["lang"] == lang), key=lambda d: (d["part"], d["base"] or d["id"], d["id"])
         )
-        with (CORPUS / f"{lang}.jsonl").open("w", encoding="utf-8") as f:
+        with cs.corpus_file(lang).open("w", encoding="utf-8") as f:
             for d in mine:
                 f.write(
                     json.dumps(
@@ -370,8 +435,8 @@ def build(force: bool = False) -> dict:
                     )
                     + "\n"
                 )
-        s = {"parts": {}}
-        for part in PARTS:
+        s: dict[str, Any] = {"parts": {}}
+        for part in cs.parts:
             pd = [d for d in mine if d["part"] == part]
             b = [d for d in pd if d["base"] is None]
             s["parts"][part] = {
@@ -393,14 +458,14 @@ def build(force: bool = False) -> dict:
         "truth": round(t_truth, 1),
         "total": round(time.perf_counter() - t0, 1),
     }
-    STATS.write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n")
-    log(f"built in {stats['seconds']['total']}s: {STATS}")
+    cs.stats.write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n")
+    log(f"built in {stats['seconds']['total']}s: {cs.stats}")
     return stats
 
 
 def load_part(lang: str, part: str) -> list[dict]:
     """The documents of one language and part, in the order the truth indices refer to."""
-    with (CORPUS / f"{lang}.jsonl").open(encoding="utf-8") as f:
+    with set_of(part).corpus_file(lang).open(encoding="utf-8") as f:
         return [d for d in map(json.loads, f) if d["part"] == part]
 
 
@@ -415,14 +480,37 @@ def _dep5_licences(text: str) -> str:
     return f"(not DEP-5) {m.group(0).strip()}" if m else "(not DEP-5) see copyright"
 
 
-def refresh_manifest(n_copyright: int, max_size: int) -> None:
-    manifest = sources.load_manifest()
+def refresh_manifest(n_copyright: int, max_size: int, cs: CorpusSet = MAIN) -> None:
+    """Re-pin a set's packages and index files; re-select its copyright packages.
+
+    The fresh set's packages must not be the main set's, and its copyright packages come from
+    other source packages than the main set's list and either manifest's packages (another hash
+    order), so that nothing in the fresh part comes from a package tune or heldout read.
+    """
+    manifest = sources.load_manifest(cs.manifest)
     index = sources.packages_index()
+    excluded_sources: set[str] = set()
+    if cs is not MAIN:
+        main = sources.load_manifest(MAIN.manifest)
+        shared = sorted(set(manifest["debs"]) & set(main["debs"]))
+        if shared:
+            raise SystemExit(f"{cs.manifest.name} uses packages of {MAIN.manifest.name}: {', '.join(shared)}")
+        for lst in _package_lists(main):
+            excluded_sources.update(r["source"] for r in sources.load_copyright_list(lst))
+        for name in (*main["debs"], *manifest["debs"]):
+            if name in index:
+                excluded_sources.add(index[name].get("Source", name).split()[0])
     for name, spec in manifest["debs"].items():
         para = index.get(name)
         if para is None:
             raise SystemExit(f"{name} not in {sources.SUITE}/main")
         spec.update(version=para["Version"], filename=para["Filename"], sha256=para["SHA256"], size=int(para["Size"]))
+        if cs is not MAIN:  # also record the DEP-5 License names of the package's own copyright file
+            deb = sources.get_deb(name, spec)
+            for path, content, _ in sources.deb_data_members(deb.path):
+                if content is not None and path == f"usr/share/doc/{name}/copyright":
+                    spec["copyright_licences"] = _dep5_licences(content.decode("utf-8", "replace"))
+                    break
     release = sources.download(f"{sources.MIRROR}/dists/{sources.SUITE}/Release", CACHE / "index" / "Release")
     sums = {}
     in_sha = False
@@ -437,17 +525,21 @@ def refresh_manifest(n_copyright: int, max_size: int) -> None:
             in_sha = False
     for spec in manifest["indexes"].values():
         spec["sha256"], spec["size"] = sums[spec["path"]]
-    MANIFEST.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    cs.manifest.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    lists = _package_lists(manifest)
+    if len(lists) != 1:
+        raise SystemExit(f"{cs.manifest.name}: expected one copyright package list, found {len(lists)}")
+    salt = "quality14-copyright" if cs is MAIN else f"quality14-{cs.name}-copyright"
     # copyright files: the smallest binary package of each source package, chosen by a hash
     by_source: dict[str, dict[str, str]] = {}
     for name, para in index.items():
         src = para.get("Source", name).split()[0]
-        if name in manifest["debs"] or int(para.get("Size", "0")) > max_size:
+        if name in manifest["debs"] or src in excluded_sources or int(para.get("Size", "0")) > max_size:
             continue
         cur = by_source.get(src)
         if cur is None or (int(para["Size"]), name) < (int(cur["Size"]), cur["Package"]):
             by_source[src] = para
-    chosen = sorted(by_source.items(), key=lambda kv: hashlib.sha256(f"quality14-copyright:{kv[0]}".encode()).digest())
+    chosen = sorted(by_source.items(), key=lambda kv: hashlib.sha256(f"{salt}:{kv[0]}".encode()).digest())
     rows = []
     for src, para in chosen[:n_copyright]:
         deb = sources.get_deb(
@@ -460,18 +552,18 @@ def refresh_manifest(n_copyright: int, max_size: int) -> None:
                 break
         rows.append((para["Package"], para["Version"], src, para["Filename"], para["SHA256"], lic))
     rows.sort()
-    with COPYRIGHT_LIST.open("w", encoding="utf-8") as f:
+    with lists[0].open("w", encoding="utf-8") as f:
         f.write("package\tversion\tsource\tfilename\tsha256\tlicence\n")
         for r in rows:
             f.write("\t".join(x.replace("\t", " ") for x in r) + "\n")
     log(f"manifest re-pinned: {len(manifest['debs'])} packages, {len(rows)} copyright packages")
 
 
-def check_truth(samples: int = 20000, seed: int = 1) -> int:
+def check_truth(samples: int = 20000, seed: int = 1, parts: tuple[str, ...] = PARTS) -> int:
     """Recount J with Python sets for random pairs, listed pairs and planted pairs; mismatches."""
     bad_total = 0
     for lang in LANGS:
-        for part in PARTS:
+        for part in parts:
             docs = load_part(lang, part)
             t = truth.Truth.load(str(TRUTH / f"{lang}-{part}.npz"))
             keys = {int(k): (int(a), int(b)) for k, a, b in zip(t.keys, t.inter, t.union, strict=True)}
@@ -498,20 +590,71 @@ def check_truth(samples: int = 20000, seed: int = 1) -> int:
     return bad_total
 
 
+def overlap_with_main(cs: CorpusSet = FRESH) -> dict[str, Any]:
+    """How many of a set's base documents have a near copy among the main set's bases (exact J).
+
+    For the fresh part: a fresh document with J >= 0.8 (or >= 0.5) to some tune or heldout
+    document is text a design choice may have seen in another form. Needs both sets built.
+    """
+    out: dict[str, Any] = {}
+    for lang in LANGS:
+        mine = [d for part in cs.parts for d in load_part(lang, part) if d["base"] is None]
+        other = [d for part in MAIN.parts for d in load_part(lang, part) if d["base"] is None]
+        sm = truth.ShingleMatrix.build([d["text"] for d in mine + other], lang)
+        a, b = sm.matrix[: len(mine)], sm.matrix[len(mine) :].T.tocsc()
+        best = np.zeros(len(mine))
+        for s in range(0, len(mine), 256):
+            prod = (a[s : s + 256] @ b).tocoo()
+            r = prod.row.astype(np.int64) + s
+            inter = prod.data.astype(np.int64)
+            union = sm.sizes[r] + sm.sizes[len(mine) + prod.col] - inter
+            np.maximum.at(best, r, inter / union)
+        dup, grey = best >= 0.8, (best >= 0.5) & (best < 0.8)
+        by_coll = Counter(d["collection"] for d, x in zip(mine, dup, strict=True) if x)
+        out[lang] = {
+            "bases": len(mine),
+            "main_bases": len(other),
+            "with_j_ge_0.8": int(dup.sum()),
+            "with_j_0.5_0.8": int(grey.sum()),
+            "j_ge_0.8_by_collection": dict(by_coll.most_common()),
+        }
+        log(
+            f"overlap {lang}: {len(mine)} {cs.name} bases, {int(dup.sum())} with J >= 0.8 and {int(grey.sum())} "
+            f"with 0.5 <= J < 0.8 to one of {len(other)} tune/heldout bases; J >= 0.8 by collection: {dict(by_coll)}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--force", action="store_true", help="rebuild even if the corpus is up to date")
     ap.add_argument("--refresh-manifest", action="store_true", help="re-pin package versions (maintainers)")
     ap.add_argument("--check", action="store_true", help="recount sampled pairs' J with Python sets")
-    ap.add_argument("--copyright-packages", type=int, default=1400)
+    ap.add_argument(
+        "--overlap", action="store_true", help="with --part fresh: fresh bases near a tune/heldout base (builds both)"
+    )
+    ap.add_argument(
+        "--part",
+        choices=ALL_PARTS,
+        help="tune/heldout (the default: both, from sources.json) or fresh (sources_fresh.json, built alone)",
+    )
+    ap.add_argument("--copyright-packages", type=int, help="default: 1,400 (main), 1,000 (fresh)")
     ap.add_argument("--copyright-max-size", type=int, default=100_000, help="bytes, per .deb")
     args = ap.parse_args(argv)
+    cs = set_of(args.part) if args.part else MAIN
     if args.refresh_manifest:
-        refresh_manifest(args.copyright_packages, args.copyright_max_size)
+        n = args.copyright_packages or (1400 if cs is MAIN else 1000)
+        refresh_manifest(n, args.copyright_max_size, cs)
         return
-    build(force=args.force)
-    if args.check and check_truth():
+    build(force=args.force, cs=cs)
+    if args.check and check_truth(parts=cs.parts):
         raise SystemExit("truth check failed")
+    if args.overlap and cs is not MAIN:
+        build(cs=MAIN)
+        overlap = overlap_with_main(cs)
+        stats = json.loads(cs.stats.read_text())
+        stats["overlap_with_main"] = overlap
+        cs.stats.write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

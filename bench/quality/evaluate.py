@@ -4,6 +4,7 @@
     python3 -m bench.quality.evaluate --part tune --lang zh --detectors simpg --k 3,4,5,6
     python3 -m bench.quality.evaluate --simpg-config '{"weighting": "binary"}' --detectors simpg
     python3 -m bench.quality.evaluate --plugin my_detectors --detectors simpg,two-stage
+    python3 -m bench.quality.evaluate --part fresh          # the fresh held-out part (sources_fresh.json)
 
 Prints a Markdown report on stdout (progress on stderr) and writes it, with every number and
 the worst false positives, to bench/results/quality14-<timestamp>.{md,json}.
@@ -31,7 +32,7 @@ if __package__ in (None, ""):  # run as a script: make `bench.quality` importabl
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.quality import build_corpus, detectors, metrics  # noqa: E402
-from bench.quality.build_corpus import STATS, TRUTH  # noqa: E402
+from bench.quality.build_corpus import TRUTH  # noqa: E402
 from bench.quality.sources import REPO, log  # noqa: E402
 from bench.quality.truth import ShingleMatrix, Truth  # noqa: E402
 
@@ -226,7 +227,7 @@ def _ints(s: str | None) -> list[int] | None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("tune", "heldout"), default="heldout")
+    ap.add_argument("--part", choices=build_corpus.ALL_PARTS, default="heldout")
     ap.add_argument("--lang", default="en,zh,mixed", help="comma-separated: en, zh, mixed")
     ap.add_argument("--detectors", default="simpg,simhash,minhash", help="comma-separated registered names")
     ap.add_argument("--k", help="simpg radii, comma-separated (default: DEFAULT_K)")
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     started = time.time()
-    build_corpus.build(force=args.rebuild)
+    cs = build_corpus.set_of(args.part)  # tune/heldout: sources.json; fresh: sources_fresh.json
+    build_corpus.build(force=args.rebuild, cs=cs)
     if args.build:
         return
     for mod in args.plugin:
@@ -261,7 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     langs = [x.strip() for x in args.lang.split(",") if x.strip()]
     clusterings = [x.strip() for x in args.clustering.split(",") if x.strip()]
     result = evaluate(langs, args.part, dets, clusterings=clusterings, worst=args.worst)
-    stats = json.loads(STATS.read_text())
+    stats = json.loads(cs.stats.read_text())
     meta = {
         "command": "python3 -m bench.quality.evaluate " + " ".join(sys.argv[1:] if argv is None else argv),
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),

@@ -18,6 +18,7 @@ evaluation has to see.
 from __future__ import annotations
 
 import re
+import struct
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -551,3 +552,31 @@ def fortunes(text: str) -> list[str]:
     """The entries of a fortune file; terminal colour codes (ESC[...m) removed."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)
     return [chunk.strip("\n") + "\n" for chunk in re.split(r"^%\s*$", text, flags=re.M) if chunk.strip()]
+
+
+# -- gettext catalogues (.mo) -------------------------------------------------------------
+
+
+def mo_strings(raw: bytes) -> str:
+    """The translated strings of a GNU gettext ``.mo`` catalogue, one per line, in catalogue order.
+
+    The header entry (empty msgid) is left out; the forms of a plural entry are separate lines.
+    A program's translated user interface, as its translators wrote it (the ``ui-strings`` kind).
+    """
+    if raw[:4] == b"\xde\x12\x04\x95":
+        order = "<"
+    elif raw[:4] == b"\x95\x04\x12\xde":
+        order = ">"
+    else:
+        raise ValueError("not a .mo file")
+    n, orig, trans = struct.unpack(order + "3I", raw[8:20])
+    lines = []
+    for k in range(n):
+        olen, ooff = struct.unpack(order + "2I", raw[orig + 8 * k : orig + 8 * k + 8])
+        tlen, toff = struct.unpack(order + "2I", raw[trans + 8 * k : trans + 8 * k + 8])
+        if olen == 0:  # the header
+            continue
+        for form in raw[toff : toff + tlen].decode("utf-8", "replace").split("\x00"):
+            if form.strip():
+                lines.append(form.strip())
+    return "\n".join(lines) + "\n" if lines else ""

@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -31,6 +32,8 @@ DATA = REPO / "bench" / "data" / "quality14"
 CACHE = DATA / "cache"
 MANIFEST = HERE / "sources.json"
 COPYRIGHT_LIST = HERE / "copyright_packages.tsv"
+FRESH_MANIFEST = HERE / "sources_fresh.json"  # the fresh held-out part: packages sources.json does not use
+FRESH_COPYRIGHT_LIST = HERE / "copyright_packages_fresh.tsv"
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
 USER_AGENT = "simpg-bench-quality14 (urllib)"
@@ -118,7 +121,9 @@ def parse_deb822(text: str) -> Iterator[dict[str, str]]:
 def index_file(name: str, spec: dict[str, str]) -> Path:
     """A Debian index file (e.g. i18n/Translation-zh_CN.bz2) recorded in the manifest."""
     path = spec["path"]
-    return download(f"{MIRROR}/{path}", CACHE / "index" / Path(path).name, spec.get("sha256"))
+    area = path.split("/")[2]  # dists/<suite>/<area>/...: contrib's Translation-en is not main's
+    name = Path(path).name if area == "main" else f"{area}-{Path(path).name}"
+    return download(f"{MIRROR}/{path}", CACHE / "index" / name, spec.get("sha256"))
 
 
 # -- .deb packages ------------------------------------------------------------------------
@@ -190,13 +195,14 @@ def deb_data_members(path: Path) -> Iterator[tuple[str, bytes | None, str | None
     raise ValueError(f"{path}: no data.tar member")
 
 
-def load_manifest() -> dict:
-    return json.loads(MANIFEST.read_text(encoding="utf-8"))
+def load_manifest(path: Path = MANIFEST) -> dict[str, Any]:
+    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return manifest
 
 
-def load_copyright_list() -> list[dict[str, str]]:
+def load_copyright_list(path: Path = COPYRIGHT_LIST) -> list[dict[str, str]]:
     rows = []
-    with COPYRIGHT_LIST.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8") as f:
         header = f.readline().rstrip("\n").split("\t")
         for line in f:
             if line.strip() and not line.startswith("#"):
