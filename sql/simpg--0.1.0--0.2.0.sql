@@ -94,9 +94,13 @@ DROP FUNCTION simpg.index_layout(regclass, name), simpg.checked_layout(regclass,
     simpg.register_index(regclass, name, integer, integer[], name[], name[], text),
     simpg.create_index(regclass, name, integer, integer, integer, text), simpg.prefix_select(simpg.indexes);
 DROP TABLE simpg.indexes;
--- reports that gained parameters (the cluster method): CREATE OR REPLACE would add
--- overloads beside them, and calls with the old arguments would become ambiguous
-DROP FUNCTION simpg.clusters(regclass, integer, name, name),
+-- reports that gained parameters (the cluster method, the confirming sketch): CREATE OR
+-- REPLACE would add overloads beside them, and calls with the old arguments would become
+-- ambiguous
+DROP FUNCTION simpg.pairs(regclass, integer, name, name),
+    simpg.pairs(anyelement, regclass, integer, name, name),
+    simpg.pairs_query(regclass, integer, name, name, regtype),
+    simpg.clusters(regclass, integer, name, name),
     simpg.clusters(anyelement, regclass, integer, name, name),
     simpg.clusters_query(regclass, integer, name, name, regtype),
     simpg.cluster_rows_query(regclass, integer, name, text),
@@ -2945,6 +2949,73 @@ CREATE OR REPLACE FUNCTION simpg.mask_select(col name, masks bigint[]) RETURNS t
 COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
     'Internal: the select list of each pass''s join key, the fingerprint under its mask, as q0, q1, ...';
 
+-- report_sketch_distance: the largest sketch distance that confirms a pair in a report
+-- with these arguments, or NULL for a report by fingerprints alone (sketch_column NULL).
+-- Raises, naming the value, for max_sketch_distance or bands without a sketch_column, a
+-- distance outside 0 .. 256, or a sketch or band column that is missing or of another
+-- type (simpg.checked_sketch_columns). bands NULL is false.
+CREATE OR REPLACE FUNCTION simpg.report_sketch_distance(rel regclass, sketch_column name, max_sketch_distance integer,
+                                             bands boolean)
+    RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF sketch_column IS NULL THEN
+        IF max_sketch_distance IS NOT NULL OR coalesce(bands, false) THEN
+            RAISE EXCEPTION 'a report on % takes %, got %, only with a sketch_column to confirm by', rel,
+                CASE WHEN coalesce(bands, false) THEN 'bands' ELSE 'max_sketch_distance' END,
+                CASE WHEN coalesce(bands, false) THEN 'true' ELSE max_sketch_distance::text END
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF max_sketch_distance NOT BETWEEN 0 AND 256 THEN
+        RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %', max_sketch_distance
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM simpg.checked_sketch_columns(rel, sketch_column, coalesce(bands, false));
+    RETURN coalesce(max_sketch_distance, simpg.max_sketch_distance());
+END
+$$;
+
+COMMENT ON FUNCTION simpg.report_sketch_distance(regclass, name, integer, boolean) IS
+    'Internal: the sketch distance that confirms a pair in a report (NULL: no sketch); raises on bad sketch arguments';
+
+-- band_passes: with bands, one statement per band column i: the pairs of rows that share
+-- band key i (NULL keys share nothing) and no earlier one, whose fingerprints are more
+-- than k bits apart (a pair within k comes from the fingerprint passes) and whose
+-- sketches are within max_sketch_distance: with those passes, each confirmed pair once.
+-- Only the keys two or more rows share are read (a GROUP BY that an index-only scan of
+-- the band's B-tree feeds in order), then their rows by that B-tree. Columns as
+-- pairs_query's; keys compared in the key column's own order, then cast to key_type.
+CREATE OR REPLACE FUNCTION simpg.band_passes(rel regclass, k integer, fingerprint_column name, key_column name,
+                                  key_type regtype, sketch_column name, max_sketch_distance integer)
+    RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    RETURN ARRAY(
+        SELECT format(
+            '(WITH v AS MATERIALIZED (SELECT s.%1$I AS band FROM %2$s AS s WHERE s.%1$I IS NOT NULL '
+            'GROUP BY s.%1$I HAVING count(*) > 1), '
+            'r AS MATERIALIZED (SELECT x.* FROM v, LATERAL (SELECT s.%3$I AS key, s.%4$I AS fp, s.%5$I AS sk, %6$s '
+            'FROM %2$s AS s WHERE s.%1$I = v.band AND s.%4$I IS NOT NULL AND s.%5$I IS NOT NULL OFFSET 0) AS x) '
+            'SELECT a.key::%7$s AS key_a, b.key::%7$s AS key_b, simpg.hamming(a.fp, b.fp) AS distance '
+            'FROM r AS a JOIN r AS b ON b.b%8$s = a.b%8$s AND a.key < b.key '
+            'WHERE %9$ssimpg.hamming(a.fp, b.fp) > %10$L::integer AND bit_count(a.sk # b.sk) <= %11$L::integer)',
+            c.band_column, rel, key_column, fingerprint_column, sketch_column,
+            (SELECT string_agg(format('s.%I AS b%s', e.band_column, e.i), ', ' ORDER BY e.i)
+             FROM simpg.band_columns(sketch_column) AS e),
+            key_type, c.i,
+            (SELECT string_agg(format('(b.b%s = a.b%s) IS NOT TRUE AND ', e.i, e.i), '' ORDER BY e.i)
+             FROM simpg.band_columns(sketch_column) AS e WHERE e.i < c.i),
+            k, max_sketch_distance)
+        FROM simpg.band_columns(sketch_column) AS c
+        ORDER BY c.i);
+
+COMMENT ON FUNCTION simpg.band_passes(regclass, integer, name, name, regtype, name, integer) IS
+    'Internal: the statements of a report''s band passes, the confirmed pairs sharing a band key beyond k bits';
+
 -- pairs_passes: the statements of a pair report, run one after the other; their
 -- UNION ALL is simpg.pairs_query. With the B-trees usable (simpg.prefix_candidates_usable)
 -- one statement per pass t: the pairs of stored values pass t finds first
@@ -2953,9 +3024,13 @@ COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
 -- under mask t, apart under every earlier mask ((a # b) & m_u <> 0, as
 -- simpg/allpairs.py does), within k. So each pair comes out once, and only pass 0
 -- reports rows with equal fingerprints. Otherwise one statement: a hash join per pass
--- over one scan of the whole table (simpg.prefix_join). Contract: as pairs_query's.
+-- over one scan of the whole table (simpg.prefix_join). With a sketch column each pass
+-- keeps only the pairs whose sketches confirm them, and with bands simpg.band_passes
+-- follow. Contract: as pairs_query's.
 CREATE OR REPLACE FUNCTION simpg.pairs_passes(rel regclass, k integer, col name DEFAULT NULL,
-                                   key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+                                   key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
+                                   sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                                   bands boolean DEFAULT false)
     RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -2967,7 +3042,15 @@ DECLARE
     v_masks bigint[] := simpg.pair_masks(v_row, k);
     v_select text := format('a.key::%s AS key_a, b.key::%s AS key_b, simpg.hamming(a.fp, b.fp) AS distance',
                             v_type, v_type);
-    v_cols text := format('s.%I AS key, s.%I AS fp', v_key.column_name, v_row.fingerprint_column);
+    v_max integer := simpg.report_sketch_distance(rel, sketch_column, max_sketch_distance, bands);
+    v_cols text := format('s.%I AS key, s.%I AS fp', v_key.column_name, v_row.fingerprint_column) ||
+        CASE WHEN v_max IS NULL THEN '' ELSE format(', s.%I AS sk', sketch_column) END;
+    -- a NULL sketch confirms nothing: bit_count of NULL is not <= anything
+    v_confirmed text := CASE WHEN v_max IS NULL THEN '' ELSE format(' AND bit_count(a.sk # b.sk) <= %L::integer', v_max) END;
+    v_bands text[] := CASE WHEN v_max IS NOT NULL AND coalesce(bands, false)
+                           THEN simpg.band_passes(rel, k, v_row.fingerprint_column, v_key.column_name, v_type,
+                                                  sketch_column, v_max)
+                           ELSE '{}' END;
 BEGIN
     IF simpg.prefix_candidates_usable(v_row, v_masks) THEN
         -- keys ordered before the cast: key_a < key_b in the key column's own order
@@ -2977,42 +3060,62 @@ BEGIN
                 'SELECT LEAST(a.key, b.key)::%s AS key_a, GREATEST(a.key, b.key)::%s AS key_b, '
                 'simpg.hamming(a.fp, b.fp) AS distance FROM p, LATERAL (%s) AS a, LATERAL (%s) AS b '
                 'WHERE (p.va < p.vb OR a.key < b.key) AND (a.fp # b.fp) & %L::bigint = 0 AND '
-                '%ssimpg.hamming(a.fp, b.fp) <= %L::integer)',
+                '%ssimpg.hamming(a.fp, b.fp) <= %L::integer%s)',
                 simpg.prefix_pairs(v_row, v_masks, t, k, t = 0), v_type, v_type,
                 simpg.prefix_rows(v_row, t, v_cols, 'p.va'), simpg.prefix_rows(v_row, t, v_cols, 'p.vb'),
                 v_masks[t + 1],
                 (SELECT string_agg(format('(a.fp # b.fp) & %L::bigint <> 0 AND ', v_masks[u + 1]), ''
                                    ORDER BY u)
                  FROM generate_series(0, t - 1) AS u),
-                k)
+                k, v_confirmed)
             FROM generate_series(0, cardinality(v_masks) - 1) AS t
-            ORDER BY t);
+            ORDER BY t) || v_bands;
     END IF;
     -- The CTE reads the table once; each pass is a hash join on its masked bits.
+    IF v_max IS NULL THEN
+        RETURN ARRAY[format(
+            'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
+            v_key.column_name, v_row.fingerprint_column,
+            simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column,
+            simpg.prefix_join(v_select, cardinality(v_masks), k, 'key'))];
+    END IF;
+    -- with sketches: only rows that have one, each pair's sketch distance kept if it confirms
     RETURN ARRAY[format(
-        'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, %s FROM %s AS t WHERE t.%I IS NOT NULL) %s',
-        v_key.column_name, v_row.fingerprint_column,
-        simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column,
-        simpg.prefix_join(v_select, cardinality(v_masks), k, 'key'))];
+        'WITH r AS MATERIALIZED (SELECT t.%I AS key, t.%I AS fp, t.%I AS sk, %s FROM %s AS t '
+        'WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL) '
+        'SELECT q.key_a, q.key_b, q.distance FROM (%s) AS q WHERE q.sketch_distance <= %L::integer',
+        v_key.column_name, v_row.fingerprint_column, sketch_column,
+        simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column, sketch_column,
+        simpg.prefix_join(v_select || ', bit_count(a.sk # b.sk) AS sketch_distance', cardinality(v_masks), k, 'key'),
+        v_max)] || v_bands;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.pairs_passes(regclass, integer, name, name, regtype) IS
+COMMENT ON FUNCTION simpg.pairs_passes(regclass, integer, name, name, regtype, name, integer, boolean) IS
     'Internal: the statements simpg.pairs runs in turn (one per pass when the B-trees give candidates)';
 
 -- pairs_query: the statement simpg.pairs runs, for EXPLAIN and for views.
 -- Contract: columns key_a, key_b, distance; key_a < key_b in the key column's own
 -- order; every pair of rows within distance k exactly once, rows with equal
 -- fingerprints included, rows with a NULL fingerprint left out. key_type NULL returns
--- keys in the key column's own type.
+-- keys in the key column's own type. With sketch_column (bit(256), simpg.fingerprint.sketch)
+-- only the pairs whose sketches are both there and differ in at most max_sketch_distance
+-- bits (default simpg.max_sketch_distance()), as SimHashColumn.duplicates confirms them;
+-- with bands also every pair so confirmed that shares a band key (band i of one row equal
+-- to band i of the other, columns <sketch_column>_b0 .. _b3), however far apart their
+-- fingerprints (distance is still theirs).
 CREATE OR REPLACE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
-                                  key_column name DEFAULT NULL, key_type regtype DEFAULT NULL)
+                                  key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
+                                  sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                                  bands boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql STABLE
-    RETURN pg_catalog.array_to_string(simpg.pairs_passes(rel, k, col, key_column, key_type), ' UNION ALL ');
+    RETURN pg_catalog.array_to_string(
+        simpg.pairs_passes(rel, k, col, key_column, key_type, sketch_column, max_sketch_distance, bands),
+        ' UNION ALL ');
 
-COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype) IS
-    'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance)';
+COMMENT ON FUNCTION simpg.pairs_query(regclass, integer, name, name, regtype, name, integer, boolean) IS
+    'The SQL statement that lists every pair of rows of rel within distance k (key_a, key_b, distance), confirmed by sketch_column if given';
 
 -- report_work_mem: raises work_mem, for the rest of the calling function, to about 40
 -- bytes a row of rel (at least 64MB, at most 1GB): enough to keep a pass's candidate
@@ -3038,7 +3141,10 @@ COMMENT ON FUNCTION simpg.report_work_mem(regclass) IS
 -- presorted prefixes is a cheap sort, hashing a million groups is not); no merge join
 -- or JIT (the planner knows nothing of the masked columns; a hash join without JIT was
 -- 2.1-2.4x faster than its merge join on 100k rows, bench/reports.py).
-CREATE OR REPLACE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL)
+-- With sketch_column (and bands) the pairs are confirmed by their sketches: see pairs_query.
+CREATE OR REPLACE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
+                            sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                            bands boolean DEFAULT false)
     RETURNS TABLE (key_a bigint, key_b bigint, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3048,7 +3154,8 @@ CREATE OR REPLACE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT
     SET work_mem = '64MB'
 AS $$
 DECLARE
-    v_passes text[] := simpg.pairs_passes(rel, k, col, key_column, 'bigint');
+    v_passes text[] := simpg.pairs_passes(rel, k, col, key_column, 'bigint', sketch_column, max_sketch_distance,
+                                          bands);
     v_notice boolean := (SELECT c.reltuples >= 100000 FROM pg_class AS c WHERE c.oid = rel);
     v_start timestamptz := clock_timestamp();
 BEGIN
@@ -3063,12 +3170,13 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.pairs(regclass, integer, name, name) IS
-    'Every pair of rows of rel within Hamming distance k, once each (key_a < key_b), keys of an integer key column as bigint';
+COMMENT ON FUNCTION simpg.pairs(regclass, integer, name, name, name, integer, boolean) IS
+    'Every pair of rows of rel within Hamming distance k (confirmed by sketch_column if given), once each (key_a < key_b), keys of an integer key column as bigint';
 
 -- pairs with a typed first argument: keys of any type, e.g. simpg.pairs(NULL::uuid, 'docs', 3).
 CREATE OR REPLACE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
-                            key_column name DEFAULT NULL)
+                            key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
+                            max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
     RETURNS TABLE (key_a anyelement, key_b anyelement, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3078,7 +3186,8 @@ CREATE OR REPLACE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k inte
     SET work_mem = '64MB'
 AS $$
 DECLARE
-    v_passes text[] := simpg.pairs_passes(rel, k, col, key_column, pg_typeof(key_type)::regtype);
+    v_passes text[] := simpg.pairs_passes(rel, k, col, key_column, pg_typeof(key_type)::regtype, sketch_column,
+                                          max_sketch_distance, bands);
     v_notice boolean := (SELECT c.reltuples >= 100000 FROM pg_class AS c WHERE c.oid = rel);
     v_start timestamptz := clock_timestamp();
 BEGIN
@@ -3093,7 +3202,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name) IS
+COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name, name, integer, boolean) IS
     'Every pair of rows of rel within Hamming distance k, once each, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
 
 -- fingerprint_pairs_query: the statement the clustering functions read: columns n
@@ -3325,6 +3434,105 @@ $$;
 COMMENT ON FUNCTION simpg.fingerprint_representatives(regclass, integer, name, name) IS
     'Clusters of rel''s distinct fingerprints around representatives (arrival by smallest key): each member and its representative''s fingerprint';
 
+-- confirmed_clusters: clusters of the rows of rel over the pairs that simpg.pairs reports
+-- with sketch_column (within k and confirmed by their sketches, with bands also those
+-- sharing a band key). Rows, not distinct fingerprints: two rows of one fingerprint are a
+-- pair only when their sketches agree. The rows in a pair are numbered in key order;
+-- 'representative': in that order each joins the earliest representative it has a pair
+-- with, else it is one (so every member is a confirmed near-duplicate of its
+-- representative); 'components': union-find over the pairs.
+-- Contract: one row per row of rel in a confirmed pair: its key as text (the callers cast
+-- it back) and comp, the number of its representative or of its component's first row.
+-- A row may be alone in its comp (its pairs are with members of earlier clusters).
+CREATE OR REPLACE FUNCTION simpg.confirmed_clusters(rel regclass, k integer, col name, key_column name, method text,
+                                         sketch_column name, max_sketch_distance integer DEFAULT NULL,
+                                         bands boolean DEFAULT false)
+    RETURNS TABLE (key text, comp integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET enable_mergejoin = off
+    SET enable_hashagg = off
+    SET jit = off
+    SET work_mem = '64MB'
+AS $$
+DECLARE
+    v_key_column name := (simpg.report_key(rel, key_column)).column_name;
+    v_link integer[];   -- components: parent, NULL for a root; representative: the row's representative
+    v_keys text[];      -- v_keys[i]: the key of row number i
+    v_comps integer[];
+    v_n integer;
+    v_a integer;
+    v_b integer;
+    v_ka text;
+    v_kb text;
+    v_ra integer;
+    v_rb integer;
+BEGIN
+    IF sketch_column IS NULL THEN
+        RAISE EXCEPTION 'sketch_column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF method IS NULL OR method NOT IN ('representative', 'components') THEN
+        RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM simpg.report_work_mem(rel);
+    -- pairs (a < b) by b then a: when b is reached, every earlier row's place is settled
+    FOR v_n, v_a, v_b, v_ka, v_kb IN EXECUTE format(
+        'WITH p AS MATERIALIZED (%s), '
+        'n AS MATERIALIZED (SELECT u.key, (row_number() OVER (ORDER BY u.key))::integer AS i '
+        'FROM (SELECT p.key_a AS key FROM p UNION SELECT p.key_b FROM p) AS u) '
+        'SELECT (SELECT count(*) FROM n)::integer, x.i, y.i, x.key::text, y.key::text '
+        'FROM p JOIN n AS x ON x.key = p.key_a JOIN n AS y ON y.key = p.key_b ORDER BY y.i, x.i',
+        simpg.pairs_query(rel, k, col, v_key_column, NULL, sketch_column, max_sketch_distance, bands))
+    LOOP
+        IF v_keys IS NULL THEN
+            v_link := array_fill(NULL::integer, ARRAY[v_n]);
+            v_keys := array_fill(NULL::text, ARRAY[v_n]);
+        END IF;
+        v_keys[v_a] := v_ka;
+        v_keys[v_b] := v_kb;
+        IF method = 'representative' THEN
+            -- a leads when it joined nobody; b joins its earliest such neighbour
+            IF v_link[v_a] IS NULL AND v_link[v_b] IS NULL THEN
+                v_link[v_b] := v_a;
+            END IF;
+            CONTINUE;
+        END IF;
+        v_ra := v_a;
+        WHILE v_link[v_ra] IS NOT NULL LOOP
+            v_ra := v_link[v_ra];
+        END LOOP;
+        v_rb := v_b;
+        WHILE v_link[v_rb] IS NOT NULL LOOP
+            v_rb := v_link[v_rb];
+        END LOOP;
+        IF v_ra <> v_rb THEN  -- the smaller number (smaller key) stays the root
+            v_link[GREATEST(v_ra, v_rb)] := LEAST(v_ra, v_rb);
+        END IF;
+        v_link[v_a] := LEAST(v_ra, v_rb);  -- shorten the paths walked
+        v_link[v_b] := LEAST(v_ra, v_rb);
+        IF v_link[v_a] = v_a THEN
+            v_link[v_a] := NULL;
+        END IF;
+    END LOOP;
+    IF v_keys IS NULL THEN
+        RETURN;
+    END IF;
+    v_comps := array_fill(NULL::integer, ARRAY[v_n]);
+    FOR v_i IN 1 .. v_n LOOP
+        v_a := v_i;
+        WHILE v_link[v_a] IS NOT NULL AND method = 'components' LOOP
+            v_a := v_link[v_a];
+        END LOOP;
+        v_comps[v_i] := coalesce(v_link[v_a], v_a);
+    END LOOP;
+    RETURN QUERY SELECT u.key, u.comp FROM unnest(v_keys, v_comps) AS u(key, comp);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.confirmed_clusters(regclass, integer, name, name, text, name, integer, boolean) IS
+    'Internal: clusters of rel''s rows over the pairs confirmed by sketch_column (key as text, comp)';
+
 -- cluster_call: the call of the clustering function of method on layout's table
 -- (fingerprint, cluster), as text for the report statements.
 CREATE OR REPLACE FUNCTION simpg.cluster_call(layout simpg.indexes, k integer, method text, key_column name)
@@ -3355,9 +3563,12 @@ COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
 -- key_expr may read the fingerprint column and key_column only (a role may have
 -- SELECT on just those and the prefixes). method is 'representative' or 'components'
 -- (else invalid_parameter_value); 'representative' orders rows by the report key
--- (key_column, default the primary key).
+-- (key_column, default the primary key). With sketch_column the clusters are
+-- simpg.confirmed_clusters', over the confirmed pairs, and only their rows come out
+-- (key_expr then sees a t with the key column alone).
 CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
-                                         key_column name DEFAULT NULL)
+                                         key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
+                                         max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3366,10 +3577,20 @@ DECLARE
     v_row simpg.indexes := simpg.checked_layout(rel, k, col);
     v_cols text := format('s.%I', v_row.fingerprint_column) ||
         CASE WHEN key_column <> v_row.fingerprint_column THEN format(', s.%I', key_column) ELSE '' END;
+    v_key record;
 BEGIN
     IF method IS NULL OR method NOT IN ('representative', 'components') THEN
         RAISE EXCEPTION 'method must be ''representative'' or ''components'', got %', coalesce(quote_literal(method), 'null')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF simpg.report_sketch_distance(rel, sketch_column, max_sketch_distance, bands) IS NOT NULL THEN
+        v_key := simpg.report_key(rel, key_column);
+        RETURN format(
+            'SELECT %s AS key, c.comp FROM simpg.confirmed_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name, '
+            '%L::pg_catalog.name, %L, %L::pg_catalog.name, %s, %L) AS c, LATERAL (SELECT c.key::%s AS %I) AS t',
+            key_expr, rel, k, v_row.fingerprint_column, v_key.column_name, method, sketch_column,
+            coalesce(max_sketch_distance::text, 'NULL'), coalesce(bands, false), v_key.column_type,
+            v_key.column_name);
     END IF;
     IF simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
         -- f: table 0's stored value of each such fingerprint, with its cluster if it
@@ -3393,7 +3614,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text, name) IS
+COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text, name, name, integer, boolean) IS
     'Internal: the statement giving the rows of rel that may be in a cluster (key_expr AS key) and their cluster';
 
 -- clusters_query: the statement simpg.clusters runs.
@@ -3402,10 +3623,14 @@ COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text
 -- Ordered by cluster_id, key. method 'representative' (the default): rows in key order,
 -- each joins the earliest representative within k or becomes one, so every member is
 -- within k of the row cluster_id names; 'components': connected components, where a
--- row joins when it is within k of any member (through a chain of such rows).
+-- row joins when it is within k of any member (through a chain of such rows). With
+-- sketch_column, max_sketch_distance and bands the clusters are made of the pairs
+-- pairs_query reports with them (confirmed by the sketches): every member of a
+-- 'representative' cluster is a confirmed near-duplicate of the row cluster_id names.
 CREATE OR REPLACE FUNCTION simpg.clusters_query(rel regclass, k integer, col name DEFAULT NULL,
                                      key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
-                                     method text DEFAULT 'representative')
+                                     method text DEFAULT 'representative', sketch_column name DEFAULT NULL,
+                                     max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3422,47 +3647,55 @@ BEGIN
         'count(*) OVER (PARTITION BY w.comp) AS size FROM (%s) AS w) AS s '
         'WHERE s.size > 1 ORDER BY s.cluster_id, s.key',
         v_type, v_type,
-        simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name));
+        simpg.cluster_rows_query(rel, k, col, format('t.%I', v_key.column_name), method, v_key.column_name,
+                                 sketch_column, max_sketch_distance, bands));
 END
 $$;
 
-COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype, text) IS
+COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype, text, name, integer, boolean) IS
     'The SQL statement that lists the near-duplicate clusters of rel (cluster_id, key, size)';
 
 -- clusters: near-duplicate clusters, keys as bigint (see clusters_query for method).
 CREATE OR REPLACE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
-                               method text DEFAULT 'representative')
+                               method text DEFAULT 'representative', sketch_column name DEFAULT NULL,
+                               max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
     RETURNS TABLE (cluster_id bigint, key bigint, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, 'bigint', method);
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, 'bigint', method, sketch_column,
+                                              max_sketch_distance, bands);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name, text) IS
-    'Near-duplicate clusters of rel under distance <= k, around representatives (or method => ''components''): cluster_id = smallest key, one row per member';
+COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name, text, name, integer, boolean) IS
+    'Near-duplicate clusters of rel under distance <= k (confirmed by sketch_column if given), around representatives (or method => ''components''): cluster_id = smallest key, one row per member';
 
 CREATE OR REPLACE FUNCTION simpg.clusters(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
-                               key_column name DEFAULT NULL, method text DEFAULT 'representative')
+                               key_column name DEFAULT NULL, method text DEFAULT 'representative',
+                               sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                               bands boolean DEFAULT false)
     RETURNS TABLE (cluster_id anyelement, key anyelement, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, pg_typeof(key_type)::regtype, method);
+    RETURN QUERY EXECUTE simpg.clusters_query(rel, k, col, key_column, pg_typeof(key_type)::regtype, method,
+                                              sketch_column, max_sketch_distance, bands);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, text) IS
+COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, text, name, integer, boolean) IS
     'Near-duplicate clusters of rel, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
 
 -- cluster_groups: the statement giving n, the number of rows of rel with a
 -- fingerprint, and per cluster of two or more rows its size (comp, size), as CTEs a
 -- and g for the statistics below. Rows alone in their cluster are counted, not read
 -- (simpg.cluster_rows_query reads only the rows that can be in a cluster).
-CREATE OR REPLACE FUNCTION simpg.cluster_groups(rel regclass, k integer, col name, key_column name, method text)
+CREATE OR REPLACE FUNCTION simpg.cluster_groups(rel regclass, k integer, col name, key_column name, method text,
+                                     sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                                     bands boolean DEFAULT false)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3471,53 +3704,59 @@ BEGIN
     RETURN format(
         'WITH g AS MATERIALIZED (SELECT w.comp, count(*) AS size FROM (%s) AS w GROUP BY w.comp HAVING count(*) > 1), '
         'a AS MATERIALIZED (SELECT count(*) AS n FROM %s AS t WHERE t.%I IS NOT NULL) ',
-        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column),
+        simpg.cluster_rows_query(rel, k, col, 'NULL', method, key_column, sketch_column, max_sketch_distance, bands),
         rel, (simpg.checked_layout(rel, k, col)).fingerprint_column);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.cluster_groups(regclass, integer, name, name, text) IS
+COMMENT ON FUNCTION simpg.cluster_groups(regclass, integer, name, name, text, name, integer, boolean) IS
     'Internal: CTEs a (rows with a fingerprint) and g (size of each cluster of two or more rows) for the statistics';
 
 -- cluster_sizes: histogram of cluster sizes; size 1 counts the rows with no
 -- near-duplicate. The key orders rows for 'representative'; 'components' needs none.
 CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL,
-                                    key_column name DEFAULT NULL, method text DEFAULT 'representative')
+                                    key_column name DEFAULT NULL, method text DEFAULT 'representative',
+                                    sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                                    bands boolean DEFAULT false)
     RETURNS TABLE (cluster_size bigint, clusters bigint, rows bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method) ||
+    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method, sketch_column, max_sketch_distance,
+                                              bands) ||
         'SELECT g.size, count(*), sum(g.size)::bigint FROM g GROUP BY g.size '
         'UNION ALL SELECT 1::bigint, s.n, s.n FROM (SELECT a.n - (SELECT coalesce(sum(g.size), 0) FROM g)::bigint AS n '
         'FROM a) AS s WHERE s.n > 0 ORDER BY 1';
 END
 $$;
 
-COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name, name, text) IS
-    'Histogram of near-duplicate cluster sizes of rel under distance <= k (size 1: rows with no near-duplicate)';
+COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name, name, text, name, integer, boolean) IS
+    'Histogram of near-duplicate cluster sizes of rel under distance <= k, confirmed by sketch_column if given (size 1: rows with no near-duplicate)';
 
 -- duplicate_stats: one row summing up the duplicates of rel. rows counts the rows
 -- with a fingerprint; duplicated_rows those in a cluster; rows_after_dedup keeps one
 -- row per cluster (its representative). The key orders rows for 'representative';
 -- 'components' needs none.
 CREATE OR REPLACE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL,
-                                      key_column name DEFAULT NULL, method text DEFAULT 'representative')
+                                      key_column name DEFAULT NULL, method text DEFAULT 'representative',
+                                      sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
+                                      bands boolean DEFAULT false)
     RETURNS TABLE (rows bigint, duplicated_rows bigint, clusters bigint, largest_cluster bigint,
                    rows_after_dedup bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method) ||
+    RETURN QUERY EXECUTE simpg.cluster_groups(rel, k, col, key_column, method, sketch_column, max_sketch_distance,
+                                              bands) ||
         'SELECT a.n, s.rows, s.clusters, s.largest, a.n - s.rows + s.clusters FROM a, '
         '(SELECT coalesce(sum(g.size), 0)::bigint AS rows, count(*) AS clusters, '
         'coalesce(max(g.size), 0)::bigint AS largest FROM g) AS s';
 END
 $$;
 
-COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name, name, text) IS
+COMMENT ON FUNCTION simpg.duplicate_stats(regclass, integer, name, name, text, name, integer, boolean) IS
     'Rows, rows in a cluster, clusters, largest cluster, and rows left keeping one per cluster';
 -- shard functions
 --

@@ -65,6 +65,22 @@ __all__ = ["AsyncSimHashColumn", "configure_lookups_async"]
 _T = TypeVar("_T")
 
 
+def _confirmed_sql(info: IndexInfo, report: str) -> sql.Composed:
+    """``simpg.pairs`` or ``simpg.clusters`` confirmed by a sketch column, ids of the id column's type.
+
+    The first argument, a NULL of that type (a subquery that returns no row), types the
+    keys the report returns, as ``NULL::uuid`` would.
+    """
+    method = sql.SQL(", method => %(method)s") if report == "clusters" else sql.SQL("")
+    order = sql.SQL("key_a, key_b" if report == "pairs" else "cluster_id, key")
+    return sql.SQL(
+        "SELECT * FROM simpg.{report}((SELECT t.{id} FROM {rel} AS t LIMIT 0), %(rel)s::pg_catalog.regclass, "
+        "%(k)s::integer, %(column)s::name, %(id)s::name{method}, sketch_column => %(sketch)s::name, "
+        "max_sketch_distance => %(max)s::integer, bands => %(bands)s::boolean) ORDER BY {order}"
+    ).format(report=sql.Identifier(report), id=sql.Identifier(info.id_column or ""), rel=info.relation,
+             method=method, order=order)
+
+
 async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
     """Give ``conn``'s session the settings of a lookup connection (``LOOKUP_SETTINGS``).
 
@@ -518,6 +534,23 @@ class AsyncSimHashColumn:
                     await cur.execute(local.restore_statement, local.restore_params(saved))
         return _common.join_parts(parts, integer)
 
+    async def _confirmed(self, report: str, k: int | None, where: sql.Composable | None, sketch_column: str | None,
+                         max_sketch_distance: int | None, bands: bool, method: str = "representative",
+                         ) -> list[tuple[Any, ...]]:
+        # Pairs or clusters confirmed by the sketch come from the SQL report: exact, and it
+        # reads the band keys' B-trees; the rows it returns are the answer's own.
+        if where is not None:
+            raise SimpgError("where= cannot be combined with sketch_column: the confirmed reports "
+                             "(simpg.pairs, simpg.clusters) read the whole table")
+        info = _common.with_ids(await self._current())
+        params = {"rel": queries.regclass_text(info), "k": _common.radius(k, info), "column": info.column,
+                  "id": info.id_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
+                  "method": method}
+        with translated():
+            async with self.conn.cursor() as cur:
+                await cur.execute(_confirmed_sql(info, report), params)
+                return await cur.fetchall()
+
     async def _rows_within(self, k: int | None, where: sql.Composable | None) -> tuple[np.ndarray, np.ndarray, int]:
         # what pairs and clusters start from: k checked first, then every row read
         k = _common.radius(k, await self._current())
@@ -532,8 +565,14 @@ class AsyncSimHashColumn:
             while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
                 yield chunk
 
-        async def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> AsyncIterator[Pair]:
+        async def pairs(self, k: int | None = None, where: sql.Composable | None = None, *,
+                        sketch_column: str | None = None, max_sketch_distance: int | None = None,
+                        bands: bool = False) -> AsyncIterator[Pair]:
             """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimHashColumn.pairs`)."""
+            if sketch_column is not None or max_sketch_distance is not None or bands:
+                for row in await self._confirmed("pairs", k, where, sketch_column, max_sketch_distance, bands):
+                    yield Pair(*row)
+                return
             async for chunk in self.pair_arrays(k, where):
                 for pair in _common.pairs_from_arrays(chunk):
                     yield pair
@@ -546,23 +585,40 @@ class AsyncSimHashColumn:
             """
             return _common.pair_arrays(*self._rows_within(k, where))
 
-        def pairs(self, k: int | None = None, where: sql.Composable | None = None) -> Iterator[Pair]:
+        def pairs(self, k: int | None = None, where: sql.Composable | None = None, *,
+                  sketch_column: str | None = None, max_sketch_distance: int | None = None,
+                  bands: bool = False) -> Iterator[Pair]:
             """Every pair of rows within distance ``k``, each once, streamed.
 
             Reads ``(id, fingerprint)`` once, then runs seed 001's single pass over
             permuted tables in memory (:mod:`simpg.allpairs`). Rows with equal
             fingerprints are pairs at distance 0. Integer ids come as ``a < b``.
 
+            With ``sketch_column`` only the pairs its sketches confirm, as
+            :meth:`duplicates` confirms a lookup: both rows have a sketch and the two
+            differ in at most ``max_sketch_distance`` bits (default
+            :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`); with ``bands`` also the
+            pairs so confirmed that share a band key (``<sketch_column>_b0`` .. ``_b3``),
+            whose ``distance`` may exceed ``k``. These come from ``simpg.pairs`` in the
+            database (exact, through the B-trees), ``a < b`` in the id column's order.
+
             Args:
                 k: largest distance (default: the index's radius).
                 where: only rows meeting this condition on the table alias ``t``, e.g.
-                    ``sql.SQL("t.collection = {}").format("news")``.
+                    ``sql.SQL("t.collection = {}").format("news")`` (not with a sketch column).
+                sketch_column: the table's ``bit(256)`` column of sketches to confirm by.
+                max_sketch_distance: the largest sketch distance that confirms a pair.
+                bands: also pairs that share a band key, confirmed by their sketches.
             """
+            if sketch_column is not None or max_sketch_distance is not None or bands:
+                rows = self._confirmed("pairs", k, where, sketch_column, max_sketch_distance, bands)
+                return (Pair(*row) for row in rows)
             chunks = self.pair_arrays(k, where)
             return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
 
     async def clusters(self, k: int | None = None, where: sql.Composable | None = None,
-                       method: str = "representative") -> list[list[Any]]:
+                       method: str = "representative", *, sketch_column: str | None = None,
+                       max_sketch_distance: int | None = None, bands: bool = False) -> list[list[Any]]:
         """Clusters of near-duplicate rows, two or more rows each, largest first.
 
         Each cluster is a sorted list of ids. ``method="representative"`` (the default)
@@ -571,8 +627,18 @@ class AsyncSimHashColumn:
         a chain of neighbours never joins unrelated rows. ``method="components"``:
         connected components (seed 004), where a row joins when it is within ``k`` of
         any member, so two members may be far apart.
+
+        With ``sketch_column`` (and ``max_sketch_distance``, ``bands``) the clusters are
+        made of the pairs :meth:`pairs` confirms with them, by ``simpg.clusters`` in the
+        database: every member is a confirmed near-duplicate of its representative.
         """
         method = _common.cluster_method(method)
+        if sketch_column is not None or max_sketch_distance is not None or bands:
+            rows = await self._confirmed("clusters", k, where, sketch_column, max_sketch_distance, bands, method)
+            groups: dict[Any, list[Any]] = {}
+            for cluster_id, key, _ in rows:  # ordered by cluster, then key
+                groups.setdefault(cluster_id, []).append(key)
+            return sorted(groups.values(), key=len, reverse=True)
         ids, fps, k = await self._rows_within(k, where)
         return await asyncio.to_thread(_common.clusters_of, ids, fps, k, method)
 

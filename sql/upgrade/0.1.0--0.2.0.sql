@@ -91,9 +91,13 @@ DROP FUNCTION simpg.index_layout(regclass, name), simpg.checked_layout(regclass,
     simpg.register_index(regclass, name, integer, integer[], name[], name[], text),
     simpg.create_index(regclass, name, integer, integer, integer, text), simpg.prefix_select(simpg.indexes);
 DROP TABLE simpg.indexes;
--- reports that gained parameters (the cluster method): CREATE OR REPLACE would add
--- overloads beside them, and calls with the old arguments would become ambiguous
-DROP FUNCTION simpg.clusters(regclass, integer, name, name),
+-- reports that gained parameters (the cluster method, the confirming sketch): CREATE OR
+-- REPLACE would add overloads beside them, and calls with the old arguments would become
+-- ambiguous
+DROP FUNCTION simpg.pairs(regclass, integer, name, name),
+    simpg.pairs(anyelement, regclass, integer, name, name),
+    simpg.pairs_query(regclass, integer, name, name, regtype),
+    simpg.clusters(regclass, integer, name, name),
     simpg.clusters(anyelement, regclass, integer, name, name),
     simpg.clusters_query(regclass, integer, name, name, regtype),
     simpg.cluster_rows_query(regclass, integer, name, text),
