@@ -1850,7 +1850,7 @@ BEGIN
         IF v_band.type IS NULL THEN
             RAISE EXCEPTION 'column % of table % does not exist (band keys, bigint)', quote_ident(v_band.band_column), rel
                 USING ERRCODE = 'undefined_column',
-                      HINT = 'add the band columns and their B-trees (docs/fingerprinting.md), or pass bands => NULL';
+                      HINT = 'add the band columns and their B-trees (docs/fingerprinting.md), or leave the band keys out';
         END IF;
         RAISE EXCEPTION 'column % of table % must be bigint (band keys), got %', quote_ident(v_band.band_column), rel,
             v_band.type USING ERRCODE = 'datatype_mismatch';
@@ -2182,27 +2182,11 @@ BEGIN
                    ARRAY(SELECT simpg.prefix_bits(v_row.k, v_row.levels, t)
                          FROM generate_series(0, cardinality(v_row.prefix_columns) - 1) AS t),
                    v_args);
-    IF sketch_column IS NULL THEN
-        SELECT count(*) INTO v_pairs FROM simpg.pairs(NULL::text, rel, v_k, v_row.fingerprint_column, v_key.column_name);
-    ELSE
-        -- pairs within k confirmed by their sketches, and pairs sharing a band key so confirmed
-        EXECUTE format('SELECT count(*) FROM (SELECT least(p.key_a, p.key_b), greatest(p.key_a, p.key_b) FROM simpg.pairs(NULL::%s, %L, %s, %L, %L) AS p '
-                       'JOIN %s AS a ON a.%I = p.key_a JOIN %s AS b ON b.%I = p.key_b '
-                       'WHERE bit_count(a.%I # b.%I) <= %s%s) AS pairs',
-                       v_key.column_type, rel, v_k, v_row.fingerprint_column, v_key.column_name,
-                       rel, v_key.column_name, rel, v_key.column_name, sketch_column, sketch_column, v_max_sketch,
-                       (SELECT string_agg(format(' UNION SELECT least(a.%I, b.%I), greatest(a.%I, b.%I) FROM %s AS a '
-                                                 'JOIN %s AS b ON b.%I = a.%I AND b.%I <> a.%I '
-                                                 'WHERE a.%I IS NOT NULL AND b.%I IS NOT NULL '
-                                                 'AND bit_count(a.%I # b.%I) <= %s',
-                                                 v_key.column_name, v_key.column_name, v_key.column_name,
-                                                 v_key.column_name, rel, rel, c, c, v_key.column_name,
-                                                 v_key.column_name, v_row.fingerprint_column,
-                                                 v_row.fingerprint_column, sketch_column, sketch_column,
-                                                 v_max_sketch), '')
-                        FROM unnest(v_band_columns) AS c))
-            INTO v_pairs;
-    END IF;
+    -- the pairs the trigger would refuse: within k (and with a sketch, confirmed by it;
+    -- with bands, also sharing a band key), as simpg.pairs reports them
+    SELECT count(*) INTO v_pairs
+    FROM simpg.pairs(NULL::text, rel, v_k, v_row.fingerprint_column, v_key.column_name, sketch_column,
+                     v_max_sketch, coalesce(bands, false));
     IF v_pairs > 0 THEN
         RAISE EXCEPTION 'table % already holds % pair(s) of rows within % bits%', rel, v_pairs, v_k,
             CASE WHEN sketch_column IS NULL THEN ''
@@ -2210,11 +2194,11 @@ BEGIN
                              CASE WHEN v_band_columns <> '{}' THEN ' or sharing a band key' ELSE '' END,
                              quote_ident(sketch_column), v_max_sketch) END
             USING ERRCODE = 'exclusion_violation',
-                  HINT = CASE WHEN sketch_column IS NULL
-                         THEN format('list them with SELECT * FROM simpg.pairs(%L, %s, %L), remove or change one '
-                                     'row of each, then create the guard', rel, v_k, v_row.fingerprint_column)
-                         ELSE 'find each row''s confirmed near-duplicates as docs/guard.md shows, remove or change '
-                              'one row of each, then create the guard' END;
+                  HINT = format('list them with SELECT * FROM simpg.pairs(%L, %s, %L%s), remove or change one '
+                                'row of each, then create the guard', rel, v_k, v_row.fingerprint_column,
+                                CASE WHEN sketch_column IS NULL THEN ''
+                                     ELSE format(', sketch_column => %L, max_sketch_distance => %s, bands => %s',
+                                                 sketch_column, v_max_sketch, coalesce(bands, false)) END);
     END IF;
     RETURN v_name;
 END

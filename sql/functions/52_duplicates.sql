@@ -71,7 +71,7 @@ BEGIN
         IF v_band.type IS NULL THEN
             RAISE EXCEPTION 'column % of table % does not exist (band keys, bigint)', quote_ident(v_band.band_column), rel
                 USING ERRCODE = 'undefined_column',
-                      HINT = 'add the band columns and their B-trees (docs/fingerprinting.md), or pass bands => NULL';
+                      HINT = 'add the band columns and their B-trees (docs/fingerprinting.md), or leave the band keys out';
         END IF;
         RAISE EXCEPTION 'column % of table % must be bigint (band keys), got %', quote_ident(v_band.band_column), rel,
             v_band.type USING ERRCODE = 'datatype_mismatch';
