@@ -509,8 +509,8 @@ class AsyncSimHashColumn:
         """``(ids, fingerprints)`` of every row with a fingerprint, as numpy arrays.
 
         Integer ids come as int64, others as an object array; fingerprints as
-        unsigned ``uint64``. One statement per 2 GiB of table (see
-        :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
+        unsigned ``uint64``. One statement per 2 GiB of table, or of each partition
+        (see :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
         """
         info = _common.with_ids(await self._current())
         integer = _common.integer_ids(info)
@@ -524,12 +524,13 @@ class AsyncSimHashColumn:
                 local = settings.FETCH_SETTINGS
                 await cur.execute(local.statement, local.params)
                 saved = await cur.fetchone()
-                await cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)])
-                row = await cur.fetchone()
-                for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
-                    await cur.execute(queries.fetch_sql(info, first, end, where))
-                    ids, fps = await cur.fetchone() or (None, None)
-                    parts.append(queries.parse_fetch(ids, fps, integer))
+                await cur.execute(queries.FETCH_PARTS_SQL, [queries.regclass_text(info)])
+                for schema, name, blocks in await cur.fetchall():
+                    part = sql.Identifier(schema, name)
+                    for first, end in queries.fetch_ranges(int(blocks)):
+                        await cur.execute(queries.fetch_sql(info, first, end, where, part))
+                        ids, fps = await cur.fetchone() or (None, None)
+                        parts.append(queries.parse_fetch(ids, fps, integer))
                 if outer and saved:
                     await cur.execute(local.restore_statement, local.restore_params(saved))
         return _common.join_parts(parts, integer)

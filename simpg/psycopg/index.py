@@ -485,8 +485,8 @@ class SimHashColumn:
         """``(ids, fingerprints)`` of every row with a fingerprint, as numpy arrays.
 
         Integer ids come as int64, others as an object array; fingerprints as
-        unsigned ``uint64``. One statement per 2 GiB of table (see
-        :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
+        unsigned ``uint64``. One statement per 2 GiB of table, or of each partition
+        (see :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
         """
         info = _common.with_ids(self._current())
         integer = _common.integer_ids(info)
@@ -500,12 +500,13 @@ class SimHashColumn:
                 local = settings.FETCH_SETTINGS
                 cur.execute(local.statement, local.params)
                 saved = cur.fetchone()
-                cur.execute(queries.BLOCKS_SQL, [queries.regclass_text(info)])
-                row = cur.fetchone()
-                for first, end in queries.fetch_ranges(int(row[0]) if row else 0):
-                    cur.execute(queries.fetch_sql(info, first, end, where))
-                    ids, fps = cur.fetchone() or (None, None)
-                    parts.append(queries.parse_fetch(ids, fps, integer))
+                cur.execute(queries.FETCH_PARTS_SQL, [queries.regclass_text(info)])
+                for schema, name, blocks in cur.fetchall():
+                    part = sql.Identifier(schema, name)
+                    for first, end in queries.fetch_ranges(int(blocks)):
+                        cur.execute(queries.fetch_sql(info, first, end, where, part))
+                        ids, fps = cur.fetchone() or (None, None)
+                        parts.append(queries.parse_fetch(ids, fps, integer))
                 if outer and saved:
                     cur.execute(local.restore_statement, local.restore_params(saved))
         return _common.join_parts(parts, integer)

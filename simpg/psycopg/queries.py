@@ -39,8 +39,8 @@ from simpg.psycopg.settings import (
     LocalSettings,
 )
 from simpg.psycopg.statements import (
-    BLOCKS_SQL,
     FETCH_BLOCKS,
+    FETCH_PARTS_SQL,
     copy_in_sql,
     duplicates_sql,
     fetch_ranges,
@@ -63,12 +63,12 @@ from simpg.psycopg.wire import (
 )
 
 __all__ = [
-    "BLOCKS_SQL",
     "CATALOG_SQL",
     "CHECK_SQL",
     "COLUMN_TYPE_SQL",
     "DAMAGED",
     "FETCH_BLOCKS",
+    "FETCH_PARTS_SQL",
     "FETCH_SETTINGS",
     "INDEXED_SQL",
     "INTEGER_TYPES",

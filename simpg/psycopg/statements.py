@@ -49,8 +49,8 @@ from simpg.psycopg.catalog import INTEGER_TYPES, IndexInfo, regclass_text
 from simpg.psycopg.wire import Int8Array
 
 __all__ = [
-    "BLOCKS_SQL",
     "FETCH_BLOCKS",
+    "FETCH_PARTS_SQL",
     "copy_in_sql",
     "duplicates_sql",
     "fetch_ranges",
@@ -206,14 +206,28 @@ def near_many_params(info: IndexInfo, fps: np.ndarray, k: int) -> list[Any]:
 #: each aggregated bytea far below PostgreSQL's 1 GiB limit for any row width.
 FETCH_BLOCKS = 1 << 18
 
-#: Number of heap blocks of a table now, after simpg.snapshot_sees_table: a transaction
-#: whose snapshot is older than a rewrite of the table would read it empty (SQLSTATE 40001).
-BLOCKS_SQL = ("SELECT pg_catalog.pg_relation_size(x.r) / pg_catalog.current_setting('block_size')::bigint "
-              "FROM (SELECT %s::pg_catalog.regclass AS r) AS x, LATERAL simpg.snapshot_sees_table(x.r) AS ok")
+#: The relations that hold a table's rows and their heap blocks now, after
+#: simpg.snapshot_sees_table (a transaction whose snapshot is older than a rewrite of the
+#: table would read it empty: SQLSTATE 40001). A plain table is its own one part; a
+#: partitioned one is its leaf partitions, each read in its own block ranges, so no
+#: statement aggregates more than FETCH_BLOCKS of any partition (one statement for all
+#: of them would pass PostgreSQL's 1 GiB limit at about 67M rows). A foreign partition
+#: (a shard over postgres_fdw, which sends the ctid ranges to its server) has no size
+#: here: its blocks are its last ANALYZE's estimate, and its last range is open, so an
+#: estimate too small costs larger statements, never missing rows.
+FETCH_PARTS_SQL = (
+    "SELECT n.nspname, c.relname, CASE WHEN c.relkind = 'f' THEN GREATEST(c.relpages, 0)::bigint "
+    "ELSE pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::bigint END "
+    "FROM (SELECT %s::pg_catalog.regclass AS r) AS x, LATERAL simpg.snapshot_sees_table(x.r) AS ok, "
+    "LATERAL (SELECT t.relid FROM pg_catalog.pg_partition_tree(x.r) AS t WHERE t.isleaf "
+    "UNION SELECT x.r) AS p "  # pg_partition_tree has no row for a table outside a partition tree
+    "JOIN pg_catalog.pg_class AS c ON c.oid = p.relid "
+    "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+    "WHERE c.relkind <> 'p' ORDER BY c.oid")
 
 
 def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,
-              where: sql.Composable | None = None) -> sql.Composed:
+              where: sql.Composable | None = None, part: sql.Composable | None = None) -> sql.Composed:
     """``(ids, fingerprints)`` of the rows with a fingerprint in heap blocks ``[first, end)``.
 
     Each comes back as ONE value: the fingerprints as a bytea of big-endian int8
@@ -223,7 +237,8 @@ def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,
     reads COPY data one row at a time) and about the same for ``array_agg``. Both
     aggregates read the same rows in the same order.
     ``end_block`` None reads to the end of the table; ``where`` is an extra condition
-    on the table's alias ``t``.
+    on the table's alias ``t``; ``part`` a partition to read instead of the table
+    (:data:`FETCH_PARTS_SQL`).
     """
     integer = info.id_type in INTEGER_TYPES
     ids = (sql.SQL("pg_catalog.string_agg(pg_catalog.int8send(t.{}::bigint), ''::bytea)") if integer
@@ -238,7 +253,7 @@ def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,
     return sql.SQL(
         "SELECT {ids}, pg_catalog.string_agg(pg_catalog.int8send(t.{fp}), ''::bytea) "
         "FROM {rel} AS t WHERE {where}"
-    ).format(ids=ids, fp=sql.Identifier(info.column), rel=info.relation,
+    ).format(ids=ids, fp=sql.Identifier(info.column), rel=info.relation if part is None else part,
              where=sql.SQL(" AND ").join(conditions))
 
 

@@ -112,7 +112,7 @@ def test_only_the_fence_uses_psycopg_private_api() -> None:
 
 #: What simpg.psycopg.queries exported in 0.1.1 (its __all__), and where each lives now.
 QUERIES_0_1_1 = {
-    "BLOCKS_SQL": statements, "CATALOG_SQL": catalog, "CHECK_SQL": catalog, "DAMAGED": catalog,
+    "FETCH_PARTS_SQL": statements, "CATALOG_SQL": catalog, "CHECK_SQL": catalog, "DAMAGED": catalog,
     "FETCH_BLOCKS": statements, "INDEXED_SQL": catalog, "INTEGER_TYPES": catalog, "LAYOUT_CHANGED": catalog,
     "LOOKUP_SETTINGS": settings, "LOOKUP_SETTINGS_SQL": settings, "IndexInfo": catalog, "Int8Array": wire,
     "Int8ArrayBinaryDumper": wire, "FETCH_SETTINGS": settings, "LocalSettings": settings,
