@@ -551,10 +551,12 @@ class Fingerprinter:
         if fields is None:
             return _attempt(self.fingerprint, doc), _attempt(minhash.sketch_and_bands, doc)
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
-        # The sketch's word hashes and code points, across fields in order (as in the
-        # fields joined by newlines).
+        # The sketch's word hashes across fields in order (as in the fields joined by
+        # newlines), and each field's folded text: one field in a spaceless script turns the
+        # whole document's shingles to characters (minhash._tokens).
         words: list[npt.NDArray[np.uint64]] = []
-        codes: list[npt.NDArray[np.uint64]] = []
+        folded_fields: list[str] = []
+        spaceless = False
         word_features = self._config.lang != "zh"
         for field, text in fields:
             if text.isascii():
@@ -562,6 +564,7 @@ class Fingerprinter:
                 separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
                 found, word = minhash._ascii_word_hashes(separated)
                 words.append(found)
+                folded_fields.append(norm)
                 # word_text(norm): the same words, one space between them
                 made = cut_runs(joined_words(separated, word)) if word_features else None
             else:
@@ -569,15 +572,19 @@ class Fingerprinter:
                 norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
                 found, chars = minhash._tokens(folded)
                 words.append(found)
-                if len(chars):
-                    codes.append(chars)
+                folded_fields.append(folded)
+                spaceless = spaceless or len(chars) > 0
                 made = None
             if text and not text.isspace():
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
-        hashes = np.sort(minhash._token_shingles(
-            np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
-            np.concatenate(codes) if codes else minhash._NO_CHARS))
+        if spaceless:  # every field's letters and digits, as minhash._tokens of the joined text
+            hashes = np.sort(minhash._token_shingles(
+                minhash._NO_CHARS, np.concatenate([minhash._alnum_codes(f) for f in folded_fields])))
+        else:
+            hashes = np.sort(minhash._token_shingles(
+                np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
+                minhash._NO_CHARS))
         if not len(hashes):  # the sketch's own error, with its message
             return fp, _attempt(minhash.sketch_and_bands, doc)
         return fp, minhash._sketch_and_bands_of(hashes)

@@ -12,10 +12,14 @@ truth's bound for "unrelated") differ in 64 bits on average with a standard devi
 
 Shingles, from the text alone (any language), after NFKC and case folding:
 
-* words (maximal runs of word characters outside the scripts below), in document order
-  across the whole document: word 3-shingles;
-* characters of scripts written without spaces (Han, kana, Bopomofo, Thai, Lao, Khmer,
-  Myanmar, Tibetan), in document order: character 4-grams;
+* a text with no character of a script written without spaces: its words (maximal runs
+  of word characters), in document order across the whole document: word 3-shingles;
+* a text with one or more characters of such a script (Han, kana, Bopomofo, Thai, Lao,
+  Khmer, Myanmar, Tibetan): all its letters and digits (``str.isalnum``, every script), in
+  document order: character 3-grams. A Latin word inside Chinese text then weighs by its
+  length, not as one word shingle: with words, a Chinese page and the same page followed
+  by a list of language names in Latin script (J = 0.44 over character 3-grams) looked 0.75
+  alike to the sketch (bench/quality/sketch_rules.py, docs/fingerprinting.md);
 * a stream shorter than its n is one shingle (a two-word text still has a sketch).
 
 Each shingle is hashed to 64 bits (MurmurHash3 of each word, splitmix64 to combine); the
@@ -93,7 +97,7 @@ MIN_BAND_SHINGLES: Final = 16
 MAX_SKETCH_DISTANCE: Final = 36
 
 _WORD_N: Final = 3
-_CHAR_N: Final = 4
+_CHAR_N: Final = 3
 _SHIFT: Final = np.uint64(64 - (SKETCH_BITS.bit_length() - 1))  # top 8 bits choose the bin
 _C1: Final = np.uint64(0xBF58476D1CE4E5B9)
 _C2: Final = np.uint64(0x94D049BB133111EB)
@@ -128,6 +132,8 @@ _SPACELESS: Final = (
 )
 _WORDS: Final = re.compile(rf"[^\W{_SPACELESS}]+")
 _SPACELESS_CHARS: Final = re.compile(rf"[{_SPACELESS}]")
+# A letter or digit of any script: \w is str.isalnum() and the underscore.
+_ALNUM: Final = re.compile(r"[^\W_]")
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -246,10 +252,21 @@ def _fold(text: str) -> str:
 
 
 def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
-    """The word hashes and spaceless characters (code points) of folded text, in order."""
+    """Folded text's word hashes, or with a spaceless script its letters and digits (code points), in order.
+
+    One of the two is empty: a text is shingled by words or by characters, never both.
+    """
     if folded.isascii():  # no spaceless script; the same words as the regular expression, faster
         return _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))[0], _NO_CHARS
-    return _word_hashes(_WORDS.findall(folded)), _spaceless_codes(folded)
+    if _SPACELESS_CHARS.search(folded) is None:
+        return _word_hashes(_WORDS.findall(folded)), _NO_CHARS
+    return _NO_CHARS, _alnum_codes(folded)
+
+
+def _alnum_codes(folded: str) -> np.ndarray:
+    """The code points of the letters and digits of ``folded`` (``str.isalnum``), in order (uint64)."""
+    letters = "".join(_ALNUM.findall(folded)).encode("utf-32-le", "surrogatepass")
+    return np.frombuffer(letters, dtype=np.uint32).astype(np.uint64)
 
 
 # MurmurHash3 x64 128 (seed 0) of words shorter than one 16-byte block, in numpy.
@@ -317,16 +334,9 @@ def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
     return out, word
 
 
-def _spaceless_codes(text: str) -> np.ndarray:
-    """The code points of the characters of ``text`` that :data:`_SPACELESS` names, in order (uint64)."""
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    chars: np.ndarray = codes[_spaceless_table()[codes]].astype(np.uint64)
-    return chars
-
-
 @lru_cache(maxsize=1)
 def _spaceless_table() -> np.ndarray:
-    """For every code point, whether it is one of :data:`_SPACELESS` (the character class, parsed)."""
+    """For every code point, whether it is one of :data:`_SPACELESS` (parsed; bench/quality uses it)."""
     table = np.zeros(0x110000, dtype=bool)
     i = 0
     while i < len(_SPACELESS):
@@ -341,7 +351,7 @@ def _spaceless_table() -> np.ndarray:
 
 
 def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Shingle hashes of a document's word hashes and spaceless code points (see the module's docstring)."""
+    """Shingle hashes of a document's word hashes or code points (:func:`_tokens`; the module's docstring)."""
     word_shingles = _ngrams(words, _WORD_N, _TAG_WORD)
     if not len(codes):
         return word_shingles
