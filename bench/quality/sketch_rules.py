@@ -56,7 +56,7 @@ from simpg.fingerprint import minhash
 #: every rule the tuning sweep compares
 RULES = ("v1", "any-c3", "any-c4", "any-w3", "any-s3", "p30-c3", "p50-c3", "p30-w3", "p50-w3")
 #: the rules carried to heldout and fresh, once (chosen on tune; see bench/quality/README.md)
-BEST_RULES: tuple[str, ...] = ()
+BEST_RULES: tuple[str, ...] = ("any-c3", "any-c4")
 
 # Latin-word character 3-grams get a domain of their own (never equal to a spaceless 4-gram).
 _TAG_WCHAR = np.uint64(0x5743480000000000)  # "WCH"
@@ -168,23 +168,29 @@ class RuleBands:
         self.ms = list(ms) if ms is not None else [minhash.MIN_BAND_SHINGLES]
         self.k = k
 
-    def run(self, docs: Sequence[dict], lang: str) -> list[Call]:
+    def candidates(self, docs: Sequence[dict], rule: str, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Candidate pairs (i, j) of the lookup under ``rule`` with guard ``m``, their sketch distances, rows."""
         n = len(docs)
         fps, valid = SimpgDetector().fingerprints(docs)
+        z = rule_arrays(docs, rule)
+        counts = z["c"]
+        rows = np.flatnonzero(valid & (counts > 0))
+        hp, hd = _hamming_pairs(fps, rows, self.k)
+        hcode = _encode(hp[:, 0], hp[:, 1], n)[hd <= self.k]
+        keys = band_keys(z["m"], minhash.BANDS, minhash.BAND_ROWS)
+        banded = rows[counts[rows] >= m] if m else rows
+        codes = np.unique(np.concatenate([hcode, shared_band_codes(keys, banded, n)]))
+        i, j = codes // n, codes % n
+        return i, j, _sketch_bits(z["s"], i, j), len(rows)
+
+    def run(self, docs: Sequence[dict], lang: str) -> list[Call]:
+        n = len(docs)
         calls = []
         for rule in self.rules:
             started = time.perf_counter()
-            z = rule_arrays(docs, rule)
-            counts = z["c"]
-            rows = np.flatnonzero(valid & (counts > 0))
-            hp, hd = _hamming_pairs(fps, rows, self.k)
-            hcode = _encode(hp[:, 0], hp[:, 1], n)[hd <= self.k]
-            keys = band_keys(z["m"], minhash.BANDS, minhash.BAND_ROWS)
+            counts = rule_arrays(docs, rule)["c"]
             for m in self.ms:
-                banded = rows[counts[rows] >= m] if m else rows
-                codes = np.unique(np.concatenate([hcode, shared_band_codes(keys, banded, n)]))
-                i, j = codes // n, codes % n
-                bits = _sketch_bits(z["s"], i, j)
+                i, j, bits, n_rows = self.candidates(docs, rule, m)
                 for t in self.ts:
                     keep = bits <= t
                     calls.append(
@@ -199,12 +205,12 @@ class RuleBands:
                                 "r": minhash.BAND_ROWS,
                                 "m": m,
                                 "T": t,
-                                "candidates": int(len(codes)),
-                                "candidates_per_lookup": 2 * len(codes) / max(1, len(rows)),
+                                "candidates": int(len(i)),
+                                "candidates_per_lookup": 2 * len(i) / max(1, n_rows),
                                 "docs": n,
                                 "shingles_mean": float(counts.mean()) if n else 0.0,
                             },
-                            not_indexed=n - len(rows),
+                            not_indexed=n - n_rows,
                             seconds=time.perf_counter() - started,
                         )
                     )
@@ -356,6 +362,42 @@ def cost(part: str, rules: Sequence[str], count: int = 1000) -> str:
     return "\n".join(lines)
 
 
+def margin(part: str, langs: Sequence[str], rules: Sequence[str], m: int) -> str:
+    """How close the lookup's unrelated candidates come to the limit, and how far the sketch's J is from the truth's.
+
+    Over the candidates of the banded lookup: those with J < 0.5 (not in the truth list) within
+    40 / 48 / 56 bits and the smallest distance among them; over the candidates with J >= 0.5 (J
+    exact from the truth list), the mean and RMS of (sketch estimate - J), the estimate being
+    ``1 - 2 * bits / 256``.
+    """
+    from bench.quality import build_corpus
+    from bench.quality.build_corpus import TRUTH
+    from bench.quality.metrics import TruthIndex
+    from bench.quality.truth import Truth
+
+    lines = [
+        "| lang | rule | candidates | J < 0.5 within 40 / 48 / 56 bits | closest J < 0.5 (bits) "
+        "| J >= 0.5: estimate - J, mean / RMS |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    det = RuleBands(rules)
+    for lang in langs:
+        docs = build_corpus.load_part(lang, part)
+        ti = TruthIndex(Truth.load(str(TRUTH / f"{lang}-{part}.npz")))
+        for rule in rules:
+            i, j, bits, _ = det.candidates(docs, rule, m)
+            listed, pos = ti.lookup(i, j)
+            ub = bits[~listed]
+            jj = ti.inter[pos[listed]] / ti.union[pos[listed]]
+            err = (1 - 2 * bits[listed] / minhash.SKETCH_BITS) - jj
+            lines.append(
+                f"| {lang} | {rule} | {len(i)} | {int((ub <= 40).sum())} / {int((ub <= 48).sum())} / "
+                f"{int((ub <= 56).sum())} | {int(ub.min()) if len(ub) else '-'} | "
+                f"{err.mean():+.3f} / {np.sqrt((err**2).mean()):.3f} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -366,6 +408,11 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--t", default=str(minhash.MAX_SKETCH_DISTANCE))
     s.add_argument("--min-shingles", default=str(minhash.MIN_BAND_SHINGLES))
     s.add_argument("--json", help="also write the rows here")
+    g = sub.add_parser("margin")
+    g.add_argument("--part", default="tune")
+    g.add_argument("--lang", default="en,zh,mixed")
+    g.add_argument("--rules", default=",".join(RULES))
+    g.add_argument("--min-shingles", type=int, default=minhash.MIN_BAND_SHINGLES)
     p = sub.add_parser("pairs")
     p.add_argument("--rules", default=",".join(RULES))
     c = sub.add_parser("cost")
@@ -373,6 +420,11 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--rules", default=",".join(RULES[1:]))
     c.add_argument("--count", type=int, default=1000)
     args = ap.parse_args(argv)
+    if args.cmd == "margin":
+        if args.part != "tune":
+            raise SystemExit("margin is a tuning-part diagnostic")
+        print(margin(args.part, args.lang.split(","), args.rules.split(","), args.min_shingles))
+        return
     if args.cmd == "pairs":
         print(pairs_table(args.rules.split(",")))
         return
