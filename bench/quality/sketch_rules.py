@@ -329,7 +329,10 @@ def pairs_table(rules: Sequence[str]) -> str:
 
 
 def cost(part: str, rules: Sequence[str], count: int = 1000) -> str:
-    """Distinct shingles per document and CPU time of the shingle set, relative to ``minhash.shingle_hashes``."""
+    """Distinct shingles per document and CPU time of the shingle set, relative to ``minhash.shingle_hashes``.
+
+    ``count`` documents evenly spaced over the part (its collections in corpus order), one process.
+    """
     from bench.quality import build_corpus
 
     lines = [
@@ -337,7 +340,8 @@ def cost(part: str, rules: Sequence[str], count: int = 1000) -> str:
         "|---|---|---:|---:|---:|",
     ]
     for lang in ("en", "zh", "mixed"):
-        texts = [d["text"] for d in build_corpus.load_part(lang, part)][:count]
+        every = [d["text"] for d in build_corpus.load_part(lang, part)]
+        texts = every[:: max(1, len(every) // count)][:count]  # evenly spaced over the part's collections
         for t in texts[:50]:
             if not np.array_equal(shingle_set(t, "v1"), minhash.shingle_hashes(t)):
                 raise SystemExit("rule v1 differs from minhash.shingle_hashes")
