@@ -1,0 +1,459 @@
+"""Sketch shingle rules for mixed Han + Latin text (a candidate ``SKETCH_VERSION``; study, not product).
+
+The sketch (``simpg.fingerprint.minhash``) shingles words as word 3-shingles and the
+characters of spaceless scripts (Han, kana, Thai...) as character 4-grams. The truth of the
+Chinese and mixed-script parts counts character 3-grams of *all* alphanumeric characters, so
+in mixed Han + Latin text a Latin word weighs one character 3-gram per letter in the truth and
+a share of three word shingles in the sketch. Both unrelated pairs the product's lookup still
+calls (heldout's fortune + ``locale``, fresh's LilyPond page + its list of language names,
+docs/fingerprinting.md) are that disagreement. These rules change only the shingle set; the
+hashing of characters and words, the minima, the sketch's bits and the band keys are the
+product's own (``minhash._ngrams``, ``_minima``, ``_sketch_bits``, ``_band_keys``).
+
+Rules (``RULES``), all after the product's ``_fold`` (NFKC + casefold). A document without a
+spaceless character is shingled exactly as today under every rule (English is unchanged):
+
+* ``v1``: today's shingles (``minhash._shingles``); reproduces the ``bands-product`` detector.
+* ``<gate>-c<n>``: character ``n``-grams of the alphanumeric characters (``str.isalnum``), every
+  script, in document order (the zh/mixed truth's rule with n = 3).
+* ``<gate>-w3``: spaceless characters as today (4-grams of their stream); each word (a run of
+  non-spaceless word characters, the product's ``_WORDS``) gives one shingle per character
+  3-gram of its alphanumeric characters (a word of 1-2 such characters: one shingle, itself),
+  in a domain of its own. A Latin word then weighs its length, as in the truth.
+* ``<gate>-s3``: spaceless characters as today; the non-spaceless alphanumeric characters as one
+  stream (across words, as the truth does), character 3-grams of it.
+
+Gates: ``any`` (the document has a spaceless character) or ``p<NN>`` (spaceless characters are at
+least NN% of its alphanumeric characters); a document not passing the gate is shingled as today.
+
+Commands::
+
+    python3 -m bench.quality.sketch_rules sweep --part tune        # every rule, banded design, per language
+    python3 -m bench.quality.sketch_rules sweep --part tune --t 32,36,40 --min-shingles 0,16,32
+    python3 -m bench.quality.evaluate --part heldout --plugin bench.quality.bands \\
+        --plugin bench.quality.sketch_rules --detectors bands-product,sketch-rules-best
+    python3 -m bench.quality.sketch_rules pairs                    # the two known bad pairs, every rule
+    python3 -m bench.quality.sketch_rules cost --part tune         # shingles and CPU time per document
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+import time
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from bench.quality.bands import _encode, _hamming_pairs, _sketch_bits, band_keys, shared_band_codes
+from bench.quality.detectors import Call, SimpgDetector, _simpg_code_digest, _workers, cached, register
+from simpg.fingerprint import minhash
+
+#: every rule the tuning sweep compares
+RULES = ("v1", "any-c3", "any-c4", "any-w3", "any-s3", "p30-c3", "p50-c3", "p30-w3", "p50-w3")
+#: the rules carried to heldout and fresh, once (chosen on tune; see bench/quality/README.md)
+BEST_RULES: tuple[str, ...] = ("any-c3", "any-c4")
+
+# Latin-word character 3-grams get a domain of their own (never equal to a spaceless 4-gram).
+_TAG_WCHAR = np.uint64(0x5743480000000000)  # "WCH"
+_TAG_NCHAR = np.uint64(0x4E43480000000000)  # "NCH": the non-spaceless alphanumeric stream
+_U32 = np.dtype("<u4")
+
+
+@lru_cache(maxsize=1)
+def _alnum_table() -> np.ndarray:
+    """For every code point, ``chr(c).isalnum()`` (what the truth keeps)."""
+    table = np.fromiter((chr(c).isalnum() for c in range(0x110000)), dtype=bool, count=0x110000)
+    table.setflags(write=False)
+    return table
+
+
+def _char_hashes(codes: np.ndarray) -> np.ndarray:
+    """The product's per-character hash (``_mix(code + GOLD)``), as ``_token_shingles`` does it."""
+    return minhash._mix_in_place(codes.astype(np.uint64) + minhash._GOLD)
+
+
+def _parse(rule: str) -> tuple[float | None, str]:
+    m = re.fullmatch(r"(any|p\d\d)-(c3|c4|w3|s3)", rule)
+    if not m:
+        raise ValueError(f"unknown rule {rule!r}; known: {', '.join(RULES)}")
+    gate = m.group(1)
+    return (None if gate == "any" else int(gate[1:]) / 100), m.group(2)
+
+
+def shingles(text: str, rule: str) -> np.ndarray:
+    """The 64-bit shingle hashes of ``text`` under ``rule`` (in no order, repeats included)."""
+    folded = minhash._fold(minhash._text(text))
+    if rule == "v1" or folded.isascii():
+        return minhash._token_shingles(*minhash._tokens(folded))
+    share, kind = _parse(rule)
+    codes = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype=_U32)
+    spaceless = minhash._spaceless_table()[codes]
+    alnum = _alnum_table()[codes]
+    n_space = int(np.count_nonzero(spaceless & alnum))
+    if not spaceless.any() or (share is not None and n_space < share * max(1, int(np.count_nonzero(alnum)))):
+        return minhash._token_shingles(*minhash._tokens(folded))
+    if kind in ("c3", "c4"):
+        return minhash._ngrams(_char_hashes(codes[alnum]), int(kind[1]), minhash._TAG_CHAR)
+    # spaceless characters as today: 4-grams of their stream
+    parts = [minhash._ngrams(_char_hashes(codes[spaceless]), minhash._CHAR_N, minhash._TAG_CHAR)]
+    other = alnum & ~spaceless
+    if kind == "s3":
+        parts.append(minhash._ngrams(_char_hashes(codes[other]), 3, _TAG_NCHAR))
+    else:  # w3: character 3-grams inside each word (the alphanumeric characters of one _WORDS run)
+        idx = np.flatnonzero(other)
+        if len(idx):
+            word_start = np.zeros(len(codes) + 1, dtype=np.int64)
+            for w in minhash._WORDS.finditer(folded):
+                word_start[w.start()] = 1
+            word_id = np.cumsum(word_start[:-1])[idx]  # every alphanumeric non-spaceless char is in a word
+            cuts = np.flatnonzero(np.diff(word_id)) + 1
+            for seg in np.split(_char_hashes(codes[idx]), cuts):
+                parts.append(minhash._ngrams(seg, 3, _TAG_WCHAR))
+    return np.concatenate(parts)
+
+
+def shingle_set(text: str, rule: str) -> np.ndarray:
+    """Unique sorted shingle hashes (``shingle_hashes``'s analogue)."""
+    return np.unique(shingles(text, rule))
+
+
+def _doc(args: tuple[str, str]) -> tuple[bytes, bytes, int]:
+    """Sketch bytes, minima bytes and distinct shingle count of one document under one rule."""
+    text, rule = args
+    hashes = np.sort(shingles(text, rule))
+    if not len(hashes):
+        return bytes(minhash.SKETCH_BYTES), bytes(8 * minhash.SKETCH_BITS), 0
+    m = minhash._minima(hashes)
+    distinct = int(np.count_nonzero(hashes[1:] != hashes[:-1])) + 1
+    return minhash._sketch_bits(m), m.astype("<u8").tobytes(), distinct
+
+
+def _code_digest() -> str:
+    return hashlib.sha256(_simpg_code_digest().encode() + Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def rule_arrays(docs: Sequence[dict], rule: str) -> dict[str, np.ndarray]:
+    """Per document under ``rule``: sketches ``s`` (n, 32) uint8, minima ``m`` (n, 256) uint64,
+    distinct shingles ``c`` (0: no shingle) (cached)."""
+
+    def compute() -> dict[str, np.ndarray]:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(_workers()) as pool:
+            rows = pool.map(_doc, [(d["text"], rule) for d in docs], chunksize=64)
+        return {
+            "s": np.frombuffer(b"".join(r[0] for r in rows), dtype=np.uint8).reshape(len(rows), -1),
+            "m": np.frombuffer(b"".join(r[1] for r in rows), dtype="<u8").reshape(len(rows), -1).astype(np.uint64),
+            "c": np.array([r[2] for r in rows], dtype=np.int64),
+        }
+
+    return cached(f"sketchrule-{rule}", _code_digest(), docs, compute)
+
+
+class RuleBands:
+    """The product's lookup (k = 4 index + b bands of r bins, guard m, sketch <= T) under a shingle rule."""
+
+    name = "sketch-rules"
+
+    def __init__(
+        self, rules: Sequence[str], ts: Sequence[int] | None = None, ms: Sequence[int] | None = None, k: int = 4
+    ) -> None:
+        self.rules = list(rules)
+        self.ts = list(ts) if ts else [minhash.MAX_SKETCH_DISTANCE]
+        self.ms = list(ms) if ms is not None else [minhash.MIN_BAND_SHINGLES]
+        self.k = k
+
+    def candidates(self, docs: Sequence[dict], rule: str, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Candidate pairs (i, j) of the lookup under ``rule`` with guard ``m``, their sketch distances, rows."""
+        n = len(docs)
+        fps, valid = SimpgDetector().fingerprints(docs)
+        z = rule_arrays(docs, rule)
+        counts = z["c"]
+        rows = np.flatnonzero(valid & (counts > 0))
+        hp, hd = _hamming_pairs(fps, rows, self.k)
+        hcode = _encode(hp[:, 0], hp[:, 1], n)[hd <= self.k]
+        keys = band_keys(z["m"], minhash.BANDS, minhash.BAND_ROWS)
+        banded = rows[counts[rows] >= m] if m else rows
+        codes = np.unique(np.concatenate([hcode, shared_band_codes(keys, banded, n)]))
+        i, j = codes // n, codes % n
+        return i, j, _sketch_bits(z["s"], i, j), len(rows)
+
+    def run(self, docs: Sequence[dict], lang: str) -> list[Call]:
+        n = len(docs)
+        calls = []
+        for rule in self.rules:
+            started = time.perf_counter()
+            counts = rule_arrays(docs, rule)["c"]
+            for m in self.ms:
+                i, j, bits, n_rows = self.candidates(docs, rule, m)
+                for t in self.ts:
+                    keep = bits <= t
+                    calls.append(
+                        Call(
+                            label=f"{rule} k={self.k} b={minhash.BANDS} r={minhash.BAND_ROWS} m={m} T={t}",
+                            detector=self.name,
+                            pairs=np.stack([i[keep], j[keep]], axis=1),
+                            params={
+                                "rule": rule,
+                                "k": self.k,
+                                "b": minhash.BANDS,
+                                "r": minhash.BAND_ROWS,
+                                "m": m,
+                                "T": t,
+                                "candidates": int(len(i)),
+                                "candidates_per_lookup": 2 * len(i) / max(1, n_rows),
+                                "docs": n,
+                                "shingles_mean": float(counts.mean()) if n else 0.0,
+                            },
+                            not_indexed=n - n_rows,
+                            seconds=time.perf_counter() - started,
+                        )
+                    )
+        return calls
+
+
+@register("sketch-rules")
+def _all_rules() -> RuleBands:
+    return RuleBands(RULES)
+
+
+@register("sketch-rules-best")
+def _best_rules() -> RuleBands:
+    if not BEST_RULES:
+        raise SystemExit("BEST_RULES is empty: choose on tune first")
+    return RuleBands(BEST_RULES)
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def sweep(part: str, langs: Sequence[str], det: RuleBands) -> list[dict]:
+    """Precision, recall, F1, unrelated and grey pairs called, candidates per lookup, per rule and language."""
+    from bench.quality.evaluate import evaluate
+
+    r = evaluate(list(langs), part, [det], clusterings=())
+    rows = []
+    for lang, block in r["langs"].items():
+        for row in block["calls"]:
+            p = row["pairs"]
+            rows.append(
+                {
+                    "lang": lang,
+                    **row["params"],
+                    "precision": p["precision"],
+                    "recall": p["recall"],
+                    "f1": p["f1"],
+                    "unrelated": p["unrelated_called"],
+                    "grey": p["called_grey"],
+                    "worst": [(w["jaccard"], w["a"], w["b"]) for w in p["worst_unrelated"][:3]],
+                }
+            )
+    return rows
+
+
+def table(rows: list[dict], langs: Sequence[str]) -> str:
+    head = (
+        "| rule | m | T | "
+        + " | ".join(f"{x} F1 / P / R | {x} unrel. / grey | {x} cand. | {x} shingles" for x in langs)
+        + " |"
+    )
+    lines = [head, "|---|---|---|" + "---:|" * (4 * len(langs))]
+    keys: list[tuple] = []
+    for x in rows:
+        if (x["rule"], x["m"], x["T"]) not in keys:
+            keys.append((x["rule"], x["m"], x["T"]))
+    for key in keys:
+        cells = []
+        for lang in langs:
+            x = next(y for y in rows if y["lang"] == lang and (y["rule"], y["m"], y["T"]) == key)
+            cells += [
+                f"{x['f1']:.3f} / {x['precision']:.3f} / {x['recall']:.3f}",
+                f"{x['unrelated']} / {x['grey']}",
+                f"{x['candidates_per_lookup']:.2f}",
+                f"{x['shingles_mean']:.0f}",
+            ]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def known_pairs() -> list[tuple[str, dict, dict]]:
+    """Find the two known pairs in the corpus: a base containing the text and the unrelated partner called."""
+    from bench.quality import build_corpus
+
+    out = []
+    fortune = "亏地不结籽，亏人不相交。"
+    docs = build_corpus.load_part("zh", "heldout")
+    hits = [d for d in docs if fortune[:5] in d["text"]]
+    base = next(d for d in hits if d["base"] is None)
+    other = next(d for d in hits if d["base"] == base["id"] and d["id"].endswith("~tokens"))  # "...相交locale。"
+    out.append(("heldout: fortune / + locale", base, other))
+    docs = build_corpus.load_part("zh", "fresh")
+    a = next(d for d in docs if d["id"].endswith("web-big-page.zh.html#125"))
+    b = next(d for d in docs if d["id"].endswith("web/bug-reports.zh.html#5"))
+    out.append(("fresh: LilyPond help / + languages", a, b))
+    a2 = next(d for d in docs if d["id"].endswith("web-big-page.zh.html#125~format"))
+    out.append(("fresh: LilyPond help (format variant) / + languages", a2, b))
+    return out
+
+
+def pairs_table(rules: Sequence[str]) -> str:
+    from bench.quality.truth import shingles as truth_shingles
+
+    lines = [
+        "| pair | truth J | rule | shingles a / b | sketch J | sketch distance | band keys a / b | shared bands |",
+        "|---|---:|---|---:|---:|---:|---|---:|",
+    ]
+    for name, a, b in known_pairs():
+        sa, sb = set(truth_shingles(a["text"], "zh")), set(truth_shingles(b["text"], "zh"))
+        tj = len(sa & sb) / len(sa | sb)
+        for rule in rules:
+            ha, hb = shingle_set(a["text"], rule), shingle_set(b["text"], rule)
+            sj = len(np.intersect1d(ha, hb)) / len(np.union1d(ha, hb))
+            ra, rb = _doc((a["text"], rule)), _doc((b["text"], rule))
+            dist = minhash.sketch_distance(ra[0], rb[0])
+            ma = np.frombuffer(ra[1], dtype="<u8").astype(np.uint64)[None]
+            mb = np.frombuffer(rb[1], dtype="<u8").astype(np.uint64)[None]
+            ka = band_keys(ma, minhash.BANDS, minhash.BAND_ROWS)[0] if ra[2] >= minhash.MIN_BAND_SHINGLES else None
+            kb = band_keys(mb, minhash.BANDS, minhash.BAND_ROWS)[0] if rb[2] >= minhash.MIN_BAND_SHINGLES else None
+            shared = int((ka == kb).sum()) if ka is not None and kb is not None else 0
+            lines.append(
+                f"| {name} | {tj:.3f} | {rule} | {ra[2]} / {rb[2]} | {sj:.3f} | {dist} | "
+                f"{'yes' if ka is not None else 'none'} / {'yes' if kb is not None else 'none'} | {shared} |"
+            )
+    return "\n".join(lines)
+
+
+def cost(part: str, rules: Sequence[str], count: int = 1000) -> str:
+    """Distinct shingles per document and CPU time of the shingle set, relative to ``minhash.shingle_hashes``.
+
+    ``count`` documents evenly spaced over the part (its collections in corpus order), one process.
+    """
+    from bench.quality import build_corpus
+
+    lines = [
+        "| lang | rule | shingles / doc (mean) | CPU ms / doc (best of 3) | x today's `shingle_hashes` |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for lang in ("en", "zh", "mixed"):
+        every = [d["text"] for d in build_corpus.load_part(lang, part)]
+        texts = every[:: max(1, len(every) // count)][:count]  # evenly spaced over the part's collections
+        for t in texts[:50]:
+            if not np.array_equal(shingle_set(t, "v1"), minhash.shingle_hashes(t)):
+                raise SystemExit("rule v1 differs from minhash.shingle_hashes")
+
+        def timed(f, texts: list[str] = texts) -> float:
+            best = float("inf")
+            for _ in range(3):
+                started = time.process_time()
+                for t in texts:
+                    f(t)
+                best = min(best, time.process_time() - started)
+            return 1e3 * best / len(texts)
+
+        _alnum_table()
+        base = timed(minhash.shingle_hashes)
+        lines.append(
+            f"| {lang} | `shingle_hashes` (today) | "
+            f"{np.mean([len(minhash.shingle_hashes(t)) for t in texts]):.0f} | {base:.3f} | 1.00 |"
+        )
+        for rule in rules:
+            ms = timed(lambda t, rule=rule: shingle_set(t, rule))
+            mean = np.mean([len(shingle_set(t, rule)) for t in texts])
+            lines.append(f"| {lang} | {rule} | {mean:.0f} | {ms:.3f} | {ms / base:.2f} |")
+    return "\n".join(lines)
+
+
+def margin(part: str, langs: Sequence[str], rules: Sequence[str], m: int) -> str:
+    """How close the lookup's unrelated candidates come to the limit, and how far the sketch's J is from the truth's.
+
+    Over the candidates of the banded lookup: those with J < 0.5 (not in the truth list) within
+    40 / 48 / 56 bits and the smallest distance among them; over the candidates with J >= 0.5 (J
+    exact from the truth list), the mean and RMS of (sketch estimate - J), the estimate being
+    ``1 - 2 * bits / 256``.
+    """
+    from bench.quality import build_corpus
+    from bench.quality.build_corpus import TRUTH
+    from bench.quality.metrics import TruthIndex
+    from bench.quality.truth import Truth
+
+    lines = [
+        "| lang | rule | candidates | J < 0.5 within 40 / 48 / 56 bits | closest J < 0.5 (bits) "
+        "| J >= 0.5: estimate - J, mean / RMS |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    det = RuleBands(rules)
+    for lang in langs:
+        docs = build_corpus.load_part(lang, part)
+        ti = TruthIndex(Truth.load(str(TRUTH / f"{lang}-{part}.npz")))
+        for rule in rules:
+            i, j, bits, _ = det.candidates(docs, rule, m)
+            listed, pos = ti.lookup(i, j)
+            ub = bits[~listed]
+            jj = ti.inter[pos[listed]] / ti.union[pos[listed]]
+            err = (1 - 2 * bits[listed] / minhash.SKETCH_BITS) - jj
+            lines.append(
+                f"| {lang} | {rule} | {len(i)} | {int((ub <= 40).sum())} / {int((ub <= 48).sum())} / "
+                f"{int((ub <= 56).sum())} | {int(ub.min()) if len(ub) else '-'} | "
+                f"{err.mean():+.3f} / {np.sqrt((err**2).mean()):.3f} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sweep")
+    s.add_argument("--part", default="tune")
+    s.add_argument("--lang", default="en,zh,mixed")
+    s.add_argument("--rules", default=",".join(RULES))
+    s.add_argument("--t", default=str(minhash.MAX_SKETCH_DISTANCE))
+    s.add_argument("--min-shingles", default=str(minhash.MIN_BAND_SHINGLES))
+    s.add_argument("--json", help="also write the rows here")
+    g = sub.add_parser("margin")
+    g.add_argument("--part", default="tune")
+    g.add_argument("--lang", default="en,zh,mixed")
+    g.add_argument("--rules", default=",".join(RULES))
+    g.add_argument("--min-shingles", type=int, default=minhash.MIN_BAND_SHINGLES)
+    p = sub.add_parser("pairs")
+    p.add_argument("--rules", default=",".join(RULES))
+    c = sub.add_parser("cost")
+    c.add_argument("--part", default="tune")
+    c.add_argument("--rules", default=",".join(RULES[1:]))
+    c.add_argument("--count", type=int, default=1000)
+    args = ap.parse_args(argv)
+    if args.cmd == "margin":
+        if args.part != "tune":
+            raise SystemExit("margin is a tuning-part diagnostic")
+        print(margin(args.part, args.lang.split(","), args.rules.split(","), args.min_shingles))
+        return
+    if args.cmd == "pairs":
+        print(pairs_table(args.rules.split(",")))
+        return
+    if args.cmd == "cost":
+        print(cost(args.part, args.rules.split(","), args.count))
+        return
+    if args.part != "tune" and args.rules == ",".join(RULES):
+        raise SystemExit("every rule is for the tuning part; give --rules for another part")
+    langs = args.lang.split(",")
+    det = RuleBands(
+        args.rules.split(","), [int(x) for x in args.t.split(",")], [int(x) for x in args.min_shingles.split(",")]
+    )
+    rows = sweep(args.part, langs, det)
+    print(table(rows, langs))
+    for x in rows:
+        if x["worst"]:
+            print(f"{x['lang']} {x['rule']} m={x['m']} T={x['T']}: lowest-J unrelated {x['worst']}", file=sys.stderr)
+    if args.json:
+        import json
+
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
