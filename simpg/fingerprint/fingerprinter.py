@@ -547,9 +547,51 @@ class Fingerprinter:
         text). Documents this pass does not take (longer than a chunk, fields the config
         does not name, anything not plain text) get the two functions one after the other.
         """
+        fp, tokens = self._fingerprint_and_tokens(doc)
+        if tokens is None:
+            return fp, _attempt(minhash.sketch_and_bands, doc)
+        hashes = np.sort(minhash._token_shingles(*tokens))
+        if not len(hashes):  # the sketch's own error, with its message
+            return fp, _attempt(minhash.sketch_and_bands, doc)
+        return fp, minhash._sketch_and_bands_of(hashes)
+
+    def _fingerprint_and_sketch_many(
+        self, docs: list[Any]
+    ) -> list[tuple[int | FingerprintError, tuple[bytes, tuple[int, ...] | None] | FingerprintError]]:
+        """:meth:`_fingerprint_and_sketch` of each document, the sketches' numpy work done for all together.
+
+        Each document is tokenised on its own (jieba for the fingerprint, words and
+        characters for the sketch), then :func:`minhash._batch_sketch_and_bands` makes the
+        sketches and band keys of all documents in a few numpy calls: the values are those
+        of one document at a time, bit for bit.
+        """
+        made = [self._fingerprint_and_tokens(doc) for doc in docs]
+        batched = [i for i, (_, tokens) in enumerate(made) if tokens is not None]
+        sketches = minhash._batch_sketch_and_bands([made[i][1] for i in batched])  # type: ignore[misc]
+        out: list[tuple[int | FingerprintError, tuple[bytes, tuple[int, ...] | None] | FingerprintError]] = []
+        pending = iter(sketches)
+        position = iter(batched)
+        at = next(position, -1)
+        for i, (fp, _) in enumerate(made):
+            sketched: tuple[bytes, tuple[int, ...] | None] | FingerprintError | None = None
+            if i == at:
+                sketched = next(pending)
+                at = next(position, -1)
+            # the other documents, and those with nothing to sketch: the sketch's own call (its error)
+            out.append((fp, _attempt(minhash.sketch_and_bands, docs[i]) if sketched is None else sketched))
+        return out
+
+    def _fingerprint_and_tokens(
+        self, doc: Any
+    ) -> tuple[int | FingerprintError, tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]] | None]:
+        """The fingerprint (or its error) and the sketch's word hashes and code points of ``doc``.
+
+        None instead of the tokens for a document this pass does not take (see
+        :meth:`_fingerprint_and_sketch`).
+        """
         fields = self._whole_fields(doc)
         if fields is None:
-            return _attempt(self.fingerprint, doc), _attempt(minhash.sketch_and_bands, doc)
+            return _attempt(self.fingerprint, doc), None
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
         # The sketch's word hashes and code points, across fields in order (as in the
         # fields joined by newlines).
@@ -575,12 +617,10 @@ class Fingerprinter:
             if text and not text.isspace():
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
-        hashes = np.sort(minhash._token_shingles(
+        return fp, (
             np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
-            np.concatenate(codes) if codes else minhash._NO_CHARS))
-        if not len(hashes):  # the sketch's own error, with its message
-            return fp, _attempt(minhash.sketch_and_bands, doc)
-        return fp, minhash._sketch_and_bands_of(hashes)
+            np.concatenate(codes) if len(codes) > 1 else codes[0] if codes else minhash._NO_CHARS,
+        )
 
     def _whole_fields(self, doc: Any) -> list[tuple[str, str]] | None:
         """``(field, text)`` of a document of one chunk per field, in the sketch's field order.
