@@ -187,16 +187,29 @@ class ChineseTerms:
             counts.update(tokenizer().lcut(text, HMM=self._hmm))
         return counts
 
-    def _usable(self, counts: Counter[str], min_len: int) -> list[tuple[str, int]]:
+    def _ranked(self, counts: Counter[str], min_len: int, get: Any, median: float) -> list[tuple[float, str]]:
         stop = self._stopwords
         has_word = _HAS_WORD.search
+        # (-weight, term) tuples order heaviest first, ties by term, without a key function.
         # isalnum() is true for nearly every term (Han words included) and much cheaper
         # than the regex, which only decides for terms such as "c++" or "2.0".
         return [
-            (t, c)
+            (-(c * get(t, median) / median), t)
             for t, c in counts.items()
             if len(t) >= min_len and t not in stop and (t.isalnum() or has_word(t) is not None)
         ]
+
+    def ranked(self, counts: Counter[str]) -> list[tuple[float, str]]:
+        """The top-N ``(-weight, term)`` pairs of :meth:`weigh` (``ordered=False``), in no order."""
+        if not counts:
+            return []
+        idf = load_idf(self._idf_path, self._idf_sha256)
+        get, median = idf.values.get, idf.median
+        ranked = self._ranked(counts, 2, get, median) or self._ranked(counts, 1, get, median)
+        top_n = self._top_n
+        if top_n is not None and len(ranked) > top_n:
+            ranked = heapq.nsmallest(top_n, ranked)
+        return ranked
 
     def weigh(self, counts: Counter[str], ordered: bool = True) -> list[tuple[str, float]]:
         """Top-N ``(term, tf * idf / median_idf)`` pairs.
@@ -206,16 +219,7 @@ class ChineseTerms:
             ordered: heaviest first (ties by term). With False the order is unspecified
                 (the fingerprint does not depend on it) but the kept set is the same.
         """
-        usable = self._usable(counts, 2) or self._usable(counts, 1)
-        if not usable:
-            return []
-        idf = load_idf(self._idf_path, self._idf_sha256)
-        get, median = idf.values.get, idf.median
-        # (-weight, term) tuples order heaviest first, ties by term, without a key function.
-        ranked = [(-(c * get(t, median) / median), t) for t, c in usable]
-        top_n = self._top_n
-        if top_n is not None and len(ranked) > top_n:
-            ranked = heapq.nsmallest(top_n, ranked) if not ordered else sorted(ranked)[:top_n]
-        elif ordered:
+        ranked = self.ranked(counts)
+        if ordered:
             ranked.sort()
         return [(t, -negative) for negative, t in ranked]

@@ -407,14 +407,23 @@ class Fingerprinter:
                 self._zh.count(han, counts)
         words.finish()
         if counts:
-            terms = self._zh.weigh(counts, ordered=False)
-            if terms:
+            ranked = self._zh.ranked(counts)
+            if ranked:
                 p = prefix.decode()
-                hashes = np.array([self._term_hash(p + t) for t, _ in terms], dtype=np.uint64)
+                hashes = np.array(self._term_hash_list([p + t for _, t in ranked] if p else [t for _, t in ranked]),
+                                  dtype=np.uint64)
                 fw = self._field_weights[field]
-                weights = quantize_array([w * fw for _, w in terms])
+                weights = quantize_array([-negative * fw for negative, _ in ranked])
                 tally.add_weighted(hashes, weights)
         return nonblank
+
+    def _term_hash_list(self, features: list[str]) -> list[int]:
+        """:meth:`_term_hash` of each feature."""
+        get = self._term_hashes.get
+        hashes = [get(f) for f in features]
+        if None in hashes:
+            return [self._term_hash(f) for f in features]
+        return hashes  # type: ignore[return-value]
 
     def _term_hash(self, feature: str) -> int:
         # Terms repeat across documents (a vocabulary of at most a few hundred thousand),
