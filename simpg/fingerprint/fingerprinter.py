@@ -80,6 +80,8 @@ _READ_BYTES: Final = 1 << 20
 _CUT_AFTER: Final = "!?;:,)]}>\"'|。！？；：，、）」』】》"
 _FEATURE_BLOCK: Final = 1 << 16
 _TERM_CACHE: Final = 1 << 20
+# Tokens (words and spaceless characters) whose sketches are made together at most, about.
+_SKETCH_TOKENS: Final = 1 << 20
 _U64 = npt.NDArray[np.uint64]
 T = TypeVar("T")
 
@@ -574,21 +576,37 @@ class Fingerprinter:
         sketches and band keys of all documents in a few numpy calls: the values are those
         of one document at a time, bit for bit.
         """
-        made = [self._fingerprint_and_tokens(doc) for doc in docs]
-        batched = [i for i, (_, tokens) in enumerate(made) if tokens is not None]
-        sketches = minhash._batch_sketch_and_bands([made[i][1] for i in batched])  # type: ignore[misc]
-        out: list[tuple[int | FingerprintError, tuple[bytes, tuple[int, ...] | None] | FingerprintError]] = []
-        pending = iter(sketches)
-        position = iter(batched)
-        at = next(position, -1)
-        for i, (fp, _) in enumerate(made):
-            sketched: tuple[bytes, tuple[int, ...] | None] | FingerprintError | None = None
-            if i == at:
-                sketched = next(pending)
-                at = next(position, -1)
-            # the other documents, and those with nothing to sketch: the sketch's own call (its error)
-            out.append((fp, _attempt(minhash.sketch_and_bands, docs[i]) if sketched is None else sketched))
-        return out
+        Sketches = tuple[bytes, tuple[int, ...] | None] | None
+        fps: list[int | FingerprintError] = []
+        sketched: list[Sketches | FingerprintError] = []
+        group: list[int] = []
+        tokens: list[tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]] = []
+        size = 0
+
+        def flush() -> None:
+            for i, made in zip(group, minhash._batch_sketch_and_bands(tokens), strict=True):
+                sketched[i] = made
+            group.clear()
+            tokens.clear()
+
+        for i, doc in enumerate(docs):
+            fp, found = self._fingerprint_and_tokens(doc)
+            fps.append(fp)
+            sketched.append(None)
+            if found is not None:
+                group.append(i)
+                tokens.append(found)
+                # a batch of long texts is sketched in parts: memory stays that of a few texts
+                size += len(found[0]) + len(found[1])
+                if size >= _SKETCH_TOKENS:
+                    flush()
+                    size = 0
+        flush()
+        # the other documents, and those with nothing to sketch: the sketch's own call (its error)
+        return [
+            (fp, _attempt(minhash.sketch_and_bands, doc) if made is None else made)
+            for doc, fp, made in zip(docs, fps, sketched, strict=True)
+        ]
 
     def _fingerprint_and_tokens(
         self, doc: Any

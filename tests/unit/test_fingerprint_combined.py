@@ -156,12 +156,16 @@ def batch_corpus() -> list[Any]:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.identity)
-def test_batched_sketches_equal_one_document_at_a_time(config: FingerprintConfig) -> None:
+def test_batched_sketches_equal_one_document_at_a_time(config: FingerprintConfig,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """``_fingerprint_and_sketch_many`` (simpg dedup's path) equals the single-document functions."""
+    fpmod = importlib.import_module("simpg.fingerprint.fingerprinter")
     fp = Fingerprinter(config)
     docs = batch_corpus()
     want = [(outcome(fp.fingerprint, doc), outcome(sketch_and_bands, doc)) for doc in docs]
-    for size in (1, 7, len(docs)):
+    for size, limit in ((1, None), (7, None), (len(docs), None), (len(docs), 300)):
+        if limit is not None:  # a batch of long texts is sketched in parts
+            monkeypatch.setattr(fpmod, "_SKETCH_TOKENS", limit)
         got = []
         for lo in range(0, len(docs), size):
             got += [(as_outcome(a), as_outcome(b)) for a, b in fp._fingerprint_and_sketch_many(docs[lo:lo + size])]
