@@ -315,7 +315,7 @@ def test_segment_gives_the_tokens_of_jieba_lcut() -> None:
     han = [chr(0x4E00 + rng.randrange(0x51D6)) for _ in range(60)]  # jieba's Han range ends at U+9FD5
     common = list("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会"
                   "可主发年动同工也能下过子说产种面而方后多")
-    other = list("〇㐀鿿龘ーカ漢字abcXYZ019+#&._%-  \n\r\t，。！？、；：（）《》“”\u3000")
+    other = list("〇㐀鿿龘ーカ漢字abcXYZ019+#&._%-  \n\r\t，。！？、；：（）《》“”\u3000𠀀é\u0301_")
     alphabet = common * 3 + han + other
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))) for _ in range(1500)]
     texts += ["", " ", "\r\n", "a", "中", "。", "中文" * 50, "结巴分词很快" * 20]
