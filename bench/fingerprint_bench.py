@@ -42,7 +42,15 @@ sys.path.insert(0, str(HERE / "peers"))
 
 from setup_peers import ensure  # noqa: E402
 
-from simpg.fingerprint import FingerprintConfig, Fingerprinter, fingerprint_many, sketch, sketch_and_bands  # noqa: E402
+from simpg.fingerprint import (  # noqa: E402
+    FingerprintConfig,
+    Fingerprinter,
+    fingerprint_many,
+    fingerprint_sketch_and_bands_many,
+    sketch,
+    sketch_and_bands,
+)
+from simpg.fingerprint.chinese import segment  # noqa: E402
 
 
 def man_pages(limit: int) -> list[str]:
@@ -161,9 +169,12 @@ def english(args: argparse.Namespace) -> list[dict[str, Any]]:
         lambda: [(default.fingerprint(d), sketch(d)) for d in docs])
     runs["simpg default + sketch and bands, separately, 1 process"] = timed(
         lambda: [(default.fingerprint(d), sketch_and_bands(d)) for d in docs])
-    # One pass (Fingerprinter.fingerprint_sketch_and_bands): what simpg dedup runs.
-    runs["simpg fingerprint + sketch + band keys in one pass (simpg dedup), 1 process"] = timed(
+    # One pass (Fingerprinter.fingerprint_sketch_and_bands), a document at a time.
+    runs["simpg fingerprint + sketch + band keys in one pass, 1 process"] = timed(
         lambda: [default._fingerprint_and_sketch(d) for d in docs])
+    # The same, sketches made SKETCH_BATCH documents at a time: what simpg dedup runs.
+    runs["simpg one pass, sketches batched (simpg dedup), 1 process"] = timed(
+        lambda: list(fingerprint_sketch_and_bands_many(docs, workers=1)))
     pool_cpu: dict[int, float] = {}
     for workers in args.workers:
         runs[f"simpg default, fingerprint_many workers={workers} (wall clock)"] = timed(
@@ -241,6 +252,9 @@ def chinese(args: argparse.Namespace) -> list[dict[str, Any]]:
     )
     jieba.lcut(docs[0])  # build jieba's global dictionary outside the timing
     runs: dict[str, Callable[[], float]] = {"bare jieba.lcut (floor)": timed(lambda: [jieba.lcut(d) for d in docs])}
+    # simpg's own segmentation (the same tokens as jieba.lcut: tests/unit/test_fingerprint_fingerprinter.py)
+    segment(docs[0])
+    runs["simpg's segmentation, chinese.segment (same tokens)"] = timed(lambda: [segment(d) for d in docs])
     for label, cfg in (
         ("simpg default (lang=auto)", FingerprintConfig()),
         ("simpg lang=zh", FingerprintConfig(lang="zh")),
@@ -254,8 +268,10 @@ def chinese(args: argparse.Namespace) -> list[dict[str, Any]]:
     runs["simpg default + sketch"] = timed(lambda: [(default.fingerprint(d), sketch(d)) for d in docs])
     runs["simpg default + sketch and bands, separately"] = timed(
         lambda: [(default.fingerprint(d), sketch_and_bands(d)) for d in docs])
-    runs["simpg fingerprint + sketch + band keys in one pass (simpg dedup)"] = timed(
+    runs["simpg fingerprint + sketch + band keys in one pass"] = timed(
         lambda: [default._fingerprint_and_sketch(d) for d in docs])
+    runs["simpg one pass, sketches batched (simpg dedup)"] = timed(
+        lambda: list(fingerprint_sketch_and_bands_many(docs, workers=1)))
     best = interleaved(runs, args.repeat)
     floor = best["bare jieba.lcut (floor)"]
     rows = []

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
@@ -189,16 +190,31 @@ def sketch_and_bands_many(
 Made = tuple[int | None, bytes | None, tuple[int, ...] | None]
 
 
-def _both(fp: Fingerprinter, doc: Any) -> Made:
-    made_fp, made = fp._fingerprint_and_sketch(doc)
+#: Documents whose sketches :func:`fingerprint_sketch_and_bands_many` makes together (its
+#: numpy work costs about as much per call for a short text as for a chunk of them).
+SKETCH_BATCH = 64
+
+
+def _made(made_fp: int | FingerprintError, made: tuple[bytes, tuple[int, ...] | None] | FingerprintError) -> Made:
+    fp = None if isinstance(made_fp, FingerprintError) else made_fp
     if isinstance(made, FingerprintError):
-        return (None if isinstance(made_fp, FingerprintError) else made_fp), None, None
-    return (None if isinstance(made_fp, FingerprintError) else made_fp), made[0], made[1]
+        return fp, None, None
+    return fp, made[0], made[1]
 
 
-def _work_both(doc: Any) -> Made:
+def _both(fp: Fingerprinter, docs: list[Any]) -> list[Made]:
+    return [_made(*pair) for pair in fp._fingerprint_and_sketch_many(docs)]
+
+
+def _work_both(docs: list[Any]) -> list[Made]:
     assert _worker is not None, "worker not initialised"
-    return _both(_worker, doc)
+    return _both(_worker, docs)
+
+
+def _batches(docs: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    it = iter(docs)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
 
 
 def fingerprint_sketch_and_bands_many(
@@ -212,7 +228,8 @@ def fingerprint_sketch_and_bands_many(
     """``(fingerprint, sketch, band keys)`` of each document, in input order, lazily.
 
     Each document's text is normalised and split once for both
-    (:meth:`Fingerprinter.fingerprint_sketch_and_bands`); the values are those of
+    (:meth:`Fingerprinter.fingerprint_sketch_and_bands`), and the sketches of
+    :data:`SKETCH_BATCH` documents at a time are made together; the values are those of
     :func:`fingerprint_many` and :func:`sketch_and_bands_many`. A document without a
     fingerprint (no usable features) or without a sketch (nothing to sketch) gives None
     there; band keys are None also for texts too short to have any. ``workers``,
@@ -229,5 +246,7 @@ def fingerprint_sketch_and_bands_many(
         raise InvalidDocument(f"expected an iterable of documents, got {docs!r:.60}")
     if workers == 1:
         fp = get_fingerprinter(cfg)
-        return (_both(fp, doc) for doc in docs)
-    return _imap(_work_both, docs, workers, chunksize, mp_context, _init_worker, (cfg,))
+        return itertools.chain.from_iterable(_both(fp, batch) for batch in _batches(docs, SKETCH_BATCH))
+    # A worker gets chunksize documents at a time and sketches them together.
+    chunks = _imap(_work_both, _batches(docs, chunksize), workers, 1, mp_context, _init_worker, (cfg,))
+    return itertools.chain.from_iterable(chunks)

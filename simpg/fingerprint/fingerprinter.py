@@ -80,6 +80,8 @@ _READ_BYTES: Final = 1 << 20
 _CUT_AFTER: Final = "!?;:,)]}>\"'|。！？；：，、）」』】》"
 _FEATURE_BLOCK: Final = 1 << 16
 _TERM_CACHE: Final = 1 << 20
+# Tokens (words and spaceless characters) whose sketches are made together at most, about.
+_SKETCH_TOKENS: Final = 1 << 20
 _U64 = npt.NDArray[np.uint64]
 T = TypeVar("T")
 
@@ -407,14 +409,23 @@ class Fingerprinter:
                 self._zh.count(han, counts)
         words.finish()
         if counts:
-            terms = self._zh.weigh(counts, ordered=False)
-            if terms:
+            ranked = self._zh.ranked(counts)
+            if ranked:
                 p = prefix.decode()
-                hashes = np.array([self._term_hash(p + t) for t, _ in terms], dtype=np.uint64)
+                hashes = np.array(self._term_hash_list([p + t for _, t in ranked] if p else [t for _, t in ranked]),
+                                  dtype=np.uint64)
                 fw = self._field_weights[field]
-                weights = quantize_array([w * fw for _, w in terms])
+                weights = quantize_array([-negative * fw for negative, _ in ranked])
                 tally.add_weighted(hashes, weights)
         return nonblank
+
+    def _term_hash_list(self, features: list[str]) -> list[int]:
+        """:meth:`_term_hash` of each feature."""
+        get = self._term_hashes.get
+        hashes = [get(f) for f in features]
+        if None in hashes:
+            return [self._term_hash(f) for f in features]
+        return hashes  # type: ignore[return-value]
 
     def _term_hash(self, feature: str) -> int:
         # Terms repeat across documents (a vocabulary of at most a few hundred thousand),
@@ -547,9 +558,67 @@ class Fingerprinter:
         text). Documents this pass does not take (longer than a chunk, fields the config
         does not name, anything not plain text) get the two functions one after the other.
         """
+        fp, tokens = self._fingerprint_and_tokens(doc)
+        if tokens is None:
+            return fp, _attempt(minhash.sketch_and_bands, doc)
+        hashes = np.sort(minhash._token_shingles(*tokens))
+        if not len(hashes):  # the sketch's own error, with its message
+            return fp, _attempt(minhash.sketch_and_bands, doc)
+        return fp, minhash._sketch_and_bands_of(hashes)
+
+    def _fingerprint_and_sketch_many(
+        self, docs: list[Any]
+    ) -> list[tuple[int | FingerprintError, tuple[bytes, tuple[int, ...] | None] | FingerprintError]]:
+        """:meth:`_fingerprint_and_sketch` of each document, the sketches' numpy work done for all together.
+
+        Each document is tokenised on its own (jieba for the fingerprint, words and
+        characters for the sketch), then :func:`minhash._batch_sketch_and_bands` makes the
+        sketches and band keys of all documents in a few numpy calls: the values are those
+        of one document at a time, bit for bit.
+        """
+        Sketches = tuple[bytes, tuple[int, ...] | None] | None
+        fps: list[int | FingerprintError] = []
+        sketched: list[Sketches | FingerprintError] = []
+        group: list[int] = []
+        tokens: list[tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]] = []
+        size = 0
+
+        def flush() -> None:
+            for i, made in zip(group, minhash._batch_sketch_and_bands(tokens), strict=True):
+                sketched[i] = made
+            group.clear()
+            tokens.clear()
+
+        for i, doc in enumerate(docs):
+            fp, found = self._fingerprint_and_tokens(doc)
+            fps.append(fp)
+            sketched.append(None)
+            if found is not None:
+                group.append(i)
+                tokens.append(found)
+                # a batch of long texts is sketched in parts: memory stays that of a few texts
+                size += len(found[0]) + len(found[1])
+                if size >= _SKETCH_TOKENS:
+                    flush()
+                    size = 0
+        flush()
+        # the other documents, and those with nothing to sketch: the sketch's own call (its error)
+        return [
+            (fp, _attempt(minhash.sketch_and_bands, doc) if made is None else made)
+            for doc, fp, made in zip(docs, fps, sketched, strict=True)
+        ]
+
+    def _fingerprint_and_tokens(
+        self, doc: Any
+    ) -> tuple[int | FingerprintError, tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]] | None]:
+        """The fingerprint (or its error) and the sketch's word hashes and code points of ``doc``.
+
+        None instead of the tokens for a document this pass does not take (see
+        :meth:`_fingerprint_and_sketch`).
+        """
         fields = self._whole_fields(doc)
         if fields is None:
-            return _attempt(self.fingerprint, doc), _attempt(minhash.sketch_and_bands, doc)
+            return _attempt(self.fingerprint, doc), None
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
         # The sketch's word hashes across fields in order (as in the fields joined by
         # newlines), and each field's folded text: one field in a spaceless script turns the
@@ -579,15 +648,9 @@ class Fingerprinter:
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
         if spaceless:  # every field's letters and digits, as minhash._tokens of the joined text
-            hashes = np.sort(minhash._token_shingles(
-                minhash._NO_CHARS, np.concatenate([minhash._alnum_codes(f) for f in folded_fields])))
-        else:
-            hashes = np.sort(minhash._token_shingles(
-                np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
-                minhash._NO_CHARS))
-        if not len(hashes):  # the sketch's own error, with its message
-            return fp, _attempt(minhash.sketch_and_bands, doc)
-        return fp, minhash._sketch_and_bands_of(hashes)
+            return fp, (minhash._NO_CHARS, np.concatenate([minhash._alnum_codes(f) for f in folded_fields]))
+        return fp, (np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
+                    minhash._NO_CHARS)
 
     def _whole_fields(self, doc: Any) -> list[tuple[str, str]] | None:
         """``(field, text)`` of a document of one chunk per field, in the sketch's field order.

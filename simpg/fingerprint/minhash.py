@@ -472,6 +472,106 @@ def _sketch_and_bands_of(hashes: np.ndarray) -> tuple[bytes, tuple[int, ...] | N
     return _sketch_bits(minima), _doc_band_keys(minima)
 
 
+def _batch_ngrams(streams: list[np.ndarray], n: int, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_ngrams` of each of ``streams`` together: the hashes and each hash's stream (int64).
+
+    The n-grams of the streams joined end to end, less those across a boundary; a stream
+    shorter than ``n`` gets its one shingle from :func:`_ngrams`.
+    """
+    lengths = np.fromiter((len(t) for t in streams), dtype=np.int64, count=len(streams))
+    full = np.flatnonzero(lengths >= n)
+    hashes: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    if len(full):
+        joined = np.concatenate([streams[i] for i in full.tolist()]) if len(full) > 1 else streams[int(full[0])]
+        sizes = lengths[full]
+        count = len(joined) - n + 1
+        h = _mix_in_place(joined[:count] ^ tag)
+        for j in range(1, n):
+            h ^= joined[j:count + j]
+            _mix_in_place(h)
+        # the n-grams starting in a stream's last n - 1 tokens run into the next stream
+        grams = sizes - (n - 1)
+        ends = np.cumsum(sizes)
+        keep = np.ones(count + n - 1, dtype=bool)
+        if n > 1:
+            cut = (ends[:, None] - np.arange(n - 1, 0, -1)[None, :]).ravel()
+            keep[cut] = False
+        hashes.append(h[keep[:count]])
+        owners.append(np.repeat(full, grams))
+    for i in np.flatnonzero((lengths > 0) & (lengths < n)).tolist():
+        hashes.append(_ngrams(streams[i], n, tag))
+        owners.append(np.array([i], dtype=np.int64))
+    if not hashes:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(hashes), np.concatenate(owners)
+
+
+def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_minima` of each document's shingle hashes together: ``(docs, 256)`` minima and bins filled.
+
+    ``owners`` names each hash's document (0 .. docs - 1); a document without hashes
+    gets no minima (all bins empty, values meaningless).
+    """
+    keys = owners * SKETCH_BITS + (hashes >> _SHIFT).astype(np.int64)
+    flat = np.full(docs * SKETCH_BITS, _M64, dtype=np.uint64)
+    np.minimum.at(flat, keys, hashes)
+    minima = flat.reshape(docs, SKETCH_BITS)
+    filled = (np.bincount(keys, minlength=docs * SKETCH_BITS) > 0).reshape(docs, SKETCH_BITS)
+    doc, empty = np.nonzero(~filled)
+    if len(doc):
+        # As _minima: the first filled bin each empty bin's order names, else the
+        # document's smallest hash (the smallest filled minimum).
+        never = _borrow_order().shape[1]
+        positions = np.maximum(_borrow_position()[empty], np.where(filled, 0, never).astype(np.int16)[doc])
+        source = positions.argmin(axis=1)
+        found = positions[np.arange(len(doc)), source] < never
+        values = minima[doc, source]
+        if not found.all():
+            smallest = np.where(filled, minima, np.uint64(_M64)).min(axis=1)
+            values[~found] = smallest[doc[~found]]
+        minima[doc, empty] = values
+    return minima, filled
+
+
+def _batch_sketch_and_bands(
+    tokens: list[tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[bytes, tuple[int, ...] | None] | None]:
+    """:func:`_sketch_and_bands_of` the shingles of each ``(word hashes, code points)``, together.
+
+    None for a document without any shingle. The values are those of one document at a
+    time, bit for bit: the n-grams, minima, densification, bits and band keys are computed
+    for all documents in a few numpy calls instead of a few dozen per document.
+    """
+    docs = len(tokens)
+    if not docs:
+        return []
+    word_h, word_doc = _batch_ngrams([w for w, _ in tokens], _WORD_N, _TAG_WORD)
+    chars = [c for _, c in tokens]
+    if any(len(c) for c in chars):
+        joined = _mix_in_place(np.concatenate(chars) + _GOLD)
+        bounds = np.cumsum([len(c) for c in chars]).tolist()
+        streams = np.split(joined, bounds[:-1])
+        char_h, char_doc = _batch_ngrams(streams, _CHAR_N, _TAG_CHAR)
+        hashes, owners = np.concatenate([word_h, char_h]), np.concatenate([word_doc, char_doc])
+    else:
+        hashes, owners = word_h, word_doc
+    minima, filled = _batch_minima(hashes, owners, docs)
+    mixed = _mix_in_place(minima ^ _BIN_SALT)
+    bits = np.packbits((mixed & np.uint64(1)).astype(np.uint8), axis=1)
+    keys = _band_keys(minima).view(np.int64).tolist()
+    any_hash = np.bincount(owners, minlength=docs) > 0
+    bins = filled.sum(axis=1)
+    out: list[tuple[bytes, tuple[int, ...] | None] | None] = []
+    for i in range(docs):
+        if not any_hash[i]:
+            out.append(None)
+            continue
+        banded = bins[i] >= MIN_BAND_SHINGLES or len(np.unique(hashes[owners == i])) >= MIN_BAND_SHINGLES
+        out.append((bits[i].tobytes(), tuple(keys[i]) if banded else None))
+    return out
+
+
 def sketch(doc: Any) -> bytes:
     """The 32-byte sketch of a document (text, UTF-8 bytes, or a mapping of fields).
 

@@ -135,3 +135,55 @@ def test_ascii_words_hashed_in_numpy_equal_mmh3() -> None:
         assert hashes.tolist() == [mmh3.hash64(w, signed=False)[0] for w in words], text
         normalize = importlib.import_module("simpg.fingerprint.normalize")
         assert normalize.joined_words(text, word) == " ".join(words)
+
+
+def batch_corpus() -> list[Any]:
+    """Chinese, English, mixed, empty, short (fewer than 16 shingles: no band keys) and very long texts."""
+    rng = random.Random(6)
+    docs: list[Any] = corpus()
+    chinese = "".join(chr(0x4E00 + rng.randrange(0x5000)) for _ in range(40))
+    docs += [chinese[:n] for n in (1, 2, 3, 4, 5, 18, 19, 20, 40)]  # 1 to 37 character 4-grams
+    docs += [" ".join(f"w{i}" for i in range(n)) for n in (1, 2, 3, 17, 18, 19, 40)]  # 1 to 38 word 3-shingles
+    docs += ["词 " * n for n in (1, 5, 40)]  # one repeated shingle
+    docs += ["".join(rng.choice(PIECES) for _ in range(6_000)), " ".join(rng.choice(PIECES) for _ in range(8_000))]
+    for name in ("en", "zh"):
+        path = QUALITY / f"{name}.jsonl"
+        if path.exists():
+            texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+            docs += texts[30:50] + ["\n".join(texts[:40])]
+    rng.shuffle(docs)
+    return docs
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.identity)
+def test_batched_sketches_equal_one_document_at_a_time(config: FingerprintConfig,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_fingerprint_and_sketch_many`` (simpg dedup's path) equals the single-document functions."""
+    fpmod = importlib.import_module("simpg.fingerprint.fingerprinter")
+    fp = Fingerprinter(config)
+    docs = batch_corpus()
+    want = [(outcome(fp.fingerprint, doc), outcome(sketch_and_bands, doc)) for doc in docs]
+    for size, limit in ((1, None), (7, None), (len(docs), None), (len(docs), 300)):
+        if limit is not None:  # a batch of long texts is sketched in parts
+            monkeypatch.setattr(fpmod, "_SKETCH_TOKENS", limit)
+        got = []
+        for lo in range(0, len(docs), size):
+            got += [(as_outcome(a), as_outcome(b)) for a, b in fp._fingerprint_and_sketch_many(docs[lo:lo + size])]
+        for doc, pair, expected in zip(docs, got, want, strict=True):
+            assert pair == expected, repr(doc)[:80]
+
+
+def test_batched_sketches_of_tokens_equal_the_single_functions() -> None:
+    """minhash._batch_sketch_and_bands over token streams of every length, including none."""
+    rng = np.random.default_rng(3)
+    tokens = []
+    for words, chars in [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (0, 3), (0, 4), (2, 3), (17, 0), (18, 0),
+                         (0, 19), (5, 9), (400, 0), (0, 900), (300, 700)]:
+        tokens.append((rng.integers(0, 2**64, words, dtype=np.uint64),
+                       rng.integers(0x4E00, 0x9FFF, chars).astype(np.uint64)))
+    tokens.append((np.full(30, 7, dtype=np.uint64), np.full(30, 0x4E00, dtype=np.uint64)))  # one shingle each
+    got = minhash._batch_sketch_and_bands(tokens)
+    for (words, chars), made in zip(tokens, got, strict=True):
+        hashes = np.sort(minhash._token_shingles(words, chars))
+        assert made == (minhash._sketch_and_bands_of(hashes) if len(hashes) else None)
+    assert minhash._batch_sketch_and_bands([]) == []
