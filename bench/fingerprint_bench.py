@@ -50,7 +50,6 @@ from simpg.fingerprint import (  # noqa: E402
     sketch,
     sketch_and_bands,
 )
-from simpg.fingerprint.chinese import segment  # noqa: E402
 
 
 def man_pages(limit: int) -> list[str]:
@@ -252,9 +251,6 @@ def chinese(args: argparse.Namespace) -> list[dict[str, Any]]:
     )
     jieba.lcut(docs[0])  # build jieba's global dictionary outside the timing
     runs: dict[str, Callable[[], float]] = {"bare jieba.lcut (floor)": timed(lambda: [jieba.lcut(d) for d in docs])}
-    # simpg's own segmentation (the same tokens as jieba.lcut: tests/unit/test_fingerprint_fingerprinter.py)
-    segment(docs[0])
-    runs["simpg's segmentation, chinese.segment (same tokens)"] = timed(lambda: [segment(d) for d in docs])
     for label, cfg in (
         ("simpg default (lang=auto)", FingerprintConfig()),
         ("simpg lang=zh", FingerprintConfig(lang="zh")),
