@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from simpg.fingerprint.errors import InvalidConfig
 
-__all__ = ["ChineseTerms", "IdfTable", "file_sha256", "load_idf", "segment", "tokenizer"]
+__all__ = ["ChineseTerms", "IdfTable", "file_sha256", "load_idf", "tokenizer"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,113 +76,6 @@ def tokenizer() -> Any:
                 logger.debug("jieba tokenizer ready (%d prefixes)", len(tk.FREQ))
                 _tokenizer = tk
     return _tokenizer
-
-
-#: The jieba release whose accurate mode with HMM :func:`segment` reproduces.
-_JIEBA_SEGMENT: Final = "0.42.1"
-_segmenter: Any = None
-
-
-def segment(text: str) -> list[str]:
-    """``tokenizer().lcut(text)`` (accurate mode, HMM on): the same tokens, about a fifth faster.
-
-    jieba 0.42.1's algorithm without its generators: the DAG of dictionary words from each
-    position and the best route through it (``get_DAG`` and ``calc``) in one backward
-    loop, each candidate's log frequency computed as jieba does (same floats, same ties:
-    the larger end wins), then the route's words, unknown runs of single characters cut by
-    jieba's own HMM (``jieba.finalseg.cut``). Any other jieba release gets ``lcut`` itself.
-    """
-    global _segmenter
-    if _segmenter is None:
-        _segmenter = _make_segmenter()
-    result: list[str] = _segmenter(text)
-    return result
-
-
-def _make_segmenter() -> Any:
-    jieba = _import_jieba()
-    tk = tokenizer()
-    if getattr(jieba, "__version__", None) != _JIEBA_SEGMENT:
-        return tk.lcut
-    from math import log
-
-    from jieba import finalseg
-
-    hmm_cut = finalseg.cut
-    re_han = jieba.re_han_default
-    re_skip = jieba.re_skip_default
-    han_match = re_han.match
-    skip_match = re_skip.match
-
-    def cut_block(sentence: str, out: list[str], get: Any, logtotal: float) -> None:
-        n = len(sentence)
-        # route[x] = (best log probability of sentence[x:], end of its first word)
-        value = [0.0] * (n + 1)
-        value[n] = 0  # jieba's route[N] = (0, 0)
-        end = [0] * (n + 1)
-        for k in range(n - 1, -1, -1):
-            i = k
-            frag = sentence[k]
-            best_v = 0.0
-            best_x = -1
-            while i < n:
-                f = get(frag)
-                if f is None:
-                    break
-                if f:
-                    v = log(f) - logtotal + value[i + 1]
-                    if best_x < 0 or v > best_v or (v == best_v and i > best_x):
-                        best_v, best_x = v, i
-                i += 1
-                frag = sentence[k:i + 1]
-            if best_x < 0:  # no dictionary word: the character alone, log(1)
-                best_v, best_x = log(1) - logtotal + value[k + 1], k
-            value[k] = best_v
-            end[k] = best_x
-        x = 0
-        buf = ""
-        while x < n:
-            y = end[x] + 1
-            if y - x == 1:
-                buf += sentence[x]
-            else:
-                if buf:
-                    if len(buf) == 1:
-                        out.append(buf)
-                    elif not get(buf):
-                        out.extend(hmm_cut(buf))
-                    else:
-                        out.extend(buf)
-                    buf = ""
-                out.append(sentence[x:y])
-            x = y
-        if buf:
-            if len(buf) == 1:
-                out.append(buf)
-            elif not get(buf):
-                out.extend(hmm_cut(buf))
-            else:
-                out.extend(buf)
-
-    def lcut(text: str) -> list[str]:
-        # Read at every call, as jieba does: add_word() changes them.
-        get = tk.FREQ.get
-        logtotal = log(tk.total)
-        out: list[str] = []
-        for blk in re_han.split(text):
-            if not blk:
-                continue
-            if han_match(blk):
-                cut_block(blk, out, get, logtotal)
-            else:
-                for x in re_skip.split(blk):
-                    if skip_match(x):
-                        out.append(x)
-                    else:
-                        out.extend(x)
-        return out
-
-    return lcut
 
 
 @dataclass(frozen=True)
@@ -291,7 +184,7 @@ class ChineseTerms:
         if counts is None:
             counts = Counter()
         if text:
-            counts.update(segment(text) if self._hmm else tokenizer().lcut(text, HMM=False))
+            counts.update(tokenizer().lcut(text, HMM=self._hmm))
         return counts
 
     def _ranked(self, counts: Counter[str], min_len: int, get: Any, median: float) -> list[tuple[float, str]]:

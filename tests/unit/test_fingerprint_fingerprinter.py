@@ -301,27 +301,3 @@ def test_config_override_and_type_errors() -> None:
     assert fp.config.ngram == 3 and fp.identity == fp.config.identity
     with pytest.raises(InvalidDocument, match="expected FingerprintConfig, got dict"):
         Fingerprinter({"lang": "en"})  # type: ignore[arg-type]
-
-
-def test_segment_gives_the_tokens_of_jieba_lcut() -> None:
-    """chinese.segment reimplements jieba 0.42.1's accurate mode with HMM: the same tokens, always."""
-    import json
-
-    from simpg.fingerprint.chinese import segment, tokenizer
-    from simpg.fingerprint.normalize import normalize, split_scripts
-
-    tk = tokenizer()
-    rng = random.Random(8)
-    han = [chr(0x4E00 + rng.randrange(0x51D6)) for _ in range(60)]  # jieba's Han range ends at U+9FD5
-    common = list("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会"
-                  "可主发年动同工也能下过子说产种面而方后多")
-    other = list("〇㐀鿿龘ーカ漢字abcXYZ019+#&._%-  \n\r\t，。！？、；：（）《》“”\u3000𠀀é\u0301_")
-    alphabet = common * 3 + han + other
-    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))) for _ in range(1500)]
-    texts += ["", " ", "\r\n", "a", "中", "。", "中文" * 50, "结巴分词很快" * 20]
-    data = Path(__file__).resolve().parents[2] / "bench" / "data" / "quality" / "zh.jsonl"
-    if data.exists():
-        docs = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()[:40]]
-        texts += docs + [normalize(d) for d in docs] + [split_scripts(normalize(d))[0] for d in docs]
-    for text in texts:
-        assert segment(text) == tk.lcut(text), text
