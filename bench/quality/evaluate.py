@@ -37,7 +37,10 @@ from bench.quality.sources import REPO, log  # noqa: E402
 from bench.quality.truth import ShingleMatrix, Truth  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-LANG_NAMES = {"en": "English", "zh": "Chinese", "mixed": "Mixed script (ja, ko, ru, uk, fa, ar)"}
+LANG_NAMES = {"en": "English", "zh": "Chinese", "mixed": "Mixed script"}
+#: The mixed-script part's languages, per part (fresh adds Greek, Hebrew, Thai and Georgian).
+MIXED_LANGS = {"tune": "ja, ko, ru, uk, fa, ar", "heldout": "ja, ko, ru, uk, fa, ar",
+               "fresh": "ja, ko, ru, uk, fa, ar, el, he, th, ka"}
 
 
 def evaluate(
@@ -127,7 +130,8 @@ def markdown(result: dict, meta: dict) -> str:
     lines.append("")
     for lang, block in result["langs"].items():
         c = block["corpus"]
-        lines.append(f"## {LANG_NAMES.get(lang, lang)} — `{lang}`")
+        langs = f" ({MIXED_LANGS[result['part']]})" if lang == "mixed" and result.get("part") in MIXED_LANGS else ""
+        lines.append(f"## {LANG_NAMES.get(lang, lang)}{langs} — `{lang}`")
         lines.append("")
         lines.append(
             f"{_num(c['docs'])} documents ({_num(c['bases'])} bases, {_num(c['variants'])} planted variants; "
