@@ -9,14 +9,20 @@ SET client_min_messages = warning;
 BEGIN;
 SELECT plan(26);
 
--- the API
-SELECT has_function('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name']);
-SELECT has_function('simpg', 'pairs', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name']);
-SELECT has_function('simpg', 'clusters', ARRAY['regclass', 'integer', 'name', 'name', 'text']);
-SELECT has_function('simpg', 'clusters', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name', 'text']);
-SELECT has_function('simpg', 'duplicate_stats', ARRAY['regclass', 'integer', 'name', 'name', 'text']);
-SELECT has_function('simpg', 'cluster_sizes', ARRAY['regclass', 'integer', 'name', 'name', 'text']);
-SELECT volatility_is('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name'], 'stable');
+-- the API (the last three arguments: sketch_column, max_sketch_distance, bands)
+SELECT has_function('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name', 'name', 'integer', 'boolean']);
+SELECT has_function('simpg', 'pairs', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name',
+                                            'name', 'integer', 'boolean']);
+SELECT has_function('simpg', 'clusters', ARRAY['regclass', 'integer', 'name', 'name', 'text',
+                                               'name', 'integer', 'boolean']);
+SELECT has_function('simpg', 'clusters', ARRAY['anyelement', 'regclass', 'integer', 'name', 'name', 'text',
+                                               'name', 'integer', 'boolean']);
+SELECT has_function('simpg', 'duplicate_stats', ARRAY['regclass', 'integer', 'name', 'name', 'text',
+                                                      'name', 'integer', 'boolean']);
+SELECT has_function('simpg', 'cluster_sizes', ARRAY['regclass', 'integer', 'name', 'name', 'text',
+                                                    'name', 'integer', 'boolean']);
+SELECT volatility_is('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name', 'name', 'integer', 'boolean'],
+                     'stable');
 SELECT volatility_is('simpg', 'fingerprint_clusters', ARRAY['regclass', 'integer', 'name'], 'stable',
                      'fingerprint_clusters is STABLE, so its passes share the caller''s snapshot');
 
