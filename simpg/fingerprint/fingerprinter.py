@@ -621,10 +621,11 @@ class Fingerprinter:
             return _attempt(self.fingerprint, doc), None
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
         # The sketch's word hashes across fields in order (as in the fields joined by
-        # newlines), and each field's folded text: one field in a spaceless script turns the
-        # whole document's shingles to characters (minhash._tokens).
+        # newlines), and each field's folded text with its letters and digits if _tokens
+        # found them: one field in a spaceless script turns the whole document's shingles
+        # to characters (minhash._tokens).
         words: list[npt.NDArray[np.uint64]] = []
-        folded_fields: list[str] = []
+        folded_fields: list[tuple[str, npt.NDArray[np.uint64] | None]] = []
         spaceless = False
         word_features = self._config.lang != "zh"
         for field, text in fields:
@@ -633,7 +634,7 @@ class Fingerprinter:
                 separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
                 found, word = minhash._ascii_word_hashes(separated)
                 words.append(found)
-                folded_fields.append(norm)
+                folded_fields.append((norm, None))
                 # word_text(norm): the same words, one space between them
                 made = cut_runs(joined_words(separated, word)) if word_features else None
             else:
@@ -641,14 +642,15 @@ class Fingerprinter:
                 norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
                 found, chars = minhash._tokens(folded)
                 words.append(found)
-                folded_fields.append(folded)
+                folded_fields.append((folded, chars if len(chars) else None))
                 spaceless = spaceless or len(chars) > 0
                 made = None
             if text and not text.isspace():
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
         if spaceless:  # every field's letters and digits, as minhash._tokens of the joined text
-            return fp, (minhash._NO_CHARS, np.concatenate([minhash._alnum_codes(f) for f in folded_fields]))
+            return fp, (minhash._NO_CHARS, np.concatenate(
+                [minhash._alnum_codes(f) if chars is None else chars for f, chars in folded_fields]))
         return fp, (np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
                     minhash._NO_CHARS)
 
