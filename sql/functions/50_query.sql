@@ -298,73 +298,149 @@ CREATE FUNCTION simpg.unquote_literal(literal text) RETURNS text
 COMMENT ON FUNCTION simpg.unquote_literal(text) IS
     'The value of a string literal as quote_literal writes it';
 
--- prepared_lookup: the name of this session's prepared statement (SQL PREPARE) for a
--- kind of lookup on rel.col, and the radius it was made for; a NULL radius when there
--- is none that simpg can trust (prepare_lookup then makes one). The statement outlives
--- the call, so later calls skip the catalog, the layout arithmetic and the planner:
--- that is what makes simpg.near as fast as a client's own prepared statement. It is
--- trusted only if its text is exactly lookup_statement's for the layout it states:
--- anyone in the session could have prepared a statement of that name, and it runs with
--- the caller's rights. Whether the stated layout is still the table's is checked by
--- layout_is whenever PostgreSQL plans it, and any change to the table's columns makes
--- PostgreSQL plan it again. simpg.duplicates's statements are per sketch column too.
-CREATE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name, sketch_column name DEFAULT NULL,
-                                      OUT statement_name text, OUT radius integer)
+-- statement_radius: the radius of a session's prepared lookup statement, given its
+-- name and text (pg_prepared_statements), if simpg can trust it; NULL if not. Anyone in
+-- the session could have prepared a statement of that name, and it runs with the
+-- caller's rights, so it is trusted only if its text is exactly lookup_statement's for
+-- the layout it states. That layout follows layout_is's table, up to the first ') AND (':
+-- '<col>'::name, <k>, '{<levels>}'::integer[], '{<prefix columns>}'::name[], <sole>) AND (
+-- Whether it is still the table's is checked by layout_is whenever PostgreSQL plans the
+-- statement, and any change to the table's columns makes PostgreSQL plan it again.
+-- It runs at every lookup, so the common case is read with split_part and checked by
+-- the comparison alone (a claim lookup_statement would not write fails a cast or the
+-- comparison); only names that need quoting take the regular expression, which costs
+-- as much again.
+CREATE FUNCTION simpg.statement_radius(kind text, rel regclass, sketch_column name, statement_name text,
+                                       statement text)
+    RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_attnum smallint := 0;  -- 0: the table's only index
-    v_text text;
-    v_rest text;
-    v_piece text;
-    v_mark text := format('simpg.layout_is(%s::oid::regclass, ', rel::oid);
-    v_claim text[];
+    v_head text := format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind));
+    v_rest text := split_part(statement, format('simpg.layout_is(%s::oid::regclass, ', rel::oid), 2);
+    v_claim text[] := string_to_array(split_part(v_rest, ') AND (', 1), ', ');
 BEGIN
-    IF col IS NOT NULL THEN
-        SELECT a.attnum INTO v_attnum FROM pg_attribute AS a
-        WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF statement IS NULL THEN
+        RETURN NULL;
     END IF;
-    statement_name := format('simpg_%s_%s_%s', kind, rel::oid, v_attnum);
-    IF sketch_column IS NOT NULL THEN  -- no such column: no name, and prepare_lookup says why
-        statement_name := statement_name || '_' || (SELECT a.attnum FROM pg_attribute AS a
-                                                    WHERE a.attrelid = rel AND a.attname = sketch_column
-                                                      AND a.attnum > 0 AND NOT a.attisdropped);
+    BEGIN
+        IF cardinality(v_claim) = 5 AND left(v_claim[1], 1) = '''' AND statement = v_head
+               || simpg.lookup_statement(kind, rel, substr(v_claim[1], 2, length(v_claim[1]) - 8)::name,
+                                         v_claim[2]::integer, substr(v_claim[3], 2, length(v_claim[3]) - 13)::integer[],
+                                         substr(v_claim[4], 2, length(v_claim[4]) - 10)::name[], v_claim[5]::boolean,
+                                         sketch_column) THEN
+            RETURN v_claim[2]::integer;
+        END IF;
+    EXCEPTION WHEN data_exception THEN  -- a claim lookup_statement would not write (a bad number, a NULL name)
+        NULL;
+    END;
+    -- names lookup_statement quotes: the claim's literals may hold ', ' and doubled quotes
+    v_claim := regexp_match(v_rest,
+        '^(E?''(?:[^'']|'''')*'')::name, (\d{1,2}), ''(\{\d{1,2}(?:,\d{1,2})?\})''::integer\[\], '
+        '(E?''(?:[^'']|'''')*'')::name\[\], (true|false)\) AND \(');
+    IF v_claim IS NOT NULL AND array_position(simpg.unquote_literal(v_claim[4])::name[], NULL) IS NULL
+       AND statement = v_head || simpg.lookup_statement(kind, rel, simpg.unquote_literal(v_claim[1])::name,
+                                                        v_claim[2]::integer, v_claim[3]::integer[],
+                                                        simpg.unquote_literal(v_claim[4])::name[],
+                                                        v_claim[5]::boolean, sketch_column) THEN
+        RETURN v_claim[2]::integer;
     END IF;
-    SELECT p.statement INTO v_text FROM pg_prepared_statements AS p WHERE p.name = statement_name;
-    -- the layout it states follows layout_is's table, up to the first ') AND (':
-    -- '<col>'::name, <k>, '{<levels>}'::integer[], '{<prefix columns>}'::name[], <sole>) AND (
-    -- Read from that piece only, and with plain string functions when the names are
-    -- plain (a regular expression with groups, even on the piece, cost a third of a
-    -- lookup). Wherever the piece is cut, the text must then equal lookup_statement's
-    -- for the layout read, or the statement is not used.
-    v_rest := substr(v_text, strpos(v_text, v_mark) + length(v_mark));
-    v_piece := left(v_rest, strpos(v_rest, ') AND (') + 6);
-    IF v_piece ~ ('^''[A-Za-z_][A-Za-z0-9_$]*''::name, [0-9]{1,2}, ''[{][0-9]{1,2}(,[0-9]{1,2})?[}]''::integer\[\], '
-                  '''[{][A-Za-z_][A-Za-z0-9_$]*(,[A-Za-z_][A-Za-z0-9_$]*)*[}]''::name\[\], (true|false)\) AND \($') THEN
-        -- every cast below succeeds on this form (an unquoted NULL element is checked)
-        v_claim := string_to_array(v_piece, ', ');
-        v_claim := ARRAY[substr(v_claim[1], 2, length(v_claim[1]) - 8), v_claim[2],
-                         substr(v_claim[3], 2, length(v_claim[3]) - 13), substr(v_claim[4], 2, length(v_claim[4]) - 10),
-                         left(v_claim[5], -7)];
-    ELSE  -- quoted names
-        v_claim := regexp_match(v_piece,
-            '^(E?''(?:[^'']|'''')*'')::name, (\d{1,2}), ''(\{\d{1,2}(?:,\d{1,2})?\})''::integer\[\], '
-            '(E?''(?:[^'']|'''')*'')::name\[\], (true|false)\) AND \($');
-        v_claim := ARRAY[simpg.unquote_literal(v_claim[1]), v_claim[2], v_claim[3], simpg.unquote_literal(v_claim[4]),
-                         v_claim[5]];
-    END IF;
-    IF v_claim[5] IS NOT NULL AND array_position(v_claim[4]::name[], NULL) IS NULL
-       AND v_text = format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind))
-                    || simpg.lookup_statement(kind, rel, v_claim[1]::name, v_claim[2]::integer, v_claim[3]::integer[],
-                                              v_claim[4]::name[], v_claim[5]::boolean, sketch_column) THEN
-        radius := v_claim[2]::integer;
-    END IF;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.statement_radius(text, regclass, name, text, text) IS
+    'Internal: the radius of a prepared lookup statement of this name and text if it is exactly one simpg prepares, else NULL';
+
+-- lookup_statement_name: the name of the session's prepared statement (SQL PREPARE) for
+-- a kind of lookup on a column of rel (its attnum; 0: the table's only index), with the
+-- sketch column's attnum for simpg.duplicates's kinds.
+-- STABLE, as format() is: an IMMUTABLE SQL function calling it is not inlined, and runs
+-- its own planner once per transaction (a tenth of a lookup).
+CREATE FUNCTION simpg.lookup_statement_name(kind text, rel regclass, col_attnum smallint, sketch_attnum smallint)
+    RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN pg_catalog.format('simpg_%s_%s_%s', kind, rel::oid, col_attnum)
+           || CASE WHEN sketch_attnum IS NULL THEN '' ELSE '_' || sketch_attnum END;
+
+COMMENT ON FUNCTION simpg.lookup_statement_name(text, regclass, smallint, smallint) IS
+    'Internal: the name of the session''s prepared statement for a kind of lookup on a table';
+
+-- prepared_lookup: the name of this session's prepared statement for a kind of lookup on
+-- rel.col, and the radius it was made for; a NULL radius when there is none that simpg
+-- can trust (simpg.statement_radius; prepare_lookup then makes one). The statement
+-- outlives the call, so later calls skip the catalog, the layout arithmetic and the
+-- planner. simpg.duplicates's statements are per sketch column too. A column that does
+-- not exist gives no name (prepare_lookup says why).
+CREATE FUNCTION simpg.prepared_lookup(kind text, rel regclass, col name, sketch_column name DEFAULT NULL,
+                                      OUT statement_name text, OUT radius integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    -- plans made once per session: a custom plan per call would cost more than the lookup
+    SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    -- scalar subqueries, not joins: a hash join's table costs more than the whole lookup
+    SELECT s.name, simpg.statement_radius(kind, rel, sketch_column, s.name,
+                                          (SELECT p.statement FROM pg_prepared_statements AS p WHERE p.name = s.name))
+    INTO statement_name, radius
+    FROM (SELECT simpg.lookup_statement_name(
+                     kind, rel,
+                     CASE WHEN col IS NULL THEN 0::smallint
+                          ELSE (SELECT a.attnum FROM pg_attribute AS a
+                                WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped) END,
+                     CASE WHEN sketch_column IS NOT NULL
+                          THEN (SELECT a.attnum FROM pg_attribute AS a
+                                WHERE a.attrelid = rel AND a.attname = sketch_column AND a.attnum > 0
+                                  AND NOT a.attisdropped) END) AS name) AS s;
 END
 $$;
 
 COMMENT ON FUNCTION simpg.prepared_lookup(text, regclass, name, name) IS
     'Name of the session''s prepared lookup statement on rel and its radius (NULL if there is none simpg made)';
+
+-- session_lookup: what the lookup functions (simpg.near, near_many, duplicates) need
+-- before they run their statement, in one call: the table whose row type tbl is
+-- (simpg.lookup_rel), checked against the transaction's snapshot
+-- (simpg.snapshot_sees_table), and its prepared_lookup. The common case (a plain table
+-- not rewritten, the table's only index) is one catalog query: a lookup itself reads
+-- only a few index pages, so each query here is a noticeable part of it.
+CREATE FUNCTION simpg.session_lookup(kind text, tbl anyelement, col name, sketch_column name DEFAULT NULL,
+                                     OUT rel regclass, OUT statement_name text, OUT radius integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    -- plans made once per session: a custom plan per call would cost more than the lookup
+    SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_current boolean;
+    v_text text;
+BEGIN
+    SELECT c.oid, c.relkind = 'r' AND c.relfilenode = pg_relation_filenode(c.oid), s.name,
+           (SELECT p.statement FROM pg_prepared_statements AS p WHERE p.name = s.name)  -- no hash join: see prepared_lookup
+    INTO rel, v_current, statement_name, v_text
+    FROM pg_type AS typ
+    JOIN pg_class AS c ON c.oid = typ.typrelid
+    CROSS JOIN LATERAL (SELECT simpg.lookup_statement_name(kind, c.oid, 0::smallint, NULL) AS name) AS s
+    WHERE typ.oid = pg_typeof(tbl);
+    IF rel IS NULL THEN
+        rel := simpg.lookup_rel(tbl);  -- raises: not a table's row type
+    END IF;
+    IF NOT v_current THEN  -- partitioned, or rewritten: raises if the snapshot is older
+        PERFORM simpg.snapshot_sees_table(rel);
+    END IF;
+    IF col IS NULL AND sketch_column IS NULL THEN
+        radius := simpg.statement_radius(kind, rel, NULL, statement_name, v_text);
+    ELSE
+        SELECT l.statement_name, l.radius INTO statement_name, radius
+        FROM simpg.prepared_lookup(kind, rel, col, sketch_column) AS l;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.session_lookup(text, anyelement, name, name) IS
+    'Internal: the table of a lookup function''s first argument, checked against the snapshot, and the session''s prepared statement for it';
 
 -- prepare_lookup: (re)prepares prepared_lookup's statement from the catalog.
 -- Contract: raises for what checked_layout raises (k above the radius, no such index),
@@ -417,7 +493,7 @@ COMMENT ON FUNCTION simpg.lookup_rel(anyelement) IS
 -- near: every row of a table within distance k of fp, nearest first, read through the
 -- prefix indexes. Polymorphic: SELECT * FROM simpg.near(NULL::articles, 1234, 3).
 -- The distance of a row is simpg.hamming(its fingerprint column, fp). It runs the
--- session's prepared statement for the table (simpg.prepared_lookup) with its one
+-- session's prepared statement for the table (simpg.session_lookup) with its one
 -- generic plan: a call costs about what a client's own prepared statement does.
 CREATE FUNCTION simpg.near(tbl anyelement, fp bigint, k integer, col name DEFAULT NULL)
     RETURNS SETOF anyelement
@@ -428,7 +504,6 @@ CREATE FUNCTION simpg.near(tbl anyelement, fp bigint, k integer, col name DEFAUL
     SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_rel regclass := simpg.lookup_rel(tbl);
     v_lookup record;
 BEGIN
     IF fp IS NULL THEN
@@ -438,10 +513,9 @@ BEGIN
         RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM simpg.snapshot_sees_table(v_rel);
-    v_lookup := simpg.prepared_lookup('near', v_rel, col);
+    v_lookup := simpg.session_lookup('near', tbl, col);
     IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
-        v_lookup := simpg.prepare_lookup('near', v_rel, k, col);
+        v_lookup.statement_name := (simpg.prepare_lookup('near', v_lookup.rel, k, col)).statement_name;
     END IF;
     BEGIN
         RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint, %s::integer)', v_lookup.statement_name, fp, k);
@@ -449,7 +523,7 @@ BEGIN
     -- finds its stated layout wrong (SPG01), a prefix column gone, or other columns
     -- ("cached plan must not change result type")
     EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported THEN
-        v_lookup := simpg.prepare_lookup('near', v_rel, k, col);
+        v_lookup.statement_name := (simpg.prepare_lookup('near', v_lookup.rel, k, col)).statement_name;
         RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint, %s::integer)', v_lookup.statement_name, fp, k);
     END;
 END
@@ -470,7 +544,6 @@ CREATE FUNCTION simpg.near_many(tbl anyelement, fps bigint[], k integer, col nam
     SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_rel regclass := simpg.lookup_rel(tbl);
     v_lookup record;
 BEGIN
     IF fps IS NULL THEN
@@ -480,15 +553,14 @@ BEGIN
         RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM simpg.snapshot_sees_table(v_rel);
-    v_lookup := simpg.prepared_lookup('many', v_rel, col);
+    v_lookup := simpg.session_lookup('many', tbl, col);
     IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN
-        v_lookup := simpg.prepare_lookup('many', v_rel, k, col);
+        v_lookup.statement_name := (simpg.prepare_lookup('many', v_lookup.rel, k, col)).statement_name;
     END IF;
     BEGIN
         RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint[], %s::integer)', v_lookup.statement_name, fps, k);
     EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported THEN
-        v_lookup := simpg.prepare_lookup('many', v_rel, k, col);
+        v_lookup.statement_name := (simpg.prepare_lookup('many', v_lookup.rel, k, col)).statement_name;
         RETURN QUERY EXECUTE format('EXECUTE %I(%L::bigint[], %s::integer)', v_lookup.statement_name, fps, k);
     END;
 END

@@ -100,7 +100,6 @@ CREATE FUNCTION simpg.duplicates(tbl anyelement, fp bigint, k integer, sketch bi
     SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_rel regclass := simpg.lookup_rel(tbl);
     v_kind text := CASE WHEN bands IS NULL THEN 'duplicates' ELSE 'banded' END;
     v_lookup record;
     v_arguments text;
@@ -138,10 +137,9 @@ BEGIN
         END IF;
         bands := bands[:];  -- subscripts from 1, whatever the array's own lower bound
     END IF;
-    PERFORM simpg.snapshot_sees_table(v_rel);
-    v_lookup := simpg.prepared_lookup(v_kind, v_rel, col, sketch_column);
+    v_lookup := simpg.session_lookup(v_kind, tbl, col, sketch_column);
     IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
-        v_lookup := simpg.prepare_lookup(v_kind, v_rel, k, col, sketch_column);
+        v_lookup.statement_name := (simpg.prepare_lookup(v_kind, v_lookup.rel, k, col, sketch_column)).statement_name;
     END IF;
     v_arguments := format('(%L::bigint, %s::integer, %L::bit(256), %L::bigint[], %s::integer)',
                           fp, k, sketch, bands, max_sketch_distance);
@@ -150,7 +148,7 @@ BEGIN
     -- the table changed since the statement was prepared (as in simpg.near); a sketch or
     -- band column of another type now: prepare_lookup names it
     EXCEPTION WHEN SQLSTATE 'SPG01' OR undefined_column OR feature_not_supported OR undefined_function THEN
-        v_lookup := simpg.prepare_lookup(v_kind, v_rel, k, col, sketch_column);
+        v_lookup.statement_name := (simpg.prepare_lookup(v_kind, v_lookup.rel, k, col, sketch_column)).statement_name;
         RETURN QUERY EXECUTE format('EXECUTE %I', v_lookup.statement_name) || v_arguments;
     END;
 END
