@@ -318,3 +318,21 @@ def test_a_call_runs_the_statement_the_last_call_prepared(conn, column):
                                      "WHERE name LIKE 'simpg\\_near\\_%'").fetchall())
     assert len(prepared[0]) == 1 and prepared[0] == prepared[1] == prepared[2]
     assert conn.execute("SELECT radius FROM simpg.prepared_lookup('near', 'corpus', NULL)").fetchone() == (2,)
+
+
+def test_a_statement_whose_stated_layout_does_not_parse_is_replaced(conn):
+    """The session's statement is read as simpg's only if its stated layout parses and
+    its text is then exactly simpg's. A statement of that name whose "layout" holds no
+    numbers (here inside a string literal) must be replaced, not raise a cast error."""
+    conn.execute("CREATE TABLE corpus (id bigserial PRIMARY KEY, fp bigint NOT NULL)")
+    conn.execute("INSERT INTO corpus (fp) SELECT g FROM generate_series(1, 100) AS g")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 2, 3)")
+    oid = conn.execute("SELECT 'corpus'::regclass::oid").fetchone()[0]
+    name = f"simpg_near_{oid}_0"
+    conn.execute(f"PREPARE {name}(bigint, integer) AS SELECT t.* FROM public.corpus AS t "
+                 f"WHERE 'simpg.layout_is({oid}::oid::regclass, ''fp''::name, x, ''{{y}}''::integer[], "
+                 f"''{{NULL}}''::name[], maybe) AND (' <> '' AND $1 IS NOT NULL AND $2 IS NOT NULL")
+    assert conn.execute("SELECT radius FROM simpg.prepared_lookup('near', 'corpus', NULL)").fetchone() == (None,)
+    got = {r[0] for r in conn.execute("SELECT fp FROM simpg.near(NULL::corpus, 8, 2)").fetchall()}
+    assert got == {g for g in range(1, 101) if bits.hamming(g, 8) <= 2}
+    assert conn.execute("SELECT radius FROM simpg.prepared_lookup('near', 'corpus', NULL)").fetchone() == (2,)
