@@ -279,8 +279,9 @@ def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int, max
 
 def _all_pairs(decided: list[tuple[int, int, int, int | None]], copies: dict[int, list[int]],
                confirm: bool) -> list[tuple[int, int, int, int | None]]:
-    """The pairs of :func:`_decide` for every copy, and the copies' pairs among themselves
-    (distance 0, and sketch distance 0 when sketches confirm).
+    """The pairs of :func:`_decide` for every copy, and the copies' pairs among themselves.
+
+    Copies are 0 bits apart, and 0 sketch bits when sketches confirm.
     """
     out = [(min(x, y), max(x, y), d, sd) for a, b, d, sd in decided
            for x in copies.get(a, [a]) for y in copies.get(b, [b])]
