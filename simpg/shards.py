@@ -427,34 +427,89 @@ def check_range_shards(conn: psycopg.Connection[Any], table: str, column: str | 
 
 
 def prepare_range_shard(conn: psycopg.Connection[Any], table: str, shard: Shard, *, column: str | None = None,
-                        remote_schema: str | None = None) -> list[str]:
+                        remote_schema: str | None = None, load: tuple[int, int] | None = None) -> list[str]:
     """Make the shard's permuted tables and B-trees (``simpg.range_shard_ddl``), over a connection to it.
 
     The coordinator first reaches the shard through postgres_fdw (a shard it cannot
     reach is an error naming it); the statements are ``IF NOT EXISTS``, so running this
-    again resumes. Returns the statements run on the shard.
+    again resumes. With ``load=(shard_number, shard_count)`` (the caller has checked
+    that the coordinator reaches the shard) the shard's tables are
+    emptied and filled with the rows of ``table`` in its range, by ``COPY`` from the
+    coordinator straight to the shard, before the B-trees are built: the fast path of a
+    first load (postgres_fdw would send each row to the shards once per permuted table).
+    The caller keeps ``table`` still (a ``SHARE`` lock) until the shard is attached.
+    Returns the statements run on the shard.
     """
-    first = range_layout(conn, table, column).tables[0]
-    names = _rows(conn, "SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class AS c "
-                        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = %s::regclass",
-                  [first])[0]
-    problems = _rows(conn, "SELECT r.problem, r.detail FROM simpg.remote_range_problems(%s, %s, %s) AS r",
-                     [shard.name, remote_schema or names[0], names[1]])
-    bad = [(p, d) for p, d in problems if p not in ("table missing", "missing b-tree")]
-    if bad:
-        raise SimpgError(f"shard {shard.name}: " + "; ".join(f"{p}: {d}" for p, d in bad))
+    info = range_layout(conn, table, column)
+    if load is None:
+        _reachable(conn, info, shard, remote_schema)
     statements = range_shard_ddl(conn, table, column=column, remote_schema=remote_schema)
+    creates = [s for s in statements if s.startswith("CREATE TABLE")]
+    indexes = [s for s in statements if not s.startswith("CREATE TABLE")]
     try:
         with psycopg.connect(shard.dsn, autocommit=True) as remote:
             with remote.transaction():
-                for statement in statements:
+                for statement in creates:
                     logger.info("shard %s: %s", shard.name, statement)
                     remote.execute(statement)
+                if load is not None:
+                    _copy_to_shard(conn, remote, table, info, shard, load, remote_schema)
+                for statement in indexes:
+                    logger.info("shard %s: %s", shard.name, statement)
+                    remote.execute(statement)
+            if load is not None:
+                for t in range(len(info.tables)):
+                    remote.execute(sql.SQL("ANALYZE {}").format(_shard_table(conn, info, t, remote_schema)))
     except psycopg.OperationalError as err:
         raise SimpgError(f"shard {shard.name}: cannot connect ({str(err).strip().splitlines()[0]})") from None
     except psycopg.Error as err:
         raise SimpgError(f"shard {shard.name}: {translate(err)}") from err
     return statements
+
+
+def _reachable(conn: psycopg.Connection[Any], info: RangeLayout, shard: Shard, remote_schema: str | None) -> None:
+    """Raise naming the shard unless the coordinator reaches it through postgres_fdw."""
+    first = _split_name(conn, info.tables[0])
+    problems = _rows(conn, "SELECT r.problem, r.detail FROM simpg.remote_range_problems(%s, %s, %s) AS r",
+                     [shard.name, remote_schema or first[0], first[1]])
+    bad = [(p, d) for p, d in problems if p not in ("table missing", "missing b-tree")]
+    if bad:
+        raise SimpgError(f"shard {shard.name}: " + "; ".join(f"{p}: {d}" for p, d in bad))
+
+
+def _shard_table(conn: psycopg.Connection[Any], info: RangeLayout, t: int, remote_schema: str | None) -> sql.Identifier:
+    schema_name, name = _split_name(conn, info.tables[t])
+    return sql.Identifier(remote_schema or schema_name, name)
+
+
+def _copy_to_shard(conn: psycopg.Connection[Any], remote: psycopg.Connection[Any], table: str, info: RangeLayout,
+                   shard: Shard, load: tuple[int, int], remote_schema: str | None) -> None:
+    """Empty the shard's permuted tables and COPY into them the rows of ``table`` in the shard's range."""
+    number, count = load
+    bounds = _rows(conn, "SELECT b.lo, b.hi FROM simpg.range_shard_bounds(%s, %s, %s) AS b WHERE b.shard_number = %s",
+                   [info.layout.k, list(info.layout.levels), count, number])
+    lo, hi = bounds[0]
+    base = sql.Identifier(*_split_name(conn, table))
+    fp, key = sql.Identifier(info.column), sql.Identifier(info.key_column)
+    for t in range(len(info.tables)):
+        target = _shard_table(conn, info, t, remote_schema)
+        remote.execute(sql.SQL("TRUNCATE {}").format(target))
+        # constants in the text: simpg.permute folds to shifts and masks
+        permuted = sql.SQL("simpg.permute(b.{}, {}, {}::integer[], {})").format(
+            fp, sql.Literal(info.layout.k), sql.Literal("{" + ",".join(map(str, info.layout.levels)) + "}"),
+            sql.Literal(t))
+        where = [sql.SQL("b.{} IS NOT NULL").format(fp)]
+        if lo is not None:
+            where.append(sql.SQL("{} >= {}").format(permuted, sql.Literal(lo)))
+        if hi is not None:
+            where.append(sql.SQL("{} < {}").format(permuted, sql.Literal(hi)))
+        out = sql.SQL("COPY (SELECT {}, b.{}::bigint, b.{} FROM {} AS b WHERE {}) TO STDOUT").format(
+            permuted, key, fp, base, sql.SQL(" AND ").join(where))
+        with conn.cursor().copy(out) as source, \
+                remote.cursor().copy(sql.SQL("COPY {} (p, key, fp) FROM STDIN").format(target)) as sink:
+            for block in source:
+                sink.write(block)
+        logger.info("shard %s: %s loaded", shard.name, target.as_string(remote))
 
 
 def attach_range_shard(conn: psycopg.Connection[Any], table: str, server: str, shard_number: int, shard_count: int,
@@ -475,10 +530,11 @@ def create_range_shards(conn: psycopg.Connection[Any], table: str, column: str, 
        or the table's own rows; refused before anything is made if the layout's
        smallest prefix is too short for the number of shards.
     2. Per shard, in order: its foreign server and user mapping (:func:`create_server`),
-       its permuted tables (:func:`prepare_range_shard`), ``simpg.attach_range_shard``
+       its permuted tables, loaded (:func:`prepare_range_shard`), ``simpg.attach_range_shard``
        with its position.
-    3. When a shard was attached, ``simpg.range_fill``: the table's rows, through the
-       coordinator (docs/shards.md shows the faster COPY path for big tables).
+    Each shard gets its rows of every permuted table by ``COPY`` from the coordinator
+    before its B-trees are built (:func:`prepare_range_shard` with ``load``); writers of
+    ``table`` wait (a ``SHARE`` lock) until the last shard is attached.
 
     Running it again resumes. Returns ``simpg.check_range_shards`` without the row
     counts: ``[]`` when all is well.
@@ -503,23 +559,23 @@ def create_range_shards(conn: psycopg.Connection[Any], table: str, column: str, 
                   [table, column, k, wanted.levels[0] if wanted else None,
                    wanted.levels[1] if wanted and len(wanted.levels) > 1 else None, key_column])
             _shard_bounds(conn, range_layout(conn, table, column).layout, len(shard_list))
-    layout = range_layout(conn, table, column).layout
     attached = {info.server for info in range_shards(conn, table, column)}
-    added = False
-    for number, shard in enumerate(shard_list):
-        if shard.name in attached:
-            continue
+    todo = [(number, shard) for number, shard in enumerate(shard_list) if shard.name not in attached]
+    info = range_layout(conn, table, column)
+    for _, shard in todo:
         create_server(conn, shard)
-        prepare_range_shard(conn, table, shard, column=column)
+        _reachable(conn, info, shard, None)
+    if todo:
+        # postgres_fdw reads a shard in one snapshot per coordinator transaction: the
+        # transaction below reaches each shard first when attaching it, after its load
         with conn.transaction():
-            names = attach_range_shard(conn, table, shard.name, number, len(shard_list), column=column)
-        logger.info("coordinator: attached %s (server %s, shard %s of %s)", ", ".join(names), shard.name,
-                    number + 1, len(shard_list))
-        added = True
-    if added:
-        with conn.transaction():
-            filled = _rows(conn, "SELECT simpg.range_fill(%s::regclass, %s)", [table, column])[0][0]
-        logger.info("coordinator: %s rows in each of %s permuted tables", filled, layout.tables)
+            # the table holds still from the first copy to the last attach: writers wait
+            conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(*_split_name(conn, table))))
+            for number, shard in todo:
+                prepare_range_shard(conn, table, shard, column=column, load=(number, len(shard_list)))
+                names = attach_range_shard(conn, table, shard.name, number, len(shard_list), column=column)
+                logger.info("coordinator: attached %s (server %s, shard %s of %s)", ", ".join(names), shard.name,
+                            number + 1, len(shard_list))
     return check_range_shards(conn, table, column, verify_rows=False)
 
 

@@ -369,6 +369,13 @@ def test_truncate_empties_the_shards_and_a_second_table_has_its_own(cluster: Clu
         assert index.near(7, 0) == [] and shards.check_range_shards(conn, "notes") == []
         with psycopg.connect(cluster.shard_dsn(0)) as shard:
             assert shard.execute("SELECT count(*) FROM notes_fp_r0").fetchone() == (0,)
+        # rows written while the triggers were off: check sees it, range_fill rebuilds
+        conn.execute("ALTER TABLE notes DISABLE TRIGGER USER")
+        conn.execute("INSERT INTO notes SELECT g, g FROM generate_series(1, 50) AS g")
+        conn.execute("ALTER TABLE notes ENABLE TRIGGER USER")
+        assert {p.problem for p in shards.check_range_shards(conn, "notes")} == {"row count differs"}
+        assert conn.execute("SELECT simpg.range_fill('notes')").fetchone() == (50,)
+        assert shards.check_range_shards(conn, "notes") == [] and index.near(7, 0) == [Neighbor(7, 0)]
         conn.execute("SELECT simpg.drop_range_index('notes')")
         assert shards.distribution(conn, "notes") == "hash"
         assert conn.execute("SELECT to_regclass('notes_fp_r0')").fetchone() == (None,)
