@@ -459,7 +459,8 @@ def prepare_range_shard(conn: psycopg.Connection[Any], table: str, shard: Shard,
                     remote.execute(statement)
             if load is not None:
                 for t in range(len(info.tables)):
-                    remote.execute(sql.SQL("ANALYZE {}").format(_shard_table(conn, info, t, remote_schema)))
+                    # the visibility map too: lookups are index-only scans
+                    remote.execute(sql.SQL("VACUUM (ANALYZE) {}").format(_shard_table(conn, info, t, remote_schema)))
     except psycopg.OperationalError as err:
         raise SimpgError(f"shard {shard.name}: cannot connect ({str(err).strip().splitlines()[0]})") from None
     except psycopg.Error as err:
