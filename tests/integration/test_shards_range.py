@@ -141,11 +141,12 @@ def cluster(data: Data) -> Iterator[Cluster]:
     try:
         coord, *shard_servers = started
         schema.install_extension_files(sharedir=coord.sharedir)
-        for i, (server, db) in enumerate([(coord, "coord"), (shard_servers[0], "app"), (shard_servers[1], "app")]):
+        for server, db, plain in [(coord, "coord", False), (coord, "coord_plain", True),
+                                  (shard_servers[0], "app", False), (shard_servers[1], "app", True)]:
             with psycopg.connect(server.dsn(), autocommit=True) as conn:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db)))
             with psycopg.connect(server.dsn(db), autocommit=True) as conn:
-                schema.install(conn, plain=i == 2)
+                schema.install(conn, plain=plain)
         found = Cluster(coord, shard_servers)
         with psycopg.connect(found.dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint, body text)")
@@ -310,6 +311,26 @@ def test_a_lookup_reads_one_partition_per_permuted_table(cluster: Cluster, data:
                                            + ", ".join(f"{a}::bigint" for a in args) + ")")]
         assert sum("Subplans Removed: 1" in line for line in plan) == LAYOUT.tables, plan
         assert sum("Foreign Scan on" in line for line in plan) == LAYOUT.tables
+
+
+def test_a_coordinator_with_the_plain_script_sends_the_same_filter(cluster: Cluster, data: Data) -> None:
+    """simpg.hamming is inlined into bit_count before postgres_fdw decides, whichever way
+    simpg was installed on the coordinator: the shards get the distance filter."""
+    with psycopg.connect(cluster.coord.dsn("coord_plain"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE items (id integer PRIMARY KEY, simhash bigint)")
+        conn.execute("INSERT INTO items SELECT u.n, u.fp FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(fp, n)",
+                     [[bits.to_db(int(v)) for v in data.fps]])
+        assert shards.create_shards(conn, "items", "simhash", [Shard("s1", cluster.shard_dsn(0)),
+                                                               Shard("s2", cluster.shard_dsn(1))],
+                                    k=K, blocks=BLOCKS, distribution="range") == []
+        index = ShardedIndex(conn, "items", "simhash")
+        assert [index.near(q) for q in data.queries[::6]] == [brute_near(data, q, K) for q in data.queries[::6]]
+        q = data.queries[0]
+        statement = conn.execute("SELECT simpg.range_near_query('items', %s)", [bits.to_db(q)]).fetchone()[0]
+        remote = remote_sql([r[0] for r in conn.execute("EXPLAIN (VERBOSE, COSTS OFF) " + statement)])
+        assert len(remote) == LAYOUT.tables
+        assert all("bit_count((fp # " in text and "p >= " in text for text in remote), remote
+        assert shards.check_range_shards(conn, "items") == []
 
 
 # -- writes ------------------------------------------------------------------------------
