@@ -19,7 +19,8 @@ simpg.default_levels picks. Measures lookup p50/p99 from one client, lookups/s f
 ``--clients`` clients, bytes per row over the shards; answers compared with each other
 and with a numpy popcount. On one machine the shards share its cores, so lookups/s
 cannot show how either design scales with machines; the round trips and the work per
-lookup are what this measures. Usage:
+lookup are what this measures; so are the writes through the coordinator (single rows, then
+1,000 rows in one statement). Usage:
 
     python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
     python bench/shard_designs.py --rows 1000000 --shards 4
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--shards", type=int, default=2, help="shard servers (2 or more)")
+    parser.add_argument("--writes", type=int, default=200, help="single-row inserts and deletes timed")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.shards < 2:
@@ -175,6 +177,23 @@ def main() -> None:
             for name, make in (("hash", hash_lookup), ("range", range_lookup)):
                 out[f"{name}_lookups_per_s_{args.clients}_clients"] = throughput(make, queries, args.clients,
                                                                                  args.seconds)
+            # writes through the coordinator: one row a statement (hash: one remote row; range:
+            # one per permuted table, by the triggers), then 1,000 rows in one statement
+            for name, table in (("hash", "hashed"), ("range", "ranged")):
+                first = n + 1
+                t0 = time.perf_counter()
+                for i in range(args.writes):
+                    conn.execute(f"INSERT INTO {table} (id, simhash) VALUES (%s, %s)", [first + i, first + i])
+                out[f"{name}_insert_ms"] = (time.perf_counter() - t0) / args.writes * 1e3
+                t0 = time.perf_counter()
+                for i in range(args.writes):
+                    conn.execute(f"DELETE FROM {table} WHERE id = %s", [first + i])
+                out[f"{name}_delete_ms"] = (time.perf_counter() - t0) / args.writes * 1e3
+                t0 = time.perf_counter()
+                conn.execute(f"INSERT INTO {table} (id, simhash) SELECT g, g FROM generate_series(%s::bigint, %s) AS g",
+                             [first, first + 999])
+                out[f"{name}_insert_1000_rows_s"] = time.perf_counter() - t0
+                conn.execute(f"DELETE FROM {table} WHERE id >= %s", [first])
             lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
             statement = lc.execute("SELECT simpg.range_near_query('ranged', %s, 3)",
                                    [int(np.uint64(queries[0]).view(np.int64))]).fetchall()[0][0]
