@@ -402,6 +402,25 @@ def test_truncate_empties_the_shards_and_a_second_table_has_its_own(cluster: Clu
         assert conn.execute("SELECT to_regclass('notes_fp_r0')").fetchone() == (None,)
 
 
+def test_a_partitioned_table_on_the_coordinator_is_kept_in_step_through_its_parent(cluster: Cluster) -> None:
+    with coord(cluster) as conn:
+        conn.execute("CREATE TABLE parts (id bigint PRIMARY KEY, fp bigint) PARTITION BY HASH (id)")
+        for r in range(2):
+            conn.execute(f"CREATE TABLE parts_{r} PARTITION OF parts FOR VALUES WITH (MODULUS 2, REMAINDER {r})")
+        conn.execute("INSERT INTO parts SELECT g, g * 104729 FROM generate_series(1, 200) AS g")
+        assert shards.create_shards(conn, "parts", "fp", [Shard("s1", cluster.shard_dsn(0)),
+                                                          Shard("s2", cluster.shard_dsn(1))],
+                                    k=K, blocks=BLOCKS, distribution="range") == []
+        index = ShardedIndex(conn, "parts", "fp")
+        conn.execute("INSERT INTO parts VALUES (201, -5), (202, -6)")
+        conn.execute("UPDATE parts SET fp = -7 WHERE id = 201")        # rows of both partitions
+        conn.execute("UPDATE parts SET id = 301 WHERE id = 202")       # moves to the other partition
+        conn.execute("DELETE FROM parts WHERE id <= 100")
+        assert index.near(2**64 - 7, 0) == [Neighbor(201, 0)] and index.near(2**64 - 6, 0) == [Neighbor(301, 0)]
+        assert index.near(104729, 0) == [] and index.near(150 * 104729, 0) == [Neighbor(150, 0)]
+        assert shards.check_range_shards(conn, "parts") == []
+
+
 # -- pairs and clusters --------------------------------------------------------------------
 
 
