@@ -3,12 +3,15 @@
 * ``hash``: rows spread by a hash of their key (simpg.shards, docs/shards.md): each shard
   holds its rows with all T prefix columns; a lookup sends every shard one query with
   the T prefix ranges and the distance filter.
-* ``range``: Google's design (seeds 001/003): one table per permutation t,
-  ``(p, id, fp)`` with ``p`` the permuted fingerprint, RANGE-partitioned by ``p`` over
-  the shards (``--shards`` equal ranges of the signed 64-bit value: with 2, p < 0 on s1 and
-  p >= 0 on s2; the top bits that choose the shard are always in the prefix) with a
-  covering B-tree ``(p) INCLUDE (id, fp)``; a lookup sends one query per permutation,
-  each pruned to the one shard that holds its prefix.
+* ``range``: Google's design (seeds 001/003), as simpg builds it (``simpg.shards``
+  with ``distribution="range"``, sql/functions/76_range_shards.sql): the rows in a table
+  of the coordinator, and one table per permutation t, ``(p, key, fp)`` with ``p`` the
+  permuted fingerprint, RANGE-partitioned by ``p`` over the shards (``--shards`` equal
+  ranges of the signed 64-bit value: with 2, p < 0 on s1 and p >= 0 on s2; the top bits
+  that choose the shard are always in the prefix) with a covering B-tree
+  ``(p) INCLUDE (key, fp)``, loaded by COPY from the coordinator to each shard;
+  ``ShardedIndex.near`` sends one query per permutation, each pruned to the one shard
+  that holds its prefix.
 
 Both on the same coordinator and ``--shards`` shard servers (Debian PostgreSQL 15, bench/pgserver.py
 settings with 1 GB of shared buffers each), N random fingerprints, k=3 and the layout
@@ -16,7 +19,8 @@ simpg.default_levels picks. Measures lookup p50/p99 from one client, lookups/s f
 ``--clients`` clients, bytes per row over the shards; answers compared with each other
 and with a numpy popcount. On one machine the shards share its cores, so lookups/s
 cannot show how either design scales with machines; the round trips and the work per
-lookup are what this measures. Usage:
+lookup are what this measures; so are the writes through the coordinator (single rows, then
+1,000 rows in one statement). Usage:
 
     python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
     python bench/shard_designs.py --rows 1000000 --shards 4
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -34,42 +39,15 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
-from psycopg.types.numeric import Int8
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import pgserver  # noqa: E402
-from simpg import bits, schema  # noqa: E402
+from simpg import schema  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
 from simpg.psycopg import configure_lookups  # noqa: E402
-from simpg.psycopg.queries import RangeMaker  # noqa: E402
 from simpg.shards import Shard, ShardedIndex, create_shards  # noqa: E402
 
 SETTINGS = {**pgserver.SETTINGS, "shared_buffers": "1GB", "effective_cache_size": "4GB", "huge_pages": "off"}
-
-
-class RangeLookup:
-    """Lookups on the per-permutation range-partitioned tables ``rng_t<t>``."""
-
-    def __init__(self, conn: psycopg.Connection[Any], layout: Layout) -> None:
-        self.conn = conn
-        self.layout = layout
-        self.ranges = RangeMaker(layout)
-        arms = [sql.SQL("SELECT r.id, simpg.hamming(r.fp, %(q)s) AS d FROM {} AS r "
-                        "WHERE r.p BETWEEN %(lo" + str(t) + ")s AND %(hi" + str(t) + ")s "
-                        "AND simpg.hamming(r.fp, %(q)s) <= %(k)s")
-                .format(sql.Identifier(f"rng_t{t}")).as_string(conn)
-                for t in range(layout.tables)]
-        # a row found through several tables once (ids are unique)
-        self.statement = ("SELECT s.id, min(s.d) AS d FROM (" + " UNION ALL ".join(arms)
-                          + ") AS s GROUP BY s.id ORDER BY d, s.id")
-
-    def near(self, fp: int, k: int = 3) -> list[tuple[int, int]]:
-        flat = self.ranges.flat(fp)
-        params: dict[str, Any] = {"q": Int8(bits.to_db(fp)), "k": Int8(k)}
-        for t in range(self.layout.tables):
-            params[f"lo{t}"], params[f"hi{t}"] = Int8(flat[2 * t]), Int8(flat[2 * t + 1])
-        return [(int(i), int(d)) for i, d in self.conn.execute(self.statement, params, prepare=True).fetchall()]
 
 
 def latencies(lookup: Any, queries: list[int]) -> dict[str, float]:
@@ -116,6 +94,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--shards", type=int, default=2, help="shard servers (2 or more)")
+    parser.add_argument("--writes", type=int, default=200, help="single-row inserts and deletes timed")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.shards < 2:
@@ -136,10 +115,8 @@ def main() -> None:
             conn.execute("CREATE DATABASE bench")
         with psycopg.connect(server.dsn("bench"), autocommit=True) as conn:
             schema.install(conn)
-    out: dict[str, Any] = {"rows": n, "clients": args.clients, "shards": args.shards}
-    # the range design's split points: equal ranges of the signed value (None: unbounded)
-    cuts = [-2**63 + i * 2**64 // args.shards for i in range(1, args.shards)]
-    spans = list(zip([None, *cuts], [*cuts, None], strict=True))
+    out: dict[str, Any] = {"rows": n, "clients": args.clients, "shards": args.shards,
+                           "load_average_start": os.getloadavg()}
     id_list, fp_list = ids.tolist(), fps.view(np.int64).tolist()
     try:
         with psycopg.connect(coord.dsn("bench"), autocommit=True) as conn:
@@ -149,39 +126,22 @@ def main() -> None:
 
             # -- hash: simpg.shards, loaded through the coordinator (INSERT, batch_size 1000)
             conn.execute("CREATE TABLE hashed (id bigint NOT NULL, simhash bigint) PARTITION BY HASH (id)")
-            create_shards(conn, "hashed", "simhash",
-                          [Shard(f"s{i + 1}", s.dsn("bench")) for i, s in enumerate(shard_servers)],
+            shard_list = [Shard(f"s{i + 1}", s.dsn("bench")) for i, s in enumerate(shard_servers)]
+            create_shards(conn, "hashed", "simhash", shard_list,
                           k=3, blocks=levels[0], inner_blocks=levels[1] if len(levels) > 1 else None)
             t0 = time.perf_counter()
             conn.execute("INSERT INTO hashed (id, simhash) SELECT * FROM unnest(%s::bigint[], %s::bigint[])",
                          [id_list, fp_list])
             out["hash_load_s"] = time.perf_counter() - t0
 
-            # -- range: one table per permutation, split at the cuts
+            # -- range: simpg's range distribution of a table of the coordinator (COPY to each shard)
+            conn.execute("CREATE TABLE ranged (id bigint PRIMARY KEY, simhash bigint)")
+            conn.execute("INSERT INTO ranged (id, simhash) SELECT * FROM unnest(%s::bigint[], %s::bigint[])",
+                         [id_list, fp_list])
             t0 = time.perf_counter()
-            for t in range(layout.tables):
-                name = f"rng_t{t}"
-                for server, (lo, hi) in zip(shard_servers, spans, strict=True):
-                    with psycopg.connect(server.dsn("bench"), autocommit=True) as shard:
-                        shard.execute(sql.SQL("CREATE TABLE {} (p bigint NOT NULL, id bigint NOT NULL, "
-                                              "fp bigint NOT NULL)").format(sql.Identifier(name)))
-                        shard.execute(sql.SQL(
-                            "INSERT INTO {} SELECT x.p, x.id, x.fp FROM (SELECT simpg.permute(u.fp, 3, %s::integer[], "
-                            "%s) AS p, u.id, u.fp FROM unnest(%s::bigint[], %s::bigint[]) AS u(id, fp)) AS x "
-                            "WHERE x.p >= coalesce(%s, x.p) AND (%s::bigint IS NULL OR x.p < %s)")
-                            .format(sql.Identifier(name)),
-                            [list(levels), t, id_list, fp_list, lo, hi, hi])
-                        shard.execute(sql.SQL("CREATE INDEX ON {} (p) INCLUDE (id, fp) WITH (fillfactor = 100)")
-                                      .format(sql.Identifier(name)))
-                        shard.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(name)))
-                conn.execute(sql.SQL("CREATE TABLE {} (p bigint NOT NULL, id bigint NOT NULL, fp bigint NOT NULL) "
-                                     "PARTITION BY RANGE (p)").format(sql.Identifier(name)))
-                for i, (lo, hi) in enumerate(spans):
-                    bound = f"FROM ({'MINVALUE' if lo is None else lo}) TO ({'MAXVALUE' if hi is None else hi})"
-                    conn.execute(sql.SQL("CREATE FOREIGN TABLE {} PARTITION OF {} FOR VALUES " + bound
-                                         + " SERVER {} OPTIONS (table_name {}, async_capable 'true')").format(
-                        sql.Identifier(f"{name}_s{i + 1}"), sql.Identifier(name), sql.Identifier(f"s{i + 1}"),
-                        sql.Literal(name)))
+            problems = create_shards(conn, "ranged", "simhash", shard_list, k=3, blocks=levels[0],
+                                     inner_blocks=levels[1] if len(levels) > 1 else None, distribution="range")
+            assert problems == [], problems
             out["range_build_s"] = time.perf_counter() - t0
             size = {"hash": 0, "range": 0}
             for server in shard_servers:
@@ -190,7 +150,7 @@ def main() -> None:
                     size["hash"] += shard.execute("SELECT pg_total_relation_size('hashed')").fetchall()[0][0]
                     size["range"] += shard.execute(
                         "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
-                        "WHERE c.relname ~ '^rng_t[0-9]+$' AND c.relkind = 'r'").fetchall()[0][0]
+                        "WHERE c.relname ~ '^ranged_simhash_r[0-9]+$' AND c.relkind = 'r'").fetchall()[0][0]
             out["bytes_per_row"] = {k: float(v) / n for k, v in size.items()}
 
             def hash_lookup() -> Any:
@@ -202,7 +162,8 @@ def main() -> None:
             def range_lookup() -> Any:
                 lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
                 configure_lookups(lc)
-                return RangeLookup(lc, layout).near
+                index = ShardedIndex(lc, "ranged", "simhash")
+                return lambda q: [(x.id, x.distance) for x in index.near(q)]
 
             h, r = hash_lookup(), range_lookup()
             for q in queries[:100]:
@@ -216,20 +177,33 @@ def main() -> None:
             for name, make in (("hash", hash_lookup), ("range", range_lookup)):
                 out[f"{name}_lookups_per_s_{args.clients}_clients"] = throughput(make, queries, args.clients,
                                                                                  args.seconds)
+            # writes through the coordinator: one row a statement (hash: one remote row; range:
+            # one per permuted table, by the triggers), then 1,000 rows in one statement
+            for name, table in (("hash", "hashed"), ("range", "ranged")):
+                first = n + 1
+                t0 = time.perf_counter()
+                for i in range(args.writes):
+                    conn.execute(f"INSERT INTO {table} (id, simhash) VALUES (%s, %s)", [first + i, first + i])
+                out[f"{name}_insert_ms"] = (time.perf_counter() - t0) / args.writes * 1e3
+                t0 = time.perf_counter()
+                for i in range(args.writes):
+                    conn.execute(f"DELETE FROM {table} WHERE id = %s", [first + i])
+                out[f"{name}_delete_ms"] = (time.perf_counter() - t0) / args.writes * 1e3
+                t0 = time.perf_counter()
+                conn.execute(f"INSERT INTO {table} (id, simhash) SELECT g, g FROM generate_series(%s::bigint, %s) AS g",
+                             [first, first + 999])
+                out[f"{name}_insert_1000_rows_s"] = time.perf_counter() - t0
+                conn.execute(f"DELETE FROM {table} WHERE id >= %s", [first])
             lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
-            fp = queries[0]
-            stmt = RangeLookup(lc, layout)
-            flat = stmt.ranges.flat(fp)
-            params: dict[str, Any] = {"q": Int8(bits.to_db(fp)), "k": Int8(3)}
-            for t in range(layout.tables):
-                params[f"lo{t}"], params[f"hi{t}"] = Int8(flat[2 * t]), Int8(flat[2 * t + 1])
-            out["range_plan"] = [row[0] for row in lc.execute("EXPLAIN (ANALYZE, COSTS OFF) " + stmt.statement,
-                                                               params)]
+            statement = lc.execute("SELECT simpg.range_near_query('ranged', %s, 3)",
+                                   [int(np.uint64(queries[0]).view(np.int64))]).fetchall()[0][0]
+            out["range_plan"] = [row[0] for row in lc.execute("EXPLAIN (ANALYZE, COSTS OFF) " + statement)]
             lc.close()
     finally:
         for server in started:
             for stop in server._stop:
                 stop()  # type: ignore[operator]
+    out["load_average_end"] = os.getloadavg()
     print(json.dumps({k: v for k, v in out.items() if k != "range_plan"}, indent=1))
     print("\n".join(line for line in out["range_plan"] if "Scan" in line or "Time" in line))
     if args.json:

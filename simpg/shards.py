@@ -12,6 +12,11 @@ shard itself to run the statements ``simpg.shard_ddl`` writes on the coordinator
 attaches the shards there with ``simpg.attach_shard``, which first reads each shard's
 ``simpg.indexes`` through postgres_fdw to make sure its layout is the coordinator's.
 
+The range distribution (``distribution="range"``, Google's design of seeds 001/003)
+keeps the user's table on the coordinator and adds one table per permuted table of the
+layout, range-partitioned by the permuted value over the shards, kept in step by
+triggers: a lookup reads one shard per permuted table (sql/functions/76_range_shards.sql).
+
 Example:
     >>> import psycopg
     >>> from simpg.shards import Shard, ShardedIndex, create_shards
@@ -39,25 +44,38 @@ from psycopg.types.numeric import Int8
 from simpg import bits, schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import Neighbor, Pair, SimHashColumn
+from simpg.psycopg import Neighbor, Pair, SimHashColumn, _common
 from simpg.psycopg._common import translate, translated
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DISTRIBUTIONS",
+    "RangeLayout",
     "Shard",
     "ShardInfo",
     "ShardProblem",
     "ShardedIndex",
+    "attach_range_shard",
     "attach_shard",
+    "check_range_shards",
     "check_shards",
+    "create_range_shards",
     "create_server",
     "create_shards",
+    "distribution",
     "parse_shard",
+    "prepare_range_shard",
     "prepare_shard",
+    "range_layout",
+    "range_shard_ddl",
+    "range_shards",
     "shard_ddl",
     "shards",
 ]
+
+#: The two ways to spread rows over shards (docs/shards.md, "Which to use when").
+DISTRIBUTIONS = ("hash", "range")
 
 #: libpq options that belong in a user mapping rather than in the foreign server.
 USER_MAPPING_OPTIONS = frozenset({"user", "password", "sslcert", "sslkey", "sslpassword"})
@@ -150,7 +168,12 @@ def shards(conn: psycopg.Connection[Any], table: str) -> list[ShardInfo]:
 
 
 def check_shards(conn: psycopg.Connection[Any], table: str, column: str | None = None) -> list[ShardProblem]:
-    """``simpg.check_shards``: every problem of ``table``'s shards; ``[]`` when all is well."""
+    """``simpg.check_shards``: every problem of ``table``'s shards; ``[]`` when all is well.
+
+    On a table of the range distribution, :func:`check_range_shards` (with its row counts).
+    """
+    if distribution(conn, table) == "range":
+        return check_range_shards(conn, table, column)
     return [ShardProblem(*row) for row in _rows(
         conn, "SELECT c.shard::text, c.server::text, c.problem, c.detail "
               "FROM simpg.check_shards(%s::regclass, %s) AS c", [table, column])]
@@ -260,8 +283,12 @@ def attach_shard(conn: psycopg.Connection[Any], table: str, server: str, modulus
 
 def create_shards(conn: psycopg.Connection[Any], table: str, column: str, shard_list: Sequence[Shard], *,
                   k: int = 3, blocks: int | None = None, inner_blocks: int | None = None,
-                  rows: int | None = None, config: str | None = None) -> list[ShardProblem]:
+                  rows: int | None = None, config: str | None = None, distribution: str = "hash",
+                  key_column: str | None = None) -> list[ShardProblem]:
     """Set up ``table`` (hash-partitioned, on the coordinator ``conn``) over ``shard_list``.
+
+    With ``distribution="range"`` the table is any table of the coordinator with a
+    unique key (``key_column``, default its primary key): see :func:`create_range_shards`.
 
     1. The layout, once, on the coordinator: ``simpg.create_index`` on the partitioned
        table, sized by ``blocks`` (and ``inner_blocks``) or for ``rows`` rows in all;
@@ -273,11 +300,14 @@ def create_shards(conn: psycopg.Connection[Any], table: str, column: str, shard_
     Steps already done (a shard attached, a server made) are skipped, so running it
     again after a failure resumes. Returns ``simpg.check_shards``: ``[]`` when all is well.
     """
-    if not shard_list:
-        raise SimpgError("no shards given")
-    names = [s.name for s in shard_list]
-    if len(set(names)) != len(names):
-        raise SimpgError(f"shard names must differ, got {names}")
+    if distribution not in DISTRIBUTIONS:
+        raise SimpgError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
+    if distribution == "range":
+        return create_range_shards(conn, table, column, shard_list, k=k, blocks=blocks, inner_blocks=inner_blocks,
+                                   rows=rows, key_column=key_column)
+    if key_column is not None:
+        raise SimpgError("key_column is for the range distribution; hash shards are keyed by the partition key")
+    _check_names(shard_list)
     _is_partitioned(conn, table)
     wanted = _wanted_layout(conn, k, blocks, inner_blocks, rows)
     found = _rows(conn, "SELECT i.k, i.levels FROM simpg.table_indexes(%s::regclass) AS i "
@@ -305,6 +335,19 @@ def create_shards(conn: psycopg.Connection[Any], table: str, column: str, shard_
     return check_shards(conn, table, column)
 
 
+def _shard_bounds(conn: psycopg.Connection[Any], layout: Layout, count: int) -> None:
+    """Raise unless every prefix range of ``layout`` lies in one of ``count`` range shards."""
+    _rows(conn, "SELECT count(*) FROM simpg.range_shard_bounds(%s, %s, %s)", [layout.k, list(layout.levels), count])
+
+
+def _check_names(shard_list: Sequence[Shard]) -> None:
+    if not shard_list:
+        raise SimpgError("no shards given")
+    names = [s.name for s in shard_list]
+    if len(set(names)) != len(names):
+        raise SimpgError(f"shard names must differ, got {names}")
+
+
 def _wanted_layout(conn: psycopg.Connection[Any], k: int, blocks: int | None, inner_blocks: int | None,
                    rows: int | None) -> Layout | None:
     if blocks is not None:
@@ -319,33 +362,300 @@ def _wanted_layout(conn: psycopg.Connection[Any], k: int, blocks: int | None, in
     return Layout(k, tuple(levels))
 
 
-class ShardedIndex:
-    """Lookups, pairs and clusters on a sharded table, through the coordinator.
+# -- the range distribution (sql/functions/76_range_shards.sql) ----------------------------
 
-    ``near``, ``pairs`` and ``clusters`` are :class:`~simpg.psycopg.SimHashColumn`'s: a
-    lookup's prefix ranges and distance filter go to every shard, whose scans run at
-    once. ``near_many`` sends each shard one query for up to 100 fingerprints (the OR of
-    their ranges and distance filters), since SimHashColumn's batch form (a join with the
-    queries) is not sent to the shards: PostgreSQL would read every shard whole for it.
-    For the lowest latency give the handle a connection of its own set up by
-    :func:`simpg.psycopg.configure_lookups` (generic plans). The partitioned table has no primary
+
+@dataclass(frozen=True)
+class RangeLayout:
+    """The range distribution registered on a table (a row of ``simpg.range_layout``)."""
+
+    column: str
+    key_column: str
+    layout: Layout
+    tables: tuple[str, ...]  # the coordinator's permuted tables, in table order
+
+
+def distribution(conn: psycopg.Connection[Any], table: str) -> str:
+    """``"range"`` if ``table`` has range shards (its triggers say so), else ``"hash"``."""
+    row = _rows(conn, "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger AS g "
+                      "WHERE g.tgrelid = pg_catalog.to_regclass(%s) "
+                      "AND g.tgfoid = pg_catalog.to_regprocedure('simpg.range_shards_write()'))", [table])
+    return "range" if row[0][0] else "hash"
+
+
+def range_layout(conn: psycopg.Connection[Any], table: str, column: str | None = None) -> RangeLayout:
+    """``simpg.range_layout``: the range distribution of ``table`` (raises unless there is one)."""
+    col, key, k, levels, tables = _rows(
+        conn, "SELECT l.fingerprint_column::text, l.key_column::text, l.k, l.levels, l.tables::text[] "
+              "FROM simpg.range_layout(%s::regclass, %s) AS l", [table, column])[0]
+    if None in tables:
+        raise SimpgError(f"table {table} lacks some of its permuted tables on the coordinator "
+                         "(simpg.drop_range_index, then simpg.create_range_index)")
+    return RangeLayout(col, key, Layout(k, tuple(levels)), tuple(tables))
+
+
+def range_shard_ddl(conn: psycopg.Connection[Any], table: str, *, column: str | None = None,
+                    remote_schema: str | None = None) -> list[str]:
+    """The statements ``simpg.range_shard_ddl`` writes for a shard of ``table`` (run them on the shard)."""
+    return [row[0] for row in _rows(conn, "SELECT s FROM simpg.range_shard_ddl(%s::regclass, %s, %s) AS s",
+                                    [table, column, remote_schema])]
+
+
+def range_shards(conn: psycopg.Connection[Any], table: str, column: str | None = None, *,
+                 table_number: int | None = None) -> list[ShardInfo]:
+    """The foreign partitions of every permuted table of ``table`` (``simpg.range_shards``), in table order.
+
+    ``table_number``: those of one permuted table only (one per shard).
+    """
+    return [ShardInfo(*row) for row in _rows(
+        conn, "SELECT s.shard::text, s.server::text, s.remote_schema::text, s.remote_table::text, s.bound, "
+              "s.async_capable FROM simpg.range_shards(%s::regclass, %s) AS s "
+              "WHERE %s::integer IS NULL OR s.t = %s::integer",
+        [table, column, table_number, table_number])]
+
+
+def check_range_shards(conn: psycopg.Connection[Any], table: str, column: str | None = None,
+                       verify_rows: bool = True) -> list[ShardProblem]:
+    """``simpg.check_range_shards``: every problem of ``table``'s range shards; ``[]`` when all is well.
+
+    ``verify_rows`` counts each shard's rows against the table's (one read of the table
+    per permuted table) and checks a sample of the permuted values.
+    """
+    return [ShardProblem(*row) for row in _rows(
+        conn, "SELECT c.shard::text, c.server::text, c.problem, c.detail "
+              "FROM simpg.check_range_shards(%s::regclass, %s, %s) AS c", [table, column, verify_rows])]
+
+
+def prepare_range_shard(conn: psycopg.Connection[Any], table: str, shard: Shard, *, column: str | None = None,
+                        remote_schema: str | None = None, load: tuple[int, int] | None = None) -> list[str]:
+    """Make the shard's permuted tables and B-trees (``simpg.range_shard_ddl``), over a connection to it.
+
+    The coordinator first reaches the shard through postgres_fdw (a shard it cannot
+    reach is an error naming it); the statements are ``IF NOT EXISTS``, so running this
+    again resumes. With ``load=(shard_number, shard_count)`` (the caller has checked
+    that the coordinator reaches the shard) the shard's tables are
+    emptied and filled with the rows of ``table`` in its range, by ``COPY`` from the
+    coordinator straight to the shard, before the B-trees are built: the fast path of a
+    first load (postgres_fdw would send each row to the shards once per permuted table).
+    The caller keeps ``table`` still (a ``SHARE`` lock) until the shard is attached.
+    Returns the statements run on the shard.
+    """
+    info = range_layout(conn, table, column)
+    if load is None:
+        _reachable(conn, info, shard, remote_schema)
+    statements = range_shard_ddl(conn, table, column=column, remote_schema=remote_schema)
+    creates = [s for s in statements if s.startswith("CREATE TABLE")]
+    indexes = [s for s in statements if not s.startswith("CREATE TABLE")]
+    try:
+        with psycopg.connect(shard.dsn, autocommit=True) as remote:
+            with remote.transaction():
+                for statement in creates:
+                    logger.info("shard %s: %s", shard.name, statement)
+                    remote.execute(statement)
+                if load is not None:
+                    _copy_to_shard(conn, remote, table, info, shard, load, remote_schema)
+                for statement in indexes:
+                    logger.info("shard %s: %s", shard.name, statement)
+                    remote.execute(statement)
+            if load is not None:
+                for t in range(len(info.tables)):
+                    # the visibility map too: lookups are index-only scans
+                    remote.execute(sql.SQL("VACUUM (ANALYZE) {}").format(_shard_table(conn, info, t, remote_schema)))
+    except psycopg.OperationalError as err:
+        raise SimpgError(f"shard {shard.name}: cannot connect ({str(err).strip().splitlines()[0]})") from None
+    except psycopg.Error as err:
+        raise SimpgError(f"shard {shard.name}: {translate(err)}") from err
+    return statements
+
+
+def _reachable(conn: psycopg.Connection[Any], info: RangeLayout, shard: Shard, remote_schema: str | None) -> None:
+    """Raise naming the shard unless the coordinator reaches it through postgres_fdw."""
+    first = _split_name(conn, info.tables[0])
+    problems = _rows(conn, "SELECT r.problem, r.detail FROM simpg.remote_range_problems(%s, %s, %s) AS r",
+                     [shard.name, remote_schema or first[0], first[1]])
+    bad = [(p, d) for p, d in problems if p not in ("table missing", "missing b-tree")]
+    if bad:
+        raise SimpgError(f"shard {shard.name}: " + "; ".join(f"{p}: {d}" for p, d in bad))
+
+
+def _shard_table(conn: psycopg.Connection[Any], info: RangeLayout, t: int, remote_schema: str | None) -> sql.Identifier:
+    schema_name, name = _split_name(conn, info.tables[t])
+    return sql.Identifier(remote_schema or schema_name, name)
+
+
+def _copy_to_shard(conn: psycopg.Connection[Any], remote: psycopg.Connection[Any], table: str, info: RangeLayout,
+                   shard: Shard, load: tuple[int, int], remote_schema: str | None) -> None:
+    """Empty the shard's permuted tables and COPY into them the rows of ``table`` in the shard's range."""
+    number, count = load
+    bounds = _rows(conn, "SELECT b.lo, b.hi FROM simpg.range_shard_bounds(%s, %s, %s) AS b WHERE b.shard_number = %s",
+                   [info.layout.k, list(info.layout.levels), count, number])
+    lo, hi = bounds[0]
+    base = sql.Identifier(*_split_name(conn, table))
+    fp, key = sql.Identifier(info.column), sql.Identifier(info.key_column)
+    for t in range(len(info.tables)):
+        target = _shard_table(conn, info, t, remote_schema)
+        remote.execute(sql.SQL("TRUNCATE {}").format(target))
+        # constants in the text: simpg.permute folds to shifts and masks
+        permuted = sql.SQL("simpg.permute(b.{}, {}, {}::integer[], {})").format(
+            fp, sql.Literal(info.layout.k), sql.Literal("{" + ",".join(map(str, info.layout.levels)) + "}"),
+            sql.Literal(t))
+        where = [sql.SQL("b.{} IS NOT NULL").format(fp)]
+        if lo is not None:
+            where.append(sql.SQL("{} >= {}").format(permuted, sql.Literal(lo)))
+        if hi is not None:
+            where.append(sql.SQL("{} < {}").format(permuted, sql.Literal(hi)))
+        out = sql.SQL("COPY (SELECT {}, b.{}::bigint, b.{} FROM {} AS b WHERE {}) TO STDOUT").format(
+            permuted, key, fp, base, sql.SQL(" AND ").join(where))
+        with conn.cursor().copy(out) as source, \
+                remote.cursor().copy(sql.SQL("COPY {} (p, key, fp) FROM STDIN").format(target)) as sink:
+            for block in source:
+                sink.write(block)
+        logger.info("shard %s: %s loaded", shard.name, target.as_string(remote))
+
+
+def attach_range_shard(conn: psycopg.Connection[Any], table: str, server: str, shard_number: int, shard_count: int,
+                       *, remote_schema: str | None = None, column: str | None = None) -> list[str]:
+    """``simpg.attach_range_shard``: the shard's permuted tables as foreign range partitions; their names."""
+    row = _rows(conn, "SELECT simpg.attach_range_shard(%s::regclass, %s, %s, %s, %s, %s)::text[]",
+                [table, server, shard_number, shard_count, remote_schema, column])
+    return list(row[0][0])
+
+
+def create_range_shards(conn: psycopg.Connection[Any], table: str, column: str, shard_list: Sequence[Shard], *,
+                        k: int = 3, blocks: int | None = None, inner_blocks: int | None = None,
+                        rows: int | None = None, key_column: str | None = None) -> list[ShardProblem]:
+    """Set up the range distribution of ``table.column`` (a table of the coordinator) over ``shard_list``.
+
+    1. The layout, once, on the coordinator (``simpg.create_range_index``): the permuted
+       tables and their triggers, sized by ``blocks`` (and ``inner_blocks``), ``rows``,
+       or the table's own rows; refused before anything is made if the layout's
+       smallest prefix is too short for the number of shards.
+    2. Per shard, in order: its foreign server and user mapping (:func:`create_server`),
+       its permuted tables, loaded (:func:`prepare_range_shard`), ``simpg.attach_range_shard``
+       with its position.
+    Each shard gets its rows of every permuted table by ``COPY`` from the coordinator
+    before its B-trees are built (:func:`prepare_range_shard` with ``load``); writers of
+    ``table`` wait (a ``SHARE`` lock) until the last shard is attached.
+
+    Running it again resumes. Returns ``simpg.check_range_shards`` without the row
+    counts: ``[]`` when all is well.
+    """
+    _check_names(shard_list)
+    if not _rows(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", [table])[0][0]:
+        raise SimpgError(f"table {table} does not exist on the coordinator")
+    wanted = _wanted_layout(conn, k, blocks, inner_blocks, rows)
+    if distribution(conn, table) == "range":
+        have = range_layout(conn, table, column)
+        if have.column != column:
+            raise SimpgError(f"{table} has range shards on {have.column}, not {column}")
+        if wanted is not None and have.layout != wanted:
+            raise SimpgError(f"{table}.{column} already has range shards of layout {have.layout.name}, "
+                             f"not {wanted.name}")
+        _shard_bounds(conn, have.layout, len(shard_list))
+    else:
+        logger.info("coordinator: simpg.create_range_index(%s, %s, %s)", table, column,
+                    wanted.name if wanted else "the layout for its rows")
+        with conn.transaction():  # refused before anything is made if the shards are too many
+            _rows(conn, "SELECT simpg.create_range_index(%s::regclass, %s, %s, %s, %s, %s) IS NULL",
+                  [table, column, k, wanted.levels[0] if wanted else None,
+                   wanted.levels[1] if wanted and len(wanted.levels) > 1 else None, key_column])
+            _shard_bounds(conn, range_layout(conn, table, column).layout, len(shard_list))
+    attached = {info.server for info in range_shards(conn, table, column)}
+    todo = [(number, shard) for number, shard in enumerate(shard_list) if shard.name not in attached]
+    info = range_layout(conn, table, column)
+    for _, shard in todo:
+        create_server(conn, shard)
+        _reachable(conn, info, shard, None)
+    if todo:
+        # postgres_fdw reads a shard in one snapshot per coordinator transaction: the
+        # transaction below reaches each shard first when attaching it, after its load
+        with conn.transaction():
+            # the table holds still from the first copy to the last attach: writers wait
+            conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(*_split_name(conn, table))))
+            for number, shard in todo:
+                prepare_range_shard(conn, table, shard, column=column, load=(number, len(shard_list)))
+                names = attach_range_shard(conn, table, shard.name, number, len(shard_list), column=column)
+                logger.info("coordinator: attached %s (server %s, shard %s of %s)", ", ".join(names), shard.name,
+                            number + 1, len(shard_list))
+    return check_range_shards(conn, table, column, verify_rows=False)
+
+
+class ShardedIndex:
+    """Lookups, pairs and clusters on a sharded table, through the coordinator, for either distribution.
+
+    Hash distribution: ``near``, ``pairs`` and ``clusters`` are
+    :class:`~simpg.psycopg.SimHashColumn`'s: a lookup's prefix ranges and distance
+    filter go to every shard, whose scans run at once. ``near_many`` sends each shard
+    one query for up to 100 fingerprints (the OR of their ranges and distance filters),
+    since SimHashColumn's batch form (a join with the queries) is not sent to the shards:
+    PostgreSQL would read every shard whole for it. The partitioned table has no primary
     key (PostgreSQL allows no unique index over foreign partitions), so name the id
     column; keys are unique when the partition key is (each shard has it as primary key).
+
+    Range distribution (the table has range shards, :func:`create_range_shards`): ``near``
+    runs one prepared statement that reads one partition (one shard) per permuted table;
+    ``near_many`` is ``simpg.range_near_many``; ``pairs`` and ``clusters`` read every
+    ``(key, fingerprint)`` once from the first permuted table and find the pairs in
+    memory. The key is the one registered (``id_column``, if given, must name it).
+
+    For the lowest latency give the handle a connection of its own set up by
+    :func:`simpg.psycopg.configure_lookups` (generic plans).
     """
 
     def __init__(self, conn: psycopg.Connection[Any], table: str, column: str = "simhash", *,
-                 id_column: str) -> None:
+                 id_column: str | None = None) -> None:
         self.conn = conn
+        self.table = table
+        self.distribution = distribution(conn, table)
+        self.range: RangeLayout | None = None
+        if self.distribution == "range":
+            self.range = range_layout(conn, table, column)
+            if id_column is not None and id_column != self.range.key_column:
+                raise SimpgError(f"{table}'s range shards are keyed by {self.range.key_column}, not {id_column}")
+            relations = [sql.Identifier(*_split_name(conn, name)) for name in self.range.tables]
+            self._relations = relations
+            self._near_statement = _range_near_sql(relations).as_string(conn)
+            return
+        if id_column is None:
+            raise SimpgError(f"name the id column of {table}: a hash-sharded table has no primary key")
         self.index = SimHashColumn(conn, table, column, id_column=id_column)
 
+    def _radius(self, k: int | None) -> int:
+        assert self.range is not None
+        limit = self.range.layout.k
+        radius = limit if k is None else k
+        if not isinstance(radius, int) or isinstance(radius, bool) or radius < 0:
+            raise SimpgError(f"k must be a non-negative integer, got {k!r}")
+        if radius > limit:
+            raise SimpgError(f"k={radius} is above the radius k={limit} that the range shards of "
+                             f"{self.table}.{self.range.column} guarantee")
+        return radius
+
     def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
-        """Rows within ``k`` of ``fingerprint``, nearest first, from every shard."""
-        return self.index.near(fingerprint, k)
+        """Rows within ``k`` of ``fingerprint``, nearest first (then by id)."""
+        if self.range is None:
+            return self.index.near(fingerprint, k)
+        radius = self._radius(k)
+        fp = bits.check(fingerprint)
+        params: list[Any] = [Int8(bits.to_db(fp))]
+        for lo, hi in self.range.layout.prefix_ranges(fp):
+            params += [Int8(lo), Int8(hi), Int8(bits.to_db(fp)), Int8(radius)]
+        with translated():
+            rows = self.conn.execute(self._near_statement, params, prepare=True).fetchall()
+        return [Neighbor(id_, distance) for id_, distance in rows]
 
     def near_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Neighbor]]:
         """``near`` of each fingerprint: one list per fingerprint, in order, one statement per 100."""
         fps = [bits.check(fp) for fp in (fingerprints.tolist() if isinstance(fingerprints, np.ndarray)
                                          else fingerprints)]
+        if self.range is not None:
+            radius = self._radius(k)
+            out_range: list[list[Neighbor]] = [[] for _ in fps]
+            for n, id_, distance in _rows(self.conn, "SELECT m.query, m.key, m.distance FROM "
+                                          "simpg.range_near_many(%s::regclass, %s::bigint[], %s, %s) AS m",
+                                          [self.table, [bits.to_db(fp) for fp in fps], radius, self.range.column]):
+                out_range[n - 1].append(Neighbor(id_, distance))
+            return out_range
         info = self.index.info
         radius = info.layout.k if k is None else k
         if not isinstance(radius, int) or isinstance(radius, bool) or not 0 <= radius <= info.layout.k:
@@ -391,13 +701,76 @@ class ShardedIndex:
         return statement, params
 
     def pairs(self, k: int | None = None) -> Iterator[Pair]:
-        """Every pair within ``k`` across all shards (SimHashColumn.pairs: the rows are read once)."""
-        return self.index.pairs(k)
+        """Every pair within ``k`` across all shards (the rows are read once, the pairs found in memory)."""
+        if self.range is None:
+            return self.index.pairs(k)
+        chunks = _common.pair_arrays(*self._fetch_range(k))
+        return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
 
     def clusters(self, k: int | None = None, method: str = "representative") -> list[list[Any]]:
-        """Clusters across all shards (SimHashColumn.clusters)."""
-        return self.index.clusters(k, method=method)
+        """Clusters across all shards (as SimHashColumn.clusters)."""
+        if self.range is None:
+            return self.index.clusters(k, method=method)
+        method = _common.cluster_method(method)
+        ids, fps, radius = self._fetch_range(k)
+        return _common.clusters_of(ids, fps, radius, method)
+
+    def fetch_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, fingerprints)`` of every row with a fingerprint, as int64 and uint64 arrays.
+
+        Range distribution: the first permuted table, which holds every row once, read
+        from all shards in one binary ``COPY`` (10,000 rows per round trip to a shard).
+        """
+        if self.range is None:
+            return self.index.fetch_all()
+        statement = sql.SQL("COPY (SELECT r.key, r.fp FROM {} AS r) TO STDOUT (FORMAT BINARY)").format(
+            self._relations[0])
+        with translated():
+            with self.conn.cursor().copy(statement) as copy:
+                data = b"".join(bytes(block) for block in copy)
+        return _copy_rows(data)
+
+    def _fetch_range(self, k: int | None) -> tuple[np.ndarray, np.ndarray, int]:
+        radius = self._radius(k)
+        ids, fps = self.fetch_all()
+        return ids, fps, radius
 
     def check(self) -> list[ShardProblem]:
-        """``simpg.check_shards`` of the table and column: ``[]`` when every shard is right."""
+        """``simpg.check_shards`` (``check_range_shards``) of the table and column: ``[]`` when all is well."""
+        if self.range is not None:
+            return check_range_shards(self.conn, self.table, self.range.column)
         return check_shards(self.conn, self.index.table, self.index.column)
+
+
+# a row of binary COPY of two NOT NULL bigint columns: field count, then length and value of each
+_COPY_ROW = np.dtype([("fields", ">i2"), ("key_length", ">i4"), ("key", ">i8"), ("fp_length", ">i4"), ("fp", ">i8")])
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, no header extension
+
+
+def _copy_rows(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys as int64, fingerprints as uint64)`` from binary COPY of ``(key, fp)``: 26 bytes a row."""
+    if not data.startswith(_COPY_HEADER) or not data.endswith(b"\xff\xff"):
+        raise SimpgError("unexpected binary COPY data from the coordinator")
+    rows = np.frombuffer(data, dtype=_COPY_ROW, offset=len(_COPY_HEADER),
+                         count=(len(data) - len(_COPY_HEADER) - 2) // _COPY_ROW.itemsize)
+    return rows["key"].astype(np.int64), rows["fp"].astype(np.int64).view(np.uint64)
+
+
+def _split_name(conn: psycopg.Connection[Any], table: str) -> tuple[str, str]:
+    row = _rows(conn, "SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class AS c "
+                      "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = %s::regclass", [table])
+    return row[0][0], row[0][1]
+
+
+def _range_near_sql(relations: Sequence[sql.Identifier]) -> sql.Composed:
+    """The range distribution's lookup, with parameters: one arm per permuted table.
+
+    Prepared, its generic plan prunes each arm to the one shard that holds the
+    query's prefix range when it starts (PostgreSQL's run-time partition pruning);
+    postgres_fdw sends that shard the range and the distance filter. A row found
+    through several tables is counted once.
+    """
+    arm = sql.SQL("SELECT r.key, r.fp FROM {} AS r WHERE r.p BETWEEN %s AND %s AND simpg.hamming(r.fp, %s) <= %s")
+    arms = sql.SQL(" UNION ALL ").join(arm.format(rel) for rel in relations)
+    return sql.SQL("SELECT s.key, simpg.hamming(s.fp, %s) AS distance FROM ({}) AS s "
+                   "GROUP BY s.key, s.fp ORDER BY distance, s.key").format(arms)

@@ -9,6 +9,12 @@ check`` prints each problem of the shards (unreachable, no simpg, another layout
 asynchronous) and exits 1 if there is one; ``simpg shard ddl`` prints the statements
 that make a shard's table, to run with psql. The work is :mod:`simpg.shards`'.
 
+``--distribution range`` sets up the range distribution instead (Google's design,
+seeds 001/003): the table is any table of the coordinator with a unique key; each
+permuted table of the layout becomes a table range-partitioned by its permuted value
+over the shards, kept in step by triggers, so a lookup asks one shard per permuted
+table. ``check`` and ``ddl`` work on both.
+
 Example:
     simpg shard create --dsn "dbname=app" --table docs --column simhash -k 3 --rows 100M \
         --shard s1="host=db1 dbname=app" --shard s2="host=db2 dbname=app"
@@ -46,6 +52,11 @@ def register(subparsers: Any) -> None:
     create.add_argument("--inner-blocks", type=int, help="blocks of its second level")
     create.add_argument("--rows", type=_rows, help="rows expected over all shards, to size the layout "
                                                    "(10M, 1e9, ...) when --blocks is not given")
+    create.add_argument("--distribution", choices=["hash", "range"], default="hash",
+                        help="hash: rows spread by a hash of the partitioned table's key, every lookup asks "
+                             "every shard (default); range: one table per permutation, range-partitioned by "
+                             "its prefix, a lookup asks one shard per permuted table (docs/shards.md)")
+    create.add_argument("--key", help="range: the table's unique key column (default: its primary key)")
     create.add_argument("--shard", action="append", required=True, metavar="NAME=CONNINFO",
                         help="a shard: its foreign server's name and connection string (repeat, in order)")
     create.add_argument("--json", action="store_true", help="print JSON for machines")
@@ -109,13 +120,22 @@ def run_create(args: argparse.Namespace) -> int:
     shard_list = [shards.parse_shard(text) for text in args.shard]
     with _connect(args) as conn:
         problems = shards.create_shards(conn, args.table, args.column, shard_list, k=args.k, blocks=args.blocks,
-                                        inner_blocks=args.inner_blocks, rows=args.rows)
-        attached = shards.shards(conn, args.table)
+                                        inner_blocks=args.inner_blocks, rows=args.rows,
+                                        distribution=args.distribution, key_column=args.key)
+        if args.distribution == "range":  # one line per shard: every permuted table has its range there
+            attached = shards.range_shards(conn, args.table, args.column, table_number=0)
+            tables = len(shards.range_layout(conn, args.table, args.column).tables)
+        else:
+            attached = shards.shards(conn, args.table)
     if args.json:
         print(json.dumps({"shards": [asdict(s) for s in attached], "problems": [asdict(p) for p in problems]}))
         return 1 if problems else 0
     for info in attached:
-        print(f"{info.shard}: server {info.server}, {info.remote_schema}.{info.remote_table}, {info.bound}")
+        if args.distribution == "range":
+            print(f"{info.shard}: server {info.server}, {info.bound} "
+                  f"(and the same for {tables - 1} more permuted tables)")
+        else:
+            print(f"{info.shard}: server {info.server}, {info.remote_schema}.{info.remote_table}, {info.bound}")
     return _print_problems(problems, False)
 
 
@@ -132,7 +152,14 @@ def run_ddl(args: argparse.Namespace) -> int:
     from simpg import shards
 
     with _connect(args) as conn:
-        for statement in shards.shard_ddl(conn, args.table, column=args.column, remote_schema=args.remote_schema,
-                                          remote_table=args.remote_table):
+        if shards.distribution(conn, args.table) == "range":
+            if args.remote_table is not None:
+                raise SimpgError("--remote-table is for hash shards; "
+                                 "range shards' tables have the permuted tables' names")
+            statements = shards.range_shard_ddl(conn, args.table, column=args.column, remote_schema=args.remote_schema)
+        else:
+            statements = shards.shard_ddl(conn, args.table, column=args.column, remote_schema=args.remote_schema,
+                                          remote_table=args.remote_table)
+        for statement in statements:
             print(statement + ";")
     return 0

@@ -560,3 +560,48 @@ def test_a_statement_prepared_under_simpgs_name_is_never_run(scene, how):
     # the control: bob's operator does catch that statement run on his search_path
     admin.execute(f"SET search_path = public, pg_catalog; EXECUTE {name}(0, 3)")
     assert admin.execute("SELECT count(*) FROM public.trap").fetchone()[0] > 0
+
+
+# -- range shards: the functions that take table and server names ------------------------
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_range_shard_functions_give_a_stranger_nothing_of_a_table(scene, how):
+    """bob, without rights on alice's table, can neither read its keys through the range
+    lookups, nor set up, fill, attach or drop its range shards, nor write its permuted
+    tables through a trigger of his own that names them (the trigger runs as the writer)."""
+    scene.install(how)
+    with scene.connect(scene.alice) as alice:
+        alice.execute("CREATE TABLE secret (id bigint PRIMARY KEY, fp bigint)")
+        alice.execute("INSERT INTO secret SELECT g, g * 7919 FROM generate_series(1, 50) AS g")
+        alice.execute("SELECT simpg.create_range_index('secret', 'fp', 3, 5)")
+        # local partitions stand in for the shards: the functions are the same
+        for t in range(10):
+            alice.execute(sql.SQL("CREATE TABLE {} PARTITION OF {} DEFAULT").format(
+                sql.Identifier(f"secret_fp_r{t}_local"), sql.Identifier(f"secret_fp_r{t}")))
+        assert alice.execute("SELECT simpg.range_fill('secret')").fetchone() == (50,)
+        assert alice.execute("SELECT key, distance FROM simpg.range_near('secret', 7919, 0)").fetchall() == [(1, 0)]
+        alice.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(scene.bob)))
+    with scene.connect(scene.bob) as bob:
+        for statement in ("SELECT * FROM simpg.range_near('secret', 7919, 0)",
+                          "SELECT * FROM simpg.range_near_many('secret', '{7919}')",
+                          "SELECT simpg.range_fill('secret')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+                bob.execute(statement)
+        for statement in ("SELECT simpg.create_range_index('secret', 'id', 3, 5, key_column => 'id')",
+                          "SELECT simpg.drop_range_index('secret')",
+                          "SELECT simpg.attach_range_shard('secret', 'nosuch', 0, 1)"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="must be owner of table public.secret"):
+                bob.execute(statement)
+        # a trigger of bob's own table whose arguments name alice's permuted tables
+        bob.execute("CREATE TABLE mine (id bigint PRIMARY KEY, fp bigint)")
+        bob.execute("CREATE TRIGGER forged AFTER INSERT ON mine REFERENCING NEW TABLE AS simpg_new "
+                    "FOR EACH STATEMENT EXECUTE FUNCTION "
+                    "simpg.range_shards_write('fp', 'id', '3', '{5}', 'public', 'secret_fp_r')")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table secret_fp_r0"):
+            bob.execute("INSERT INTO mine VALUES (99, 7919)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table secret_fp_r0"):
+            bob.execute("SELECT * FROM simpg.range_near('mine', 7919, 0)")
+    with scene.connect(scene.alice) as alice:
+        assert alice.execute("SELECT key FROM simpg.range_near('secret', 7919, 0)").fetchall() == [(1,)]
+        assert alice.execute("SELECT count(*) FROM secret_fp_r0").fetchone() == (50,)

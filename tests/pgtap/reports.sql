@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(26);
+SELECT plan(40);
 
 -- the API (the last three arguments: sketch_column, max_sketch_distance, bands)
 SELECT has_function('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name', 'name', 'integer', 'boolean']);
@@ -21,6 +21,23 @@ SELECT has_function('simpg', 'duplicate_stats', ARRAY['regclass', 'integer', 'na
                                                       'name', 'integer', 'boolean']);
 SELECT has_function('simpg', 'cluster_sizes', ARRAY['regclass', 'integer', 'name', 'name', 'text',
                                                     'name', 'integer', 'boolean']);
+-- the range distribution of shards (sql/functions/76_range_shards.sql)
+SELECT has_function('simpg', 'create_range_index', ARRAY['regclass', 'name', 'integer', 'integer', 'integer', 'name']);
+SELECT has_function('simpg', 'drop_range_index', ARRAY['regclass', 'name']);
+SELECT has_function('simpg', 'range_layout', ARRAY['regclass', 'name']);
+SELECT has_function('simpg', 'range_shard_bounds', ARRAY['integer', 'integer[]', 'integer']);
+SELECT has_function('simpg', 'range_shard_ddl', ARRAY['regclass', 'name', 'name']);
+SELECT has_function('simpg', 'attach_range_shard', ARRAY['regclass', 'name', 'integer', 'integer', 'name', 'name']);
+SELECT has_function('simpg', 'range_fill', ARRAY['regclass', 'name']);
+SELECT has_function('simpg', 'range_shards', ARRAY['regclass', 'name']);
+SELECT has_function('simpg', 'check_range_shards', ARRAY['regclass', 'name', 'boolean']);
+SELECT has_function('simpg', 'range_near', ARRAY['regclass', 'bigint', 'integer', 'name']);
+SELECT has_function('simpg', 'range_near_many', ARRAY['regclass', 'bigint[]', 'integer', 'name']);
+SELECT has_function('simpg', 'range_near_query', ARRAY['regclass', 'bigint', 'integer', 'name']);
+SELECT function_returns('simpg', 'range_shards_write', ARRAY[]::text[], 'trigger');
+SELECT is((SELECT array_agg(lo ORDER BY shard_number) FROM simpg.range_shard_bounds(3, '{5}', 4)),
+          ARRAY[NULL, -4611686018427387904, 0, 4611686018427387904]::bigint[],
+          'range_shard_bounds: four equal ranges of the signed value');
 SELECT volatility_is('simpg', 'pairs', ARRAY['regclass', 'integer', 'name', 'name', 'name', 'integer', 'boolean'],
                      'stable');
 SELECT volatility_is('simpg', 'fingerprint_clusters', ARRAY['regclass', 'integer', 'name'], 'stable',
