@@ -4302,6 +4302,48 @@ $$;
 COMMENT ON FUNCTION simpg.range_layout(regclass, name) IS
     'The range shards of a table: fingerprint and key columns, layout, and its permuted tables in table order';
 
+-- complete_range_layout: range_layout, for what needs every permuted table: raises when
+-- one of them is gone from the coordinator.
+CREATE OR REPLACE FUNCTION simpg.complete_range_layout(base regclass, col name DEFAULT NULL,
+                                            OUT fingerprint_column name, OUT key_column name, OUT k integer,
+                                            OUT levels integer[], OUT tables regclass[])
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    SELECT * INTO fingerprint_column, key_column, k, levels, tables FROM simpg.range_layout(base, col);
+    IF array_position(tables, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', base
+            USING ERRCODE = 'undefined_table', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.complete_range_layout(regclass, name) IS
+    'Internal: simpg.range_layout, raising when a permuted table is missing';
+
+-- range_radius: the radius a range lookup on base uses: k, or the layout's radius when
+-- k is NULL. Contract: raises for k negative or above the layout's radius.
+CREATE OR REPLACE FUNCTION simpg.range_radius(base regclass, fingerprint_column name, radius integer, k integer)
+    RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF k < 0 THEN
+        RAISE EXCEPTION 'k must be a non-negative integer, got %', k USING ERRCODE = 'invalid_parameter_value';
+    ELSIF k > radius THEN
+        RAISE EXCEPTION 'k=% is above the radius k=% that the range shards of %.% guarantees',
+            k, radius, base, quote_ident(fingerprint_column)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN coalesce(k, radius);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.range_radius(regclass, name, integer, integer) IS
+    'Internal: the radius of a range lookup, k or the layout''s; raises if k is negative or above the layout''s';
+
 -- range_shards_write: the trigger that keeps the permuted tables in step with the base
 -- table, one statement per permuted table per statement on the base table. Arguments:
 -- fingerprint column, key column, k, levels, schema and name stem of the permuted
@@ -4499,15 +4541,11 @@ DECLARE
     v_layout record;
     v_names text[];
 BEGIN
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     SELECT array_agg(format('%I.%I', coalesce(remote_schema, n.nspname), c.relname) ORDER BY u.t)
     INTO v_names
     FROM unnest(v_layout.tables) WITH ORDINALITY AS u(rel, t)
     JOIN pg_class AS c ON c.oid = u.rel JOIN pg_namespace AS n ON n.oid = c.relnamespace;
-    IF cardinality(v_names) IS DISTINCT FROM cardinality(v_layout.tables) THEN
-        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', base
-            USING ERRCODE = 'undefined_table', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
-    END IF;
     RETURN QUERY SELECT format('CREATE TABLE IF NOT EXISTS %s (p bigint NOT NULL, key bigint NOT NULL, fp bigint NOT NULL)', v)
                  FROM unnest(v_names) AS v;
     RETURN QUERY SELECT format('CREATE INDEX IF NOT EXISTS %I ON %s (p) INCLUDE (key, fp) WITH (fillfactor = 100)',
@@ -4662,11 +4700,7 @@ DECLARE
     v_layout record;
     v_rows bigint;
 BEGIN
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
-    IF array_position(v_layout.tables, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', base
-            USING ERRCODE = 'undefined_table', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
-    END IF;
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     EXECUTE format('LOCK TABLE %s IN SHARE MODE', base);
     EXECUTE 'TRUNCATE ' || array_to_string(v_layout.tables::text[], ', ');
     FOR t IN 0 .. cardinality(v_layout.tables) - 1 LOOP
@@ -4855,19 +4889,10 @@ DECLARE
     v_k integer;
     v_statement text;
 BEGIN
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
-    v_k := coalesce(k, v_layout.k);
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
+    v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fp must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF v_k < 0 OR v_k > v_layout.k THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the range shards of %.% guarantees',
-            v_k, v_layout.k, base, quote_ident(v_layout.fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(v_layout.tables, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', base
-            USING ERRCODE = 'undefined_table', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
     END IF;
     SELECT 'SELECT s.key, min(s.distance) AS distance FROM ('
         || string_agg(format('SELECT r.key, simpg.hamming(r.fp, %1$L::bigint) AS distance FROM %2$s AS r '
@@ -4914,17 +4939,8 @@ DECLARE
     v_k integer;
     v_arms text;
 BEGIN
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
-    v_k := coalesce(k, v_layout.k);
-    IF v_k < 0 OR v_k > v_layout.k THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the range shards of %.% guarantees',
-            v_k, v_layout.k, base, quote_ident(v_layout.fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(v_layout.tables, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', base
-            USING ERRCODE = 'undefined_table', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
-    END IF;
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
+    v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
     FOR v_start IN 1 .. coalesce(cardinality(fps), 0) BY 100 LOOP
         SELECT string_agg(format('SELECT r.key, r.fp FROM %s AS r WHERE (%s) AND (%s)', v_layout.tables[u.t + 1],
                                  (SELECT string_agg(format('r.p BETWEEN %L::bigint AND %L::bigint', x.lo, x.hi), ' OR ')

@@ -273,6 +273,8 @@ def test_lookups_are_exact_against_brute_force(cluster: Cluster, data: Data) -> 
             index.near_many([5], K + 1)
         with pytest.raises(psycopg.Error, match="k=4 is above the radius k=3"):
             conn.execute("SELECT * FROM simpg.range_near('docs', 5, 4)")
+        with pytest.raises(psycopg.Error, match="k must be a non-negative integer, got -1"):
+            conn.execute("SELECT * FROM simpg.range_near_many('docs', '{5}', -1)")
         with pytest.raises(SimpgError, match="2\\*\\*64|fingerprint"):
             index.near(2**64)
         with pytest.raises(SimpgError, match="keyed by id, not body"):
