@@ -317,13 +317,16 @@ CREATE FUNCTION simpg.statement_radius(kind text, rel regclass, sketch_column na
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_head text := format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind));
-    v_rest text := split_part(statement, format('simpg.layout_is(%s::oid::regclass, ', rel::oid), 2);
-    v_claim text[] := string_to_array(split_part(v_rest, ') AND (', 1), ', ');
+    v_head text;
+    v_rest text;
+    v_claim text[];
 BEGIN
-    IF statement IS NULL THEN
+    IF statement IS NULL OR statement_name IS NULL THEN
         RETURN NULL;
     END IF;
+    v_head := format('PREPARE %I%s AS ', statement_name, simpg.lookup_parameters(kind));
+    v_rest := split_part(statement, format('simpg.layout_is(%s::oid::regclass, ', rel::oid), 2);
+    v_claim := string_to_array(split_part(v_rest, ') AND (', 1), ', ');
     BEGIN
         IF cardinality(v_claim) = 5 AND left(v_claim[1], 1) = '''' AND statement = v_head
                || simpg.lookup_statement(kind, rel, substr(v_claim[1], 2, length(v_claim[1]) - 8)::name,
@@ -385,15 +388,16 @@ BEGIN
     SELECT s.name, simpg.statement_radius(kind, rel, sketch_column, s.name,
                                           (SELECT p.statement FROM pg_prepared_statements AS p WHERE p.name = s.name))
     INTO statement_name, radius
-    FROM (SELECT simpg.lookup_statement_name(
-                     kind, rel,
-                     CASE WHEN col IS NULL THEN 0::smallint
-                          ELSE (SELECT a.attnum FROM pg_attribute AS a
-                                WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped) END,
-                     CASE WHEN sketch_column IS NOT NULL
-                          THEN (SELECT a.attnum FROM pg_attribute AS a
-                                WHERE a.attrelid = rel AND a.attname = sketch_column AND a.attnum > 0
-                                  AND NOT a.attisdropped) END) AS name) AS s;
+    FROM (SELECT CASE WHEN col IS NULL THEN 0::smallint
+                      ELSE (SELECT a.attnum FROM pg_attribute AS a
+                            WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped) END
+                     AS col_attnum,
+                 (SELECT a.attnum FROM pg_attribute AS a
+                  WHERE a.attrelid = rel AND a.attname = sketch_column AND a.attnum > 0 AND NOT a.attisdropped)
+                     AS sketch_attnum) AS a
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN a.col_attnum IS NOT NULL AND (sketch_column IS NULL OR a.sketch_attnum IS NOT NULL)
+                    THEN simpg.lookup_statement_name(kind, rel, a.col_attnum, a.sketch_attnum) END AS name) AS s;
 END
 $$;
 

@@ -336,3 +336,15 @@ def test_a_statement_whose_stated_layout_does_not_parse_is_replaced(conn):
     got = {r[0] for r in conn.execute("SELECT fp FROM simpg.near(NULL::corpus, 8, 2)").fetchall()}
     assert got == {g for g in range(1, 101) if bits.hamming(g, 8) <= 2}
     assert conn.execute("SELECT radius FROM simpg.prepared_lookup('near', 'corpus', NULL)").fetchone() == (2,)
+
+
+def test_no_statement_name_for_a_column_that_does_not_exist(conn):
+    conn.execute("CREATE TABLE corpus (id bigserial PRIMARY KEY, fp bigint NOT NULL)")
+    conn.execute("SELECT simpg.create_index('corpus', 'fp', 2, 3)")
+    for col, sketch in ((None, None), ("fp", None), ("nope", None), (None, "nope"), ("fp", "id")):
+        name, radius = conn.execute("SELECT * FROM simpg.prepared_lookup('near', 'corpus', %s, %s)",
+                                    [col, sketch]).fetchone()
+        assert radius is None
+        assert (name is None) == ("nope" in (col, sketch)), (col, sketch, name)
+    with pytest.raises(psycopg.Error, match="nope"):
+        conn.execute("SELECT * FROM simpg.near(NULL::corpus, 1, 2, 'nope')")
