@@ -298,3 +298,29 @@ CREATE FUNCTION simpg.prefix_range(fp bigint, k integer, levels integer[], t int
 
 COMMENT ON FUNCTION simpg.prefix_range(bigint, integer, integer[], integer) IS
     'Signed range [lo, hi] of table t''s permuted values that share fingerprint fp''s prefix';
+
+-- prefix_ranges: prefix_range of every fingerprint of fps for every table t of the
+-- layout (n: the 1-based position in fps; NULL elements give no rows), each table's
+-- permutation worked out once: prefix_range works it out at every call unless its
+-- arguments are constants (1,000 calls took 0.3 s, this 1 ms). PL/pgSQL so that its
+-- query is planned once per session, not at every call as a SQL function's is.
+CREATE FUNCTION simpg.prefix_ranges(fps bigint[], k integer, levels integer[])
+    RETURNS TABLE (n integer, t integer, lo bigint, hi bigint)
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH s AS MATERIALIZED (
+        SELECT u.t, simpg.table_segments(k, levels, u.t) AS segs,
+               -1::bigint << (64 - simpg.prefix_bits(k, levels, u.t)) AS mask
+        FROM generate_series(0, simpg.table_count(k, levels) - 1) AS u(t))
+    SELECT q.n::integer, s.t, simpg.apply_segments(q.fp, s.segs) & s.mask, simpg.apply_segments(q.fp, s.segs) | ~s.mask
+    FROM unnest(fps) WITH ORDINALITY AS q(fp, n) CROSS JOIN s
+    WHERE q.fp IS NOT NULL
+    ORDER BY q.n, s.t;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.prefix_ranges(bigint[], integer, integer[]) IS
+    'prefix_range of every fingerprint of fps for every table of the layout, with its position n in fps';

@@ -557,6 +557,57 @@ CREATE FUNCTION simpg.range_lower_bound(bound text) RETURNS bigint
 COMMENT ON FUNCTION simpg.range_lower_bound(text) IS
     'Internal: the lower bound of a bigint range partition''s bound text; NULL for MINVALUE';
 
+-- range_upper_bound: the upper bound (exclusive) of a range partition's bound text
+-- (pg_get_expr of relpartbound); NULL for MAXVALUE.
+CREATE FUNCTION simpg.range_upper_bound(bound text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (pg_catalog.regexp_match(bound, ' TO \(''?(-?\d+)''?\)'))[1]::bigint;
+
+COMMENT ON FUNCTION simpg.range_upper_bound(text) IS
+    'Internal: the upper bound (exclusive) of a bigint range partition''s bound text; NULL for MAXVALUE';
+
+-- range_scan_targets: what a lookup reads for each of its (table t, values lo .. hi),
+-- given as arrays (position i of ts, los and his; tables in table order): the
+-- partitions of table t whose ranges meet lo .. hi (one, as the prefix ranges never
+-- cross a shard's bounds), named directly. PostgreSQL runs an Append asynchronously
+-- only over foreign scans it sees directly, and a partitioned table pruned to one
+-- partition is not one: named, the partitions of a lookup are asked at once. Table t
+-- itself (pruned by PostgreSQL, its scans one after the other) when its partitions are
+-- not all plain range partitions that the caller may read (reading a partition
+-- directly needs its own SELECT). One catalog query for all of them.
+CREATE FUNCTION simpg.range_scan_targets(tables regclass[], ts integer[], los bigint[], his bigint[])
+    RETURNS TABLE (i integer, target regclass)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- PL/pgSQL: the query is planned once per session (a SQL function's at every call)
+    RETURN QUERY
+    WITH parts AS MATERIALIZED (
+        SELECT array_position(tables, h.inhparent::regclass) - 1 AS t, c.oid::regclass AS part,
+               simpg.range_lower_bound(b.bound) AS lo, simpg.range_upper_bound(b.bound) AS hi,
+               c.relkind <> 'p' AND b.bound LIKE 'FOR VALUES FROM (%) TO (%)' AND has_table_privilege(c.oid, 'SELECT')
+                   AS plain
+        FROM pg_inherits AS h
+        JOIN pg_class AS c ON c.oid = h.inhrelid
+        CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS bound) AS b
+        WHERE h.inhparent = ANY (tables::oid[])),
+    direct AS MATERIALIZED (  -- the tables read through their partitions
+        SELECT p.t FROM parts AS p GROUP BY p.t HAVING bool_and(p.plain))
+    SELECT q.i::integer, p.part
+    FROM unnest(ts, los, his) WITH ORDINALITY AS q(t, lo, hi, i)
+    JOIN direct AS d ON d.t = q.t
+    JOIN parts AS p ON p.t = q.t AND (p.lo IS NULL OR p.lo <= q.hi) AND (p.hi IS NULL OR p.hi > q.lo)
+    UNION ALL
+    SELECT q.i::integer, tables[q.t + 1]
+    FROM unnest(ts, los, his) WITH ORDINALITY AS q(t, lo, hi, i)
+    WHERE NOT EXISTS (SELECT FROM direct AS d WHERE d.t = q.t);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.range_scan_targets(regclass[], integer[], bigint[], bigint[]) IS
+    'Internal: for each (table, lo, hi) of a lookup, the partitions it reads directly, or the table itself';
+
 -- range_shards: the foreign partitions of every permuted table of base, in table order.
 CREATE FUNCTION simpg.range_shards(base regclass, col name DEFAULT NULL)
     RETURNS TABLE (t integer, shard regclass, server name, remote_schema name, remote_table name,
@@ -634,7 +685,7 @@ BEGIN
         END IF;
         FOR v_part IN SELECT s.*, lower_bound, upper_bound FROM simpg.shards(v_layout.tables[i]) AS s
                       CROSS JOIN LATERAL (SELECT simpg.range_lower_bound(s.bound) AS lower_bound,
-                                                 (regexp_match(s.bound, ' TO \(''?(-?\d+)''?\)'))[1]::bigint AS upper_bound) AS b
+                                                 simpg.range_upper_bound(s.bound) AS upper_bound) AS b
                       ORDER BY lower_bound NULLS FIRST LOOP
             shard := v_part.shard;
             server := v_part.server;
@@ -707,9 +758,10 @@ COMMENT ON FUNCTION simpg.check_range_shards(regclass, name, boolean) IS
 
 -- range_near_query: the statement simpg.range_near runs, with the constants as typed
 -- literals (for EXPLAIN): one arm per permuted table, each reading the rows of its
--- prefix range within k of fp, so that each arm is pruned to one partition (one shard)
--- and postgres_fdw sends it the range and the distance filter; a row found through
--- several tables is returned once.
+-- prefix range within k of fp from the one partition (shard) that holds it, named
+-- directly (range_scan_targets) so that the T foreign scans run at once; postgres_fdw
+-- sends each shard the range and the distance filter. A row found through several
+-- tables is returned once.
 CREATE FUNCTION simpg.range_near_query(base regclass, fp bigint, k integer DEFAULT NULL, col name DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
@@ -725,14 +777,19 @@ BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fp must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT 'SELECT s.key, min(s.distance) AS distance FROM ('
-        || string_agg(format('SELECT r.key, simpg.hamming(r.fp, %1$L::bigint) AS distance FROM %2$s AS r '
-                             'WHERE r.p BETWEEN %3$L::bigint AND %4$L::bigint AND simpg.hamming(r.fp, %1$L::bigint) <= %5$L::integer',
-                             fp, v_layout.tables[u.t + 1], x.lo, x.hi, v_k), ' UNION ALL ' ORDER BY u.t)
+    -- one arm per permuted table and partition read (range_scan_targets): plain columns,
+    -- so that each is a bare foreign scan, run at once with the others
+    WITH r AS MATERIALIZED (SELECT x.t, x.lo, x.hi FROM simpg.prefix_ranges(ARRAY[fp], v_layout.k, v_layout.levels) AS x)
+    SELECT 'SELECT s.key, min(simpg.hamming(s.fp, ' || quote_literal(fp) || '::bigint)) AS distance FROM ('
+        || coalesce(string_agg(format('SELECT r.key, r.fp FROM %2$s AS r WHERE r.p BETWEEN %3$L::bigint AND %4$L::bigint '
+                                      'AND simpg.hamming(r.fp, %1$L::bigint) <= %5$L::integer',
+                                      fp, g.target, r.lo, r.hi, v_k), ' UNION ALL ' ORDER BY r.t, g.target::text),
+                    'SELECT NULL::bigint AS key, NULL::bigint AS fp WHERE false')
         || ') AS s GROUP BY s.key ORDER BY distance, s.key'
     INTO v_statement
-    FROM generate_series(0, cardinality(v_layout.tables) - 1) AS u(t)
-    CROSS JOIN LATERAL simpg.prefix_range(fp, v_layout.k, v_layout.levels, u.t) AS x(lo, hi);
+    FROM simpg.range_scan_targets(v_layout.tables, ARRAY(SELECT r.t FROM r ORDER BY r.t),
+                                  ARRAY(SELECT r.lo FROM r ORDER BY r.t), ARRAY(SELECT r.hi FROM r ORDER BY r.t)) AS g
+    JOIN r ON r.t = g.i - 1;
     RETURN v_statement;
 END
 $$;
@@ -773,16 +830,24 @@ BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
     FOR v_start IN 1 .. coalesce(cardinality(fps), 0) BY 100 LOOP
-        SELECT string_agg(format('SELECT r.key, r.fp FROM %s AS r WHERE (%s) AND (%s)', v_layout.tables[u.t + 1],
-                                 (SELECT string_agg(format('r.p BETWEEN %L::bigint AND %L::bigint', x.lo, x.hi), ' OR ')
-                                  FROM unnest(fps[v_start : v_start + 99]) AS q(fp)
-                                  CROSS JOIN LATERAL simpg.prefix_range(q.fp, v_layout.k, v_layout.levels, u.t) AS x(lo, hi)
-                                  WHERE q.fp IS NOT NULL),
-                                 (SELECT string_agg(format('simpg.hamming(r.fp, %L::bigint) <= %L::integer', q.fp, v_k), ' OR ')
-                                  FROM unnest(fps[v_start : v_start + 99]) AS q(fp) WHERE q.fp IS NOT NULL)),
-                          ' UNION ' ORDER BY u.t)
+        -- one arm per permuted table and partition read, asked at once (as in range_near_query),
+        -- with the prefix ranges and distance filters of the queries it may hold rows of
+        WITH r AS MATERIALIZED (
+            SELECT (row_number() OVER (ORDER BY x.t, x.n))::integer AS i, x.t, x.n, (fps[v_start : v_start + 99])[x.n] AS fp,
+                   x.lo, x.hi
+            FROM simpg.prefix_ranges(fps[v_start : v_start + 99], v_layout.k, v_layout.levels) AS x)
+        SELECT string_agg(format('SELECT r.key, r.fp FROM %s AS r WHERE (%s) AND (%s)', a.target, a.ranges, a.near),
+                          ' UNION ' ORDER BY a.t, a.target::text)
         INTO v_arms
-        FROM generate_series(0, cardinality(v_layout.tables) - 1) AS u(t);
+        FROM (SELECT r.t, g.target,
+                     string_agg(format('r.p BETWEEN %L::bigint AND %L::bigint', r.lo, r.hi), ' OR ' ORDER BY r.n) AS ranges,
+                     string_agg(format('simpg.hamming(r.fp, %L::bigint) <= %L::integer', r.fp, v_k), ' OR ' ORDER BY r.n)
+                         AS near
+              FROM simpg.range_scan_targets(v_layout.tables, ARRAY(SELECT r.t FROM r ORDER BY r.i),
+                                            ARRAY(SELECT r.lo FROM r ORDER BY r.i),
+                                            ARRAY(SELECT r.hi FROM r ORDER BY r.i)) AS g
+              JOIN r ON r.i = g.i
+              GROUP BY r.t, g.target) AS a;
         CONTINUE WHEN v_arms IS NULL;  -- only NULL fingerprints
         RETURN QUERY EXECUTE format(
             'SELECT (q.n + $3 - 1)::integer, s.key, simpg.hamming(s.fp, q.fp) AS distance FROM (%s) AS s '

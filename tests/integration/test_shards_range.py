@@ -295,6 +295,8 @@ def test_a_lookup_reads_one_partition_per_permuted_table(cluster: Cluster, data:
             # one foreign scan per permuted table, on the shard that holds the query's prefix
             want = [f"{table}_{'s1' if LAYOUT.permute(q, t) < 0 else 's2'}" for t, table in enumerate(TABLES)]
             assert names == want, plan
+            # named directly, the partitions are scanned at once
+            assert sum("Async Foreign Scan on" in line for line in plan) == LAYOUT.tables, plan
             for t, text in enumerate(remote_sql(plan)):
                 lo, hi = LAYOUT.prefix_range(q, t)
                 assert f"FROM public.{TABLES[t]} WHERE" in text
