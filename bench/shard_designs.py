@@ -20,7 +20,9 @@ simpg.default_levels picks. Measures lookup p50/p99 from one client, lookups/s f
 and with a numpy popcount. On one machine the shards share its cores, so lookups/s
 cannot show how either design scales with machines; the round trips and the work per
 lookup are what this measures; so are the writes through the coordinator (single rows, then
-1,000 rows in one statement). Usage:
+1,000 rows in one statement), the lookups from SQL (``simpg.near`` on the hash-sharded table,
+``simpg.range_near``, p50 over 500 queries) and batches of 100 through
+``ShardedIndex.near_many`` (time per lookup). Usage:
 
     python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
     python bench/shard_designs.py --rows 1000000 --shards 4
@@ -42,7 +44,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import pgserver  # noqa: E402
-from simpg import schema  # noqa: E402
+from simpg import bits, schema  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
 from simpg.psycopg import configure_lookups  # noqa: E402
 from simpg.shards import Shard, ShardedIndex, create_shards  # noqa: E402
@@ -177,6 +179,31 @@ def main() -> None:
             for name, make in (("hash", hash_lookup), ("range", range_lookup)):
                 out[f"{name}_lookups_per_s_{args.clients}_clients"] = throughput(make, queries, args.clients,
                                                                                  args.seconds)
+            # from SQL: simpg.near on the hash-sharded table, simpg.range_near (the foreign
+            # partitions named, scanned at once); and batches of 100 through ShardedIndex.near_many
+            sc = psycopg.connect(coord.dsn("bench"), autocommit=True)
+
+            def sql_hash(q: int) -> list[tuple[int, int]]:
+                rows = sc.execute("SELECT id, simhash FROM simpg.near(NULL::hashed, %s, 3)", [bits.to_db(q)])
+                return [(i, bits.hamming(q, bits.from_db(f))) for i, f in rows.fetchall()]
+
+            def sql_range(q: int) -> list[tuple[int, int]]:
+                return [tuple(r) for r in sc.execute("SELECT key, distance FROM simpg.range_near('ranged', %s, 3)",
+                                                     [bits.to_db(q)]).fetchall()]
+
+            some = queries[:500]
+            for q in some[:50]:
+                assert sorted(sql_hash(q)) == sorted(h(q)) == sorted(sql_range(q)), q
+            for name, fn in (("hash", sql_hash), ("range", sql_range)):
+                out[f"{name}_sql_latency"] = latencies(fn, some)
+            for name, table, id_column in (("hash", "hashed", "id"), ("range", "ranged", None)):
+                index = ShardedIndex(sc, table, "simhash", id_column=id_column)
+                t0 = time.perf_counter()
+                found = [index.near_many(queries[i:i + 100], 3) for i in range(0, 1000, 100)]
+                out[f"{name}_near_many_ms_per_lookup"] = (time.perf_counter() - t0) / 1000 * 1e3
+                assert [sorted((x.id, x.distance) for x in f) for batch in found for f in batch] == \
+                    [sorted(h(q)) for q in queries[:1000]]
+            sc.close()
             # writes through the coordinator: one row a statement (hash: one remote row; range:
             # one per permuted table, by the triggers), then 1,000 rows in one statement
             for name, table in (("hash", "hashed"), ("range", "ranged")):
