@@ -384,13 +384,10 @@ def distribution(conn: psycopg.Connection[Any], table: str) -> str:
 
 
 def range_layout(conn: psycopg.Connection[Any], table: str, column: str | None = None) -> RangeLayout:
-    """``simpg.range_layout``: the range distribution of ``table`` (raises unless there is one)."""
-    col, key, k, levels, tables = _rows(
+    """``simpg.complete_range_layout``: the range distribution of ``table`` (raises unless it has one, whole)."""
+    col, key, k, levels, tables = _rows(  # raises if a permuted table is missing
         conn, "SELECT l.fingerprint_column::text, l.key_column::text, l.k, l.levels, l.tables::text[] "
-              "FROM simpg.range_layout(%s::regclass, %s) AS l", [table, column])[0]
-    if None in tables:
-        raise SimpgError(f"table {table} lacks some of its permuted tables on the coordinator "
-                         "(simpg.drop_range_index, then simpg.create_range_index)")
+              "FROM simpg.complete_range_layout(%s::regclass, %s) AS l", [table, column])[0]
     return RangeLayout(col, key, Layout(k, tuple(levels)), tuple(tables))
 
 
