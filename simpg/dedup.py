@@ -224,32 +224,30 @@ def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]
     return [found.get(int(i)) for i in ids]
 
 
-def _copies(ids: Any, fps: Any, sketches: Any | None) -> tuple[np.ndarray, dict[int, list[int]]]:
+def _copies(ids: np.ndarray, fps: np.ndarray, sketches: np.ndarray | None,
+            ) -> tuple[np.ndarray, dict[int, list[int]]]:
     """The rows to pair (positions in ``ids``) and the copies each of them stands for.
 
     Rows with the same fingerprint (and, with sketches, the same sketch) are near-duplicates
     of each other and of exactly the same other rows, so only the one with the smallest id
     is paired; ``copies`` maps its id to every id of its group, sorted (groups of two or
     more only). Without this, n copies of one document (a licence, a templated page) made
-    n * (n - 1) / 2 pairs: 6,000 copies took 53 s and 5 GB.
+    n * (n - 1) / 2 pairs: 6,000 copies took 53 s and 5 GB. ``sketches``: an
+    :func:`allpairs.as_sketches` array of the same rows, or None.
     """
-    rows = np.arange(len(ids)) if sketches is None else np.flatnonzero([sk is not None for sk in sketches])
-    if not len(rows):
-        return rows, {}
-    key = np.asarray(fps)[rows].astype(np.uint64).reshape(-1, 1)
+    key = fps.astype(np.uint64).reshape(-1, 1)
     if sketches is not None:
-        key = np.hstack([key, allpairs.as_sketches([sketches[r] for r in rows.tolist()])])
-    by_id = np.argsort(np.asarray(ids, dtype=np.int64)[rows], kind="stable")
-    rows = rows[by_id]  # np.unique's first index of a group is then its smallest id
+        key = np.hstack([key, sketches])
+    by_id = np.argsort(ids, kind="stable")  # np.unique's first index of a group is then its smallest id
     _, first, group = np.unique(key[by_id], axis=0, return_index=True, return_inverse=True)
     group = group.reshape(-1)
     in_groups = np.argsort(group, kind="stable")  # by group, each in id order
-    member_ids = np.asarray(ids, dtype=np.int64)[rows][in_groups]
+    member_ids = ids[by_id][in_groups]
     starts = np.flatnonzero(np.r_[True, np.diff(group[in_groups]) != 0])
     ends = np.r_[starts[1:], len(group)]
     copies = {int(member_ids[a]): member_ids[a:b].tolist()
               for a, b in zip(starts.tolist(), ends.tolist(), strict=True) if b - a > 1}
-    return rows[np.sort(first)], copies
+    return by_id[np.sort(first)], copies
 
 
 def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int, max_sketch_distance: int,
@@ -259,15 +257,18 @@ def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int, max
     Pairs are ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted; the copies
     are :func:`_copies`'. With sketches, a document without one (no words to sketch) is nobody's duplicate.
     """
-    rows, copies = _copies(ids, fps, sketches)
+    rows = np.arange(len(ids)) if sketches is None else np.flatnonzero([sk is not None for sk in sketches])
+    if not len(rows):
+        return [], {}
+    sk = None if sketches is None else allpairs.as_sketches([sketches[r] for r in rows.tolist()])
+    reps, copies = _copies(np.asarray(ids, dtype=np.int64)[rows], np.asarray(fps)[rows], sk)
+    rows = rows[reps]
     chunks: list[tuple[Any, Any, Any, Any]]
-    if sketches is None:
+    if sk is None:
         chunks = [(rows[i], rows[j], d, None) for i, j, d in allpairs.pair_chunks(fps[rows], k)]
     else:
-        sk = allpairs.as_sketches([sketches[r] for r in rows.tolist()]) if len(rows) else None
-        chunks = [] if sk is None else [
-            (rows[i], rows[j], d, sd)
-            for i, j, d, sd in allpairs.confirmed_pair_chunks(fps[rows], sk, k, max_sketch_distance)]
+        chunks = [(rows[i], rows[j], d, sd)
+                  for i, j, d, sd in allpairs.confirmed_pair_chunks(fps[rows], sk[reps], k, max_sketch_distance)]
     out: list[tuple[int, int, int, int | None]] = []
     for i, j, d, sd in chunks:
         a, b = ids[i].tolist(), ids[j].tolist()
