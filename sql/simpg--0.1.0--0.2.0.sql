@@ -15,42 +15,94 @@
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- Take schema simpg over: it must hold nothing but simpg's own objects (the extension's
--- members, or for a plain install the installing role's simpg objects).
+-- members, or for a plain install the installing role's simpg objects), and nothing in it
+-- may belong to a role that could have planted it. This runs before any statement that
+-- calls or replaces an object of the schema: under 0.1.0 the installer owned schema simpg
+-- and the extension, so she could swap a member for a function of her own (ALTER
+-- EXTENSION ... DROP/ADD) for this script, run by a superuser, to call, or keep as its
+-- owner through CREATE OR REPLACE. With the extension every object must belong to a
+-- superuser (0.1.0's script ran as one); a plain install is updated by the role that owns
+-- it and everything in it, since any other role would run that role's code.
 DO $$
 DECLARE
     v_schema oid := pg_catalog.to_regnamespace('simpg');
     v_extension oid := (SELECT e.oid FROM pg_catalog.pg_extension AS e WHERE e.extname = 'simpg');
     v_foreign text;
+    v_owned text;
     v_grantee oid;
+    v_function regprocedure;
 BEGIN
     IF v_schema IS NULL THEN
         RAISE EXCEPTION 'schema simpg does not exist' USING ERRCODE = 'invalid_schema_name';
     END IF;
-    IF v_extension IS NOT NULL THEN
-        IF (SELECT e.extnamespace FROM pg_catalog.pg_extension AS e WHERE e.oid = v_extension) <> v_schema THEN
-            RAISE EXCEPTION 'schema simpg is not the schema of extension simpg' USING ERRCODE = 'invalid_schema_name';
-        END IF;
-        SELECT string_agg(o.description, ', ') INTO v_foreign
-        FROM (SELECT pg_catalog.pg_describe_object(x.classid, x.objid, 0) AS description
-              FROM (SELECT 'pg_class'::regclass AS classid, c.oid AS objid FROM pg_catalog.pg_class AS c
-                    WHERE c.relnamespace = v_schema AND c.relkind IN ('r', 'v', 'm', 'S', 'f', 'p')
-                    UNION ALL
-                    SELECT 'pg_proc'::regclass, p.oid FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = v_schema
-                    UNION ALL
-                    SELECT 'pg_operator'::regclass, o.oid FROM pg_catalog.pg_operator AS o WHERE o.oprnamespace = v_schema
-                    UNION ALL
-                    SELECT 'pg_type'::regclass, t.oid FROM pg_catalog.pg_type AS t
-                    WHERE t.typnamespace = v_schema AND t.typrelid = 0 AND t.typelem = 0) AS x
-              WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
-                                WHERE d.classid = x.classid AND d.objid = x.objid AND d.deptype = 'e'
-                                  AND d.refobjid = v_extension)
-              ORDER BY 1) AS o;
-        IF v_foreign IS NOT NULL THEN
-            RAISE EXCEPTION 'schema simpg holds objects that are not simpg''s: %', v_foreign
-                USING ERRCODE = 'object_not_in_prerequisite_state',
-                      HINT = 'move or drop them, then update simpg';
-        END IF;
+    IF v_extension IS NOT NULL
+       AND (SELECT e.extnamespace FROM pg_catalog.pg_extension AS e WHERE e.oid = v_extension) <> v_schema THEN
+        RAISE EXCEPTION 'schema simpg is not the schema of extension simpg' USING ERRCODE = 'invalid_schema_name';
     END IF;
+    -- every object of the schema (the schema too) and every member of the extension:
+    -- whether it is a member, and whether its owner may be trusted
+    WITH objects AS (
+        SELECT x.classid, x.objid, x.owner,
+               pg_catalog.pg_describe_object(x.classid, x.objid, 0) AS description,
+               EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                       WHERE d.classid = x.classid AND d.objid = x.objid AND d.deptype = 'e'
+                         AND d.refobjid = v_extension) AS member
+        FROM (SELECT 'pg_class'::regclass AS classid, c.oid AS objid, c.relowner AS owner, c.relnamespace AS nsp
+              FROM pg_catalog.pg_class AS c WHERE c.relkind IN ('r', 'v', 'm', 'S', 'f', 'p')
+              UNION ALL SELECT 'pg_proc'::regclass, p.oid, p.proowner, p.pronamespace FROM pg_catalog.pg_proc AS p
+              UNION ALL SELECT 'pg_type'::regclass, t.oid, t.typowner, t.typnamespace FROM pg_catalog.pg_type AS t
+                        WHERE t.typrelid = 0 AND t.typelem = 0
+              UNION ALL SELECT 'pg_operator'::regclass, o.oid, o.oprowner, o.oprnamespace FROM pg_catalog.pg_operator AS o
+              UNION ALL SELECT 'pg_opfamily'::regclass, f.oid, f.opfowner, f.opfnamespace FROM pg_catalog.pg_opfamily AS f
+              UNION ALL SELECT 'pg_opclass'::regclass, c.oid, c.opcowner, c.opcnamespace FROM pg_catalog.pg_opclass AS c
+              UNION ALL SELECT 'pg_collation'::regclass, c.oid, c.collowner, c.collnamespace FROM pg_catalog.pg_collation AS c
+              UNION ALL SELECT 'pg_conversion'::regclass, c.oid, c.conowner, c.connamespace FROM pg_catalog.pg_conversion AS c
+              UNION ALL SELECT 'pg_ts_config'::regclass, c.oid, c.cfgowner, c.cfgnamespace FROM pg_catalog.pg_ts_config AS c
+              UNION ALL SELECT 'pg_ts_dict'::regclass, d.oid, d.dictowner, d.dictnamespace FROM pg_catalog.pg_ts_dict AS d
+              UNION ALL SELECT 'pg_statistic_ext'::regclass, s.oid, s.stxowner, s.stxnamespace FROM pg_catalog.pg_statistic_ext AS s
+              UNION ALL SELECT 'pg_event_trigger'::regclass, e.oid, e.evtowner, NULL FROM pg_catalog.pg_event_trigger AS e
+              UNION ALL SELECT 'pg_foreign_server'::regclass, s.oid, s.srvowner, NULL FROM pg_catalog.pg_foreign_server AS s
+              UNION ALL SELECT 'pg_namespace'::regclass, n.oid, n.nspowner, n.oid FROM pg_catalog.pg_namespace AS n
+             ) AS x
+        WHERE x.nsp = v_schema
+           OR EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                      WHERE d.classid = x.classid AND d.objid = x.objid AND d.deptype = 'e'
+                        AND d.refobjid = v_extension)
+    )
+    SELECT string_agg(o.description, ', ' ORDER BY o.description)
+               FILTER (WHERE v_extension IS NOT NULL AND NOT o.member AND o.classid <> 'pg_namespace'::regclass),
+           string_agg(pg_catalog.format('%s (owned by %s)', o.description, pg_catalog.pg_get_userbyid(o.owner)),
+                      ', ' ORDER BY o.description)
+               FILTER (WHERE CASE WHEN v_extension IS NULL
+                                  THEN o.owner <> (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user)
+                                  ELSE o.classid <> 'pg_namespace'::regclass
+                                       AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                                                       WHERE r.oid = o.owner AND r.rolsuper) END)
+    INTO v_foreign, v_owned
+    FROM objects AS o;
+    IF v_foreign IS NOT NULL THEN
+        RAISE EXCEPTION 'schema simpg holds objects that are not simpg''s: %', v_foreign
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'move or drop them, then update simpg';
+    END IF;
+    IF v_owned IS NOT NULL AND v_extension IS NOT NULL THEN
+        RAISE EXCEPTION 'simpg cannot be updated: objects of extension simpg belong to roles that are not superusers: %', v_owned
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'a superuser should drop them (ALTER EXTENSION simpg DROP ..., then DROP ...), or drop extension simpg and create it again';
+    ELSIF v_owned IS NOT NULL THEN
+        RAISE EXCEPTION 'simpg cannot be updated by %: its plain install holds objects of other roles: %', current_user, v_owned
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'run the update as the role that owns schema simpg and its objects: any other role would run that role''s code';
+    END IF;
+    -- functions that 0.2.0 replaces keep their owner through CREATE OR REPLACE: give those
+    -- of another superuser (who installed 0.1.0) to the role updating, as the final
+    -- check of this script (90_audit.sql) requires
+    FOR v_function IN
+        SELECT p.oid::regprocedure FROM pg_catalog.pg_proc AS p
+        WHERE p.pronamespace = v_schema AND p.proowner <> (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user)
+    LOOP
+        EXECUTE pg_catalog.format('ALTER ROUTINE %s OWNER TO %I', v_function, current_user);
+    END LOOP;
     EXECUTE pg_catalog.format('ALTER SCHEMA simpg OWNER TO %I', current_user);
     FOR v_grantee IN
         SELECT DISTINCT a.grantee
@@ -5249,3 +5301,61 @@ $$;
 
 COMMENT ON FUNCTION simpg.repair(regclass, name) IS
     'Drop invalid indexes and the prefix columns of damaged simpg indexes of rel, build missing B-trees; returns the statements run';
+-- audit: the last statement of the install and of every update script
+--
+-- Whatever ran before, the script ends only if schema simpg is simpg's alone: every
+-- object in it, and every member of the extension wherever it lives, belongs to the role
+-- that ran the script (the bootstrap superuser for CREATE EXTENSION, trusted or not; the
+-- installing role for a plain install), and no grant gives another role more than
+-- USAGE, EXECUTE or SELECT, nor the right to grant. Otherwise the transaction is rolled
+-- back, so no install or update can leave an object another role could change under a
+-- superuser who calls it (docs/security.md). The check is written for the catalogs, not
+-- for simpg's objects, so it holds for objects a later version adds.
+DO $$
+DECLARE
+    v_me oid := (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user);
+    v_schema oid := pg_catalog.to_regnamespace('simpg');
+    v_extension oid := (SELECT e.oid FROM pg_catalog.pg_extension AS e WHERE e.extname = 'simpg');
+    v_problems text;
+BEGIN
+    WITH objects AS (
+        SELECT x.classid, x.objid, x.owner, x.acl
+        FROM (SELECT 'pg_class'::regclass AS classid, c.oid AS objid, c.relowner AS owner, c.relacl AS acl,
+                     c.relnamespace AS nsp
+              FROM pg_catalog.pg_class AS c
+              UNION ALL SELECT 'pg_proc'::regclass, p.oid, p.proowner, p.proacl, p.pronamespace FROM pg_catalog.pg_proc AS p
+              UNION ALL SELECT 'pg_type'::regclass, t.oid, t.typowner, t.typacl, t.typnamespace FROM pg_catalog.pg_type AS t
+              UNION ALL SELECT 'pg_operator'::regclass, o.oid, o.oprowner, NULL, o.oprnamespace FROM pg_catalog.pg_operator AS o
+              UNION ALL SELECT 'pg_opfamily'::regclass, f.oid, f.opfowner, NULL, f.opfnamespace FROM pg_catalog.pg_opfamily AS f
+              UNION ALL SELECT 'pg_opclass'::regclass, c.oid, c.opcowner, NULL, c.opcnamespace FROM pg_catalog.pg_opclass AS c
+              UNION ALL SELECT 'pg_collation'::regclass, c.oid, c.collowner, NULL, c.collnamespace FROM pg_catalog.pg_collation AS c
+              UNION ALL SELECT 'pg_conversion'::regclass, c.oid, c.conowner, NULL, c.connamespace FROM pg_catalog.pg_conversion AS c
+              UNION ALL SELECT 'pg_ts_config'::regclass, c.oid, c.cfgowner, NULL, c.cfgnamespace FROM pg_catalog.pg_ts_config AS c
+              UNION ALL SELECT 'pg_ts_dict'::regclass, d.oid, d.dictowner, NULL, d.dictnamespace FROM pg_catalog.pg_ts_dict AS d
+              UNION ALL SELECT 'pg_statistic_ext'::regclass, s.oid, s.stxowner, NULL, s.stxnamespace FROM pg_catalog.pg_statistic_ext AS s
+              UNION ALL SELECT 'pg_event_trigger'::regclass, e.oid, e.evtowner, NULL, NULL FROM pg_catalog.pg_event_trigger AS e
+              UNION ALL SELECT 'pg_foreign_server'::regclass, s.oid, s.srvowner, s.srvacl, NULL FROM pg_catalog.pg_foreign_server AS s
+              UNION ALL SELECT 'pg_namespace'::regclass, n.oid, n.nspowner, n.nspacl, n.oid FROM pg_catalog.pg_namespace AS n
+             ) AS x
+        WHERE x.nsp = v_schema
+           OR EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                      WHERE d.classid = x.classid AND d.objid = x.objid AND d.deptype = 'e' AND d.refobjid = v_extension)
+    )
+    SELECT string_agg(p.problem, '; ' ORDER BY p.problem) INTO v_problems
+    FROM (SELECT pg_catalog.format('%s is owned by %s', pg_catalog.pg_describe_object(o.classid, o.objid, 0),
+                                   pg_catalog.pg_get_userbyid(o.owner)) AS problem
+          FROM objects AS o WHERE o.owner <> v_me
+          UNION ALL
+          SELECT pg_catalog.format('%s grants %s%s to %s', pg_catalog.pg_describe_object(o.classid, o.objid, 0),
+                                   a.privilege_type, CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END,
+                                   CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END)
+          FROM objects AS o, pg_catalog.aclexplode(o.acl) AS a
+          WHERE a.grantee <> o.owner
+            AND (a.privilege_type NOT IN ('USAGE', 'EXECUTE', 'SELECT') OR a.is_grantable)) AS p;
+    IF v_problems IS NOT NULL THEN
+        RAISE EXCEPTION 'simpg refuses to finish its install: schema simpg must belong to % alone, but %', current_user, v_problems
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'a role planted or granted these objects; a superuser should drop them, then install or update simpg again';
+    END IF;
+END
+$$;
