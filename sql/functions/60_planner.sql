@@ -142,6 +142,7 @@ BEGIN
             v_best := v_n;
         END IF;
         v_front := v_front || jsonb_build_object(
+            -- built-in: lv is simpg's own integer[]
             'levels', to_jsonb(v_design.lv), 'tables', v_design.n_tables,
             'min', v_design.min_bits, 'max', v_design.max_bits,
             'candidates', (row_count * v_design.weight / c_two64)::float8,

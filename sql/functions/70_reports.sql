@@ -15,11 +15,58 @@
 
 
 
+-- base_type: the type a domain is made from, through domains over domains; t itself
+-- for any other type.
+CREATE FUNCTION simpg.base_type(t regtype) RETURNS regtype
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN (WITH RECURSIVE base (oid, basetype) AS (
+                SELECT y.oid, y.typbasetype FROM pg_catalog.pg_type AS y WHERE y.oid = t
+                UNION ALL
+                SELECT y.oid, y.typbasetype FROM base AS b JOIN pg_catalog.pg_type AS y ON y.oid = b.basetype)
+            SELECT b.oid::regtype FROM base AS b WHERE b.basetype = 0);
+
+COMMENT ON FUNCTION simpg.base_type(regtype) IS
+    'The base type of domain t (through domains over domains), or t itself';
+
+-- builtin_type: whether values of type t are compared, cast and printed by built-in code
+-- only. Contract: true for the types initdb made (OIDs below 16384,
+-- FirstNormalObjectId) and for domains over them (a domain's casts, operators and output
+-- are its base type's; its checks run only when a value is stored into it). A cast from
+-- any other type is looked up in pg_cast, whatever search_path says, so it may be a
+-- function of the type's owner, which would run with the rights of whoever calls simpg.
+CREATE FUNCTION simpg.builtin_type(t regtype) RETURNS boolean
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN simpg.base_type(t)::oid < 16384;
+
+COMMENT ON FUNCTION simpg.builtin_type(regtype) IS
+    'Whether t is a built-in type or a domain over one: values simpg may cast, compare and print without running user code';
+
+-- checked_key_type: raises unless a key column's type is built in (simpg.builtin_type).
+CREATE FUNCTION simpg.checked_key_type(rel regclass, key_column name, key_type regtype) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT simpg.builtin_type(key_type) THEN
+        RAISE EXCEPTION 'key column %.% has type %, which is not built in; simpg compares, casts and prints keys with built-in code only',
+            rel, quote_ident(key_column), key_type
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'use a key of a built-in type (bigint, uuid, text, ...) or a domain over one; docs/security.md says why';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_key_type(regclass, name, regtype) IS
+    'Raises unless key_column of rel has a built-in type (or a domain over one): no report runs the code of a type''s owner';
+
 -- report_key: the column that identifies rows in a report, and its type.
 -- Contract: key_column NULL means the single-column primary key. The column must be
 -- NOT NULL and carry a valid, non-partial single-column unique index: pairs are taken
 -- once as key_a < key_b, so two rows with equal keys would silently lose their pair.
 -- Refuses a table with inheritance children, where such an index proves nothing.
+-- Refuses a key whose type is not built in (simpg.builtin_type): reports sort, compare
+-- and cast keys, and must never run the code of a type's owner as their caller. Every
+-- function of simpg that touches a key takes it from here.
 CREATE FUNCTION simpg.report_key(rel regclass, key_column name DEFAULT NULL,
                                  OUT column_name name, OUT column_type regtype)
     LANGUAGE plpgsql STABLE
@@ -50,6 +97,7 @@ BEGIN
             RAISE EXCEPTION 'table % has no single-column primary key; name a unique not-null column as key_column', rel
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        PERFORM simpg.checked_key_type(rel, column_name, column_type);
         RETURN;
     END IF;
     SELECT a.attname, a.atttypid::regtype, a.attnum, a.attnotnull
@@ -69,6 +117,7 @@ BEGIN
             rel, quote_ident(key_column)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    PERFORM simpg.checked_key_type(rel, column_name, column_type);
 END
 $$;
 
@@ -77,7 +126,8 @@ COMMENT ON FUNCTION simpg.report_key(regclass, name) IS
 
 -- report_key_type: the type a report returns keys as, when the caller asks for want.
 -- Contract: want may be the key column's own type, text (always lossless), or bigint
--- for a smallint, integer or bigint key; anything else raises naming the right call.
+-- for a smallint, integer or bigint key (or a domain over one); anything else raises
+-- naming the right call.
 CREATE FUNCTION simpg.report_key_type(rel regclass, key_column name, have regtype, want regtype)
     RETURNS regtype
     LANGUAGE plpgsql STABLE
@@ -85,7 +135,8 @@ CREATE FUNCTION simpg.report_key_type(rel regclass, key_column name, have regtyp
 AS $$
 BEGIN
     IF want IS NULL OR want = have OR want = 'text'::regtype
-       OR (want = 'bigint'::regtype AND have IN ('smallint'::regtype, 'integer'::regtype)) THEN
+       OR (want = 'bigint'::regtype
+           AND simpg.base_type(have) IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)) THEN
         RETURN coalesce(want, have);
     END IF;
     RAISE EXCEPTION 'key column %.% is %, not %; pass NULL::% as the first argument to get % keys',
@@ -171,7 +222,8 @@ COMMENT ON FUNCTION simpg.report_sketch_distance(regclass, name, integer, boolea
 -- sketches are within max_sketch_distance: with those passes, each confirmed pair once.
 -- Only the keys two or more rows share are read (a GROUP BY that an index-only scan of
 -- the band's B-tree feeds in order), then their rows by that B-tree. Columns as
--- pairs_query's; keys compared in the key column's own order, then cast to key_type.
+-- pairs_query's; keys compared in the key column's own order, then cast to key_type
+-- (key_column and key_type as simpg.report_key and report_key_type return them: built in).
 CREATE FUNCTION simpg.band_passes(rel regclass, k integer, fingerprint_column name, key_column name,
                                   key_type regtype, sketch_column name, max_sketch_distance integer)
     RETURNS text[]
@@ -397,7 +449,8 @@ COMMENT ON FUNCTION simpg.pairs(anyelement, regclass, integer, name, name, name,
 -- pass's pairs of stored values (simpg.prefix_pairs), each value's smallest key read
 -- through the B-tree (a fingerprint's rows share every stored value), confirmed on the
 -- fingerprints. Otherwise every distinct fingerprint is numbered and joined
--- (simpg.prefix_join). key_column is read only with by_key.
+-- (simpg.prefix_join). key_column is read only with by_key; it is simpg.report_key's
+-- (a built-in type, so its order runs no user code).
 CREATE FUNCTION simpg.fingerprint_pairs_query(layout simpg.indexes, masks bigint[], k integer,
                                               key_column name, by_key boolean)
     RETURNS text
