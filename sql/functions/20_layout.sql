@@ -45,7 +45,7 @@ CREATE FUNCTION simpg.layout_error(k integer, levels integer[]) RETURNS text
 AS $$
 DECLARE
     v_remaining integer := 64;
-    v_tables bigint := 1;
+    v_tables numeric := 1;  -- a product of two binomials can pass bigint (k=16, blocks=40x32)
     v_m integer;
 BEGIN
     IF k IS NULL OR k < 0 OR k > 16 THEN

@@ -88,6 +88,35 @@ def test_invalid_layouts_raise_the_same_messages_as_python(conn, k, levels, mess
     assert err.value.diag.message_primary == message
 
 
+def test_layout_error_never_raises_and_agrees_with_python(conn):
+    """Documented never to raise (the catalog view asks it of every prefix column): every k
+    and every one or two block counts, extremes included, give a message or NULL, and the
+    message is Python's (k=16 blocks=40x32 once overflowed bigint counting tables)."""
+    from simpg.layout import Layout
+
+    values = [-2**31, -1, 0, 1, 2, 3, 5, 8, 16, 17, 20, 32, 40, 63, 64, 65, 2**31 - 1]
+    cases = [(k, levels) for k in (-1, 0, 1, 3, 8, 16, 17)
+             for levels in [[a] for a in values] + [[a, b] for a in values for b in values]]
+    cases += [(None, [4]), (3, None), (3, []), (3, [4, 5, 6]), (3, [None])]
+    got = conn.execute(
+        "SELECT array_agg(simpg.layout_error(c.k, l.levels) ORDER BY c.n) "
+        "FROM unnest(%s::integer[], %s::text[]) WITH ORDINALITY AS c(k, lv, n), "
+        "LATERAL (SELECT c.lv::integer[] AS levels) AS l",
+        [[k for k, _ in cases], [None if lv is None else "{" + ",".join("NULL" if v is None else str(v)
+                                                                         for v in lv) + "}" for _, lv in cases]]
+    ).fetchone()[0]
+    for (k, levels), message in zip(cases, got):
+        if k is None or levels is None or None in levels or len(levels) not in (1, 2):
+            assert message is not None
+            continue
+        try:
+            Layout(k, tuple(levels))
+            expected = None
+        except ValueError as err:
+            expected = str(err)
+        assert message == expected, (k, levels)
+
+
 def test_table_out_of_range(conn):
     import psycopg
 
