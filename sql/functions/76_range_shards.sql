@@ -216,7 +216,9 @@ CREATE FUNCTION simpg.range_out_of_step(base regclass, col name) RETURNS text
 AS $$
 DECLARE
     v_parent regclass;
-    v_record text;
+    v_col text := encode(convert_to(col, getdatabaseencoding()), 'escape') || '\000';  -- col as the first argument
+    v_args text;
+    v_layout text;
     v_members regclass[];
     v_triggers bigint;
 BEGIN
@@ -225,21 +227,24 @@ BEGIN
         RETURN format('%s is now a partition or child of %s: writes through %s do not reach its range shards',
                       base, v_parent, v_parent);
     END IF;
-    -- the 7th argument (zero-byte separated; escape encoding shows a zero byte as \000)
-    SELECT split_part(encode(g.tgargs, 'escape'), '\000', 7) INTO v_record
+    -- the arguments as escaped text (a zero byte shows as \000): cheaper than
+    -- simpg.trigger_args at every lookup. The registry: base's INSERT trigger on col.
+    SELECT encode(g.tgargs, 'escape') INTO v_args
     FROM pg_trigger AS g
-    WHERE g.tgrelid = base AND g.tgname = simpg.object_name('simpg_range_' || col, '_insert')
-      AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure;
+    WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgtype & 4 <> 0
+      AND left(encode(g.tgargs, 'escape'), length(v_col)) = v_col
+      AND split_part(encode(g.tgargs, 'escape'), '\000', 7) <> 'member';
+    v_layout := array_to_string((string_to_array(v_args, '\000'))[1:6], '\000') || '\000';
     v_members := simpg.range_members(base);
-    IF coalesce(nullif(v_record, ''), md5('')) <> md5(array_to_string(v_members::text[], ',')) THEN
+    IF coalesce(nullif(split_part(v_args, '\000', 7), ''), md5('')) <> md5(array_to_string(v_members::text[], ',')) THEN
         RETURN format('the partitions of %s changed since its range triggers were installed (a partition created, attached, detached or dropped, or a child table): their rows are not known to be in the range shards',
                       base);
     END IF;
+    -- four enabled triggers (insert, update, delete, truncate) naming the permuted tables
+    -- on base and on each partition
     SELECT count(*) INTO v_triggers FROM pg_trigger AS g
     WHERE g.tgrelid = ANY (base || v_members) AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
-      AND g.tgenabled <> 'D'
-      AND g.tgname IN (simpg.object_name('simpg_range_' || col, '_insert'), simpg.object_name('simpg_range_' || col, '_update'),
-                       simpg.object_name('simpg_range_' || col, '_delete'), simpg.object_name('simpg_range_' || col, '_truncate'));
+      AND g.tgenabled <> 'D' AND left(encode(g.tgargs, 'escape'), length(v_layout)) = v_layout;
     IF v_triggers <> 4 * (1 + cardinality(v_members)) THEN
         RETURN format('%s or one of its partitions lacks some of its enabled range triggers: writes there may not have reached the range shards',
                       base);
@@ -516,8 +521,10 @@ CREATE FUNCTION simpg.range_registry(base regclass, col name) RETURNS text[]
     LANGUAGE sql STABLE STRICT
     SET search_path = pg_catalog, pg_temp
     RETURN (SELECT simpg.trigger_args(g.tgargs) FROM pg_catalog.pg_trigger AS g
-            WHERE g.tgrelid = base AND g.tgname = simpg.object_name('simpg_range_' || col, '_insert')
-              AND g.tgfoid = 'simpg.range_shards_write()'::pg_catalog.regprocedure);
+            WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::pg_catalog.regprocedure
+              AND g.tgtype OPERATOR(pg_catalog.&) 4 OPERATOR(pg_catalog.<>) 0
+              AND (simpg.trigger_args(g.tgargs))[1] OPERATOR(pg_catalog.=) col
+              AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member');
 
 COMMENT ON FUNCTION simpg.range_registry(regclass, name) IS
     'Internal: the arguments of a table''s range INSERT trigger (its range layout and the record of its partitions)';
@@ -579,7 +586,8 @@ BEGIN
                  FROM unnest(v_names) AS v;
     RETURN QUERY SELECT format('CREATE INDEX IF NOT EXISTS %I ON %s (p) INCLUDE (key, fp) WITH (fillfactor = 100)',
                                simpg.object_name(c.relname, '_p_idx'), v)
-                 FROM unnest(v_names, v_layout.tables) AS u(v, rel) JOIN pg_class AS c ON c.oid = u.rel;
+                 FROM unnest(v_names, v_layout.tables) WITH ORDINALITY AS u(v, rel, t) JOIN pg_class AS c ON c.oid = u.rel
+                 ORDER BY u.t;
 END
 $$;
 
