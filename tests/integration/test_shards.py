@@ -451,7 +451,10 @@ def test_passwords_are_never_shown(sharded: Cluster, caplog: pytest.LogCaptureFi
                            '"user" \'postgres\')'
         assert all("Sup3r" not in line for line in done)
         assert "Sup3r" not in caplog.text and "********" in caplog.text
-        assert shards.create_server(conn, Shard("s_pw", "host=elsewhere")) == []  # kept as it is
+        # the same again: kept as it is; another host: refused, not reused (issue 27)
+        assert shards.create_server(conn, Shard("s_pw", sharded.shard_dsn(0) + " password=Sup3r'secret")) == []
+        with pytest.raises(SimpgError, match="foreign server s_pw has host '.*', the connection string 'elsewhere'"):
+            shards.create_server(conn, Shard("s_pw", "host=elsewhere dbname=app port=5432 password=Sup3r'secret"))
         conn.execute("DROP SERVER s_pw CASCADE")
 
 
