@@ -600,7 +600,10 @@ def test_range_shard_functions_give_a_stranger_nothing_of_a_table(scene, how):
                     "simpg.range_shards_write('fp', 'id', '3', '{5}', 'public', 'secret_fp_r')")
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table secret_fp_r0"):
             bob.execute("INSERT INTO mine VALUES (99, 7919)")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table secret_fp_r0"):
+        # a lookup through the forged registry: refused before anything is read (its table
+        # lacks the four range triggers), or by the permuted tables' rights
+        with pytest.raises((psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectNotInPrerequisiteState),
+                           match="permission denied for table secret_fp_r0|not in step"):
             bob.execute("SELECT * FROM simpg.range_near('mine', 7919, 0)")
     with scene.connect(scene.alice) as alice:
         assert alice.execute("SELECT key FROM simpg.range_near('secret', 7919, 0)").fetchall() == [(1,)]
