@@ -189,13 +189,18 @@ def create_server(conn: psycopg.Connection[Any], shard: Shard) -> list[str]:
 
     The connection string's ``user``, ``password`` (and client-certificate options) go
     into the user mapping, everything else (``host``, ``port``, ``dbname``, ...) into the
-    server, with ``parallel_commit`` on PostgreSQL 15 and later. Either is left alone
-    when it exists already. Returns the statements run,
-    with any password masked; passwords are never logged.
+    server, with ``parallel_commit`` on PostgreSQL 15 and later. A server that exists
+    already is used only if the current role itself owns it and its options match the
+    connection string (``simpg.check_shard_server``): its owner could read the password
+    of a mapping on it and point it anywhere, so nothing is written on anyone else's.
+    The current role's own mapping is made unless it has one (a ``PUBLIC`` mapping is
+    not relied on). Returns the statements run, with any password masked; passwords
+    are never logged.
     """
     options = {k: v for k, v in psycopg.conninfo.conninfo_to_dict(shard.dsn).items()
                if v is not None and k not in IGNORED_OPTIONS}
     server_options = {k: str(v) for k, v in options.items() if k not in USER_MAPPING_OPTIONS}
+    wanted = [f"{k}={v}" for k, v in sorted(server_options.items())]  # what an existing server must have
     if conn.info.server_version >= 150000:
         # commit the shards' remote transactions at once, not one after the other
         # (postgres_fdw, PostgreSQL 15+): each lookup in autocommit ends one on every shard
@@ -217,14 +222,19 @@ def create_server(conn: psycopg.Connection[Any], shard: Shard) -> list[str]:
         return sql.SQL(" OPTIONS ({})").format(sql.SQL(", ").join(
             sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in sorted(values.items())))
 
+    # one transaction: a server made here cannot be swapped for someone else's before
+    # the mapping goes on it (CREATE SERVER fails if the name is taken meanwhile), and
+    # only its owner can change a server once checked
     with conn.transaction():
         if not _rows(conn, "SELECT FROM pg_catalog.pg_extension WHERE extname = 'postgres_fdw'"):
             run(sql.SQL("CREATE EXTENSION IF NOT EXISTS postgres_fdw"))
-        if not _rows(conn, "SELECT FROM pg_catalog.pg_foreign_server WHERE srvname = %s", [shard.name]):
+        if _rows(conn, "SELECT FROM pg_catalog.pg_foreign_server WHERE srvname = %s", [shard.name]):
+            _rows(conn, "SELECT simpg.check_shard_server(%s, %s::text[], false)", [shard.name, wanted])
+        else:
             run(sql.SQL("CREATE SERVER {} FOREIGN DATA WRAPPER postgres_fdw{}").format(
                 sql.Identifier(shard.name), opts(server_options)))
-        if not _rows(conn, "SELECT FROM pg_catalog.pg_user_mappings AS u "
-                           "WHERE u.srvname = %s AND u.usename IN (current_user, 'public')", [shard.name]):
+        if not _rows(conn, "SELECT FROM pg_catalog.pg_user_mappings AS u JOIN pg_catalog.pg_roles AS r "
+                           "ON r.oid = u.umuser WHERE u.srvname = %s AND r.rolname = current_user", [shard.name]):
             run(sql.SQL("CREATE USER MAPPING FOR CURRENT_USER SERVER {}{}").format(
                 sql.Identifier(shard.name), opts(mapping_options)))
     return done
@@ -379,7 +389,9 @@ def distribution(conn: psycopg.Connection[Any], table: str) -> str:
     """``"range"`` if ``table`` has range shards (its triggers say so), else ``"hash"``."""
     row = _rows(conn, "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger AS g "
                       "WHERE g.tgrelid = pg_catalog.to_regclass(%s) "
-                      "AND g.tgfoid = pg_catalog.to_regprocedure('simpg.range_shards_write()'))", [table])
+                      "AND g.tgfoid = pg_catalog.to_regprocedure('simpg.range_shards_write()') "
+                      # a partition of a range-sharded table carries the triggers too
+                      "AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member')", [table])
     return "range" if row[0][0] else "hash"
 
 
@@ -611,7 +623,8 @@ class ShardedIndex:
                 raise SimpgError(f"{table}'s range shards are keyed by {self.range.key_column}, not {id_column}")
             relations = [sql.Identifier(*_split_name(conn, name)) for name in self.range.tables]
             self._relations = relations
-            self._near_statement = _range_near_sql(relations).as_string(conn)
+            self._base = sql.Identifier(*_split_name(conn, table)).as_string(conn)
+            self._near_statement = _range_near_sql(relations, self._base, self.range.column).as_string(conn)
             return
         if id_column is None:
             raise SimpgError(f"name the id column of {table}: a hash-sharded table has no primary key")
@@ -720,6 +733,8 @@ class ShardedIndex:
         """
         if self.range is None:
             return self.index.fetch_all()
+        _rows(self.conn, "SELECT simpg.range_in_step(%s::regclass, %s)",
+              [self._base, self.range.column])
         statement = sql.SQL("COPY (SELECT r.key, r.fp FROM {} AS r) TO STDOUT (FORMAT BINARY)").format(
             self._relations[0])
         with translated():
@@ -759,15 +774,19 @@ def _split_name(conn: psycopg.Connection[Any], table: str) -> tuple[str, str]:
     return row[0][0], row[0][1]
 
 
-def _range_near_sql(relations: Sequence[sql.Identifier]) -> sql.Composed:
+def _range_near_sql(relations: Sequence[sql.Identifier], base: str, column: str) -> sql.Composed:
     """The range distribution's lookup, with parameters: one arm per permuted table.
 
     Prepared, its generic plan prunes each arm to the one shard that holds the
     query's prefix range when it starts (PostgreSQL's run-time partition pruning);
     postgres_fdw sends that shard the range and the distance filter. A row found
-    through several tables is counted once.
+    through several tables is counted once. It first runs ``simpg.range_in_step``
+    once (an InitPlan), which raises when writes may have gone around the triggers
+    (a partition attached, detached or created, a trigger missing): never a stale answer.
     """
     arm = sql.SQL("SELECT r.key, r.fp FROM {} AS r WHERE r.p BETWEEN %s AND %s AND simpg.hamming(r.fp, %s) <= %s")
     arms = sql.SQL(" UNION ALL ").join(arm.format(rel) for rel in relations)
     return sql.SQL("SELECT s.key, simpg.hamming(s.fp, %s) AS distance FROM ({}) AS s "
-                   "GROUP BY s.key, s.fp ORDER BY distance, s.key").format(arms)
+                   "WHERE (SELECT simpg.range_in_step({}::regclass, {})) "
+                   "GROUP BY s.key, s.fp ORDER BY distance, s.key").format(
+        arms, sql.Literal(base), sql.Literal(column))

@@ -107,11 +107,106 @@ $$;
 COMMENT ON FUNCTION simpg.sharded_layout(regclass, name) IS
     'The simpg index of a partitioned table that shards are made for; raises unless there is one and the caller owns the table';
 
+-- shard_server_problem: why the caller must not send credentials or rows through the
+-- foreign server server, NULL when it may. Only through a server the caller itself owns
+-- (srvowner = current_user, not a role it is a member of): its owner reads the options of
+-- every user mapping on it, passwords included (pg_user_mappings), and points it anywhere
+-- with ALTER SERVER; and only through the caller's own user mapping (umuser =
+-- current_user), never a PUBLIC one that postgres_fdw would fall back to (need_mapping
+-- false: the caller is about to make its own). options ('key=value', from the caller's
+-- connection string) must match the server's: each one given, and host, hostaddr, port,
+-- dbname and service also when absent (a server that names another database than the
+-- connection string would take the shard's rows there). Reads the catalogs only.
+CREATE FUNCTION simpg.shard_server_problem(server name, options text[] DEFAULT NULL, need_mapping boolean DEFAULT true,
+                                           OUT problem text, OUT detail text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_server record;
+    v_key text;
+    v_want text;
+    v_have text;
+BEGIN
+    SELECT s.oid, s.srvowner, s.srvoptions, w.fdwname INTO v_server
+    FROM pg_foreign_server AS s JOIN pg_foreign_data_wrapper AS w ON w.oid = s.srvfdw WHERE s.srvname = server;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'foreign server % does not exist', quote_ident(server)
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw and a user mapping first';
+    END IF;
+    IF v_server.srvowner <> (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = current_user) THEN
+        problem := 'server not owned';
+        detail := format('foreign server %I belongs to role %I, not to %I: its owner could read the password of a user mapping on it and point it at another database; use a server of your own (another name)',
+                         server, pg_get_userbyid(v_server.srvowner), current_user);
+        RETURN;
+    END IF;
+    IF v_server.fdwname <> 'postgres_fdw' THEN
+        problem := 'not postgres_fdw';
+        detail := format('server %I uses foreign data wrapper %I; shards need postgres_fdw', server, v_server.fdwname);
+        RETURN;
+    END IF;
+    FOR v_key IN SELECT DISTINCT x.key
+                 FROM (SELECT split_part(o, '=', 1) AS key FROM unnest(options) AS o
+                       UNION ALL SELECT unnest(ARRAY['host', 'hostaddr', 'port', 'dbname', 'service'])) AS x
+                 WHERE options IS NOT NULL ORDER BY x.key LOOP
+        SELECT substr(o, length(v_key) + 2) INTO v_want FROM unnest(options) AS o WHERE o LIKE v_key || '=%' LIMIT 1;
+        SELECT substr(o, length(v_key) + 2) INTO v_have FROM unnest(v_server.srvoptions) AS o
+        WHERE o LIKE v_key || '=%' LIMIT 1;
+        IF v_want IS DISTINCT FROM v_have THEN
+            problem := 'options differ';
+            detail := format('foreign server %I has %s %s, the connection string %s', server, v_key,
+                             coalesce(quote_literal(v_have), 'none'), coalesce(quote_literal(v_want), 'none'));
+            RETURN;
+        END IF;
+    END LOOP;
+    IF need_mapping AND NOT EXISTS (SELECT FROM pg_user_mappings AS u
+                                    WHERE u.srvid = v_server.oid
+                                      AND u.umuser = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = current_user)) THEN
+        problem := 'no user mapping';
+        detail := format('foreign server %I has no user mapping for %I (a PUBLIC mapping is not used): CREATE USER MAPPING FOR CURRENT_USER SERVER %I',
+                         server, current_user, server);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.shard_server_problem(name, text[], boolean) IS
+    'Internal: why a foreign server must not carry the caller''s shards (not its own, no own user mapping, other options); NULL when it may';
+
+-- check_shard_server: raise unless the caller may use foreign server server for shards
+-- (simpg.shard_server_problem), naming the server and, when it is not the caller's, its
+-- owner. Every path that writes a user mapping or attaches a shard goes through it.
+CREATE FUNCTION simpg.check_shard_server(server name, options text[] DEFAULT NULL, need_mapping boolean DEFAULT true)
+    RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_found record;
+BEGIN
+    IF server IS NULL THEN
+        RAISE EXCEPTION 'server must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO v_found FROM simpg.shard_server_problem(server, options, need_mapping);
+    IF v_found.problem IS NOT NULL THEN
+        RAISE EXCEPTION 'foreign server % cannot carry shards: %', quote_ident(server), v_found.detail
+            USING ERRCODE = CASE v_found.problem WHEN 'server not owned' THEN 'insufficient_privilege'
+                                                 WHEN 'no user mapping' THEN 'insufficient_privilege'
+                                                 WHEN 'not postgres_fdw' THEN 'wrong_object_type'
+                                                 ELSE 'invalid_parameter_value' END;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.check_shard_server(name, text[], boolean) IS
+    'Raise unless a foreign server is the caller''s own postgres_fdw server with its own user mapping (and the given options)';
+
 -- remote_index_problems: what is wrong with the shard table remote_schema.remote_table on
 -- foreign server server for the simpg index layout of parent, read from the shard's
 -- simpg.indexes through postgres_fdw (a temporary foreign table, dropped before
 -- returning). One row per problem, none when the shard has exactly parent's layout:
--- 'not postgres_fdw', 'unreachable' (the connection failed; detail has postgres_fdw's
+-- those of simpg.shard_server_problem ('server not owned', 'no user mapping', 'not
+-- postgres_fdw': the server is then not used at all), 'unreachable' (the connection failed; detail has postgres_fdw's
 -- message, which names the server), 'simpg missing' (no simpg.indexes there), 'error'
 -- (another error while reading it), 'no simpg index', 'layout differs', 'missing b-tree'.
 CREATE FUNCTION simpg.remote_index_problems(parent regclass, server name, remote_schema name,
@@ -122,23 +217,14 @@ CREATE FUNCTION simpg.remote_index_problems(parent regclass, server name, remote
 AS $$
 DECLARE
     v_row simpg.indexes := simpg.sharded_layout(parent, col);
-    v_fdw name;
     v_target text := format('%I.%I', remote_schema, remote_table);
     v_found record;
     v_seen boolean := false;
     v_detail text;
 BEGIN
-    SELECT w.fdwname INTO v_fdw
-    FROM pg_foreign_server AS s JOIN pg_foreign_data_wrapper AS w ON w.oid = s.srvfdw
-    WHERE s.srvname = server;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'foreign server % does not exist', quote_ident(server)
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw and a user mapping first';
-    END IF;
-    IF v_fdw <> 'postgres_fdw' THEN
-        problem := 'not postgres_fdw';
-        detail := format('server %I uses foreign data wrapper %I; shards need postgres_fdw', server, v_fdw);
+    -- nothing goes through a server or user mapping that is not the caller's own
+    SELECT * INTO problem, detail FROM simpg.shard_server_problem(server);
+    IF problem IS NOT NULL THEN
         RETURN NEXT;
         RETURN;
     END IF;
@@ -332,9 +418,12 @@ BEGIN
         RAISE EXCEPTION 'shard % cannot be attached to %: % (%)', quote_ident(server), parent,
             v_problem.problem, v_problem.detail
             USING ERRCODE = CASE WHEN v_problem.problem = 'unreachable' THEN 'sqlclient_unable_to_establish_sqlconnection'
+                                 WHEN v_problem.problem IN ('server not owned', 'no user mapping') THEN 'insufficient_privilege'
                                  ELSE 'invalid_object_definition' END,
                   HINT = CASE v_problem.problem
                       WHEN 'unreachable' THEN 'check that the shard is up and the server''s options and user mapping'
+                      WHEN 'server not owned' THEN 'create a foreign server of your own, under another name (simpg shard create does)'
+                      WHEN 'no user mapping' THEN 'CREATE USER MAPPING FOR CURRENT_USER on the server (simpg shard create does)'
                       WHEN 'layout differs' THEN 'drop the shard''s index (simpg.drop_index there) and run the statements of simpg.shard_ddl'
                       WHEN 'missing b-tree' THEN 'run simpg.repair on the shard'
                       ELSE 'run the statements of simpg.shard_ddl on the shard first (simpg shard create does)' END;

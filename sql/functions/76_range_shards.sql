@@ -107,6 +107,7 @@ BEGIN
     FROM pg_trigger AS g
     WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
       AND g.tgtype & 4 <> 0  -- the INSERT trigger
+      AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member'  -- a partition's is not a registry
       AND (col IS NULL OR (simpg.trigger_args(g.tgargs))[1] = col);
     IF v_found = 0 THEN
         RAISE EXCEPTION 'table % has no range shards%', base, coalesce(' on column ' || quote_ident(col), '')
@@ -119,7 +120,8 @@ BEGIN
     SELECT simpg.trigger_args(g.tgargs) INTO v_args
     FROM pg_trigger AS g
     WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
-      AND g.tgtype & 4 <> 0 AND (col IS NULL OR (simpg.trigger_args(g.tgargs))[1] = col);
+      AND g.tgtype & 4 <> 0 AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member'
+      AND (col IS NULL OR (simpg.trigger_args(g.tgargs))[1] = col);
     fingerprint_column := v_args[1];
     key_column := v_args[2];
     k := v_args[3]::integer;
@@ -175,14 +177,125 @@ $$;
 COMMENT ON FUNCTION simpg.range_radius(regclass, name, integer, integer) IS
     'Internal: the radius of a range lookup, k or the layout''s; raises if k is negative or above the layout''s';
 
+-- range_members: every table below base (its partitions at every level, or inheritance
+-- children), by name. Their rows are base's rows, but a statement on one of them fires
+-- no statement trigger of base's, and attaching, detaching or dropping one fires none.
+CREATE FUNCTION simpg.range_members(base regclass) RETURNS regclass[]
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE down AS (
+        SELECT h.inhrelid FROM pg_inherits AS h WHERE h.inhparent = base
+        UNION ALL
+        SELECT h.inhrelid FROM pg_inherits AS h JOIN down AS d ON h.inhparent = d.inhrelid)
+    SELECT coalesce(array_agg(d.inhrelid::regclass ORDER BY d.inhrelid::regclass::text), '{}') FROM down AS d
+$$;
+
+COMMENT ON FUNCTION simpg.range_members(regclass) IS
+    'Internal: the partitions (at every level) or inheritance children of a table';
+
+-- range_members_record: what base's triggers record of its members (the 7th argument of
+-- its range triggers): md5 of their names. Names, not oids, so that a dump restores it.
+CREATE FUNCTION simpg.range_members_record(base regclass) RETURNS text
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+    RETURN md5(array_to_string(simpg.range_members(base)::text[], ','));
+
+COMMENT ON FUNCTION simpg.range_members_record(regclass) IS
+    'Internal: the record of a table''s partitions that its range triggers keep (md5 of their names)';
+
+-- range_out_of_step: why the permuted tables of base.col may not hold exactly base's
+-- rows, NULL when they do as far as the catalogs tell. The writes that fire no trigger
+-- of base's are caught here: base made a partition or child of another table (writes
+-- through that one), a partition created, attached, detached or dropped since the
+-- triggers were installed (the record of simpg.range_members_record), or a partition
+-- (or base) without its four enabled range triggers. Reads the catalogs only.
+CREATE FUNCTION simpg.range_out_of_step(base regclass, col name) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_parent regclass;
+    v_col text := encode(convert_to(col, getdatabaseencoding()), 'escape') || '\000';  -- col as the first argument
+    v_args text;
+    v_layout text;
+    v_members regclass[];
+    v_triggers bigint;
+BEGIN
+    SELECT h.inhparent::regclass INTO v_parent FROM pg_inherits AS h WHERE h.inhrelid = base LIMIT 1;
+    IF FOUND THEN
+        RETURN format('%s is now a partition or child of %s: writes through %s do not reach its range shards',
+                      base, v_parent, v_parent);
+    END IF;
+    -- the arguments as escaped text (a zero byte shows as \000): cheaper than
+    -- simpg.trigger_args at every lookup. The registry: base's INSERT trigger on col.
+    SELECT encode(g.tgargs, 'escape') INTO v_args
+    FROM pg_trigger AS g
+    WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgtype & 4 <> 0
+      AND left(encode(g.tgargs, 'escape'), length(v_col)) = v_col
+      AND split_part(encode(g.tgargs, 'escape'), '\000', 7) <> 'member';
+    v_layout := array_to_string((string_to_array(v_args, '\000'))[1:6], '\000') || '\000';
+    v_members := simpg.range_members(base);
+    IF coalesce(nullif(split_part(v_args, '\000', 7), ''), md5('')) <> md5(array_to_string(v_members::text[], ',')) THEN
+        RETURN format('the partitions of %s changed since its range triggers were installed (a partition created, attached, detached or dropped, or a child table): their rows are not known to be in the range shards',
+                      base);
+    END IF;
+    -- four enabled triggers (insert, update, delete, truncate) naming the permuted tables
+    -- on base and on each partition
+    SELECT count(*) INTO v_triggers FROM pg_trigger AS g
+    WHERE g.tgrelid = ANY (base || v_members) AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
+      AND g.tgenabled <> 'D' AND left(encode(g.tgargs, 'escape'), length(v_layout)) = v_layout;
+    IF v_triggers <> 4 * (1 + cardinality(v_members)) THEN
+        RETURN format('%s or one of its partitions lacks some of its enabled range triggers: writes there may not have reached the range shards',
+                      base);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.range_out_of_step(regclass, name) IS
+    'Internal: why a table''s range shards may not hold its rows (partitions changed, triggers missing); NULL when in step';
+
+-- range_in_step: raise unless simpg.range_out_of_step finds nothing; true. Every lookup
+-- of the range distribution runs it first: a lookup never answers from permuted tables
+-- that may have missed writes.
+CREATE FUNCTION simpg.range_in_step(base regclass, col name) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_problem text := simpg.range_out_of_step(base, col);
+BEGIN
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'range shards of %.% are not in step with it: %', base, quote_ident(col), v_problem
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('SELECT simpg.range_fill(%L) refills the shards and installs the triggers on every partition',
+                                base::text);
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.range_in_step(regclass, name) IS
+    'Internal: raise unless a table''s range shards are known to hold exactly its rows (run before each range lookup)';
+
 -- range_shards_write: the trigger that keeps the permuted tables in step with the base
 -- table, one statement per permuted table per statement on the base table. Arguments:
 -- fingerprint column, key column, k, levels, schema and name stem of the permuted
--- tables. Rows whose key and fingerprint did not change are left alone; NULL
+-- tables, and on base the record of its partitions (simpg.range_members_record), on a
+-- partition 'member'. Each partition carries the same triggers as base: a statement on
+-- the partition fires only its own, a statement on base only base's, so every write is
+-- counted once. Rows whose key and fingerprint did not change are left alone; NULL
 -- fingerprints are not stored. Old entries are deleted by key among the partitions
 -- their permuted values are in (plan-time pruning on constant arrays), in chunks of
 -- 10,000 rows; new ones are inserted by INSERT ... SELECT, which postgres_fdw batches.
--- TRUNCATE truncates the permuted tables (postgres_fdw truncates the shards' tables).
+-- TRUNCATE (BEFORE) of base truncates the permuted tables (postgres_fdw truncates the
+-- shards' tables); of a partition, deletes its own rows' entries (TRUNCATE of base fires
+-- base's first, then its partitions', which find the permuted tables empty).
+-- A partition's trigger raises once the table is no longer under the base table whose
+-- triggers name the same permuted tables (detached: its rows are not base's any more),
+-- and every trigger raises if the key or fingerprint column changed type (its values
+-- would go through a cast that is not the built-in one).
 -- Runs with the rights of the role that writes the base table: it needs INSERT and
 -- DELETE (TRUNCATE) on the permuted tables and a user mapping for every shard.
 CREATE FUNCTION simpg.range_shards_write() RETURNS trigger
@@ -194,25 +307,63 @@ DECLARE
     v_key name := TG_ARGV[1];
     v_k integer := TG_ARGV[2]::integer;
     v_levels integer[] := TG_ARGV[3]::integer[];
+    v_member boolean := TG_NARGS > 6 AND TG_ARGV[6] = 'member';
     v_tables text[];
     v_old text;
     v_new text;
     v_chunk record;
     v_p bigint[];
+    v_types regtype[];
+    v_any boolean;
 BEGIN
+    SELECT array_agg(a.atttypid::regtype ORDER BY a.attname = v_key) INTO v_types
+    FROM pg_attribute AS a
+    WHERE a.attrelid = TG_RELID AND a.attname IN (v_col, v_key) AND a.attnum > 0 AND NOT a.attisdropped;
+    IF v_types IS DISTINCT FROM ARRAY['bigint'::regtype, v_types[2]]
+       OR v_types[2] NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
+        RAISE EXCEPTION 'range shards of %: column % must be bigint and key column % smallint, integer or bigint, found %',
+            TG_RELID::regclass, quote_ident(v_col), quote_ident(v_key), coalesce(v_types::text, 'none')
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'simpg.drop_range_index, then simpg.create_range_index with the new types';
+    END IF;
+    IF v_member AND NOT EXISTS (
+        WITH RECURSIVE up AS (
+            SELECT h.inhparent FROM pg_inherits AS h WHERE h.inhrelid = TG_RELID
+            UNION ALL
+            SELECT h.inhparent FROM pg_inherits AS h JOIN up AS u ON h.inhrelid = u.inhparent)
+        SELECT FROM up JOIN pg_trigger AS g ON g.tgrelid = up.inhparent
+        WHERE g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgname = TG_NAME
+          AND (simpg.trigger_args(g.tgargs))[1:6] = TG_ARGV[0:5]
+          AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member') THEN
+        RAISE EXCEPTION 'table % is no longer a partition of the table whose range shards its trigger % writes', TG_RELID::regclass, TG_NAME
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('DROP TRIGGER %I ON %s (simpg.range_fill of the base table drops it too)', TG_NAME, TG_RELID::regclass);
+    END IF;
     SELECT array_agg(format('%I.%I', TG_ARGV[4], simpg.object_name(TG_ARGV[5], t::text)) ORDER BY t) INTO v_tables
     FROM generate_series(0, simpg.table_count(v_k, v_levels) - 1) AS t;
-    IF TG_OP = 'TRUNCATE' THEN
+    IF TG_OP = 'TRUNCATE' AND NOT v_member THEN
         EXECUTE 'TRUNCATE ' || array_to_string(v_tables, ', ');
         RETURN NULL;
     END IF;
     -- the (key, fingerprint) entries that go away and those that come
-    v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM simpg_old AS o WHERE o.%2$I IS NOT NULL', v_key, v_col);
+    IF TG_OP = 'TRUNCATE' THEN  -- a partition's own rows, still there (BEFORE TRUNCATE)
+        v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM ONLY %3$s AS o WHERE o.%2$I IS NOT NULL',
+                        v_key, v_col, TG_RELID::regclass);
+    ELSE
+        v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM simpg_old AS o WHERE o.%2$I IS NOT NULL', v_key, v_col);
+    END IF;
     v_new := format('SELECT n.%1$I::bigint AS key, n.%2$I AS fp FROM simpg_new AS n WHERE n.%2$I IS NOT NULL', v_key, v_col);
     IF TG_OP = 'UPDATE' THEN  -- rows whose key and fingerprint stay are left alone
         SELECT format('(%s) EXCEPT (%s)', v_old, v_new), format('(%s) EXCEPT (%s)', v_new, v_old) INTO v_old, v_new;
     END IF;
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    IF TG_OP = 'TRUNCATE' THEN
+        -- nothing to delete when base's own TRUNCATE emptied the permuted tables just before
+        EXECUTE format('SELECT EXISTS (SELECT FROM %s)', v_tables[1]) INTO v_any;
+        IF NOT v_any THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    IF TG_OP IN ('DELETE', 'UPDATE', 'TRUNCATE') THEN
         FOR v_chunk IN EXECUTE format('SELECT array_agg(c.key) AS keys, array_agg(c.fp) AS fps FROM '
                                       '(SELECT e.key, e.fp, (row_number() OVER () - 1) / 10000 AS g FROM (%s) AS e) AS c '
                                       'GROUP BY c.g', v_old) LOOP
@@ -240,6 +391,52 @@ $$;
 COMMENT ON FUNCTION simpg.range_shards_write() IS
     'Trigger of the range distribution: keeps the permuted tables of a base table in step with its inserts, updates, deletes and truncates';
 
+-- range_install_triggers: (re)install the range triggers of base for the layout args
+-- (fingerprint column, key column, k, levels, schema and stem of the permuted tables):
+-- drops every range trigger that names those permuted tables on base and on the tables
+-- the caller owns (former partitions too), then creates base's (with the record of its
+-- partitions) and the same on each partition. Contract: the caller owns base and its
+-- partitions; the caller keeps the permuted tables in step (create_range_index on an
+-- empty registry, range_fill by refilling them under a lock).
+CREATE FUNCTION simpg.range_install_triggers(base regclass, args text[]) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_old record;
+    v_rel regclass;
+    v_args text;
+    v_name name;
+BEGIN
+    FOR v_old IN SELECT g.tgrelid::regclass AS rel, g.tgname FROM pg_trigger AS g
+                 WHERE g.tgfoid = 'simpg.range_shards_write()'::regprocedure
+                   AND (simpg.trigger_args(g.tgargs))[1:6] = args[1:6]
+                   AND (g.tgrelid = base OR simpg.owns(g.tgrelid)) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', v_old.tgname, v_old.rel);
+    END LOOP;
+    FOREACH v_rel IN ARRAY base || simpg.range_members(base) LOOP
+        v_args := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args[1:6]) AS a)
+                  || ', ' || quote_literal(CASE WHEN v_rel = base THEN simpg.range_members_record(base) ELSE 'member' END);
+        v_name := 'simpg_range_' || args[1];
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS simpg_new '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
+                       simpg.object_name(v_name, '_insert'), v_rel, v_args);
+        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS simpg_old NEW TABLE AS simpg_new '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
+                       simpg.object_name(v_name, '_update'), v_rel, v_args);
+        EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS simpg_old '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
+                       simpg.object_name(v_name, '_delete'), v_rel, v_args);
+        -- BEFORE: a partition's trigger reads the rows that go
+        EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
+                       simpg.object_name(v_name, '_truncate'), v_rel, v_args);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.range_install_triggers(regclass, text[]) IS
+    'Internal: (re)install the range triggers on a base table and every partition of it, with the record of its partitions';
+
 -- create_range_index: register the range distribution of base.col on the coordinator:
 -- the permuted tables <table>_<col>_r<t> (p bigint, key bigint, fp bigint) PARTITION BY
 -- RANGE (p), in base's schema, and the triggers that keep them in step (which are the
@@ -263,7 +460,6 @@ DECLARE
     v_type regtype;
     v_levels integer[];
     v_stem text;
-    v_args text;
     v_tables regclass[] := '{}';
     v_table name;
 BEGIN
@@ -309,24 +505,29 @@ BEGIN
                        'PARTITION BY RANGE (p)', v_schema, v_table);
         v_tables := v_tables || format('%I.%I', v_schema, v_table)::regclass;
     END LOOP;
-    v_args := format('%L, %L, %L, %L, %L, %L', col, v_key.column_name, k, v_levels, v_schema, v_stem);
-    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS simpg_new '
-                   'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
-                   simpg.object_name('simpg_range_' || col, '_insert'), base, v_args);
-    EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS simpg_old NEW TABLE AS simpg_new '
-                   'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
-                   simpg.object_name('simpg_range_' || col, '_update'), base, v_args);
-    EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS simpg_old '
-                   'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
-                   simpg.object_name('simpg_range_' || col, '_delete'), base, v_args);
-    EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
-                   simpg.object_name('simpg_range_' || col, '_truncate'), base, v_args);
+    -- the partitions carry the triggers too: a statement on one fires none of base's
+    PERFORM simpg.range_install_triggers(base, ARRAY[col, v_key.column_name, k::text, v_levels::text, v_schema, v_stem]);
     RETURN v_tables;
 END
 $$;
 
 COMMENT ON FUNCTION simpg.create_range_index(regclass, name, integer, integer, integer, name) IS
     'Range distribution: the permuted tables of a base table (PARTITION BY RANGE of the permuted value) and the triggers that keep them in step';
+
+-- range_registry: the arguments of base's range INSERT trigger on column col (the
+-- registry: fingerprint column, key column, k, levels, schema and stem of the permuted
+-- tables, record of the partitions). Contract: base has range shards on col.
+CREATE FUNCTION simpg.range_registry(base regclass, col name) RETURNS text[]
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+    RETURN (SELECT simpg.trigger_args(g.tgargs) FROM pg_catalog.pg_trigger AS g
+            WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::pg_catalog.regprocedure
+              AND g.tgtype OPERATOR(pg_catalog.&) 4 OPERATOR(pg_catalog.<>) 0
+              AND (simpg.trigger_args(g.tgargs))[1] OPERATOR(pg_catalog.=) col
+              AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member');
+
+COMMENT ON FUNCTION simpg.range_registry(regclass, name) IS
+    'Internal: the arguments of a table''s range INSERT trigger (its range layout and the record of its partitions)';
 
 -- drop_range_index: remove what create_range_index made (the triggers and the permuted
 -- tables with their foreign partitions; the shards' tables stay).
@@ -336,16 +537,20 @@ CREATE FUNCTION simpg.drop_range_index(base regclass, col name DEFAULT NULL) RET
 AS $$
 DECLARE
     v_layout record;
-    v_trigger name;
+    v_trigger record;
+    v_args text[];
 BEGIN
     SELECT * INTO v_layout FROM simpg.range_layout(base, col);
     IF NOT simpg.owns(base) THEN
         RAISE EXCEPTION 'must be owner of table %', base USING ERRCODE = 'insufficient_privilege';
     END IF;
-    FOR v_trigger IN SELECT g.tgname FROM pg_trigger AS g
-                     WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
-                       AND (simpg.trigger_args(g.tgargs))[1] = v_layout.fingerprint_column LOOP
-        EXECUTE format('DROP TRIGGER %I ON %s', v_trigger, base);
+    v_args := simpg.range_registry(base, v_layout.fingerprint_column);
+    -- base's and its partitions' (and former partitions' the caller owns)
+    FOR v_trigger IN SELECT g.tgrelid::regclass AS rel, g.tgname FROM pg_trigger AS g
+                     WHERE g.tgfoid = 'simpg.range_shards_write()'::regprocedure
+                       AND (simpg.trigger_args(g.tgargs))[1:6] = v_args[1:6]
+                       AND (g.tgrelid = base OR simpg.owns(g.tgrelid)) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', v_trigger.tgname, v_trigger.rel);
     END LOOP;
     FOR i IN 1 .. cardinality(v_layout.tables) LOOP
         IF v_layout.tables[i] IS NOT NULL THEN
@@ -381,7 +586,8 @@ BEGIN
                  FROM unnest(v_names) AS v;
     RETURN QUERY SELECT format('CREATE INDEX IF NOT EXISTS %I ON %s (p) INCLUDE (key, fp) WITH (fillfactor = 100)',
                                simpg.object_name(c.relname, '_p_idx'), v)
-                 FROM unnest(v_names, v_layout.tables) AS u(v, rel) JOIN pg_class AS c ON c.oid = u.rel;
+                 FROM unnest(v_names, v_layout.tables) WITH ORDINALITY AS u(v, rel, t) JOIN pg_class AS c ON c.oid = u.rel
+                 ORDER BY u.t;
 END
 $$;
 
@@ -390,7 +596,8 @@ COMMENT ON FUNCTION simpg.range_shard_ddl(regclass, name, name) IS
 
 -- remote_range_problems: what is wrong with a shard's permuted table
 -- remote_schema.remote_table on server, read through postgres_fdw (temporary foreign
--- tables, dropped before returning): 'unreachable', 'table missing', 'missing b-tree'
+-- tables, dropped before returning): those of simpg.shard_server_problem (the server is
+-- then not used at all), 'unreachable', 'table missing', 'missing b-tree'
 -- (no B-tree on (p) including key and fp: exact but reads the whole table), 'error'.
 CREATE FUNCTION simpg.remote_range_problems(server name, remote_schema name, remote_table name)
     RETURNS TABLE (problem text, detail text)
@@ -398,18 +605,11 @@ CREATE FUNCTION simpg.remote_range_problems(server name, remote_schema name, rem
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_fdw name;
     v_detail text;
 BEGIN
-    SELECT w.fdwname INTO v_fdw
-    FROM pg_foreign_server AS s JOIN pg_foreign_data_wrapper AS w ON w.oid = s.srvfdw WHERE s.srvname = server;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'foreign server % does not exist', quote_ident(server)
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw and a user mapping first';
-    ELSIF v_fdw <> 'postgres_fdw' THEN
-        problem := 'not postgres_fdw';
-        detail := format('server %I uses foreign data wrapper %I; shards need postgres_fdw', server, v_fdw);
+    -- nothing goes through a server or user mapping that is not the caller's own
+    SELECT * INTO problem, detail FROM simpg.shard_server_problem(server);
+    IF problem IS NOT NULL THEN
         RETURN NEXT;
         RETURN;
     END IF;
@@ -497,9 +697,12 @@ BEGIN
             RAISE EXCEPTION 'shard % cannot be attached to %: % (%)', quote_ident(server), base,
                 v_problem.problem, v_problem.detail
                 USING ERRCODE = CASE WHEN v_problem.problem = 'unreachable' THEN 'sqlclient_unable_to_establish_sqlconnection'
+                                     WHEN v_problem.problem IN ('server not owned', 'no user mapping') THEN 'insufficient_privilege'
                                      ELSE 'invalid_object_definition' END,
                       HINT = CASE v_problem.problem
                           WHEN 'unreachable' THEN 'check that the shard is up and the server''s options and user mapping'
+                          WHEN 'server not owned' THEN 'create a foreign server of your own, under another name (simpg shard create does)'
+                          WHEN 'no user mapping' THEN 'CREATE USER MAPPING FOR CURRENT_USER on the server (simpg shard create does)'
                           ELSE 'run the statements of simpg.range_shard_ddl on the shard first (simpg shard create does)' END;
         END LOOP;
     END LOOP;
@@ -519,9 +722,12 @@ $$;
 COMMENT ON FUNCTION simpg.attach_range_shard(regclass, name, integer, integer, name, name) IS
     'Range distribution: attach a shard server''s permuted tables as foreign range partitions of every permuted table';
 
--- range_fill: (re)fill the permuted tables from the base table: TRUNCATE them (on the
--- shards, through postgres_fdw), then one INSERT ... SELECT each, under a SHARE lock
--- on the base table so that no write slips between. Returns the rows each table got.
+-- range_fill: (re)fill the permuted tables from the base table: install the range
+-- triggers again on base and every partition it has now (simpg.range_install_triggers:
+-- the fix when its partitions changed), TRUNCATE the permuted tables (on the shards,
+-- through postgres_fdw), then one INSERT ... SELECT each, under a SHARE lock on the base
+-- table so that no write slips between. Returns the rows each table got.
+-- Contract: the caller owns base (and its partitions).
 CREATE FUNCTION simpg.range_fill(base regclass, col name DEFAULT NULL)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE
@@ -529,10 +735,25 @@ CREATE FUNCTION simpg.range_fill(base regclass, col name DEFAULT NULL)
 AS $$
 DECLARE
     v_layout record;
+    v_key record;
     v_rows bigint;
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
+    IF NOT simpg.owns(base) THEN
+        RAISE EXCEPTION 'must be owner of table %', base USING ERRCODE = 'insufficient_privilege';
+    END IF;
     EXECUTE format('LOCK TABLE %s IN SHARE MODE', base);
+    -- the key still unique (no inheritance children) and of a built-in integer type
+    SELECT * INTO v_key FROM simpg.report_key(base, v_layout.key_column);
+    IF v_key.column_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)
+       OR (SELECT a.atttypid FROM pg_attribute AS a WHERE a.attrelid = base AND a.attname = v_layout.fingerprint_column
+           AND NOT a.attisdropped) IS DISTINCT FROM 'bigint'::regtype THEN
+        RAISE EXCEPTION 'range shards of %: column % must be bigint and key column % smallint, integer or bigint',
+            base, quote_ident(v_layout.fingerprint_column), quote_ident(v_layout.key_column)
+            USING ERRCODE = 'datatype_mismatch', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
+    END IF;
+    -- every partition of now gets the triggers, and base the record of them
+    PERFORM simpg.range_install_triggers(base, simpg.range_registry(base, v_layout.fingerprint_column));
     EXECUTE 'TRUNCATE ' || array_to_string(v_layout.tables::text[], ', ');
     FOR t IN 0 .. cardinality(v_layout.tables) - 1 LOOP
         EXECUTE format('INSERT INTO %s (p, key, fp) SELECT simpg.permute(b.%I, %s, %L::integer[], %s), b.%I, b.%I '
@@ -630,7 +851,8 @@ COMMENT ON FUNCTION simpg.range_shards(regclass, name) IS
 -- its range, with p = simpg.permute(fp) on a sample. Problems: 'table missing' (on the
 -- coordinator or a shard), 'no shards', 'shards differ' (another set of shards or
 -- ranges than the first permuted table's), 'not async', 'unreachable', 'missing b-tree',
--- 'row count differs', 'layout differs', 'trigger missing'. verify_rows reads the base
+-- 'row count differs', 'layout differs', 'trigger missing', 'not in step'
+-- (simpg.range_out_of_step: partitions changed, a partition without its triggers). verify_rows reads the base
 -- table once per permuted table and counts each shard's rows there.
 CREATE FUNCTION simpg.check_range_shards(base regclass, col name DEFAULT NULL, verify_rows boolean DEFAULT true)
     RETURNS TABLE (shard regclass, server name, problem text, detail text)
@@ -653,12 +875,19 @@ BEGIN
     SELECT * INTO v_layout FROM simpg.range_layout(base, col);
     SELECT count(*) INTO v_triggers FROM pg_trigger AS g
     WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgenabled <> 'D'
-      AND (simpg.trigger_args(g.tgargs))[1] = v_layout.fingerprint_column;
+      AND (simpg.trigger_args(g.tgargs))[1] = v_layout.fingerprint_column
+      AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member';
     IF v_triggers <> 4 THEN
         problem := 'trigger missing';
         detail := format('%s has %s of its 4 enabled range triggers (insert, update, delete, truncate): writes would not reach the shards',
                          base, v_triggers);
         RETURN NEXT;
+    ELSE
+        detail := simpg.range_out_of_step(base, v_layout.fingerprint_column);
+        IF detail IS NOT NULL THEN
+            problem := 'not in step';
+            RETURN NEXT;
+        END IF;
     END IF;
     FOR i IN 1 .. cardinality(v_layout.tables) LOOP
         shard := NULL;
@@ -701,7 +930,8 @@ BEGIN
                 problem := v_problem.problem;
                 detail := v_problem.detail;
                 RETURN NEXT;
-                IF v_problem.problem = 'unreachable' THEN
+                IF v_problem.problem IN ('unreachable', 'server not owned', 'no user mapping', 'not postgres_fdw') THEN
+                    -- not read again: nor its rows counted through it
                     v_unreachable := v_unreachable || v_part.server;
                 END IF;
             END LOOP;
@@ -774,6 +1004,7 @@ DECLARE
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
+    PERFORM simpg.range_in_step(base, v_layout.fingerprint_column);  -- never answer from stale tables
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fp must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -829,6 +1060,7 @@ DECLARE
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
+    PERFORM simpg.range_in_step(base, v_layout.fingerprint_column);  -- never answer from stale tables
     FOR v_start IN 1 .. coalesce(cardinality(fps), 0) BY 100 LOOP
         -- one arm per permuted table and partition read, asked at once (as in range_near_query),
         -- with the prefix ranges and distance filters of the queries it may hold rows of

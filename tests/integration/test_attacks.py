@@ -584,12 +584,12 @@ def test_range_shard_functions_give_a_stranger_nothing_of_a_table(scene, how):
         alice.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(scene.bob)))
     with scene.connect(scene.bob) as bob:
         for statement in ("SELECT * FROM simpg.range_near('secret', 7919, 0)",
-                          "SELECT * FROM simpg.range_near_many('secret', '{7919}')",
-                          "SELECT simpg.range_fill('secret')"):
+                          "SELECT * FROM simpg.range_near_many('secret', '{7919}')"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
                 bob.execute(statement)
         for statement in ("SELECT simpg.create_range_index('secret', 'id', 3, 5, key_column => 'id')",
                           "SELECT simpg.drop_range_index('secret')",
+                          "SELECT simpg.range_fill('secret')",  # it installs triggers: the owner's
                           "SELECT simpg.attach_range_shard('secret', 'nosuch', 0, 1)"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="must be owner of table public.secret"):
                 bob.execute(statement)
@@ -600,7 +600,10 @@ def test_range_shard_functions_give_a_stranger_nothing_of_a_table(scene, how):
                     "simpg.range_shards_write('fp', 'id', '3', '{5}', 'public', 'secret_fp_r')")
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table secret_fp_r0"):
             bob.execute("INSERT INTO mine VALUES (99, 7919)")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table secret_fp_r0"):
+        # a lookup through the forged registry: refused before anything is read (its table
+        # lacks the four range triggers), or by the permuted tables' rights
+        with pytest.raises((psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectNotInPrerequisiteState),
+                           match="permission denied for table secret_fp_r0|not in step"):
             bob.execute("SELECT * FROM simpg.range_near('mine', 7919, 0)")
     with scene.connect(scene.alice) as alice:
         assert alice.execute("SELECT key FROM simpg.range_near('secret', 7919, 0)").fetchall() == [(1,)]

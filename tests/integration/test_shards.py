@@ -1,6 +1,6 @@
 """Shards on several servers (postgres_fdw), on real servers: a coordinator and two shards.
 
-The module starts three Debian PostgreSQL 15 servers of its own (tests/servers.py) and
+The module starts three servers of its own (tests/servers.py: two embedded 18, one Debian 15) and
 shares them between its tests: a coordinator with two databases, one with simpg as an
 extension and one with the plain script (the distance filter must reach the shards
 from both), and two shard servers, the first with the extension, the second with the
@@ -68,7 +68,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    started = [servers.start_debian(15) for _ in range(3)]
+    # the coordinator and the first shard on the embedded server (its share folder is this
+    # checkout's own, so the extension files may be written there), the second shard on
+    # Debian's 15 with the plain script (its share folder is shared: not written); the
+    # tests that stop a shard stop that one
+    started = [servers.start_embedded(), servers.start_embedded(), servers.start_debian(15)]
     try:
         coord, *shard_servers = started
         schema.install_extension_files(sharedir=coord.sharedir)
@@ -86,7 +90,7 @@ def cluster() -> Iterator[Cluster]:
     finally:
         for server in started:
             for stop in server._stop:
-                stop()  # type: ignore[operator]
+                stop.cleanup() if hasattr(stop, "cleanup") else stop()  # type: ignore[operator]
 
 
 def make_data(seed: int = 18) -> Data:
@@ -447,7 +451,10 @@ def test_passwords_are_never_shown(sharded: Cluster, caplog: pytest.LogCaptureFi
                            '"user" \'postgres\')'
         assert all("Sup3r" not in line for line in done)
         assert "Sup3r" not in caplog.text and "********" in caplog.text
-        assert shards.create_server(conn, Shard("s_pw", "host=elsewhere")) == []  # kept as it is
+        # the same again: kept as it is; another host: refused, not reused (issue 27)
+        assert shards.create_server(conn, Shard("s_pw", sharded.shard_dsn(0) + " password=Sup3r'secret")) == []
+        with pytest.raises(SimpgError, match="foreign server s_pw has host '.*', the connection string 'elsewhere'"):
+            shards.create_server(conn, Shard("s_pw", "host=elsewhere dbname=app port=5432 password=Sup3r'secret"))
         conn.execute("DROP SERVER s_pw CASCADE")
 
 

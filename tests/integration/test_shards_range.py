@@ -2,7 +2,7 @@
 
 Google's design (seeds 001/003): each permuted table of the layout is a table of the
 coordinator range-partitioned by its permuted value over the shards, kept in step with
-the user's table by triggers. The module starts three Debian PostgreSQL 15 servers of
+the user's table by triggers. The module starts three servers (two embedded 18, one Debian 15) of
 its own (tests/servers.py): a coordinator with simpg as an extension, a shard with the
 extension and one with the plain script. Every answer is compared with a brute-force
 popcount, on data with planted neighbours, duplicates, bits 0 and 63, negative int8 and
@@ -137,7 +137,11 @@ def data() -> Data:
 @pytest.fixture(scope="module")
 def cluster(data: Data) -> Iterator[Cluster]:
     """The servers, with ``docs`` on the coordinator (rows loaded first) set up by ``simpg shard create``."""
-    started = [servers.start_debian(15) for _ in range(3)]
+    # the coordinator and the first shard on the embedded server (its share folder is this
+    # checkout's own, so the extension files may be written there), the second shard on
+    # Debian's 15 with the plain script (its share folder is shared: not written); the
+    # tests that stop a shard stop that one
+    started = [servers.start_embedded(), servers.start_embedded(), servers.start_debian(15)]
     try:
         coord, *shard_servers = started
         schema.install_extension_files(sharedir=coord.sharedir)
@@ -161,7 +165,7 @@ def cluster(data: Data) -> Iterator[Cluster]:
     finally:
         for server in started:
             for stop in server._stop:
-                stop()  # type: ignore[operator]
+                stop.cleanup() if hasattr(stop, "cleanup") else stop()  # type: ignore[operator]
 
 
 def shard_rows(cluster: Cluster, i: int, table: str) -> list[tuple[int, int, int]]:
