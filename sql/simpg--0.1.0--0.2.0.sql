@@ -789,6 +789,36 @@ $$;
 COMMENT ON FUNCTION simpg.object_name(text, text) IS
     'base || suffix, shortened with a hash to fit PostgreSQL''s 63-byte identifiers';
 
+-- index_name: a name for a new index on rel: simpg.object_name(base, suffix), or, when a
+-- relation of rel's schema (or one of taken, names about to be used) has it, the same
+-- with 1, 2, ... appended, as PostgreSQL chooses the names of unnamed indexes. Table
+-- a_b with column c and table a with column b_c both make base a_b_c: the second index
+-- gets a_b_c_p0_idx1 instead of failing.
+CREATE OR REPLACE FUNCTION simpg.index_name(rel regclass, base text, suffix text, taken name[] DEFAULT '{}') RETURNS name
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_schema oid := (SELECT c.relnamespace FROM pg_class AS c WHERE c.oid = rel);
+    v_name name := simpg.object_name(base, suffix);
+    v_n integer := 0;
+BEGIN
+    -- an INVALID index of rel itself is what a stopped concurrent build left: the
+    -- statements that resume it drop that index first and build it again under its name
+    WHILE v_name = ANY (coalesce(taken, '{}'))
+          OR EXISTS (SELECT FROM pg_class AS c WHERE c.relnamespace = v_schema AND c.relname = v_name
+                       AND NOT EXISTS (SELECT FROM pg_index AS i
+                                       WHERE i.indexrelid = c.oid AND i.indrelid = rel AND NOT i.indisvalid)) LOOP
+        v_n := v_n + 1;
+        v_name := simpg.object_name(base, suffix || v_n);
+    END LOOP;
+    RETURN v_name;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.index_name(regclass, text, text, name[]) IS
+    'Internal: object_name(base, suffix), numbered like PostgreSQL''s own index names when rel''s schema has it already';
+
 -- not_a_partition: raises when rel is a partition. A partition has exactly its parent's
 -- columns (PostgreSQL refuses to add or drop one there), so its simpg index is its
 -- parent's: created, dropped and listed with the partitioned table.
@@ -972,7 +1002,8 @@ BEGIN
     FOR v_t IN 0 .. v_tables - 1 LOOP
         v_columns := v_columns || coalesce(v_have[v_t + 1], simpg.object_name(col, format('_p%s', v_t)));
         v_indexes := v_indexes || coalesce(v_built[v_t + 1],
-                                           simpg.object_name(v_relname || '_' || col, format('_p%s_idx', v_t)));
+                                           simpg.index_name(rel, v_relname || '_' || col, format('_p%s_idx', v_t),
+                                                            v_indexes));
         IF v_have[v_t + 1] IS NULL THEN
             v_adds := v_adds || simpg.prefix_column_clause(v_columns[v_t + 1], col, k, levels, v_t);
         END IF;
@@ -1028,7 +1059,7 @@ BEGIN
         WITH tree AS (
             SELECT m.relid, m.parentrelid, m.level, c.relkind, n.nspname, m.relid::text AS sort,
                    CASE WHEN m.level = 0 THEN v_indexes[v_t + 1]
-                        ELSE simpg.object_name(c.relname || '_' || col, format('_p%s_idx', v_t)) END AS idx
+                        ELSE simpg.index_name(m.relid, c.relname || '_' || col, format('_p%s_idx', v_t)) END AS idx
             FROM pg_partition_tree(rel) AS m
             JOIN pg_class AS c ON c.oid = m.relid
             JOIN pg_namespace AS n ON n.oid = c.relnamespace
@@ -1256,6 +1287,8 @@ DECLARE
     v_found record;
     v_adds text[] := '{}';
     v_creates text[] := '{}';
+    v_names name[] := '{}';  -- the B-trees about to be created
+    v_name name;
     v_columns name[] := '{}';
     v_statement text;
 BEGIN
@@ -1331,9 +1364,10 @@ BEGIN
                            WHERE i.indrelid = tbl AND i.indnatts = 1 AND a.attname = v_index.prefix_columns[v_t + 1]
                              AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid AND NOT i.indisunique
                              AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'btree')) THEN
-                v_creates := v_creates || simpg.prefix_btree_statement(
-                    simpg.object_name(v_relname || '_' || v_index.fingerprint_column, format('_p%s_idx', v_t)),
-                    tbl, v_index.prefix_columns[v_t + 1]);
+                v_name := simpg.index_name(tbl, v_relname || '_' || v_index.fingerprint_column,
+                                           format('_p%s_idx', v_t), v_names);
+                v_names := v_names || v_name;
+                v_creates := v_creates || simpg.prefix_btree_statement(v_name, tbl, v_index.prefix_columns[v_t + 1]);
                 v_columns := v_columns || v_index.prefix_columns[v_t + 1];
             END IF;
         END LOOP;
@@ -5665,7 +5699,7 @@ BEGIN
         FOR v_t IN 0 .. v_index.tables - 1 LOOP
             CONTINUE WHEN v_index.index_names[v_t + 1] IS NOT NULL;
             v_statement := simpg.prefix_btree_statement(
-                simpg.object_name(v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
+                simpg.index_name(rel, v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
                 rel, v_index.prefix_columns[v_t + 1]);
             EXECUTE v_statement;
             RETURN NEXT v_statement;

@@ -236,6 +236,7 @@ def simhash_index(
     blocks: int | None = None,
     inner_blocks: int | None = None,
     fingerprint_config: str | None = None,
+    name: str | None = None,
 ) -> SimHashIndex:
     """Declare a simhash index on a fingerprint column: add prefix columns and B-tree indexes.
 
@@ -251,6 +252,10 @@ def simhash_index(
         inner_blocks: level-2 blocks (Google's two-level layouts), optional.
         fingerprint_config: identity shown in ``simpg.indexes``; default: the config
             of :func:`simpg.sqlalchemy.fingerprint_on_write` on this column, if any.
+        name: the start of the B-trees' names, ``<name>_p<t>_idx``; default
+            ``<table>_<column>``, as ``simpg.create_index`` names them. Needed only when
+            two declarations would name their B-trees alike (table ``a_b`` column ``c``
+            and table ``a`` column ``b_c``), which is refused.
 
     Returns:
         The :class:`SimHashIndex` (also reachable with :func:`index_for`).
@@ -271,22 +276,32 @@ def simhash_index(
         blocks = default_blocks(k, DEFAULT_ROWS)
     layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
 
+    # every name is checked before the table is changed. Index names share one namespace
+    # per schema with the tables, so those declared in this MetaData are taken.
+    prefix_names = [object_name(col.name, f"_p{t}") for t in range(layout.tables)]
+    index_names = [object_name(name or f"{table.name}_{col.name}", f"_p{t}_idx") for t in range(layout.tables)]
+    taken: dict[str, str] = {str(other.name): "a table" for other in table.metadata.tables.values()
+                             if other.schema == table.schema}
+    taken.update({str(index.name): f"an index of {other.name}" for other in table.metadata.tables.values()
+                  if other.schema == table.schema for index in other.indexes if index.name})
+    for prefix_name, index_name in zip(prefix_names, index_names, strict=True):
+        if prefix_name in table.c:
+            raise SimpgError(f"table {table.name} already has a column {prefix_name}")
+        if index_name in taken:
+            raise SimpgError(f"index name {index_name} of {table.name}.{col.name} is taken by {taken[index_name]}; "
+                             "pass simhash_index(..., name=...) to name its B-trees")
     prefix_columns = []
     indexes = []
-    for t in range(layout.tables):
-        name = object_name(col.name, f"_p{t}")
-        if name in table.c:
-            raise SimpgError(f"table {table.name} already has a column {name}")
+    for t, (prefix_name, index_name) in enumerate(zip(prefix_names, index_names, strict=True)):
         prefix = Column(
-            name,
+            prefix_name,
             BigInteger,
             Computed(prefix_expression(col.name, layout, t), persisted=True),
             info={"simpg_prefix_of": col.name},
         )
         table.append_column(prefix)
         prefix_columns.append(prefix)
-        indexes.append(Index(object_name(f"{table.name}_{col.name}", f"_p{t}_idx"), prefix,
-                             postgresql_with={"fillfactor": PREFIX_INDEX_FILLFACTOR}))
+        indexes.append(Index(index_name, prefix, postgresql_with={"fillfactor": PREFIX_INDEX_FILLFACTOR}))
     spec = SimHashIndex(
         table, col, layout, tuple(prefix_columns), tuple(indexes), fingerprint_config
     )

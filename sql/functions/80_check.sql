@@ -177,7 +177,7 @@ BEGIN
         FOR v_t IN 0 .. v_index.tables - 1 LOOP
             CONTINUE WHEN v_index.index_names[v_t + 1] IS NOT NULL;
             v_statement := simpg.prefix_btree_statement(
-                simpg.object_name(v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
+                simpg.index_name(rel, v_relname || '_' || v_index.prefix_columns[v_t + 1], '_idx'),
                 rel, v_index.prefix_columns[v_t + 1]);
             EXECUTE v_statement;
             RETURN NEXT v_statement;

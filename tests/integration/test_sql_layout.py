@@ -105,7 +105,7 @@ def test_layout_error_never_raises_and_agrees_with_python(conn):
         [[k for k, _ in cases], [None if lv is None else "{" + ",".join("NULL" if v is None else str(v)
                                                                          for v in lv) + "}" for _, lv in cases]]
     ).fetchone()[0]
-    for (k, levels), message in zip(cases, got):
+    for (k, levels), message in zip(cases, got, strict=True):
         if k is None or levels is None or None in levels or len(levels) not in (1, 2):
             assert message is not None
             continue
