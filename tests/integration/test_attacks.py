@@ -9,6 +9,7 @@ review (issue 13) stays here as a regression test, on both install paths.
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import time
 import uuid
@@ -22,7 +23,17 @@ from psycopg import sql
 from simpg import bits, schema
 from tests.integration.test_reports import adversarial_fingerprints, brute_pairs
 
-PATHS = ["extension", "plain"]
+#: every shipped version but the current one: each install path is also played after
+#: alice installed that version and updated it (ALTER EXTENSION ... UPDATE, or the plain
+#: install's update), so every attack below holds after an update too
+EARLIER = sorted(m.group(1) for f in schema.sql_dir().iterdir()
+                 if (m := re.fullmatch(r"simpg--([\d.]+)\.sql", f.name)) and m.group(1) != schema.default_version())
+PATHS = ["extension", "plain", *(f"{how}-from-{v}" for v in EARLIER for how in ("extension", "plain"))]
+
+
+def extension_path(how: str) -> bool:
+    """Whether ``how`` installs with CREATE EXTENSION (the bootstrap superuser owns simpg)."""
+    return how.startswith("extension")
 
 
 @dataclass
@@ -45,14 +56,22 @@ class Scene:
         return self.admin.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", [role]).fetchone()[0]
 
     def install(self, how: str) -> None:
-        """alice installs simpg: trusted CREATE EXTENSION, or the plain script through psql."""
-        if how == "extension":
-            if not self.pg.extension_files:
-                pytest.fail("the suite could not write this server's extension folder")
-            with self.connect(self.alice) as conn:
+        """alice installs simpg: trusted CREATE EXTENSION, or the plain script through psql;
+        ``<path>-from-<version>``: that version first, then updated to the current one."""
+        path, _, earlier = how.partition("-from-")
+        if path == "extension" and not self.pg.extension_files:
+            pytest.fail("the suite could not write this server's extension folder")
+        with self.connect(self.alice) as conn:
+            if path == "extension" and earlier:
+                conn.execute(sql.SQL("CREATE EXTENSION simpg VERSION {}").format(sql.Literal(earlier)))
+                conn.execute("ALTER EXTENSION simpg UPDATE")
+            elif path == "extension":
                 conn.execute("CREATE EXTENSION simpg")
-        else:
-            psql(self, self.alice, schema.psql_script())
+            elif earlier:
+                schema.install_plain(conn, version=earlier)
+                schema.upgrade_plain(conn)
+            else:
+                psql(self, self.alice, schema.psql_script())
 
 
 def psql(scene: Scene, user: str, script: str, dbname: str | None = None) -> subprocess.CompletedProcess:
@@ -118,7 +137,7 @@ def test_schema_and_functions_belong_to_whoever_ran_the_script(scene, how):
         "SELECT pg_get_userbyid(nspowner), nspacl::text FROM pg_namespace WHERE nspname = 'simpg'").fetchone()
     # trusted CREATE EXTENSION runs the script as the bootstrap superuser; the plain
     # script as alice, whose own functions only she (and those who trust her) run
-    assert owner == ("postgres" if how == "extension" else scene.alice)
+    assert owner == ("postgres" if extension_path(how) else scene.alice)
     assert "=U/" in acl and "=UC/" not in acl.replace(f"{owner}=UC/", "")  # others: USAGE only
     assert scene.admin.execute("SELECT count(*) FROM pg_event_trigger").fetchone() == (0,)
     assert scene.admin.execute(
@@ -240,7 +259,7 @@ def test_dump_and_restore_by_owner_and_superuser_give_exact_answers(scene, how):
             assert_exact(conn, rows)
             owner = conn.execute("SELECT pg_get_userbyid(nspowner) FROM pg_namespace "
                                  "WHERE nspname = 'simpg'").fetchone()[0]
-            assert owner == ("postgres" if how == "extension" else scene.alice)
+            assert owner == ("postgres" if extension_path(how) else scene.alice)
 
 
 # -- 4-6. table shapes that must never give a silent wrong answer ----------------------
