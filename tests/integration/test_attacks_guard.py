@@ -18,10 +18,12 @@ import pytest
 from psycopg import errors, sql
 
 from simpg import bits
-from tests.integration.test_attacks import PATHS, Scene, scene  # noqa: F401 - scene is a fixture
+from tests.integration import test_attacks
+from tests.integration.test_attacks import PATHS, Scene
 from tests.integration.test_guard import BAND_COLUMNS, insert_sketched, make_sketched
 
 FP = 0x0123_4567_89AB_CDEF
+scene = test_attacks.scene  # the fixture: alice's database, bob, the superuser
 
 
 @dataclass
@@ -41,7 +43,7 @@ class Guarded:
 
 
 @pytest.fixture(params=PATHS)
-def guarded(scene: Scene, request: pytest.FixtureRequest) -> Iterator[Guarded]:  # noqa: F811
+def guarded(scene: Scene, request: pytest.FixtureRequest) -> Iterator[Guarded]:
     scene.install(request.param)
     carol = f"carol_{uuid.uuid4().hex[:8]}"
     scene.admin.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER").format(sql.Identifier(carol)))
@@ -107,7 +109,8 @@ def test_a_stranger_cannot_block_guarded_writers(guarded: Guarded) -> None:
             bob.autocommit = False
             for key in slots:
                 bob.execute("SELECT pg_advisory_lock(%s)", [key])
-            assert bob.execute("SELECT count(*) FROM (SELECT FROM simpg.guard_locks FOR UPDATE) AS l").fetchone() == (0,)
+            locked = bob.execute("SELECT count(*) FROM (SELECT FROM simpg.guard_locks FOR UPDATE) AS l")
+            assert locked.fetchone() == (0,)
             assert bob.execute("UPDATE simpg.guard_locks SET slot = slot").rowcount == 0
             # carol writes on, the same fingerprints bob aimed at
             with pytest.raises(errors.ExclusionViolation):
@@ -366,7 +369,7 @@ def test_the_guard_runs_no_code_of_the_table_owner(guarded: Guarded) -> None:
     assert info.value.diag.message_detail == "Key (id)=(k1) is within 1 bits of the new row, key (id)=(k2)."
     admin.execute("UPDATE docs SET fp = %s, m = 'k4' WHERE id = 'k1'", [bits.to_db(FP ^ 2)])
     assert admin.execute("SELECT * FROM simpg.insert_or_get('docs', %s)",
-                         ['{"id": "k3", "fp": %d, "m": "k5"}' % bits.to_db(FP ^ 3)]).fetchall() == [(False, "k1", 1)]
+                         [f'{{"id": "k3", "fp": {bits.to_db(FP ^ 3)}, "m": "k5"}}']).fetchall() == [(False, "k1", 1)]
     assert admin.execute("SELECT * FROM simpg.insert_or_get('docs', %s)",
                          ['{"id": "k4", "fp": 12345, "m": "k5"}']).fetchall() == [(True, "k4", None)]
     with scene.connect(guarded.carol) as carol:

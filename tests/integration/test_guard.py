@@ -775,3 +775,22 @@ def test_sketch_guard_python_surface(conn: psycopg.Connection) -> None:
         index.drop_guard()
         index.create_guard(sketch_column="sketch", max_sketch_distance=300)
     assert index.guards() == []
+
+
+def test_inheritance_children_added_later_stop_guarded_writes(conn: psycopg.Connection) -> None:
+    """Writes to an inheritance child never reach the parent's trigger, and its look would
+    read the child's rows under keys that may repeat: create_guard refuses such a table, and
+    a guarded table that gets a child later refuses writes (never checks them half)."""
+    make(conn)
+    conn.execute("SELECT simpg.create_guard('docs')")
+    conn.execute("INSERT INTO docs (id, simhash) VALUES (1, 4096)")
+    conn.execute("CREATE TABLE docs_child () INHERITS (docs)")
+    with pytest.raises(errors.FeatureNotSupported, match="cannot guard a table with inheritance children"):
+        conn.execute("INSERT INTO docs (id, simhash) VALUES (2, 1)")
+    conn.execute("SELECT simpg.drop_guard('docs')")
+    with pytest.raises(errors.FeatureNotSupported, match="has inheritance children"):
+        conn.execute("SELECT simpg.create_guard('docs')")
+    conn.execute("DROP TABLE docs_child")
+    conn.execute("SELECT simpg.create_guard('docs')")
+    with pytest.raises(errors.ExclusionViolation):
+        conn.execute("INSERT INTO docs (id, simhash) VALUES (2, 4097)")
