@@ -282,6 +282,9 @@ COMMENT ON FUNCTION simpg.guard_check() IS
 -- gives the locks and the lookup) and a key column to name rows by (default: the single-
 -- column primary key). Refused when the table already holds such rows, saying how many
 -- and how to list them. Runs as the caller, who must be allowed to create the trigger.
+-- Refused on a partition (guard its partitioned table, whose trigger PostgreSQL copies to
+-- every partition) and when row-level security applies to the caller (its pair count, as
+-- every guarded write's look, must see every row).
 --
 -- With sketch_column (bit(256), simpg.fingerprint.sketch), two rows count only when their
 -- sketches also differ in at most max_sketch_distance bits (default simpg.max_sketch_distance(), the
@@ -308,14 +311,13 @@ DECLARE
     v_what text;
     v_pairs bigint;
     v_args text := '';
+    v_root regclass;
 BEGIN
     -- a partition's writes are its partitioned table's: guard that, which sees them all
-    IF (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = rel) THEN
-        RAISE EXCEPTION 'table % is a partition of %: create the simpg guard on %', rel,
-            (SELECT max(a.relid::regclass::text) FROM pg_partition_ancestors(rel) AS a
-             WHERE NOT (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = a.relid)),
-            (SELECT max(a.relid::regclass::text) FROM pg_partition_ancestors(rel) AS a
-             WHERE NOT (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = a.relid))
+    SELECT a.relid INTO v_root FROM pg_partition_ancestors(rel) AS a
+    WHERE NOT (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = a.relid);
+    IF v_root IS NOT NULL AND v_root <> rel THEN
+        RAISE EXCEPTION 'table % is a partition of %: create the simpg guard on %', rel, v_root, v_root
             USING ERRCODE = 'wrong_object_type',
                   HINT = 'a guard on a partitioned table guards every partition, and looks in all of them';
     END IF;
