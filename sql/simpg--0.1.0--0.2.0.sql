@@ -2137,37 +2137,84 @@ COMMENT ON FUNCTION simpg.duplicates(anyelement, bigint, integer, bit, bigint[],
 -- writer it cannot see makes one of the two fail with 40001 (retry). REPEATABLE READ has
 -- neither and is refused.
 
--- guard_lock_keys: the advisory lock keys of fingerprint fp under a layout, sorted and
--- distinct (the order every writer takes them in, so single-row writes never deadlock).
--- A key is a 64-bit hash of (table, permuted table t, fp's prefix in t): writers to other
--- tables, and other prefixes of this one, get other keys but for hash collisions. With a
--- banded guard, each non-NULL band key of the row adds one: a hash of (table, band i, the
--- key), tagged 65535 - i, far above any layout's table numbers (a shared key between a
--- band and a table would only cost a wait).
+-- The locks (issue 27, class 4d). Advisory locks would do, but their keys are public:
+-- any role, even one that may not read the table, could compute a guard's keys from the
+-- catalogs (or read them in pg_locks) and hold them, blocking every guarded write. So a
+-- guarded write locks rows of simpg.guard_locks instead: one row per (guarded table,
+-- slot), a slot a 16-bit hash of (permuted table, prefix) or (band, band key), made when
+-- first needed (so dump and restore, a crash or a new table only cost one insert).
+-- Row-level security lets a role see, make and lock only the rows of tables it may write
+-- (INSERT or UPDATE on some column): a stranger, or a reader, can take none of them.
+-- The privileges are column-level only: LOCK TABLE needs a table-level one, so nobody
+-- but the owner can lock the whole table. A writer can hold rows of its own table, and
+-- so block other writers of it, as it can in plain PostgreSQL (an uncommitted row with a
+-- unique key makes every writer of that key wait). Nothing is decided from the rows: a
+-- row lost or made by hand costs a wait or one more insert, never a missed row. The
+-- table is UNLOGGED (no WAL for the locks; emptied after a crash, then made again).
+-- At most 65,536 rows per guarded table; two unrelated writes that share a slot wait
+-- for each other (about 1 in 650 pairs of writes at 10 slots each), nothing more.
+CREATE UNLOGGED TABLE simpg.guard_locks (
+    guarded_table oid NOT NULL,
+    slot integer NOT NULL,
+    PRIMARY KEY (guarded_table, slot)
+);
+
+COMMENT ON TABLE simpg.guard_locks IS
+    'Lock rows of the simpg guards: a guarded write locks its slots here (FOR UPDATE); each role sees only the rows of tables it may write';
+
+ALTER TABLE simpg.guard_locks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY writers ON simpg.guard_locks
+    USING (has_any_column_privilege(guarded_table, 'INSERT, UPDATE'))
+    WITH CHECK (has_any_column_privilege(guarded_table, 'INSERT, UPDATE'));
+-- UPDATE (slot): SELECT ... FOR UPDATE needs UPDATE on one column; a writer that changes
+-- a slot of its own table only makes the guard insert it again
+GRANT SELECT (guarded_table, slot), INSERT (guarded_table, slot), UPDATE (slot) ON simpg.guard_locks TO PUBLIC;
+
+-- guard_lock_keys: the slots of simpg.guard_locks a guarded write of fp (and its band
+-- keys) locks, sorted and distinct: the order every writer locks them in, so single-row
+-- writes never deadlock. A slot is the low 16 bits of a 64-bit hash of fp's prefix in
+-- permuted table t, seeded with t; with a banded guard, each non-NULL band key of the
+-- row adds one, seeded with 65536 - i, far above any layout's table numbers. rel names
+-- the guarded table (the rows are its own), which the slots do not depend on.
 CREATE OR REPLACE FUNCTION simpg.guard_lock_keys(rel regclass, fp bigint, k integer, levels integer[],
                                       bands bigint[] DEFAULT NULL) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN (SELECT array_agg(DISTINCT key ORDER BY key)
-            FROM (SELECT hashint8extended(simpg.prefix_lo(fp, k, levels, t), (rel::oid::bigint << 16) | t)
+            FROM (SELECT hashint8extended(simpg.prefix_lo(fp, k, levels, t), t) & 65535
                   FROM generate_series(0, simpg.table_count(k, levels) - 1) AS t
                   UNION ALL
-                  SELECT hashint8extended(b.band, (rel::oid::bigint << 16) | (65536 - b.i))
+                  SELECT hashint8extended(b.band, 65536 - b.i) & 65535
                   FROM unnest(bands) WITH ORDINALITY AS b(band, i)
                   WHERE b.band IS NOT NULL) AS keys(key));
 
 COMMENT ON FUNCTION simpg.guard_lock_keys(regclass, bigint, integer, integer[], bigint[]) IS
-    'The advisory lock keys (pg_advisory_xact_lock(bigint)) a guarded write of fp (and its band keys) takes, in the order it takes them';
+    'The slots of simpg.guard_locks a guarded write of fp (and its band keys) locks, in the order it locks them';
 
 -- guard_check: the trigger a guard installs (AFTER INSERT OR UPDATE OF the fingerprint
 -- column, FOR EACH ROW). Its arguments are fixed by create_guard: fingerprint column,
 -- guard k, key column, the index layout (k, levels), its prefix columns and each one's
 -- prefix length; a sketch guard adds the sketch column, the largest sketch distance and
--- its band key columns ('{}' without bands). The ranges and lock keys come from the
+-- its band key columns ('{}' without bands). The ranges and lock slots come from the
 -- row's own generated prefix values: nothing of the layout is computed per row.
 -- simpg.drop_index refuses while a guard uses the index, and a prefix column dropped by
 -- hand makes writes fail (SPG01), so the guard never looks in ranges of another layout.
 -- Rows of the same statement see each other (AFTER triggers run when the statement's
 -- rows are all in).
+--
+-- The guarded table is the one create_guard made the trigger on: a partition's trigger
+-- is PostgreSQL's clone of its partitioned table's (tgparentid), and the look and the
+-- locks are the guarded table's, so a near-duplicate in another partition is found, and
+-- a row that moves to another partition (an INSERT there) is checked like a new one.
+-- Before anything is read, the trigger checks what would make its look blind, and
+-- refuses the write instead (it never accepts a row it could not check):
+-- * a guarded column renamed or dropped (the arguments hold names): SPG01, naming it;
+-- * row-level security that applies to the writer: the look would see only the rows
+--   the writer may see (42501);
+-- * inheritance children of the guarded table, whose writes the trigger never sees (0A000).
+-- It runs no code of the table's owner: NEW's columns are read by field selection, the
+-- guarded columns have built-in types (checked here: a cast or operator of another type
+-- could be hers), keys are printed with their type's output function (format %s), never
+-- cast (to_jsonb(NEW) would run a cast to json of any column's type).
 --
 -- A sketch guard refuses only a stored row that SimHashColumn.duplicates would return:
 -- within k bits, or sharing a band key, with a fingerprint, and its sketch within the
@@ -2186,65 +2233,140 @@ DECLARE
     v_sketch_col name := TG_ARGV[7];  -- NULL (no argument) for a fingerprint-only guard
     v_max_sketch integer := TG_ARGV[8]::integer;
     v_band_columns name[] := coalesce(TG_ARGV[9]::name[], '{}');
-    v_new jsonb := to_jsonb(NEW);
-    v_fp bigint := (v_new ->> v_col)::bigint;
+    v_guarded regclass;
+    v_bad record;
+    v_read text;
+    v_fp bigint;
     v_sketch bit(256);
-    v_band bigint;
+    v_bands bigint[];
+    v_prefixes bigint[];
+    v_key text;
+    v_changed boolean;
     v_prefix bigint;
     v_mask bigint;
-    v_locks bigint[] := '{}';
-    v_lock bigint;
+    v_slots integer[] := '{}';
+    v_locked bigint;
     v_ranges text[] := '{}';
     v_shared text[] := '{}';
     v_within text;
     v_confirmed text := 'true';
     v_hit record;
 BEGIN
+    -- the guarded table: the top of the chain of clones this trigger belongs to
+    WITH RECURSIVE up(rel, parent) AS (
+        SELECT tr.tgrelid, tr.tgparentid FROM pg_trigger AS tr WHERE tr.tgrelid = TG_RELID AND tr.tgname = TG_NAME
+        UNION ALL
+        SELECT tr.tgrelid, tr.tgparentid FROM up JOIN pg_trigger AS tr ON tr.oid = up.parent)
+    SELECT up.rel INTO v_guarded FROM up WHERE up.parent = 0;
+    -- every column the guard reads, as it is now (a partition has its table's names and types)
+    SELECT c.name, c.want, c.role, format_type(a.atttypid, a.atttypmod) AS have INTO v_bad
+    FROM unnest(ARRAY[v_col, v_key_col, v_sketch_col] || v_band_columns || v_prefix_columns,
+                ARRAY['bigint', NULL, 'bit(256)'] || array_fill('bigint'::text, ARRAY[cardinality(v_band_columns)])
+                    || array_fill('bigint'::text, ARRAY[cardinality(v_prefix_columns)]),
+                ARRAY['fingerprint', 'key', 'sketch'] || array_fill('band key'::text, ARRAY[cardinality(v_band_columns)])
+                    || array_fill('prefix'::text, ARRAY[cardinality(v_prefix_columns)])) AS c(name, want, role)
+    LEFT JOIN pg_attribute AS a ON a.attrelid = v_guarded AND a.attname = c.name AND a.attnum > 0
+                               AND NOT a.attisdropped
+    WHERE c.name IS NOT NULL
+      AND (a.attname IS NULL OR format_type(a.atttypid, a.atttypmod) IS DISTINCT FROM coalesce(c.want, format_type(a.atttypid, a.atttypmod)))
+    LIMIT 1;
+    IF FOUND AND v_bad.have IS NULL AND v_bad.role = 'prefix' THEN
+        RAISE EXCEPTION 'the simpg guard on %.% uses prefix column %, which is gone',
+            v_guarded, quote_ident(v_col), quote_ident(v_bad.name)
+            USING ERRCODE = 'SPG01',
+                  HINT = format('drop the guard (SELECT simpg.drop_guard(%L, %L)), repair or re-create the '
+                                'index, then create the guard again', v_guarded, v_col);
+    ELSIF FOUND AND v_bad.have IS NULL THEN
+        RAISE EXCEPTION 'the simpg guard on %.% reads % column %, which is gone (renamed or dropped)',
+            v_guarded, quote_ident(v_col), v_bad.role, quote_ident(v_bad.name)
+            USING ERRCODE = 'SPG01',
+                  HINT = format('drop the guard (SELECT simpg.drop_guard(%L, %L)) and create it again on the '
+                                'columns as they are named now', v_guarded, v_col);
+    ELSIF FOUND THEN
+        RAISE EXCEPTION 'the simpg guard on %.% needs % column % to be %, got %',
+            v_guarded, quote_ident(v_col), v_bad.role, quote_ident(v_bad.name), v_bad.want, v_bad.have
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = format('drop the guard (SELECT simpg.drop_guard(%L, %L)) and create it again',
+                                v_guarded, v_col);
+    END IF;
+    -- field selection and output functions only: no cast, no operator of a column's type
+    v_read := format('SELECT ($1).%I, %s, ARRAY[%s]::bigint[], ARRAY[%s]::bigint[], format(''%%s'', ($1).%I)',
+                     v_col, CASE WHEN v_sketch_col IS NULL THEN 'NULL::bit(256)' ELSE format('($1).%I', v_sketch_col) END,
+                     (SELECT string_agg(format('($1).%I', c), ', ' ORDER BY n)
+                      FROM unnest(v_band_columns) WITH ORDINALITY AS u(c, n)),
+                     (SELECT string_agg(format('($1).%I', c), ', ' ORDER BY n)
+                      FROM unnest(v_prefix_columns) WITH ORDINALITY AS u(c, n)),
+                     v_key_col);
+    EXECUTE v_read INTO v_fp, v_sketch, v_bands, v_prefixes, v_key USING NEW;
     IF v_fp IS NULL THEN
         RETURN NULL;  -- nothing to guard
     END IF;
-    IF v_sketch_col IS NOT NULL THEN
-        v_sketch := (v_new ->> v_sketch_col)::bit(256);
-        IF v_sketch IS NULL THEN
-            RETURN NULL;  -- no sketch: nothing can confirm a near-duplicate of it
+    IF v_sketch_col IS NOT NULL AND v_sketch IS NULL THEN
+        RETURN NULL;  -- no sketch: nothing can confirm a near-duplicate of it
+    END IF;
+    IF TG_OP = 'UPDATE' THEN  -- built-in types: bigint's and bit's IS DISTINCT FROM
+        EXECUTE format('SELECT ($1).%I IS DISTINCT FROM ($2).%I%s', v_col, v_col,
+                       (SELECT string_agg(format(' OR ($1).%I IS DISTINCT FROM ($2).%I', c, c), '')
+                        FROM unnest(v_sketch_col || v_band_columns) AS c WHERE c IS NOT NULL))
+            INTO v_changed USING NEW, OLD;
+        IF NOT v_changed THEN
+            RETURN NULL;  -- none of the guarded columns changed
         END IF;
     END IF;
-    IF TG_OP = 'UPDATE' AND NOT EXISTS (
-            SELECT FROM unnest(ARRAY[v_col, v_sketch_col] || v_band_columns) AS c
-            WHERE to_jsonb(OLD) -> c IS DISTINCT FROM v_new -> c) THEN
-        RETURN NULL;  -- none of the guarded columns changed
-    END IF;
     IF current_setting('transaction_isolation') = 'repeatable read' THEN
-        RAISE EXCEPTION 'the simpg guard on %.% cannot see concurrent writers at REPEATABLE READ', TG_RELID::regclass,
+        RAISE EXCEPTION 'the simpg guard on %.% cannot see concurrent writers at REPEATABLE READ', v_guarded,
             quote_ident(v_col)
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'write at READ COMMITTED or SERIALIZABLE';
     END IF;
+    IF row_security_active(v_guarded) THEN
+        RAISE EXCEPTION 'the simpg guard on %.% cannot check this write by role %: row-level security hides rows of % from it',
+            v_guarded, quote_ident(v_col), quote_ident(current_user), v_guarded
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'write as a role that row-level security does not apply to (the table''s owner, or a role '
+                         'with BYPASSRLS), or drop the guard: its promise needs every row';
+    END IF;
+    IF EXISTS (SELECT FROM pg_inherits AS h JOIN pg_class AS c ON c.oid = h.inhparent
+               WHERE h.inhparent = v_guarded AND c.relkind <> 'p') THEN
+        RAISE EXCEPTION 'the simpg guard on %.% cannot guard a table with inheritance children, whose writes it never sees',
+            v_guarded, quote_ident(v_col)
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'use declarative partitioning (PARTITION BY), or drop the guard';
+    END IF;
+    IF NOT has_any_column_privilege(v_guarded, 'INSERT, UPDATE') THEN  -- a write into a partition
+        RAISE EXCEPTION 'the simpg guard on %.% locks for writers of %, and role % may not write it',
+            v_guarded, quote_ident(v_col), v_guarded, quote_ident(current_user)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('grant INSERT or UPDATE on %s to the role, or write through it', v_guarded);
+    END IF;
     FOR t IN 0 .. cardinality(v_prefix_columns) - 1 LOOP
-        v_prefix := (v_new ->> v_prefix_columns[t + 1])::bigint;
-        IF v_prefix IS NULL THEN
-            RAISE EXCEPTION 'the simpg guard on %.% uses prefix column %, which is gone',
-                TG_RELID::regclass, quote_ident(v_col), quote_ident(v_prefix_columns[t + 1])
-                USING ERRCODE = 'SPG01',
-                      HINT = format('drop the guard (SELECT simpg.drop_guard(%L, %L)), repair or re-create the '
-                                    'index, then create the guard again', TG_RELID::regclass, v_col);
-        END IF;
+        v_prefix := v_prefixes[t + 1];
         v_mask := -1::bigint << (64 - v_prefix_bits[t + 1]);  -- as simpg.prefix_lo / prefix_hi
-        v_locks := v_locks || hashint8extended(v_prefix & v_mask, (TG_RELID::oid::bigint << 16) | t);
+        v_slots := v_slots || (hashint8extended(v_prefix & v_mask, t) & 65535)::integer;
         v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_prefix_columns[t + 1],
                                        v_prefix & v_mask, v_prefix | ~v_mask);
     END LOOP;
-    -- a row sharing a band key is a candidate too; its lock key is as simpg.guard_lock_keys'
+    -- a row sharing a band key is a candidate too; its slot is as simpg.guard_lock_keys'
     FOR i IN 1 .. cardinality(v_band_columns) LOOP
-        v_band := (v_new ->> v_band_columns[i])::bigint;
-        CONTINUE WHEN v_band IS NULL;
-        v_locks := v_locks || hashint8extended(v_band, (TG_RELID::oid::bigint << 16) | (65536 - i));
-        v_shared := v_shared || format('t.%I = %L::bigint', v_band_columns[i], v_band);
+        CONTINUE WHEN v_bands[i] IS NULL;
+        v_slots := v_slots || (hashint8extended(v_bands[i], 65536 - i) & 65535)::integer;
+        v_shared := v_shared || format('t.%I = %L::bigint', v_band_columns[i], v_bands[i]);
     END LOOP;
-    -- in ascending order, the order of simpg.guard_lock_keys: every writer takes them alike
-    FOREACH v_lock IN ARRAY ARRAY(SELECT DISTINCT x FROM unnest(v_locks) AS x ORDER BY x) LOOP
-        PERFORM pg_advisory_xact_lock(v_lock);
-    END LOOP;
+    -- in ascending order, the order of simpg.guard_lock_keys: every writer takes them alike.
+    -- A slot's row is made by the first writer that needs it; another inserting it at the
+    -- same time waits for that one's end, then finds it.
+    v_slots := ARRAY(SELECT DISTINCT s FROM unnest(v_slots) AS s ORDER BY s);
+    INSERT INTO simpg.guard_locks (guarded_table, slot)
+    SELECT v_guarded, s FROM unnest(v_slots) AS s ORDER BY s
+    ON CONFLICT DO NOTHING;
+    PERFORM FROM simpg.guard_locks AS l WHERE l.guarded_table = v_guarded AND l.slot = ANY (v_slots)
+    ORDER BY l.slot FOR UPDATE;
+    GET DIAGNOSTICS v_locked = ROW_COUNT;
+    IF v_locked <> cardinality(v_slots) THEN  -- a row deleted by the table's owner meanwhile
+        RAISE EXCEPTION 'the simpg guard on %.% locked % of its % rows of simpg.guard_locks', v_guarded,
+            quote_ident(v_col), v_locked, cardinality(v_slots)
+            USING ERRCODE = 'serialization_failure', HINT = 'retry the transaction';
+    END IF;
     v_within := format('simpg.hamming(t.%I, $1) <= $2', v_col);
     IF v_shared <> '{}' THEN  -- found through a band, a row may be more than k bits away
         v_within := format('t.%I IS NOT NULL AND (%s OR %s)', v_col, v_within, array_to_string(v_shared, ' OR '));
@@ -2252,15 +2374,16 @@ BEGIN
     IF v_sketch_col IS NOT NULL THEN
         v_confirmed := format('bit_count(t.%I # $4) <= $5', v_sketch_col);
     END IF;
-    -- a new statement after the locks: at READ COMMITTED, a new snapshot
-    EXECUTE format('SELECT t.%I::text AS key, simpg.hamming(t.%I, $1) AS distance FROM %s AS t '
-                   'WHERE (%s) AND %s AND %s AND t.%I::text IS DISTINCT FROM $3 '
+    -- a new statement after the locks: at READ COMMITTED, a new snapshot. The look is the
+    -- guarded table's, all its partitions included.
+    EXECUTE format('SELECT format(''%%s'', t.%I) AS key, simpg.hamming(t.%I, $1) AS distance FROM %s AS t '
+                   'WHERE (%s) AND %s AND %s AND format(''%%s'', t.%I) IS DISTINCT FROM $3 '
                    'ORDER BY 2, 1 LIMIT 1',
-                   v_key_col, v_col, TG_RELID::regclass, array_to_string(v_ranges || v_shared, ' OR '), v_within,
+                   v_key_col, v_col, v_guarded, array_to_string(v_ranges || v_shared, ' OR '), v_within,
                    v_confirmed, v_key_col)
-        INTO v_hit USING v_fp, v_k, v_new ->> v_key_col, v_sketch, v_max_sketch;
+        INTO v_hit USING v_fp, v_k, v_key, v_sketch, v_max_sketch;
     IF v_hit.key IS NOT NULL THEN
-        RAISE EXCEPTION 'near-duplicate row in %: its % is within % bits of a stored row''s%', TG_RELID::regclass,
+        RAISE EXCEPTION 'near-duplicate row in %: its % is within % bits of a stored row''s%', v_guarded,
             quote_ident(v_col), v_k,
             CASE WHEN v_sketch_col IS NULL THEN ''
                  ELSE format('%s, and its %s within %s bits',
@@ -2269,7 +2392,7 @@ BEGIN
             USING ERRCODE = 'exclusion_violation',
                   CONSTRAINT = TG_NAME,
                   DETAIL = format('Key (%s)=(%s) is within %s bits of the new row, key (%s)=(%s).',
-                                  v_key_col, v_hit.key, v_hit.distance, v_key_col, v_new ->> v_key_col),
+                                  v_key_col, v_hit.key, v_hit.distance, v_key_col, v_key),
                   TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, COLUMN = v_col;
     END IF;
     RETURN NULL;
@@ -2284,6 +2407,9 @@ COMMENT ON FUNCTION simpg.guard_check() IS
 -- gives the locks and the lookup) and a key column to name rows by (default: the single-
 -- column primary key). Refused when the table already holds such rows, saying how many
 -- and how to list them. Runs as the caller, who must be allowed to create the trigger.
+-- Refused on a partition (guard its partitioned table, whose trigger PostgreSQL copies to
+-- every partition) and when row-level security applies to the caller (its pair count, as
+-- every guarded write's look, must see every row).
 --
 -- With sketch_column (bit(256), simpg.fingerprint.sketch), two rows count only when their
 -- sketches also differ in at most max_sketch_distance bits (default simpg.max_sketch_distance(), the
@@ -2310,7 +2436,24 @@ DECLARE
     v_what text;
     v_pairs bigint;
     v_args text := '';
+    v_root regclass;
 BEGIN
+    -- a partition's writes are its partitioned table's: guard that, which sees them all
+    SELECT a.relid INTO v_root FROM pg_partition_ancestors(rel) AS a
+    WHERE NOT (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = a.relid);
+    IF v_root IS NOT NULL AND v_root <> rel THEN
+        RAISE EXCEPTION 'table % is a partition of %: create the simpg guard on %', rel, v_root, v_root
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'a guard on a partitioned table guards every partition, and looks in all of them';
+    END IF;
+    -- the pair count below, and every write's look, must see every row
+    IF row_security_active(rel) THEN
+        RAISE EXCEPTION 'cannot create a simpg guard on % as role %: row-level security hides rows of it from the role',
+            rel, quote_ident(current_user)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'a guard promises that no two rows of the whole table are near; create it as a role that '
+                         'row-level security does not apply to (the table''s owner without FORCE ROW LEVEL SECURITY)';
+    END IF;
     IF v_k < 0 OR v_k > v_row.k THEN
         RAISE EXCEPTION 'a guard on %.% needs k from 0 to %, the radius of its simpg index, got %', rel,
             quote_ident(v_row.fingerprint_column), v_row.k, v_k
@@ -2489,7 +2632,10 @@ BEGIN
             USING ERRCODE = 'undefined_column';
     END IF;
     BEGIN
-        EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_record(NULL::%s, $1) RETURNING %I::text',
+        -- jsonb_populate_record makes each value with its type's input function (no cast),
+        -- as the INSERT's own literals would; the key is printed by its output function
+        EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_record(NULL::%s, $1) '
+                       'RETURNING format(''%%s'', %I)',
                        rel, v_columns, v_columns, rel, v_guard.key_column)
             INTO key USING new_row;
         inserted := true;
@@ -2512,7 +2658,7 @@ BEGIN
         v_confirmed := format('t.%I IS NOT NULL AND bit_count(t.%I # $2) <= %s', v_guard.fingerprint_column,
                               v_guard.sketch_column, v_guard.max_sketch_distance);
     END IF;
-    EXECUTE format('SELECT t.%I::text, simpg.hamming(t.%I, $1) FROM (%s) AS t WHERE %s ORDER BY 2, 1 LIMIT 1',
+    EXECUTE format('SELECT format(''%%s'', t.%I), simpg.hamming(t.%I, $1) FROM (%s) AS t WHERE %s ORDER BY 2, 1 LIMIT 1',
                    v_guard.key_column, v_guard.fingerprint_column, v_rows, v_confirmed)
         INTO key, distance USING (new_row ->> v_guard.fingerprint_column)::bigint,
                                  (new_row ->> v_guard.sketch_column)::bit(256);
