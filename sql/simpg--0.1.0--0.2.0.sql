@@ -119,6 +119,21 @@ END
 $$;
 GRANT USAGE ON SCHEMA simpg TO PUBLIC;
 
+-- The extension as a fresh 0.2.0 install has it: schema simpg one of its members, and
+-- its own namespace not simpg. 0.1.0's control file named schema simpg, so CREATE
+-- EXTENSION made it apart from the members; pg_dump then writes CREATE SCHEMA simpg and
+-- ALTER SCHEMA simpg OWNER TO <the bootstrap superuser>, which an owner's restore cannot
+-- run. As a member it goes with the extension; pg_catalog, as the namespace pg_dump
+-- names in CREATE EXTENSION ... WITH SCHEMA, always exists (the script makes simpg).
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_extension AS e WHERE e.extname = 'simpg') THEN
+        UPDATE pg_catalog.pg_extension SET extnamespace = 'pg_catalog'::regnamespace WHERE extname = 'simpg';
+        ALTER EXTENSION simpg ADD SCHEMA simpg;  -- refused while the schema holds the extension
+    END IF;
+END
+$$;
+
 -- The fingerprint configs move to the comment of each index's first prefix column,
 -- where 0.2.0's catalog reads them.
 DO $$
@@ -2634,6 +2649,7 @@ BEGIN
     BEGIN
         -- jsonb_populate_record makes each value with its type's input function (no cast),
         -- as the INSERT's own literals would; the key is printed by its output function
+        -- built-in: input functions only, and what any INSERT into rel runs (its triggers, defaults)
         EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_record(NULL::%s, $1) '
                        'RETURNING format(''%%s'', %I)',
                        rel, v_columns, v_columns, rel, v_guard.key_column)
@@ -4921,11 +4937,14 @@ BEGIN
     END IF;
     -- the (key, fingerprint) entries that go away and those that come
     IF TG_OP = 'TRUNCATE' THEN  -- a partition's own rows, still there (BEFORE TRUNCATE)
+        -- built-in: these casts are of a smallint, integer or bigint key (checked above)
         v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM ONLY %3$s AS o WHERE o.%2$I IS NOT NULL',
                         v_key, v_col, TG_RELID::regclass);
     ELSE
+        -- built-in: as above
         v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM simpg_old AS o WHERE o.%2$I IS NOT NULL', v_key, v_col);
     END IF;
+    -- built-in: as above
     v_new := format('SELECT n.%1$I::bigint AS key, n.%2$I AS fp FROM simpg_new AS n WHERE n.%2$I IS NOT NULL', v_key, v_col);
     IF TG_OP = 'UPDATE' THEN  -- rows whose key and fingerprint stay are left alone
         SELECT format('(%s) EXCEPT (%s)', v_old, v_new), format('(%s) EXCEPT (%s)', v_new, v_old) INTO v_old, v_new;

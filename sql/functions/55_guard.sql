@@ -509,6 +509,7 @@ BEGIN
     BEGIN
         -- jsonb_populate_record makes each value with its type's input function (no cast),
         -- as the INSERT's own literals would; the key is printed by its output function
+        -- built-in: input functions only, and what any INSERT into rel runs (its triggers, defaults)
         EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_record(NULL::%s, $1) '
                        'RETURNING format(''%%s'', %I)',
                        rel, v_columns, v_columns, rel, v_guard.key_column)

@@ -347,11 +347,14 @@ BEGIN
     END IF;
     -- the (key, fingerprint) entries that go away and those that come
     IF TG_OP = 'TRUNCATE' THEN  -- a partition's own rows, still there (BEFORE TRUNCATE)
+        -- built-in: these casts are of a smallint, integer or bigint key (checked above)
         v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM ONLY %3$s AS o WHERE o.%2$I IS NOT NULL',
                         v_key, v_col, TG_RELID::regclass);
     ELSE
+        -- built-in: as above
         v_old := format('SELECT o.%1$I::bigint AS key, o.%2$I AS fp FROM simpg_old AS o WHERE o.%2$I IS NOT NULL', v_key, v_col);
     END IF;
+    -- built-in: as above
     v_new := format('SELECT n.%1$I::bigint AS key, n.%2$I AS fp FROM simpg_new AS n WHERE n.%2$I IS NOT NULL', v_key, v_col);
     IF TG_OP = 'UPDATE' THEN  -- rows whose key and fingerprint stay are left alone
         SELECT format('(%s) EXCEPT (%s)', v_old, v_new), format('(%s) EXCEPT (%s)', v_new, v_old) INTO v_old, v_new;

@@ -116,6 +116,21 @@ END
 $$;
 GRANT USAGE ON SCHEMA simpg TO PUBLIC;
 
+-- The extension as a fresh 0.2.0 install has it: schema simpg one of its members, and
+-- its own namespace not simpg. 0.1.0's control file named schema simpg, so CREATE
+-- EXTENSION made it apart from the members; pg_dump then writes CREATE SCHEMA simpg and
+-- ALTER SCHEMA simpg OWNER TO <the bootstrap superuser>, which an owner's restore cannot
+-- run. As a member it goes with the extension; pg_catalog, as the namespace pg_dump
+-- names in CREATE EXTENSION ... WITH SCHEMA, always exists (the script makes simpg).
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_extension AS e WHERE e.extname = 'simpg') THEN
+        UPDATE pg_catalog.pg_extension SET extnamespace = 'pg_catalog'::regnamespace WHERE extname = 'simpg';
+        ALTER EXTENSION simpg ADD SCHEMA simpg;  -- refused while the schema holds the extension
+    END IF;
+END
+$$;
+
 -- The fingerprint configs move to the comment of each index's first prefix column,
 -- where 0.2.0's catalog reads them.
 DO $$

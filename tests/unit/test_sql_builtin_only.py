@@ -50,6 +50,8 @@ def functions(text: str) -> list[tuple[int, str]]:
 
 def code(line: str) -> str:
     """The line without its -- comment (a -- inside a string literal is rare enough here)."""
+    if line.lstrip().startswith("--"):
+        return ""
     return re.split(r"--(?=[^']*$)", line, maxsplit=1)[0]
 
 
