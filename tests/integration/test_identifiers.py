@@ -1,0 +1,175 @@
+"""Names full of SQL and Python syntax through every command and API that takes one (issue 27, class 6).
+
+Schema, table and columns are named with braces (``{hi}``, which ``str.format`` reads),
+``%s``, ``%(x)s`` and ``%%`` (which psycopg's placeholders and SQLAlchemy's percent
+doubling read), double and single quotes, dots (which a split on ``.`` reads), spaces,
+upper case and non-ASCII. Next to them stand look-alike tables and columns with the
+names a wrong quoting would reach (the same table in ``public``, ``%%`` collapsed to
+``%``, the column with one ``%``), holding other rows: every check compares the answer
+with brute force over the right rows, so reading a look-alike fails it, not only an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from simpg import bits
+from simpg.cli import main
+from simpg.fingerprint import fingerprint, sketch
+from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
+from simpg.sqlnames import quoted_name
+
+SCHEMA = "Sch{e}.%s \"q\" 'x' 表"
+TABLE = "Tab{le}.%(x)s \"q\" 'x' 表 %%"
+KEY = 'Id{x}.%s "q" 键'
+TEXT = "Te{xt}.%s 'x' 文"
+FP = "F{p}.%% \"q\" 'x' 指"
+SKETCH = 'Sk{e}.%s "q"'
+QUALIFIED = quoted_name(SCHEMA, TABLE)
+#: what a wrong quoting would read instead: the table on the search path, ``%%`` read as ``%``
+DECOYS = (quoted_name("public", TABLE), quoted_name(SCHEMA, TABLE.replace("%%", "%")))
+DECOY_FP = FP.replace("%%", "%")  # a column of other fingerprints in the table itself
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi".split()
+K = 3
+
+
+def texts(seed: int, n: int = 90) -> list[str]:
+    """Texts with near-duplicates among them: every third one repeats an earlier one with one word changed."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i in range(n):
+        if i % 3 == 2:
+            words = out[i - 2].split()
+            words[rng.randrange(len(words))] = rng.choice(WORDS)
+            out.append(" ".join(words))
+        else:
+            out.append(" ".join(rng.choice(WORDS) for _ in range(30)) + f" {seed}-{i}")
+    return out
+
+
+def make_table(conn: psycopg.Connection[Any], name: str, seed: int) -> dict[int, str]:
+    """``name`` with keys, texts, their fingerprints and sketches; the look-alike fingerprint column holds others."""
+    conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} text, {} bigint, {} bit(256), {} bigint)").format(
+        sql.SQL(name), sql.Identifier(KEY), sql.Identifier(TEXT), sql.Identifier(FP), sql.Identifier(SKETCH),
+        sql.Identifier(DECOY_FP)))
+    rows = dict(enumerate(texts(seed), start=seed * 1000))
+    rng = random.Random(seed)
+    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}, {}, {}, {}, {}) FROM STDIN").format(
+            sql.SQL(name), *map(sql.Identifier, (KEY, TEXT, FP, SKETCH, DECOY_FP)))) as copy:
+        for key, text in rows.items():
+            copy.write_row((key, text, bits.to_db(fingerprint(text)), "".join(f"{b:08b}" for b in sketch(text)),
+                            bits.to_db(rng.getrandbits(64))))
+    return rows
+
+
+@pytest.fixture
+def named(db: Any) -> dict[int, str]:
+    """The table of odd names (keys to texts) and its look-alikes, each with a simpg index on ``FP``."""
+    conn = db.conn
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+    rows = make_table(conn, QUALIFIED, 1)
+    for seed, decoy in enumerate(DECOYS, start=2):
+        make_table(conn, decoy, seed)
+        conn.execute("SELECT simpg.create_index(%s::regclass, %s, %s, %s)", [decoy, FP, K, 4])
+    return rows
+
+
+def brute_near(rows: dict[int, str], fp: int, k: int = K) -> list[tuple[int, int]]:
+    """(key, distance) of the rows within k, nearest first."""
+    found = [(key, bits.hamming(fingerprint(text), fp)) for key, text in rows.items()]
+    return sorted(((key, d) for key, d in found if d <= k), key=lambda r: (r[1], r[0]))
+
+
+def brute_pairs(rows: dict[int, str], k: int = K) -> list[tuple[int, int, int]]:
+    keys = sorted(rows)
+    fps = {key: fingerprint(rows[key]) for key in keys}
+    return [(a, b, bits.hamming(fps[a], fps[b])) for i, a in enumerate(keys) for b in keys[i + 1:]
+            if bits.hamming(fps[a], fps[b]) <= k]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- psycopg ----------------------------------------------------------------------------
+
+
+def test_psycopg_api(db: Any, named: dict[int, str]) -> None:
+    conn = db.conn
+    conn.execute("SET search_path = public")  # where a look-alike of the table is
+    index = SimHashColumn(conn, QUALIFIED, FP)
+    assert index.create(k=K, blocks=5).name == "k3:5"
+    queries = [fingerprint(text) for text in list(named.values())[:6]]
+    for q in queries:
+        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert [[(n.id, n.distance) for n in found] for found in index.near_many(queries)] == [
+        brute_near(named, q) for q in queries]
+    expected = brute_pairs(named)
+    assert len(expected) >= 15
+    assert sorted(index.pairs()) == expected
+    assert sorted(sorted(c) for c in index.clusters(method="components")) == components(expected)
+    # confirmed by sketches: simpg.pairs in the database, named parameters next to the names
+    confirmed = sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH))
+    assert confirmed == sketch_confirmed(named, expected)
+    ids, _ = index.fetch_all()
+    assert sorted(ids.tolist()) == sorted(named)
+    assert index.stats().rows == len(named)
+    assert index.check() == []
+    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(SCHEMA, index.info.index_names[0])))
+    assert [p.problem for p in index.check()] == ["missing b-tree"]
+    assert len(index.repair()) == 1 and index.check() == []
+    index.drop()
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (len(DECOYS),)
+
+
+def test_psycopg_async_api(db: Any, named: dict[int, str]) -> None:
+    async def main_() -> None:
+        async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as aconn:
+            await aconn.execute("SET search_path = public")
+            index = AsyncSimHashColumn(aconn, QUALIFIED, FP)
+            await index.create(k=K, blocks=4)
+            queries = [fingerprint(text) for text in list(named.values())[:4]]
+            for q in queries:
+                assert [(n.id, n.distance) for n in await index.near(q)] == brute_near(named, q)
+            found = await index.near_many(queries)
+            assert [[(n.id, n.distance) for n in f] for f in found] == [brute_near(named, q) for q in queries]
+            assert sorted([tuple(p) async for p in index.pairs()]) == brute_pairs(named)
+            assert await index.check() == []
+            confirmed = sorted([tuple(p) async for p in index.pairs(sketch_column=SKETCH)])
+            assert confirmed == sketch_confirmed(named, brute_pairs(named))
+
+    asyncio.run(main_())
+
+
+def components(pairs: list[tuple[int, int, int]]) -> list[list[int]]:
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b, _ in pairs:
+        parent[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for x in list(parent):
+        groups.setdefault(root(x), []).append(x)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def sketch_confirmed(rows: dict[int, str], pairs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
+
+    return [(a, b, d) for a, b, d in pairs if sketch_distance(sketch(rows[a]), sketch(rows[b])) <= MAX_SKETCH_DISTANCE]
