@@ -54,6 +54,7 @@ from simpg.fingerprint import FingerprintConfig, fingerprint_many
 from simpg.fingerprint.config import identity_of
 from simpg.fingerprint.minhash import BANDS, sketch, sketch_and_bands, to_sql
 from simpg.layout import Layout
+from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -241,12 +242,13 @@ def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tupl
     values = [sql.Identifier(f"v{i}") for i in range(len(columns))]
     casts = [sql.SQL("v.{}::{}").format(v, _TYPES[t]) for v, (_, t) in zip(values, columns, strict=True)]
     todo = sql.SQL("true") if every_row else sql.SQL(" OR ").join(sql.SQL("{} IS NULL").format(c) for c in cols)
-    select_batch = sql.SQL(
+    # with_parameters: run with parameters, so the % of a name must not read as a placeholder
+    select_batch = with_parameters(sql.SQL(
         "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND ({todo}) ORDER BY {key} LIMIT %s"
-    ).format(todo=todo, **names)
-    first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {todo} ORDER BY {key} LIMIT %s").format(
-        todo=todo, **names)
-    update = sql.SQL(
+    ).format(todo=todo, **names))
+    first_batch = with_parameters(sql.SQL(
+        "SELECT {key}, {text} FROM {table} WHERE {todo} ORDER BY {key} LIMIT %s").format(todo=todo, **names))
+    update = with_parameters(sql.SQL(
         "UPDATE {table} AS t SET {sets} "
         "FROM unnest(%s::{keys}, {arrays}) AS v(k, {values}) "
         "WHERE t.{key} = v.k AND ({changed})"
@@ -257,7 +259,7 @@ def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tupl
         values=sql.SQL(", ").join(values),
         changed=sql.SQL(" OR ").join(sql.SQL("t.{} IS DISTINCT FROM {}").format(c, cast)
                                      for c, cast in zip(cols, casts, strict=True)),
-        **names)
+        **names))
 
     result = BackfillResult()
     started = time.perf_counter()

@@ -173,3 +173,80 @@ def sketch_confirmed(rows: dict[int, str], pairs: list[tuple[int, int, int]]) ->
     from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
 
     return [(a, b, d) for a, b, d in pairs if sketch_distance(sketch(rows[a]), sketch(rows[b])) <= MAX_SKETCH_DISTANCE]
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def test_cli_near_check_and_repair(db: Any, named: dict[int, str], capsys: pytest.CaptureFixture[str]) -> None:
+    conn = db.conn
+    SimHashColumn(conn, QUALIFIED, FP).create(k=K, blocks=5)
+    queries = [fingerprint(text) for text in list(named.values())[:3]]
+    code, out, err = run(capsys, "near", *map(str, queries), "--dsn", db.dsn, "--table", QUALIFIED,
+                         "--column", FP, "--json")
+    assert code == 0, err
+    assert [[(n["id"], n["distance"]) for n in r["neighbors"]] for r in json.loads(out)] == [
+        brute_near(named, q) for q in queries]
+    # --text: confirmed by the sketch column, through simpg.duplicates's statement
+    text = list(named.values())[0]
+    code, out, err = run(capsys, "near", "--text", text, "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP,
+                         "--sketch-column", SKETCH, "--json")
+    assert code == 0, err
+    expected = [(key, d) for key, d in brute_near(named, fingerprint(text))
+                if sketch_confirmed(named, [(key, key, d)]) and _sketch_close(named[key], text)]
+    assert sorted((n["id"], n["distance"]) for n in json.loads(out)[0]["neighbors"]) == sorted(expected)
+    code, out, err = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["problems"] == [] and [i["column"] for i in report["indexes"]] == [FP]
+    name = report["indexes"][0]["index_names"][1]
+    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(SCHEMA, name)))
+    code, out, _ = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP)
+    assert code == 1 and "missing b-tree" in out
+    code, out, err = run(capsys, "repair", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--json")
+    assert code == 0, err
+    code, _, err = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--verify-rows")
+    assert code == 0, err
+    # the look-alikes were left alone
+    for decoy in DECOYS:
+        assert conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)", [decoy, FP]).fetchone() == (0,)
+
+
+def _sketch_close(a: str, b: str) -> bool:
+    from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
+
+    return sketch_distance(sketch(a), sketch(b)) <= MAX_SKETCH_DISTANCE
+
+
+FP2 = 'Fp2{x}.%s "q" 新'
+SKETCH2 = "Sk2{y}.%% 新"
+
+
+def stored(conn: psycopg.Connection[Any], column: str) -> dict[int, Any]:
+    return dict(conn.execute(sql.SQL("SELECT {}, {} FROM {}").format(
+        sql.Identifier(KEY), sql.Identifier(column), sql.SQL(QUALIFIED))).fetchall())
+
+
+def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixture[str]) -> None:
+    conn = db.conn
+    code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
+                         "--fp-column", FP2, "--sketch-column", SKETCH2, "--bands", "--batch-size", "40",
+                         "--k", "3", "--blocks", "4", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["rows"], result["index"]["layout"]) == (len(named), "k3:4")
+    assert stored(conn, FP2) == {key: bits.to_db(fingerprint(text)) for key, text in named.items()}
+    assert stored(conn, SKETCH2) == {key: "".join(f"{b:08b}" for b in sketch(text)) for key, text in named.items()}
+    index = SimHashColumn(conn, QUALIFIED, FP2)
+    q = fingerprint(named[1000])
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert index.check() == []
+    # a second run resumes: nothing left to fill or build
+    code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
+                         "--fp-column", FP2, "--k", "3", "--blocks", "4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 0
+    # the look-alikes got no column
+    for decoy in DECOYS:
+        assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+                            [decoy, FP2]).fetchone() == (0,)
