@@ -250,3 +250,133 @@ def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixt
     for decoy in DECOYS:
         assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
                             [decoy, FP2]).fetchone() == (0,)
+
+
+# -- SQLAlchemy and Alembic ------------------------------------------------------------------
+
+
+@contextmanager
+def engine_of(dsn: str) -> Iterator[Any]:
+    from sqlalchemy import create_engine
+
+    from simpg.sqlalchemy import url_from_dsn
+
+    engine = create_engine(url_from_dsn(dsn))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> None:
+    from sqlalchemy import BigInteger, Column, MetaData, Table, Text, select
+    from sqlalchemy.orm import DeclarativeBase, Session
+
+    from simpg.sqlalchemy import SimHash, Sketch, near_duplicates, simhash_index
+
+    SimHashColumn(db.conn, QUALIFIED, FP).create(k=K, blocks=5)
+
+    class Base(DeclarativeBase):
+        pass
+
+    table = Table(TABLE, Base.metadata, Column(KEY, BigInteger, primary_key=True, key="key"),
+                  Column(TEXT, Text, key="text"), Column(FP, SimHash, key="fp"), Column(SKETCH, Sketch, key="sk"),
+                  schema=SCHEMA)
+    spec = simhash_index(table.c.fp, k=K, blocks=5)
+
+    class Row(Base):
+        __table__ = table
+
+    queries = [fingerprint(text) for text in list(named.values())[:4]]
+    with engine_of(db.dsn) as engine, engine.connect() as conn:
+        conn.exec_driver_sql("SET search_path = public")
+        for q in queries:
+            got = conn.execute(select(table.c.key, table.c.fp.distance(q).label("d"))
+                               .where(table.c.fp.within(q, K)).order_by("d", table.c.key)).all()
+            assert [tuple(r) for r in got] == brute_near(named, q)
+        assert spec.check(conn) == []
+        assert spec.repair(conn) == []
+        with Session(conn) as session:
+            for q in queries:
+                found = near_duplicates(session, Row, q)
+                assert [(r.key, bits.hamming(r.fp, q)) for r in found] == brute_near(named, q)
+                assert all(r.text == named[r.key] for r in found)
+
+
+def test_alembic_ops(db: Any, named: dict[int, str]) -> None:
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import simpg.alembic  # noqa: F401  (registers the operations)
+
+    q = fingerprint(named[1003])
+    for concurrently in (False, True):
+        with engine_of(db.dsn) as engine, engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            with context.begin_transaction():
+                op = Operations(context)
+                op.create_simhash_index(TABLE, FP, schema=SCHEMA, k=K, blocks=4,  # type: ignore[attr-defined]
+                                        concurrently=concurrently)
+        index = SimHashColumn(db.conn, QUALIFIED, FP)
+        assert index.layout.name == "k3:4"
+        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+        assert index.check() == []
+        with engine_of(db.dsn) as engine, engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            with context.begin_transaction():
+                Operations(context).drop_simhash_index(  # type: ignore[attr-defined]
+                    TABLE, FP, schema=SCHEMA, concurrently=concurrently)
+        assert db.conn.execute("SELECT count(*) FROM simpg.indexes WHERE indexed_table = %s::regclass",
+                               [QUALIFIED]).fetchone() == (0,)
+    # the look-alikes kept theirs
+    for decoy in DECOYS:
+        assert db.conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)",
+                               [decoy, FP]).fetchone() == (0,)
+
+
+def test_alembic_offline_script(db: Any, named: dict[int, str]) -> None:
+    """``alembic upgrade --sql`` (paramstyle named, as Alembic's env.py template has it), run as psql would."""
+    import io
+
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import simpg.alembic  # noqa: F401  (registers the operations)
+
+    buffer = io.StringIO()
+    context = MigrationContext.configure(dialect_name="postgresql", dialect_opts={"paramstyle": "named"},
+                                         opts={"as_sql": True, "literal_binds": True, "output_buffer": buffer})
+    Operations(context).create_simhash_index(TABLE, FP, schema=SCHEMA, k=K, blocks=4,  # type: ignore[attr-defined]
+                                             concurrently=True)
+    statements = [s.strip() for s in buffer.getvalue().split(";\n\n") if s.strip()]
+    for statement in statements[1:-1]:  # between COMMIT and BEGIN
+        db.conn.execute(statement)
+    index = SimHashColumn(db.conn, QUALIFIED, FP)
+    q = fingerprint(named[1006])
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert index.check() == []
+
+
+def test_sqlalchemy_create_all(db: Any) -> None:
+    """A model with odd names: create_all makes the table, its prefix columns and B-trees, and registers them."""
+    from sqlalchemy import BigInteger, Column, MetaData, Table, insert, select
+
+    from simpg.sqlalchemy import SimHash, simhash_index
+
+    db.conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+    table = Table(TABLE, MetaData(), Column(KEY, BigInteger, primary_key=True, key="key"),
+                  Column(FP, SimHash, key="fp"), schema=SCHEMA)
+    simhash_index(table.c.fp, k=K, blocks=5)
+    rows = texts(7)
+    fps = {i: fingerprint(t) for i, t in enumerate(rows)}
+    with engine_of(db.dsn) as engine:
+        table.metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(insert(table), [{"key": i, "fp": fp} for i, fp in fps.items()])
+            q = fps[3]
+            got = conn.execute(select(table.c.key).where(table.c.fp.within(q, K)).order_by(table.c.key)).scalars()
+            assert list(got) == sorted(i for i, fp in fps.items() if bits.hamming(fp, q) <= K)
+    index = SimHashColumn(db.conn, QUALIFIED, FP)
+    assert index.layout.name == "k3:5" and index.check() == []
+    assert [(n.id, n.distance) for n in index.near(q)] == sorted(
+        ((i, bits.hamming(fp, q)) for i, fp in fps.items() if bits.hamming(fp, q) <= K), key=lambda r: (r[1], r[0]))
