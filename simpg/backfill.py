@@ -440,11 +440,6 @@ def add_band_columns(conn: Connection, table: str, band_columns: Sequence[str], 
     return added
 
 
-def _literal(text: str) -> str:
-    """``text`` as an SQL string literal, for the statements that messages suggest."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 def existing_layout(conn: Connection, table: str, fp_column: str, k: int,
                     layout: Layout | None = None) -> tuple[Layout, list[str], list[str | None]] | None:
     """The simpg index that an earlier (perhaps killed) run left on ``fp_column``, if any.
@@ -473,9 +468,10 @@ def existing_layout(conn: Connection, table: str, fp_column: str, k: int,
             (oid, fp_column),
         )
     ]
+    drop = sql.SQL("SELECT simpg.drop_index({}, {})").format(sql.Literal(qualified), sql.Literal(fp_column))
     way_out = (
         f"remove them with simpg repair --table {table} --column {fp_column} (a damaged index) or "
-        f"SELECT simpg.drop_index({_literal(qualified)}, {_literal(fp_column)}), then run backfill again"
+        f"{drop.as_string(None)}, then run backfill again"
     )
     if damage:
         raise SimpgError(

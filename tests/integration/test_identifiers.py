@@ -269,7 +269,7 @@ def engine_of(dsn: str) -> Iterator[Any]:
 
 
 def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> None:
-    from sqlalchemy import BigInteger, Column, MetaData, Table, Text, select
+    from sqlalchemy import BigInteger, Column, Table, Text, select
     from sqlalchemy.orm import DeclarativeBase, Session
 
     from simpg.sqlalchemy import SimHash, Sketch, near_duplicates, simhash_index
@@ -380,3 +380,43 @@ def test_sqlalchemy_create_all(db: Any) -> None:
     assert index.layout.name == "k3:5" and index.check() == []
     assert [(n.id, n.distance) for n in index.near(q)] == sorted(
         ((i, bits.hamming(fp, q)) for i, fp in fps.items() if bits.hamming(fp, q) <= K), key=lambda r: (r[1], r[0]))
+
+
+# -- Spark -------------------------------------------------------------------------------------
+# few tests: a Spark job takes seconds
+
+
+def test_spark_table_in_and_out(spark: Any, db: Any, named: dict[int, str],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``simpg spark find-all --table --output-table`` with odd names, then read_table on issue 27's ``t{hi}``."""
+    from simpg.spark import io
+
+    conn = db.conn
+    out_table = quoted_name(SCHEMA, 'Pairs{hi}.%s "q" 表')
+    code, out, err = run(capsys, "spark", "find-all", "-d", "3", "--dsn", db.dsn, "--table", QUALIFIED,
+                         "--fp-column", FP, "--id-column", KEY, "--output-table", out_table, "--partitions", "2")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == len(named)
+    got = conn.execute(sql.SQL("SELECT id_a, id_b, distance FROM {} ORDER BY 1, 2").format(
+        sql.SQL(out_table))).fetchall()
+    assert got == brute_pairs(named)
+    # issue 27's case: the page bounds were put in with str.format, so "t{hi}" read "t4294967295"
+    conn.execute('CREATE TABLE "t{hi}" (id bigint PRIMARY KEY, simhash bigint)')
+    conn.execute('CREATE TABLE "t4294967295" (id bigint PRIMARY KEY, simhash bigint)')
+    conn.execute('INSERT INTO "t{hi}" SELECT g, g * 7 FROM generate_series(1, 50) AS g')
+    conn.execute('INSERT INTO "t4294967295" SELECT g, g FROM generate_series(100, 120) AS g')
+    with io.read_table(spark, db.dsn, '"t{hi}"', "simhash", "id", partitions=2) as df:
+        assert sorted((r["id"], r["fp"]) for r in df.collect()) == [(g, g * 7) for g in range(1, 51)]
+
+
+def test_spark_files_with_odd_column_names(spark: Any, tmp_path: Path) -> None:
+    """read_file with column names that Spark would read as a field path (dots) or quoting (backticks)."""
+    from simpg.spark import io
+
+    fp_name, id_name = "f.p `x` {hi} %s", "i.d `y`"
+    rows = [(i * 5, random.Random(i).getrandbits(63)) for i in range(1, 30)]
+    frame = spark.createDataFrame([(fp, i, -1) for i, fp in rows], f"`{fp_name.replace('`', '``')}` long, "
+                                  f"`{id_name.replace('`', '``')}` string, `f` long")
+    frame.write.parquet(str(tmp_path / "in.parquet"))
+    df = io.read_file(spark, str(tmp_path / "in.parquet"), fp_column=fp_name, id_column=id_name)
+    assert sorted((r["id"], r["fp"]) for r in df.collect()) == sorted(rows)
