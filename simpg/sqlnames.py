@@ -16,8 +16,8 @@ through it.
 
 Example:
     >>> from psycopg import sql
-    >>> quoted_name("My Schema", "t{hi}%s")
-    '"My Schema"."t{hi}%s"'
+    >>> quoted_name("My Schema", "t{hi}%s"), quoted_name("public", "docs")
+    ('"My Schema"."t{hi}%s"', 'public.docs')
     >>> query = sql.SQL("SELECT {} FROM t WHERE id = %s").format(sql.Identifier("a%sb"))
     >>> with_parameters(query).as_string(None)
     'SELECT "a%%sb" FROM t WHERE id = %s'
@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from psycopg import sql
@@ -32,14 +33,21 @@ from psycopg import sql
 __all__ = ["quoted_name", "with_parameters"]
 
 
-def quoted_name(*parts: str) -> str:
-    """``parts`` quoted and joined by dots: text that ``::regclass`` (or ``parse_ident``) reads back exactly.
+#: A name that ``::regclass`` and ``parse_ident`` read as itself without quotes (they fold
+#: unquoted names to lower case and know no keywords).
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]*")
 
-    Made by ``psycopg.sql.Identifier``, never by a driver's own quoting: SQLAlchemy's
-    identifier preparer doubles ``%`` for its pyformat drivers, which is right in a
-    statement but wrong in a value.
+
+def quoted_name(*parts: str) -> str:
+    """``parts`` joined by dots, quoted where needed: text that ``::regclass`` (or ``parse_ident``) reads back exactly.
+
+    A value, not a statement: quoted by ``psycopg.sql.Identifier``, never by a driver's
+    own quoting (SQLAlchemy's identifier preparer doubles ``%`` for its pyformat
+    drivers, which is right in a statement but names another table in a value).
+    Plain lower-case names stay unquoted, so messages and offline scripts read as
+    before (``public.docs``).
     """
-    return sql.Identifier(*parts).as_string(None)
+    return ".".join(part if _PLAIN.fullmatch(part) else sql.Identifier(part).as_string(None) for part in parts)
 
 
 def with_parameters(query: sql.Composable, context: Any = None) -> sql.Composed:

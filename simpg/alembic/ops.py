@@ -22,6 +22,7 @@ Example (in a migration file)::
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
@@ -29,15 +30,15 @@ from psycopg import sql
 from sqlalchemy import BigInteger, Boolean, Column, Integer, MetaData, Table, Text, cast, literal, select, text
 from sqlalchemy.dialects.postgresql import REGCLASS
 from sqlalchemy.engine import Connection
-from sqlalchemy.schema import CreateIndex
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateIndex, ExecutableDDLElement
 from sqlalchemy.sql.base import Executable
-from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.sql.functions import Function
 
 from simpg import schema as simpg_schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.sqlalchemy.index import prefix_expression, register_statement, simhash_index
+from simpg.sqlalchemy.index import register_statement, simhash_index
 from simpg.sqlnames import quoted_name
 
 logger = logging.getLogger(__name__)
@@ -65,14 +66,32 @@ def _rel(table_name: str, schema: str | None) -> str:
     return quoted_name(schema, table_name) if schema else quoted_name(table_name)
 
 
-def _text(statement: sql.Composable) -> TextClause:
-    """A statement composed by psycopg.sql, as SQLAlchemy text for offline (``--sql``) output.
+class _AddPrefixColumns(ExecutableDDLElement):
+    """``ALTER TABLE t ADD COLUMN ..., ADD COLUMN ...``: the prefix columns in one rewrite (offline mode)."""
 
-    Its names are quoted once, by psycopg; SQLAlchemy then treats its ``%`` as it does
-    its own statements' for the dialect (doubled for a pyformat one, whose offline output
-    Alembic's ``dialect_opts={"paramstyle": "named"}`` keeps as written).
-    """
-    return text(statement.as_string(None))
+    def __init__(self, table: Table, columns: Sequence[Column[Any]]) -> None:
+        self.table, self.columns = table, list(columns)
+
+
+class _AnalyzeColumns(ExecutableDDLElement):
+    """``ANALYZE t (columns)`` (offline mode)."""
+
+    def __init__(self, table: Table, columns: Sequence[Column[Any]]) -> None:
+        self.table, self.columns = table, list(columns)
+
+
+# Both are compiled from the dialect's own quoted fragments, as SQLAlchemy's AddColumn is:
+# every name is quoted (and its % escaped for the driver) once, by the same compiler.
+@compiles(_AddPrefixColumns)
+def _compile_add_prefix_columns(element: _AddPrefixColumns, compiler: Any, **kw: Any) -> str:
+    adds = ", ".join("ADD COLUMN " + str(compiler.get_column_specification(c)) for c in element.columns)
+    return "ALTER TABLE " + str(compiler.preparer.format_table(element.table)) + " " + adds
+
+
+@compiles(_AnalyzeColumns)
+def _compile_analyze_columns(element: _AnalyzeColumns, compiler: Any, **kw: Any) -> str:
+    names = ", ".join(str(compiler.preparer.quote(c.name)) for c in element.columns)
+    return "ANALYZE " + str(compiler.preparer.format_table(element.table)) + " (" + names + ")"
 
 
 def _online_bind(operations: Operations, what: str) -> Connection:
@@ -456,20 +475,13 @@ def _offline_statements(operations: Operations, op: CreateSimhashIndexOp, layout
     table = Table(op.table_name, MetaData(), Column(op.column_name, BigInteger), schema=op.schema)
     spec = simhash_index(table.c[op.column_name], k=layout.k, blocks=layout.levels[0],
                          inner_blocks=layout.levels[1] if len(layout.levels) > 1 else None)
-    rel = _rel(op.table_name, op.schema)
-    ident = sql.Identifier(op.schema, op.table_name) if op.schema else sql.Identifier(op.table_name)
-    adds = sql.SQL(", ").join(
-        sql.SQL("ADD COLUMN {} bigint GENERATED ALWAYS AS ({}) STORED").format(
-            sql.Identifier(c.name), sql.SQL(prefix_expression(op.column_name, layout, t)))
-        for t, c in enumerate(spec.prefix_columns))
-    statements: list[Executable] = [_text(sql.SQL("ALTER TABLE {} {}").format(ident, adds))]  # one rewrite
+    statements: list[Executable] = [_AddPrefixColumns(table, spec.prefix_columns)]  # one rewrite
     for index in spec.indexes:
         index.dialect_options["postgresql"]["concurrently"] = True
         statements.append(CreateIndex(index))
-    names = sql.SQL(", ").join(sql.Identifier(c.name) for c in spec.prefix_columns)
-    statements.append(_text(sql.SQL("ANALYZE {} ({})").format(ident, names)))
-    statements.append(register_statement(rel, op.column_name, layout, spec.prefix_names, spec.index_names,
-                                         op.fingerprint_config))
+    statements.append(_AnalyzeColumns(table, spec.prefix_columns))
+    statements.append(register_statement(_rel(op.table_name, op.schema), op.column_name, layout,
+                                         spec.prefix_names, spec.index_names, op.fingerprint_config))
     return statements
 
 
