@@ -54,6 +54,7 @@ from simpg.fingerprint import FingerprintConfig, fingerprint_many
 from simpg.fingerprint.config import identity_of
 from simpg.fingerprint.minhash import BANDS, sketch, sketch_and_bands, to_sql
 from simpg.layout import Layout
+from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -241,12 +242,13 @@ def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tupl
     values = [sql.Identifier(f"v{i}") for i in range(len(columns))]
     casts = [sql.SQL("v.{}::{}").format(v, _TYPES[t]) for v, (_, t) in zip(values, columns, strict=True)]
     todo = sql.SQL("true") if every_row else sql.SQL(" OR ").join(sql.SQL("{} IS NULL").format(c) for c in cols)
-    select_batch = sql.SQL(
+    # with_parameters: run with parameters, so the % of a name must not read as a placeholder
+    select_batch = with_parameters(sql.SQL(
         "SELECT {key}, {text} FROM {table} WHERE {key} > %s AND ({todo}) ORDER BY {key} LIMIT %s"
-    ).format(todo=todo, **names)
-    first_batch = sql.SQL("SELECT {key}, {text} FROM {table} WHERE {todo} ORDER BY {key} LIMIT %s").format(
-        todo=todo, **names)
-    update = sql.SQL(
+    ).format(todo=todo, **names))
+    first_batch = with_parameters(sql.SQL(
+        "SELECT {key}, {text} FROM {table} WHERE {todo} ORDER BY {key} LIMIT %s").format(todo=todo, **names))
+    update = with_parameters(sql.SQL(
         "UPDATE {table} AS t SET {sets} "
         "FROM unnest(%s::{keys}, {arrays}) AS v(k, {values}) "
         "WHERE t.{key} = v.k AND ({changed})"
@@ -257,7 +259,7 @@ def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tupl
         values=sql.SQL(", ").join(values),
         changed=sql.SQL(" OR ").join(sql.SQL("t.{} IS DISTINCT FROM {}").format(c, cast)
                                      for c, cast in zip(cols, casts, strict=True)),
-        **names)
+        **names))
 
     result = BackfillResult()
     started = time.perf_counter()
@@ -438,11 +440,6 @@ def add_band_columns(conn: Connection, table: str, band_columns: Sequence[str], 
     return added
 
 
-def _literal(text: str) -> str:
-    """``text`` as an SQL string literal, for the statements that messages suggest."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 def existing_layout(conn: Connection, table: str, fp_column: str, k: int,
                     layout: Layout | None = None) -> tuple[Layout, list[str], list[str | None]] | None:
     """The simpg index that an earlier (perhaps killed) run left on ``fp_column``, if any.
@@ -471,9 +468,10 @@ def existing_layout(conn: Connection, table: str, fp_column: str, k: int,
             (oid, fp_column),
         )
     ]
+    drop = sql.SQL("SELECT simpg.drop_index({}, {})").format(sql.Literal(qualified), sql.Literal(fp_column))
     way_out = (
         f"remove them with simpg repair --table {table} --column {fp_column} (a damaged index) or "
-        f"SELECT simpg.drop_index({_literal(qualified)}, {_literal(fp_column)}), then run backfill again"
+        f"{drop.as_string(None)}, then run backfill again"
     )
     if damage:
         raise SimpgError(

@@ -73,12 +73,13 @@ def start_server(pgdata: Path | None = None) -> Any:
 def embedded_dsn(pgdata: Path | None = None) -> str:
     """Connection string of the embedded server's ``simpg`` database, created on first use."""
     import psycopg
+    from psycopg import sql
 
     server = start_server(pgdata)
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone()
         if not exists:
-            conn.execute(f"CREATE DATABASE {DATABASE}")
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
     dsn: str = server.get_uri(DATABASE)
     with psycopg.connect(dsn, autocommit=True) as conn:
         schema.install(conn)

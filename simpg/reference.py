@@ -70,6 +70,8 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     Returns:
         True if the table was created now, False if it was there already.
     """
+    from psycopg import sql
+
     schema.require_installed(conn)
     row = conn.execute("SELECT pg_catalog.to_regclass(%s)", [TABLE]).fetchone()
     if row and row[0] is not None:
@@ -82,10 +84,12 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
         if missing:
             with conn.transaction():
                 for column in missing:
-                    kind = "bit(256)" if column == "sketch" else "bigint"
-                    conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {column} {kind}")
+                    kind = sql.SQL("bit(256)" if column == "sketch" else "bigint")
+                    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+                        sql.Identifier(TABLE), sql.Identifier(column), kind))
                     if column != "sketch":
-                        conn.execute(f"CREATE INDEX {TABLE}_{column}_idx ON {TABLE} ({column})")
+                        conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
+                            sql.Identifier(f"{TABLE}_{column}_idx"), sql.Identifier(TABLE), sql.Identifier(column)))
             logger.info("added %s to %s", ", ".join(missing), TABLE)
         return False
     with conn.transaction():

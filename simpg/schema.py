@@ -242,7 +242,10 @@ def install_plain(conn: psycopg.Connection, version: str | None = None) -> str:
 
 def version_comment_sql(version: str) -> str:
     """The statement that records a plain install's version (no pg_extension row there)."""
-    return f"COMMENT ON SCHEMA simpg IS 'simpg version {version} (installed as a plain script)';\n"
+    from psycopg import sql
+
+    comment = sql.Literal(f"simpg version {version} (installed as a plain script)")
+    return sql.SQL("COMMENT ON SCHEMA simpg IS {};\n").format(comment).as_string(None)
 
 
 def psql_script() -> str:

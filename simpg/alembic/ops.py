@@ -22,13 +22,16 @@ Example (in a migration file)::
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
+from psycopg import sql
 from sqlalchemy import BigInteger, Boolean, Column, Integer, MetaData, Table, Text, cast, literal, select, text
 from sqlalchemy.dialects.postgresql import REGCLASS
 from sqlalchemy.engine import Connection
-from sqlalchemy.schema import CreateColumn, CreateIndex
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateIndex, ExecutableDDLElement
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.functions import Function
 
@@ -36,6 +39,7 @@ from simpg import schema as simpg_schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.sqlalchemy.index import register_statement, simhash_index
+from simpg.sqlnames import quoted_name
 
 logger = logging.getLogger(__name__)
 
@@ -53,11 +57,41 @@ def _simpg(name: str, *args: Any) -> Function[Any]:
     return Function(name, *args, packagenames=("simpg",))
 
 
-def _rel(operations: Operations, table_name: str, schema: str | None) -> str:
-    """Quoted, schema-qualified table name, as regclass input text."""
-    prep = operations.impl.dialect.identifier_preparer
-    name = prep.quote(table_name)
-    return f"{prep.quote_schema(schema)}.{name}" if schema else name
+def _rel(table_name: str, schema: str | None) -> str:
+    """Quoted, schema-qualified table name, as regclass input text (a bound value).
+
+    Quoted by psycopg.sql, not the dialect's preparer, which doubles ``%`` for pyformat
+    drivers: right in a statement, another table's name in a value.
+    """
+    return quoted_name(schema, table_name) if schema else quoted_name(table_name)
+
+
+class _AddPrefixColumns(ExecutableDDLElement):
+    """``ALTER TABLE t ADD COLUMN ..., ADD COLUMN ...``: the prefix columns in one rewrite (offline mode)."""
+
+    def __init__(self, table: Table, columns: Sequence[Column[Any]]) -> None:
+        self.table, self.columns = table, list(columns)
+
+
+class _AnalyzeColumns(ExecutableDDLElement):
+    """``ANALYZE t (columns)`` (offline mode)."""
+
+    def __init__(self, table: Table, columns: Sequence[Column[Any]]) -> None:
+        self.table, self.columns = table, list(columns)
+
+
+# Both are compiled from the dialect's own quoted fragments, as SQLAlchemy's AddColumn is:
+# every name is quoted (and its % escaped for the driver) once, by the same compiler.
+@compiles(_AddPrefixColumns)
+def _compile_add_prefix_columns(element: _AddPrefixColumns, compiler: Any, **kw: Any) -> str:
+    adds = ", ".join("ADD COLUMN " + str(compiler.get_column_specification(c)) for c in element.columns)
+    return "ALTER TABLE " + str(compiler.preparer.format_table(element.table)) + " " + adds
+
+
+@compiles(_AnalyzeColumns)
+def _compile_analyze_columns(element: _AnalyzeColumns, compiler: Any, **kw: Any) -> str:
+    names = ", ".join(str(compiler.preparer.quote(c.name)) for c in element.columns)
+    return "ANALYZE " + str(compiler.preparer.format_table(element.table)) + " (" + names + ")"
 
 
 def _online_bind(operations: Operations, what: str) -> Connection:
@@ -389,7 +423,7 @@ class DropSimhashIndexOp(MigrateOperation):
 
 @Operations.implementation_for(CreateSimhashIndexOp)
 def _create_simhash_index(operations: Operations, op: CreateSimhashIndexOp) -> None:
-    rel = _rel(operations, op.table_name, op.schema)
+    rel = _rel(op.table_name, op.schema)
     if not op.concurrently:
         # One code path with SQL: simpg.create_index adds the same columns and indexes.
         operations.execute(
@@ -438,27 +472,22 @@ def _offline_statements(operations: Operations, op: CreateSimhashIndexOp, layout
     tests/integration/test_index_ddl.py runs them and compares the catalog with
     simpg.create_index's.
     """
-    dialect = operations.impl.dialect
     table = Table(op.table_name, MetaData(), Column(op.column_name, BigInteger), schema=op.schema)
     spec = simhash_index(table.c[op.column_name], k=layout.k, blocks=layout.levels[0],
                          inner_blocks=layout.levels[1] if len(layout.levels) > 1 else None)
-    prep = dialect.identifier_preparer
-    rel = prep.format_table(table)
-    adds = ", ".join(f"ADD COLUMN {CreateColumn(c).compile(dialect=dialect)}" for c in spec.prefix_columns)
-    statements: list[Executable] = [text(f"ALTER TABLE {rel} {adds}")]  # one rewrite
+    statements: list[Executable] = [_AddPrefixColumns(table, spec.prefix_columns)]  # one rewrite
     for index in spec.indexes:
         index.dialect_options["postgresql"]["concurrently"] = True
         statements.append(CreateIndex(index))
-    names = ", ".join(prep.quote(c.name) for c in spec.prefix_columns)
-    statements.append(text(f"ANALYZE {rel} ({names})"))
-    statements.append(register_statement(rel, op.column_name, layout, spec.prefix_names, spec.index_names,
-                                         op.fingerprint_config))
+    statements.append(_AnalyzeColumns(table, spec.prefix_columns))
+    statements.append(register_statement(_rel(op.table_name, op.schema), op.column_name, layout,
+                                         spec.prefix_names, spec.index_names, op.fingerprint_config))
     return statements
 
 
 @Operations.implementation_for(DropSimhashIndexOp)
 def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
-    rel = _rel(operations, op.table_name, op.schema)
+    rel = _rel(op.table_name, op.schema)
     drop = select(
         _simpg("drop_index", cast(literal(rel, Text), REGCLASS), literal(op.column_name, Text))
     )
@@ -483,13 +512,12 @@ def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
         .scalars()
         .all()
     )
-    prep = operations.impl.dialect.identifier_preparer
-    schema_prefix = f"{prep.quote_schema(op.schema)}." if op.schema else ""
     with operations.get_context().autocommit_block():
         for name in names:
-            operations.execute(
-                text(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_prefix}{prep.quote(name)}")
-            )
+            index = sql.Identifier(op.schema, name) if op.schema else sql.Identifier(name)
+            # no_parameters: run as psycopg composed it (names may hold % or :)
+            bind.exec_driver_sql(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(index).as_string(None),
+                                 execution_options={"no_parameters": True})
         operations.execute(drop)
 
 
@@ -574,7 +602,7 @@ class DropSimhashGuardOp(MigrateOperation):
 
 @Operations.implementation_for(CreateSimhashGuardOp)
 def _create_simhash_guard(operations: Operations, op: CreateSimhashGuardOp) -> None:
-    rel = _rel(operations, op.table_name, op.schema)
+    rel = _rel(op.table_name, op.schema)
     operations.execute(select(_simpg("create_guard", cast(literal(rel, Text), REGCLASS),
                                      literal(op.column_name, Text), literal(op.k, Integer),
                                      literal(op.key_column, Text), literal(op.sketch_column, Text),
@@ -583,6 +611,6 @@ def _create_simhash_guard(operations: Operations, op: CreateSimhashGuardOp) -> N
 
 @Operations.implementation_for(DropSimhashGuardOp)
 def _drop_simhash_guard(operations: Operations, op: DropSimhashGuardOp) -> None:
-    rel = _rel(operations, op.table_name, op.schema)
+    rel = _rel(op.table_name, op.schema)
     operations.execute(select(_simpg("drop_guard", cast(literal(rel, Text), REGCLASS),
                                      literal(op.column_name, Text))))

@@ -66,6 +66,7 @@ def run_install(args: argparse.Namespace) -> int:
             "SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'simpg'").fetchone() is not None
         if before is not None and args.extension and not as_extension:
             raise SimpgError(
+                # sql-text: a message, never run
                 f"simpg {before} is installed here as a plain script, not with CREATE EXTENSION; "
                 "use it as it is (run without --extension), or remove the plain install "
                 "before installing the extension")

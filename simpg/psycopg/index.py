@@ -56,6 +56,7 @@ from simpg.psycopg import _common, lookup, queries, settings
 from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, translated
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
+from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -72,12 +73,12 @@ def _confirmed_sql(info: IndexInfo, report: str) -> sql.Composed:
     """
     method = sql.SQL(", method => %(method)s") if report == "clusters" else sql.SQL("")
     order = sql.SQL("key_a, key_b" if report == "pairs" else "cluster_id, key")
-    return sql.SQL(
+    return with_parameters(sql.SQL(
         "SELECT * FROM simpg.{report}((SELECT t.{id} FROM {rel} AS t LIMIT 0), %(rel)s::pg_catalog.regclass, "
         "%(k)s::integer, %(column)s::name, %(id)s::name{method}, sketch_column => %(sketch)s::name, "
         "max_sketch_distance => %(max)s::integer, bands => %(bands)s::boolean) ORDER BY {order}"
     ).format(report=sql.Identifier(report), id=sql.Identifier(info.id_column or ""), rel=info.relation,
-             method=method, order=order)
+             method=method, order=order))
 
 
 def configure_lookups(conn: psycopg.Connection[Any]) -> None:

@@ -47,6 +47,7 @@ from psycopg.types.numeric import Int8
 from simpg import bits
 from simpg.psycopg.catalog import INTEGER_TYPES, IndexInfo, regclass_text
 from simpg.psycopg.wire import Int8Array
+from simpg.sqlnames import with_parameters
 
 __all__ = [
     "FETCH_BLOCKS",
@@ -93,11 +94,13 @@ def near_sql(info: IndexInfo, *, numbered: bool = False, ordered: bool | None = 
     cond = _prefix_condition(info, lows)
     order = (sql.SQL(" ORDER BY distance, t.{id}").format(id=sql.Identifier(_id(info)))
              if (not numbered if ordered is None else ordered) else sql.SQL(""))
-    return sql.SQL(
+    statement = sql.SQL(
         "SELECT t.{id}, simpg.hamming(t.{fp}, {q}) AS distance FROM {rel} AS t "
         "WHERE ({cond}) AND simpg.hamming(t.{fp}, {q}) <= {k} AND {guard}{order}"
     ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
              cond=cond, q=q, k=k, guard=layout_guard(info), order=order)
+    # a RawCursor's $n placeholders: psycopg reads no % in the text, so the names stay as they are
+    return statement if numbered else with_parameters(statement)
 
 
 def duplicates_sql(info: IndexInfo, sketch_column: str, band_columns: Sequence[str] = ()) -> sql.Composed:
@@ -129,12 +132,12 @@ def duplicates_sql(info: IndexInfo, sketch_column: str, band_columns: Sequence[s
         cond = sql.SQL("{cond} OR {shared}").format(cond=cond, shared=shared)
         within = sql.SQL("t.{fp} IS NOT NULL AND ({within} OR {shared})").format(
             fp=sql.Identifier(info.column), within=within, shared=shared)
-    return sql.SQL(
+    return with_parameters(sql.SQL(
         "SELECT t.{id}, {ham} AS distance, {sketch} AS sketch_distance FROM {rel} AS t "
         "WHERE ({cond}) AND {within} AND {sketch} <= {t} AND {guard} "
         "ORDER BY sketch_distance, distance, t.{id}"
     ).format(id=sql.Identifier(_id(info)), ham=ham, rel=info.relation, cond=cond, within=within,
-             sketch=sketch, t=sql.Placeholder("t"), guard=layout_guard(info))
+             sketch=sketch, t=sql.Placeholder("t"), guard=layout_guard(info)))
 
 
 def layout_guard(info: IndexInfo) -> sql.Composed:
@@ -181,9 +184,9 @@ def near_many_sql(info: IndexInfo) -> sql.Composed:
                  prefix=sql.Identifier(col), ones=sql.Literal(info.ranges.ones(t)))
         for t, col in enumerate(info.prefix_columns)
     ]
-    return sql.SQL("SELECT s.n, s.id, s.distance FROM ({arms}) AS s WHERE {guard} "
-                   "ORDER BY s.n, s.distance, s.id").format(arms=sql.SQL(" UNION ").join(arms),
-                                                            guard=layout_guard(info))
+    return with_parameters(sql.SQL("SELECT s.n, s.id, s.distance FROM ({arms}) AS s WHERE {guard} "
+                                   "ORDER BY s.n, s.distance, s.id").format(arms=sql.SQL(" UNION ").join(arms),
+                                                                            guard=layout_guard(info)))
 
 
 def near_many_params(info: IndexInfo, fps: np.ndarray, k: int) -> list[Any]:
@@ -289,4 +292,4 @@ def stats_query(info: IndexInfo, exact: bool) -> tuple[sql.Composed, list[Any]]:
         "ORDER BY u.o) "
         "FROM pg_catalog.pg_class AS c WHERE c.oid = %s::regclass"
     ).format(rows=rows)
-    return statement, [list(info.index_names), regclass_text(info)]
+    return with_parameters(statement), [list(info.index_names), regclass_text(info)]

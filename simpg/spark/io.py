@@ -144,7 +144,8 @@ def read_text(spark: SparkSession, path: str) -> DataFrame:
     return parsed.select("id", "fp")
 
 
-def _column_fp(df: DataFrame, name: str) -> Column:
+def _column_fp(df: DataFrame, name: str, label: str) -> Column:
+    """Column ``name`` of ``df`` as fingerprints; ``label``: its name in the input, for errors."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -153,7 +154,7 @@ def _column_fp(df: DataFrame, name: str) -> Column:
         return F.col(name).cast("long")
     if isinstance(kind, T.StringType | T.DecimalType):
         return _decimal_fp(F.trim(F.col(name).cast("string")))
-    raise SimpgError(f"fingerprint column {name!r} must hold integers or decimal text, got {kind.simpleString()}")
+    raise SimpgError(f"fingerprint column {label!r} must hold integers or decimal text, got {kind.simpleString()}")
 
 
 def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column: str | None = None,
@@ -191,21 +192,25 @@ def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column:
         id_column = "id"
     if id_column is not None and id_column not in columns:
         raise SimpgError(f"no column {id_column!r} in {path!r} (columns: {', '.join(columns)})")
-    fp = _column_fp(df, fp_column)
+    # The columns by position (_0, _1, ...): Spark reads dots and backticks in a column
+    # name it is given (``a.b`` is field b of a), so a user's name is never handed to it.
+    position = {c: f"_{i}" for i, c in reversed(list(enumerate(columns)))}  # the first of equal names
+    df = df.toDF(*(f"_{i}" for i in range(len(columns))))
+    fp = _column_fp(df, position[fp_column], fp_column)
     if id_column is None:
         df = _row_numbers(df)
         ident, where = F.col("row"), F.concat(F.lit("row "), F.col("row").cast("string"))
     else:
-        kind = df.schema[id_column].dataType
+        kind = df.schema[position[id_column]].dataType
         if isinstance(kind, T.LongType | T.IntegerType | T.ShortType | T.ByteType):
-            ident = F.col(id_column).cast("long")
+            ident = F.col(position[id_column]).cast("long")
         elif isinstance(kind, T.StringType):
-            ident = F.expr(f"try_cast(`{id_column}` AS long)")
+            ident = F.col(position[id_column]).try_cast("long")
         else:
             raise SimpgError(f"id column {id_column!r} must hold integers, got {kind.simpleString()}")
-        where = F.concat(F.lit(f"{id_column} "), F.col(id_column).cast("string"))
+        where = F.concat(F.lit(f"{id_column} "), F.col(position[id_column]).cast("string"))
     parsed = df.select(ident.alias("id"), fp.alias("fp"), where.alias("_where"),
-                       F.col(fp_column).cast("string").alias("_value"))
+                       F.col(position[fp_column]).cast("string").alias("_value"))
     _fail_first(parsed, F.col("fp").isNull(), F.col("id"), F.col("_where"), F.col("_value"))
     if id_column is not None:
         first = parsed.where(F.col("id").isNull()).select("_where").limit(1).collect()
@@ -223,15 +228,14 @@ def _connect(dsn: str) -> Any:
     return psycopg.connect(dsn, autocommit=True)
 
 
-def _resolve(conn: Any, table: str, fp_column: str, id_column: str) -> tuple[str, str, str]:
-    """The table's quoted name and its two columns' quoted names, checked."""
-    from psycopg import sql
-
-    row = conn.execute("SELECT to_regclass(%s)::oid", [table]).fetchone()
-    if row is None or row[0] is None:
+def _resolve(conn: Any, table: str, fp_column: str, id_column: str) -> tuple[int, str, str]:
+    """The table's oid, schema and name as the catalog has them; its two columns checked."""
+    row = conn.execute("SELECT c.oid, n.nspname, c.relname FROM pg_catalog.pg_class AS c "
+                       "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+                       "WHERE c.oid = pg_catalog.to_regclass(%s)", [table]).fetchone()
+    if row is None:
         raise SimpgError(f"no table {table!r}")
-    oid = row[0]
-    quoted = conn.execute("SELECT %s::oid::regclass::text", [oid]).fetchone()[0]
+    oid, schema, name = row
     for column, what in ((fp_column, "fingerprint"), (id_column, "id")):
         found = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
                              "WHERE attrelid = %s AND attname = %s AND attnum > 0 AND NOT attisdropped",
@@ -240,12 +244,26 @@ def _resolve(conn: Any, table: str, fp_column: str, id_column: str) -> tuple[str
             raise SimpgError(f"no column {column!r} in table {table!r}")
         if found[0] not in ("bigint", "integer", "smallint"):
             raise SimpgError(f"{what} column {column!r} of {table!r} must be bigint, got {found[0]}")
-    names = [sql.Identifier(c).as_string(conn) for c in (fp_column, id_column)]
-    return quoted, names[0], names[1]
+    return oid, schema, name
 
 
-def _copy_task(batches: Iterator[pa.RecordBatch], dsn: str, query: str, snapshot: str | None,
-               ) -> Iterator[pa.RecordBatch]:
+def _copy_statement(names: tuple[str, str, str, str], lo: int, hi: int) -> Any:
+    """COPY of the ids and fingerprints in pages ``[lo, hi)``; ``names``: schema, table, id and fingerprint columns.
+
+    Composed by psycopg.sql in the task itself, names and bounds at once: a statement
+    text formatted again would read the braces of a name (issue 27: ``t{hi}``).
+    """
+    from psycopg import sql
+
+    schema, table, id_column, fp_column = names
+    return sql.SQL("COPY (SELECT {id}, {fp} FROM {rel} WHERE ctid >= {lo}::tid AND ctid < {hi}::tid "
+                   "AND {fp} IS NOT NULL) TO STDOUT").format(
+        id=sql.Identifier(id_column), fp=sql.Identifier(fp_column), rel=sql.Identifier(schema, table),
+        lo=sql.Literal(f"({int(lo)},0)"), hi=sql.Literal(f"({int(hi)},0)"))
+
+
+def _copy_task(batches: Iterator[pa.RecordBatch], dsn: str, names: tuple[str, str, str, str],
+               snapshot: str | None) -> Iterator[pa.RecordBatch]:
     """Read the page ranges of the task's rows with COPY, in the driver's snapshot."""
     import pyarrow as pa
 
@@ -258,7 +276,7 @@ def _copy_task(batches: Iterator[pa.RecordBatch], dsn: str, query: str, snapshot
         for batch in batches:
             for lo, hi in zip(batch.column("lo").to_pylist(), batch.column("hi").to_pylist(), strict=True):
                 tail = b""
-                with conn.cursor().copy(query.format(lo=int(lo), hi=int(hi))) as copy:
+                with conn.cursor().copy(_copy_statement(names, lo, hi)) as copy:
                     for data in copy:
                         chunk = tail + bytes(data)
                         cut = chunk.rfind(b"\n") + 1
@@ -280,22 +298,20 @@ def read_table(spark: SparkSession, dsn: str, table: str, fp_column: str = "simh
     whose fingerprint is NULL are left out.
     """
     with contextlib.closing(_connect(dsn)) as conn:
-        quoted, fp_name, id_name = _resolve(conn, table, fp_column, id_column)
+        oid, schema, name = _resolve(conn, table, fp_column, id_column)
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
-        pages = conn.execute("SELECT (pg_relation_size(%s::regclass) / current_setting('block_size')::bigint)",
-                             [quoted]).fetchone()[0]
+        pages = conn.execute("SELECT (pg_relation_size(%s::oid) / current_setting('block_size')::bigint)",
+                             [oid]).fetchone()[0]
         count = partitions or max(2 * spark.sparkContext.defaultParallelism, 1)
         step = max(1, -(-int(pages) // count))
         ranges = [(lo, lo + step) for lo in range(0, max(int(pages), 1), step)]
         ranges[-1] = (ranges[-1][0], 2**32 - 1)  # pages added meanwhile are not in the snapshot anyway
-        query = (f"COPY (SELECT {id_name}, {fp_name} FROM {quoted} WHERE ctid >= '({{lo}},0)'::tid "
-                 f"AND ctid < '({{hi}},0)'::tid AND {fp_name} IS NOT NULL) TO STDOUT")
         import functools
 
         spans = spark.sparkContext.parallelize(ranges, len(ranges)).toDF("lo long, hi long")
-        yield spans.mapInArrow(functools.partial(_copy_task, dsn=dsn, query=query, snapshot=snapshot),
-                               "id long, fp long")
+        task = functools.partial(_copy_task, dsn=dsn, names=(schema, name, id_column, fp_column), snapshot=snapshot)
+        yield spans.mapInArrow(task, "id long, fp long")
         conn.execute("COMMIT")
 
 
@@ -325,16 +341,26 @@ def write_table(df: DataFrame, dsn: str, table: str, columns: Sequence[tuple[str
                 overwrite: bool = False) -> int:
     """Create ``table`` and COPY ``df`` into it from every task; returns the rows written.
 
-    The primary key (the first two columns for pairs, ``id`` for clusters) is added
-    after the load. ``overwrite`` drops an existing table of that name first.
+    ``table`` is read as SQL reads a name (``"My Schema"."pairs.v2"``; unquoted parts
+    fold to lower case), as ``read_table``'s is. The primary key (the first two columns
+    for pairs, ``id`` for clusters) is added after the load. ``overwrite`` drops an
+    existing table of that name first.
     """
+    import psycopg
     from psycopg import sql
     from pyspark.sql import functions as F
 
     names = [c for c, _ in columns]
     key = names[:2] if names[0] == "id_a" else ["id"]
     with contextlib.closing(_connect(dsn)) as conn:
-        target = sql.SQL(".").join(sql.Identifier(p) for p in table.split(".", 1))
+        # the name as SQL reads it ("My Schema"."a.b"): PostgreSQL splits it, not a split on dots
+        try:
+            parts = conn.execute("SELECT pg_catalog.parse_ident(%s)", [table]).fetchone()[0]
+        except psycopg.errors.InvalidParameterValue as err:
+            raise SimpgError(f"invalid table name {table!r}: {err.diag.message_primary}") from None
+        if len(parts) > 2:
+            raise SimpgError(f"expected a table name or schema.table, got {table!r}")
+        target = sql.Identifier(*parts)
         exists = conn.execute("SELECT to_regclass(%s)", [target.as_string(conn)]).fetchone()[0]
         if exists is not None and not overwrite:
             raise SimpgError(f"table {table!r} exists; choose another name or pass --overwrite")

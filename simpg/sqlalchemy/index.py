@@ -66,6 +66,7 @@ from simpg.layout import Layout, default_blocks
 from simpg.psycopg._common import IndexProblem
 from simpg.psycopg._common import near_duplicate as _psycopg_near_duplicate
 from simpg.sqlalchemy.functions import _levels, layout_is
+from simpg.sqlnames import quoted_name
 
 logger = logging.getLogger(__name__)
 
@@ -334,8 +335,12 @@ def index_for(column: Any) -> SimHashIndex:
 
 
 def _regclass(connection: Connection, table: Table) -> str:
-    # the quoted, schema-qualified name, as regclass input
-    return connection.dialect.identifier_preparer.format_table(table)
+    """The quoted, schema-qualified name, as regclass input (a bound value).
+
+    Not the dialect's ``format_table``: for psycopg's pyformat it doubles ``%``, which is
+    right in a statement and names another table in a value.
+    """
+    return quoted_name(*(part for part in (table.schema, table.name) if part))
 
 
 def register_statement(
@@ -529,5 +534,5 @@ def layout_guard(spec: SimHashIndex) -> ColumnElement[bool]:
     constants, so PostgreSQL checks it once, when it plans the statement.
     """
     table = spec.table
-    rel = ".".join(_quote_ident(part) for part in (table.schema, table.name) if part)
+    rel = quoted_name(*(part for part in (table.schema, table.name) if part))
     return layout_is(rel, spec.column.name, spec.layout.k, spec.layout.levels)

@@ -1,0 +1,422 @@
+"""Names full of SQL and Python syntax through every command and API that takes one (issue 27, class 6).
+
+Schema, table and columns are named with braces (``{hi}``, which ``str.format`` reads),
+``%s``, ``%(x)s`` and ``%%`` (which psycopg's placeholders and SQLAlchemy's percent
+doubling read), double and single quotes, dots (which a split on ``.`` reads), spaces,
+upper case and non-ASCII. Next to them stand look-alike tables and columns with the
+names a wrong quoting would reach (the same table in ``public``, ``%%`` collapsed to
+``%``, the column with one ``%``), holding other rows: every check compares the answer
+with brute force over the right rows, so reading a look-alike fails it, not only an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from simpg import bits
+from simpg.cli import main
+from simpg.fingerprint import fingerprint, sketch
+from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
+from simpg.sqlnames import quoted_name
+
+SCHEMA = "Sch{e}.%s \"q\" 'x' 表"
+TABLE = "Tab{le}.%(x)s \"q\" 'x' 表 %%"
+KEY = 'Id{x}.%s "q" 键'
+TEXT = "Te{xt}.%s 'x' 文"
+FP = "F{p}.%% \"q\" 'x' 指"
+SKETCH = 'Sk{e}.%s "q"'
+QUALIFIED = quoted_name(SCHEMA, TABLE)
+#: what a wrong quoting would read instead: the table on the search path, ``%%`` read as ``%``
+DECOYS = (quoted_name("public", TABLE), quoted_name(SCHEMA, TABLE.replace("%%", "%")))
+DECOY_FP = FP.replace("%%", "%")  # a column of other fingerprints in the table itself
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi".split()
+K = 3
+
+
+def texts(seed: int, n: int = 90) -> list[str]:
+    """Texts with near-duplicates among them: every third one repeats an earlier one with one word changed."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i in range(n):
+        if i % 3 == 2:
+            words = out[i - 2].split()
+            words[rng.randrange(len(words))] = rng.choice(WORDS)
+            out.append(" ".join(words))
+        else:
+            out.append(" ".join(rng.choice(WORDS) for _ in range(30)) + f" {seed}-{i}")
+    return out
+
+
+def make_table(conn: psycopg.Connection[Any], name: str, seed: int) -> dict[int, str]:
+    """``name`` with keys, texts, their fingerprints and sketches; the look-alike fingerprint column holds others."""
+    conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} text, {} bigint, {} bit(256), {} bigint)").format(
+        sql.SQL(name), sql.Identifier(KEY), sql.Identifier(TEXT), sql.Identifier(FP), sql.Identifier(SKETCH),
+        sql.Identifier(DECOY_FP)))
+    rows = dict(enumerate(texts(seed), start=seed * 1000))
+    rng = random.Random(seed)
+    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}, {}, {}, {}, {}) FROM STDIN").format(
+            sql.SQL(name), *map(sql.Identifier, (KEY, TEXT, FP, SKETCH, DECOY_FP)))) as copy:
+        for key, text in rows.items():
+            copy.write_row((key, text, bits.to_db(fingerprint(text)), "".join(f"{b:08b}" for b in sketch(text)),
+                            bits.to_db(rng.getrandbits(64))))
+    return rows
+
+
+@pytest.fixture
+def named(db: Any) -> dict[int, str]:
+    """The table of odd names (keys to texts) and its look-alikes, each with a simpg index on ``FP``."""
+    conn = db.conn
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+    rows = make_table(conn, QUALIFIED, 1)
+    for seed, decoy in enumerate(DECOYS, start=2):
+        make_table(conn, decoy, seed)
+        conn.execute("SELECT simpg.create_index(%s::regclass, %s, %s, %s)", [decoy, FP, K, 4])
+    return rows
+
+
+def brute_near(rows: dict[int, str], fp: int, k: int = K) -> list[tuple[int, int]]:
+    """(key, distance) of the rows within k, nearest first."""
+    found = [(key, bits.hamming(fingerprint(text), fp)) for key, text in rows.items()]
+    return sorted(((key, d) for key, d in found if d <= k), key=lambda r: (r[1], r[0]))
+
+
+def brute_pairs(rows: dict[int, str], k: int = K) -> list[tuple[int, int, int]]:
+    keys = sorted(rows)
+    fps = {key: fingerprint(rows[key]) for key in keys}
+    return [(a, b, bits.hamming(fps[a], fps[b])) for i, a in enumerate(keys) for b in keys[i + 1:]
+            if bits.hamming(fps[a], fps[b]) <= k]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- psycopg ----------------------------------------------------------------------------
+
+
+def test_psycopg_api(db: Any, named: dict[int, str]) -> None:
+    conn = db.conn
+    conn.execute("SET search_path = public")  # where a look-alike of the table is
+    index = SimHashColumn(conn, QUALIFIED, FP)
+    assert index.create(k=K, blocks=5).name == "k3:5"
+    queries = [fingerprint(text) for text in list(named.values())[:6]]
+    for q in queries:
+        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert [[(n.id, n.distance) for n in found] for found in index.near_many(queries)] == [
+        brute_near(named, q) for q in queries]
+    expected = brute_pairs(named)
+    assert len(expected) >= 15
+    assert sorted(index.pairs()) == expected
+    assert sorted(sorted(c) for c in index.clusters(method="components")) == components(expected)
+    # confirmed by sketches: simpg.pairs in the database, named parameters next to the names
+    confirmed = sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH))
+    assert confirmed == sketch_confirmed(named, expected)
+    ids, _ = index.fetch_all()
+    assert sorted(ids.tolist()) == sorted(named)
+    assert index.stats().rows == len(named)
+    assert index.check() == []
+    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(SCHEMA, index.info.index_names[0])))
+    assert [p.problem for p in index.check()] == ["missing b-tree"]
+    assert len(index.repair()) == 1 and index.check() == []
+    index.drop()
+    assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (len(DECOYS),)
+
+
+def test_psycopg_async_api(db: Any, named: dict[int, str]) -> None:
+    async def main_() -> None:
+        async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as aconn:
+            await aconn.execute("SET search_path = public")
+            index = AsyncSimHashColumn(aconn, QUALIFIED, FP)
+            await index.create(k=K, blocks=4)
+            queries = [fingerprint(text) for text in list(named.values())[:4]]
+            for q in queries:
+                assert [(n.id, n.distance) for n in await index.near(q)] == brute_near(named, q)
+            found = await index.near_many(queries)
+            assert [[(n.id, n.distance) for n in f] for f in found] == [brute_near(named, q) for q in queries]
+            assert sorted([tuple(p) async for p in index.pairs()]) == brute_pairs(named)
+            assert await index.check() == []
+            confirmed = sorted([tuple(p) async for p in index.pairs(sketch_column=SKETCH)])
+            assert confirmed == sketch_confirmed(named, brute_pairs(named))
+
+    asyncio.run(main_())
+
+
+def components(pairs: list[tuple[int, int, int]]) -> list[list[int]]:
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b, _ in pairs:
+        parent[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for x in list(parent):
+        groups.setdefault(root(x), []).append(x)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def sketch_confirmed(rows: dict[int, str], pairs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
+
+    return [(a, b, d) for a, b, d in pairs if sketch_distance(sketch(rows[a]), sketch(rows[b])) <= MAX_SKETCH_DISTANCE]
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def test_cli_near_check_and_repair(db: Any, named: dict[int, str], capsys: pytest.CaptureFixture[str]) -> None:
+    conn = db.conn
+    SimHashColumn(conn, QUALIFIED, FP).create(k=K, blocks=5)
+    queries = [fingerprint(text) for text in list(named.values())[:3]]
+    code, out, err = run(capsys, "near", *map(str, queries), "--dsn", db.dsn, "--table", QUALIFIED,
+                         "--column", FP, "--json")
+    assert code == 0, err
+    assert [[(n["id"], n["distance"]) for n in r["neighbors"]] for r in json.loads(out)] == [
+        brute_near(named, q) for q in queries]
+    # --text: confirmed by the sketch column, through simpg.duplicates's statement
+    text = list(named.values())[0]
+    code, out, err = run(capsys, "near", "--text", text, "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP,
+                         "--sketch-column", SKETCH, "--json")
+    assert code == 0, err
+    expected = [(key, d) for key, d in brute_near(named, fingerprint(text))
+                if sketch_confirmed(named, [(key, key, d)]) and _sketch_close(named[key], text)]
+    assert sorted((n["id"], n["distance"]) for n in json.loads(out)[0]["neighbors"]) == sorted(expected)
+    code, out, err = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["problems"] == [] and [i["column"] for i in report["indexes"]] == [FP]
+    name = report["indexes"][0]["index_names"][1]
+    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(SCHEMA, name)))
+    code, out, _ = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP)
+    assert code == 1 and "missing b-tree" in out
+    code, out, err = run(capsys, "repair", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--json")
+    assert code == 0, err
+    code, _, err = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--verify-rows")
+    assert code == 0, err
+    # the look-alikes were left alone
+    for decoy in DECOYS:
+        assert conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)", [decoy, FP]).fetchone() == (0,)
+
+
+def _sketch_close(a: str, b: str) -> bool:
+    from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
+
+    return sketch_distance(sketch(a), sketch(b)) <= MAX_SKETCH_DISTANCE
+
+
+FP2 = 'Fp2{x}.%s "q" 新'
+SKETCH2 = "Sk2{y}.%% 新"
+
+
+def stored(conn: psycopg.Connection[Any], column: str) -> dict[int, Any]:
+    return dict(conn.execute(sql.SQL("SELECT {}, {} FROM {}").format(
+        sql.Identifier(KEY), sql.Identifier(column), sql.SQL(QUALIFIED))).fetchall())
+
+
+def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixture[str]) -> None:
+    conn = db.conn
+    code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
+                         "--fp-column", FP2, "--sketch-column", SKETCH2, "--bands", "--batch-size", "40",
+                         "--k", "3", "--blocks", "4", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["rows"], result["index"]["layout"]) == (len(named), "k3:4")
+    assert stored(conn, FP2) == {key: bits.to_db(fingerprint(text)) for key, text in named.items()}
+    assert stored(conn, SKETCH2) == {key: "".join(f"{b:08b}" for b in sketch(text)) for key, text in named.items()}
+    index = SimHashColumn(conn, QUALIFIED, FP2)
+    q = fingerprint(named[1000])
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert index.check() == []
+    # a second run resumes: nothing left to fill or build
+    code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
+                         "--fp-column", FP2, "--k", "3", "--blocks", "4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 0
+    # the look-alikes got no column
+    for decoy in DECOYS:
+        assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+                            [decoy, FP2]).fetchone() == (0,)
+
+
+# -- SQLAlchemy and Alembic ------------------------------------------------------------------
+
+
+@contextmanager
+def engine_of(dsn: str) -> Iterator[Any]:
+    from sqlalchemy import create_engine
+
+    from simpg.sqlalchemy import url_from_dsn
+
+    engine = create_engine(url_from_dsn(dsn))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> None:
+    from sqlalchemy import BigInteger, Column, Table, Text, select
+    from sqlalchemy.orm import DeclarativeBase, Session
+
+    from simpg.sqlalchemy import SimHash, Sketch, near_duplicates, simhash_index
+
+    SimHashColumn(db.conn, QUALIFIED, FP).create(k=K, blocks=5)
+
+    class Base(DeclarativeBase):
+        pass
+
+    table = Table(TABLE, Base.metadata, Column(KEY, BigInteger, primary_key=True, key="key"),
+                  Column(TEXT, Text, key="text"), Column(FP, SimHash, key="fp"), Column(SKETCH, Sketch, key="sk"),
+                  schema=SCHEMA)
+    spec = simhash_index(table.c.fp, k=K, blocks=5)
+
+    class Row(Base):
+        __table__ = table
+
+    queries = [fingerprint(text) for text in list(named.values())[:4]]
+    with engine_of(db.dsn) as engine, engine.connect() as conn:
+        conn.exec_driver_sql("SET search_path = public")
+        for q in queries:
+            got = conn.execute(select(table.c.key, table.c.fp.distance(q).label("d"))
+                               .where(table.c.fp.within(q, K)).order_by("d", table.c.key)).all()
+            assert [tuple(r) for r in got] == brute_near(named, q)
+        assert spec.check(conn) == []
+        assert spec.repair(conn) == []
+        with Session(conn) as session:
+            for q in queries:
+                found = near_duplicates(session, Row, q)
+                assert [(r.key, bits.hamming(r.fp, q)) for r in found] == brute_near(named, q)
+                assert all(r.text == named[r.key] for r in found)
+
+
+def test_alembic_ops(db: Any, named: dict[int, str]) -> None:
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import simpg.alembic  # noqa: F401  (registers the operations)
+
+    q = fingerprint(named[1003])
+    for concurrently in (False, True):
+        with engine_of(db.dsn) as engine, engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            with context.begin_transaction():
+                op = Operations(context)
+                op.create_simhash_index(TABLE, FP, schema=SCHEMA, k=K, blocks=4,  # type: ignore[attr-defined]
+                                        concurrently=concurrently)
+        index = SimHashColumn(db.conn, QUALIFIED, FP)
+        assert index.layout.name == "k3:4"
+        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+        assert index.check() == []
+        with engine_of(db.dsn) as engine, engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            with context.begin_transaction():
+                Operations(context).drop_simhash_index(  # type: ignore[attr-defined]
+                    TABLE, FP, schema=SCHEMA, concurrently=concurrently)
+        assert db.conn.execute("SELECT count(*) FROM simpg.indexes WHERE indexed_table = %s::regclass",
+                               [QUALIFIED]).fetchone() == (0,)
+    # the look-alikes kept theirs
+    for decoy in DECOYS:
+        assert db.conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)",
+                               [decoy, FP]).fetchone() == (0,)
+
+
+def test_alembic_offline_script(db: Any, named: dict[int, str]) -> None:
+    """``alembic upgrade --sql`` (paramstyle named, as Alembic's env.py template has it), run as psql would."""
+    import io
+
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import simpg.alembic  # noqa: F401  (registers the operations)
+
+    buffer = io.StringIO()
+    context = MigrationContext.configure(dialect_name="postgresql", dialect_opts={"paramstyle": "named"},
+                                         opts={"as_sql": True, "literal_binds": True, "output_buffer": buffer})
+    Operations(context).create_simhash_index(TABLE, FP, schema=SCHEMA, k=K, blocks=4,  # type: ignore[attr-defined]
+                                             concurrently=True)
+    statements = [s.strip() for s in buffer.getvalue().split(";\n\n") if s.strip()]
+    for statement in statements[1:-1]:  # between COMMIT and BEGIN
+        db.conn.execute(statement)
+    index = SimHashColumn(db.conn, QUALIFIED, FP)
+    q = fingerprint(named[1006])
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert index.check() == []
+
+
+def test_sqlalchemy_create_all(db: Any) -> None:
+    """A model with odd names: create_all makes the table, its prefix columns and B-trees, and registers them."""
+    from sqlalchemy import BigInteger, Column, MetaData, Table, insert, select
+
+    from simpg.sqlalchemy import SimHash, simhash_index
+
+    db.conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+    table = Table(TABLE, MetaData(), Column(KEY, BigInteger, primary_key=True, key="key"),
+                  Column(FP, SimHash, key="fp"), schema=SCHEMA)
+    simhash_index(table.c.fp, k=K, blocks=5)
+    rows = texts(7)
+    fps = {i: fingerprint(t) for i, t in enumerate(rows)}
+    with engine_of(db.dsn) as engine:
+        table.metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(insert(table), [{"key": i, "fp": fp} for i, fp in fps.items()])
+            q = fps[3]
+            got = conn.execute(select(table.c.key).where(table.c.fp.within(q, K)).order_by(table.c.key)).scalars()
+            assert list(got) == sorted(i for i, fp in fps.items() if bits.hamming(fp, q) <= K)
+    index = SimHashColumn(db.conn, QUALIFIED, FP)
+    assert index.layout.name == "k3:5" and index.check() == []
+    assert [(n.id, n.distance) for n in index.near(q)] == sorted(
+        ((i, bits.hamming(fp, q)) for i, fp in fps.items() if bits.hamming(fp, q) <= K), key=lambda r: (r[1], r[0]))
+
+
+# -- Spark -------------------------------------------------------------------------------------
+# few tests: a Spark job takes seconds
+
+
+def test_spark_table_in_and_out(spark: Any, db: Any, named: dict[int, str],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``simpg spark find-all --table --output-table`` with odd names, then read_table on issue 27's ``t{hi}``."""
+    from simpg.spark import io
+
+    conn = db.conn
+    out_table = quoted_name(SCHEMA, 'Pairs{hi}.%s "q" 表')
+    code, out, err = run(capsys, "spark", "find-all", "-d", "3", "--dsn", db.dsn, "--table", QUALIFIED,
+                         "--fp-column", FP, "--id-column", KEY, "--output-table", out_table, "--partitions", "2")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == len(named)
+    got = conn.execute(sql.SQL("SELECT id_a, id_b, distance FROM {} ORDER BY 1, 2").format(
+        sql.SQL(out_table))).fetchall()
+    assert got == brute_pairs(named)
+    # issue 27's case: the page bounds were put in with str.format, so "t{hi}" read "t4294967295"
+    conn.execute('CREATE TABLE "t{hi}" (id bigint PRIMARY KEY, simhash bigint)')
+    conn.execute('CREATE TABLE "t4294967295" (id bigint PRIMARY KEY, simhash bigint)')
+    conn.execute('INSERT INTO "t{hi}" SELECT g, g * 7 FROM generate_series(1, 50) AS g')
+    conn.execute('INSERT INTO "t4294967295" SELECT g, g FROM generate_series(100, 120) AS g')
+    with io.read_table(spark, db.dsn, '"t{hi}"', "simhash", "id", partitions=2) as df:
+        assert sorted((r["id"], r["fp"]) for r in df.collect()) == [(g, g * 7) for g in range(1, 51)]
+
+
+def test_spark_files_with_odd_column_names(spark: Any, tmp_path: Path) -> None:
+    """read_file with column names that Spark would read as a field path (dots) or quoting (backticks)."""
+    from simpg.spark import io
+
+    fp_name, id_name = "f.p `x` {hi} %s", "i.d `y`"
+    rows = [(i * 5, random.Random(i).getrandbits(63)) for i in range(1, 30)]
+    frame = spark.createDataFrame([(fp, i, -1) for i, fp in rows], f"`{fp_name.replace('`', '``')}` long, "
+                                  f"`{id_name.replace('`', '``')}` string, `f` long")
+    frame.write.parquet(str(tmp_path / "in.parquet"))
+    df = io.read_file(spark, str(tmp_path / "in.parquet"), fp_column=fp_name, id_column=id_name)
+    assert sorted((r["id"], r["fp"]) for r in df.collect()) == sorted(rows)
