@@ -46,6 +46,7 @@ from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import Neighbor, Pair, SimHashColumn, _common
 from simpg.psycopg._common import translate, translated
+from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -624,7 +625,8 @@ class ShardedIndex:
             relations = [sql.Identifier(*_split_name(conn, name)) for name in self.range.tables]
             self._relations = relations
             self._base = sql.Identifier(*_split_name(conn, table)).as_string(conn)
-            self._near_statement = _range_near_sql(relations, self._base, self.range.column).as_string(conn)
+            self._near_statement = with_parameters(
+                _range_near_sql(relations, self._base, self.range.column), conn).as_string(conn)
             return
         if id_column is None:
             raise SimpgError(f"name the id column of {table}: a hash-sharded table has no primary key")
@@ -708,7 +710,7 @@ class ShardedIndex:
         for q in signed:
             params += [Int8(q), Int8(k)]
         params += [list(range(1, len(fps) + 1)), signed, Int8(k)]
-        return statement, params
+        return with_parameters(statement, self.conn), params
 
     def pairs(self, k: int | None = None) -> Iterator[Pair]:
         """Every pair within ``k`` across all shards (the rows are read once, the pairs found in memory)."""
