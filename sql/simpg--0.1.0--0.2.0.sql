@@ -51,7 +51,8 @@ BEGIN
               FROM pg_catalog.pg_class AS c WHERE c.relkind IN ('r', 'v', 'm', 'S', 'f', 'p')
               UNION ALL SELECT 'pg_proc'::regclass, p.oid, p.proowner, p.pronamespace FROM pg_catalog.pg_proc AS p
               UNION ALL SELECT 'pg_type'::regclass, t.oid, t.typowner, t.typnamespace FROM pg_catalog.pg_type AS t
-                        WHERE t.typrelid = 0 AND t.typelem = 0
+                        WHERE t.typelem = 0  -- a composite type is the member, not its pg_class row
+                          AND (t.typrelid = 0 OR (SELECT c.relkind FROM pg_catalog.pg_class AS c WHERE c.oid = t.typrelid) = 'c')
               UNION ALL SELECT 'pg_operator'::regclass, o.oid, o.oprowner, o.oprnamespace FROM pg_catalog.pg_operator AS o
               UNION ALL SELECT 'pg_opfamily'::regclass, f.oid, f.opfowner, f.opfnamespace FROM pg_catalog.pg_opfamily AS f
               UNION ALL SELECT 'pg_opclass'::regclass, c.oid, c.opcowner, c.opcnamespace FROM pg_catalog.pg_opclass AS c

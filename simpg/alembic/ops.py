@@ -228,6 +228,9 @@ WHERE d.deptype = 'n'
              JOIN pg_catalog.pg_class AS c ON c.oid = r.ev_class WHERE r.oid = d.objid)
         WHEN 'pg_catalog.pg_constraint'::regclass THEN
             (SELECT connamespace FROM pg_catalog.pg_constraint WHERE oid = d.objid)
+        WHEN 'pg_catalog.pg_policy'::regclass THEN
+            (SELECT c.relnamespace FROM pg_catalog.pg_policy AS y
+             JOIN pg_catalog.pg_class AS c ON c.oid = y.polrelid WHERE y.oid = d.objid)
         ELSE 0
       END) IS DISTINCT FROM 'simpg'::regnamespace
 ORDER BY 1

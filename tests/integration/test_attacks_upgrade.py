@@ -83,6 +83,40 @@ def version(conn: psycopg.Connection) -> str | None:
     return schema.installed_version(conn)
 
 
+#: other look-alikes alice can make in her schema and add to her extension under 0.1.0:
+#: (statements, the object the refusal names)
+PLANTED = {
+    "overload": (["CREATE FUNCTION simpg.hamming(a bigint, b integer) RETURNS integer LANGUAGE plpgsql AS $$"
+                  + GRAB.format(alice="{alice}", result="0") + "$$",
+                  "ALTER EXTENSION simpg ADD FUNCTION simpg.hamming(bigint, integer)"],
+                 "function simpg.hamming(bigint,integer)"),
+    "operator": (["CREATE FUNCTION simpg.eq(bigint, bigint) RETURNS boolean LANGUAGE plpgsql AS $$"
+                  + GRAB.format(alice="{alice}", result="$1 = $2") + "$$",
+                  "CREATE OPERATOR simpg.= (leftarg = bigint, rightarg = bigint, function = simpg.eq)",
+                  "ALTER EXTENSION simpg ADD FUNCTION simpg.eq(bigint, bigint)",
+                  "ALTER EXTENSION simpg ADD OPERATOR simpg.= (bigint, bigint)"],
+                 "operator simpg.=(bigint,bigint)"),
+    "view": (["CREATE VIEW simpg.index_names AS SELECT 1 AS x", "ALTER EXTENSION simpg ADD VIEW simpg.index_names"],
+             "view simpg.index_names"),
+    "type": (["CREATE TYPE simpg.layout AS (k integer)", "ALTER EXTENSION simpg ADD TYPE simpg.layout"],
+             "type simpg.layout"),
+}
+
+
+def assert_update_refused(scene: Scene, by: str, earlier: str, names: list[str]) -> None:
+    """The update, by alice or by a superuser, is refused naming ``names``; nothing changed."""
+    updater = scene.connect(scene.alice) if by == "alice" else scene.connect()
+    with updater, pytest.raises(psycopg.Error) as err:
+        updater.execute("ALTER EXTENSION simpg UPDATE")
+    assert not scene.is_superuser(scene.alice)  # the attack's effect, first
+    assert isinstance(err.value, psycopg.errors.InsufficientPrivilege), err.value
+    assert "belong to roles that are not superusers" in str(err.value)
+    for name in names:
+        assert name in str(err.value)
+    assert scene.alice in str(err.value)
+    assert version(scene.admin) == earlier  # nothing changed
+
+
 @pytest.mark.parametrize("earlier", EARLIER)
 @pytest.mark.parametrize("by", ["alice", "superuser"])
 def test_a_function_of_the_next_version_planted_as_a_member_stops_the_update(scene, earlier, by):
@@ -98,13 +132,18 @@ def test_a_function_of_the_next_version_planted_as_a_member_stops_the_update(sce
         alice.execute(f"CREATE FUNCTION {planted}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$"
                       + GRAB.format(alice=scene.alice, result="NULL") + "$$")
         alice.execute(f"ALTER EXTENSION simpg ADD FUNCTION {planted}({args})")
-    updater = scene.connect(scene.alice) if by == "alice" else scene.connect()
-    with updater, pytest.raises(psycopg.errors.InsufficientPrivilege) as err:
-        updater.execute("ALTER EXTENSION simpg UPDATE")
-    assert "belong to roles that are not superusers" in str(err.value)
-    assert planted in str(err.value) and scene.alice in str(err.value)
-    assert version(scene.admin) == earlier  # nothing changed
-    assert not scene.is_superuser(scene.alice)
+    assert_update_refused(scene, by, earlier, [planted])
+
+
+@pytest.mark.parametrize("earlier", EARLIER)
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_look_alikes_planted_as_members_stop_the_update(scene, earlier, kind):
+    install_earlier(scene, "extension", earlier)
+    statements, name = PLANTED[kind]
+    with scene.connect(scene.alice) as alice:
+        for statement in statements:
+            alice.execute(statement.replace("{alice}", scene.alice))
+    assert_update_refused(scene, "superuser", earlier, [name])
 
 
 @pytest.mark.parametrize("earlier", EARLIER)
