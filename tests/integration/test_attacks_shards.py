@@ -29,6 +29,7 @@ from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.psycopg import Neighbor
 from simpg.shards import Shard, ShardedIndex
+from tests.integration.test_attacks import FRESH
 
 PASSWORD = "Sup3rsecret-owner"
 
@@ -56,8 +57,10 @@ class Scene:
         return self.dsn(self.shard) + f" password={PASSWORD}"
 
 
-@pytest.fixture
-def scene(pg) -> Iterator[Scene]:
+@pytest.fixture(params=FRESH)
+def scene(request, pg) -> Iterator[Scene]:
+    """Both install paths: CREATE EXTENSION and the plain script."""
+    plain = request.param == "plain"
     suffix = uuid.uuid4().hex[:8]
     found = Scene(pg, f"coord_{suffix}", f"shard_{suffix}", f"bobdb_{suffix}", f"bob_{suffix}", f"alice_{suffix}")
     with psycopg.connect(pg.server.dsn(), autocommit=True) as root:
@@ -71,7 +74,7 @@ def scene(pg) -> Iterator[Scene]:
     try:
         for db in (found.coord, found.shard):
             with found.connect(db) as conn:
-                schema.install(conn, plain=not pg.extension_files)
+                schema.install(conn, plain=plain or not pg.extension_files)
         with found.connect(found.coord) as conn:
             conn.execute("CREATE EXTENSION postgres_fdw")
             # servers are not for superusers only: a site lets its users make their own
@@ -245,10 +248,17 @@ def test_check_shards_names_a_partition_on_a_strangers_server_without_reading_th
 # -- class 5: range shards written around the triggers -----------------------------------
 
 
+@pytest.fixture(params=FRESH)
+def installed(request, bare_db) -> psycopg.Connection:
+    """A database with simpg installed by either path (CREATE EXTENSION, the plain script)."""
+    schema.install(bare_db.conn, plain=request.param == "plain" or not bare_db.pg.extension_files)
+    return bare_db.conn
+
+
 @pytest.fixture
-def ranged(db) -> psycopg.Connection:
+def ranged(installed) -> psycopg.Connection:
     """parts, hash-partitioned in two, with range shards over local partitions."""
-    conn = db.conn
+    conn = installed
     conn.execute("CREATE TABLE parts (id bigint PRIMARY KEY, fp bigint) PARTITION BY HASH (id)")
     for r in range(2):
         conn.execute(f"CREATE TABLE parts_{r} PARTITION OF parts FOR VALUES WITH (MODULUS 2, REMAINDER {r})")
@@ -360,8 +370,8 @@ def test_a_new_or_dropped_partition_and_a_disabled_trigger_are_refused(ranged):
     assert_exact(conn, [104729 * 2, 5001])
 
 
-def test_the_base_table_under_another_or_with_a_child_is_refused(db):
-    conn = db.conn
+def test_the_base_table_under_another_or_with_a_child_is_refused(installed):
+    conn = installed
     conn.execute("CREATE TABLE parts (id bigint PRIMARY KEY, fp bigint)")
     conn.execute("INSERT INTO parts SELECT g, g * 104729 FROM generate_series(1, 50) AS g")
     conn.execute("SELECT simpg.create_range_index('parts', 'fp', 3, 5)")

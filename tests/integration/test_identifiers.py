@@ -25,6 +25,7 @@ from psycopg import sql
 
 from simpg import bits
 from simpg.cli import main
+from simpg.exc import NearDuplicate
 from simpg.fingerprint import fingerprint, sketch
 from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from simpg.sqlnames import quoted_name
@@ -132,6 +133,34 @@ def test_psycopg_api(db: Any, named: dict[int, str]) -> None:
     assert len(index.repair()) == 1 and index.check() == []
     index.drop()
     assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (len(DECOYS),)
+
+
+def test_guard_and_insert_or_get(db: Any) -> None:
+    """The guard's trigger, its lock rows and insert_or_get on odd names, beside a look-alike table."""
+    conn = db.conn
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+    docs = texts(7, 30)[0::3]  # ten unrelated texts
+    for name in (QUALIFIED, *DECOYS):
+        conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} bigint)").format(
+            sql.SQL(name), sql.Identifier(KEY), sql.Identifier(FP)))
+    index = SimHashColumn(conn, QUALIFIED, FP, id_column=KEY)
+    index.create(k=K, blocks=5)
+    guard = index.create_guard()
+    assert [(g.name, g.column, g.key_column) for g in index.guards()] == [(guard, FP, KEY)]
+    for key, text in enumerate(docs):
+        assert index.insert_or_get({KEY: key, FP: fingerprint(text)}) == (True, str(key), None)
+    # a copy of a stored text is refused, naming the stored row, and nothing is stored
+    assert index.insert_or_get({KEY: 100, FP: fingerprint(docs[3])}) == (False, "3", 0)
+    with pytest.raises(NearDuplicate) as err:
+        index.add([fingerprint(docs[4])], columns={KEY: [101]})
+    assert err.value.key == "4"
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.SQL(QUALIFIED))).fetchone() == (len(docs),)
+    # the look-alikes are other tables: the same copies go in there unguarded
+    for decoy in DECOYS:
+        copy = sql.Literal(bits.to_db(fingerprint(docs[3])))
+        conn.execute(sql.SQL("INSERT INTO {} VALUES (1, {}), (2, {})").format(sql.SQL(decoy), copy, copy))
+    index.drop_guard()
+    assert index.guards() == []
 
 
 def test_psycopg_async_api(db: Any, named: dict[int, str]) -> None:
