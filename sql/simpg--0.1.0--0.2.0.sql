@@ -5882,9 +5882,10 @@ COMMENT ON FUNCTION simpg.repair(regclass, name) IS
 -- object in it, and every member of the extension wherever it lives, belongs to the role
 -- that ran the script (the bootstrap superuser for CREATE EXTENSION, trusted or not; the
 -- installing role for a plain install), and no grant gives another role more than
--- USAGE, EXECUTE or SELECT, nor the right to grant. Otherwise the transaction is rolled
--- back, so no install or update can leave an object another role could change under a
--- superuser who calls it (docs/security.md). The check is written for the catalogs, not
+-- USAGE, EXECUTE or SELECT, nor the right to grant (but for the column grants of the
+-- guard's lock rows, which row-level security confines to tables the role may write).
+-- Otherwise the transaction is rolled back, so no install or update can leave an object
+-- another role could change under a superuser who calls it (docs/security.md). The check is written for the catalogs, not
 -- for simpg's objects, so it holds for objects a later version adds.
 DO $$
 DECLARE
@@ -5926,7 +5927,23 @@ BEGIN
                                    CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END)
           FROM objects AS o, pg_catalog.aclexplode(o.acl) AS a
           WHERE a.grantee <> o.owner
-            AND (a.privilege_type NOT IN ('USAGE', 'EXECUTE', 'SELECT') OR a.is_grantable)) AS p;
+            AND (a.privilege_type NOT IN ('USAGE', 'EXECUTE', 'SELECT') OR a.is_grantable)
+          UNION ALL
+          -- column grants: the same, but for the guard's lock rows (55_guard.sql), which
+          -- every role inserts and locks (FOR UPDATE needs UPDATE on a column) only for
+          -- tables it may write, as row-level security on simpg.guard_locks decides
+          SELECT pg_catalog.format('column %s of %s grants %s%s to %s', t.attname, t.attrelid::regclass,
+                                   a.privilege_type, CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END,
+                                   CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END)
+          FROM pg_catalog.pg_attribute AS t
+          JOIN pg_catalog.pg_class AS c ON c.oid = t.attrelid,
+               pg_catalog.aclexplode(t.attacl) AS a
+          WHERE c.relnamespace = v_schema AND a.grantee <> c.relowner
+            AND (a.is_grantable
+                 OR a.privilege_type NOT IN ('SELECT', 'INSERT', 'UPDATE')
+                 OR (a.privilege_type <> 'SELECT'
+                     AND (c.relname <> 'guard_locks' OR NOT c.relrowsecurity
+                          OR (a.privilege_type = 'UPDATE' AND t.attname <> 'slot'))))) AS p;
     IF v_problems IS NOT NULL THEN
         RAISE EXCEPTION 'simpg refuses to finish its install: schema simpg must belong to % alone, but %', current_user, v_problems
             USING ERRCODE = 'insufficient_privilege',

@@ -222,3 +222,11 @@ def test_the_final_audit_refuses_a_schema_with_objects_or_grants_of_other_roles(
     with pytest.raises(subprocess.CalledProcessError) as err:
         psql(scene, owner, audit_script())
     assert f"grants EXECUTE WITH GRANT OPTION to {scene.bob}" in err.value.stderr
+    scene.admin.execute(sql.SQL("REVOKE ALL ON FUNCTION simpg.hamming(bigint, bigint) FROM {}")
+                        .format(sql.Identifier(scene.bob)))
+    # a column grant beyond the guard's lock rows' own (INSERT, and UPDATE of slot only)
+    scene.admin.execute(sql.SQL("GRANT UPDATE (guarded_table) ON simpg.guard_locks TO {}")
+                        .format(sql.Identifier(scene.bob)))
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        psql(scene, owner, audit_script())
+    assert f"column guarded_table of simpg.guard_locks grants UPDATE to {scene.bob}" in err.value.stderr
