@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 
 -- every function: SECURITY INVOKER, commented, and immune to the caller's search_path
 CREATE TEMP VIEW simpg_functions AS
@@ -37,8 +37,16 @@ SELECT is_empty($$SELECT signature FROM simpg_functions WHERE lanname NOT IN ('s
 
 -- the catalog: a view of the system catalogs, nothing stored that a role could write
 SELECT has_view('simpg', 'indexes', 'simpg.indexes is a view');
-SELECT is_empty($$SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'simpg'::regnamespace AND c.relkind <> 'v'$$,
-    'simpg stores nothing: no table, sequence or index of its own');
+-- but the guard's lock rows, from which nothing is decided (docs/security.md, item 9):
+-- unlogged, under row-level security, and no table-level right for anyone else
+SELECT is_empty($$SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'simpg'::regnamespace AND c.relkind <> 'v'
+                  AND c.relname NOT IN ('guard_locks', 'guard_locks_pkey')$$,
+    'simpg stores nothing but the guard''s lock rows: no other table, sequence or index of its own');
+SELECT ok((SELECT c.relpersistence = 'u' AND c.relrowsecurity FROM pg_class c WHERE c.oid = 'simpg.guard_locks'::regclass),
+    'the guard''s lock rows: unlogged, under row-level security');
+SELECT is_empty($$SELECT a.grantee FROM pg_class c, aclexplode(c.relacl) a
+                  WHERE c.oid = 'simpg.guard_locks'::regclass AND a.grantee <> c.relowner$$,
+    'no role but its owner has a table-level right on the guard''s lock rows');
 SELECT is_empty($$SELECT evtname FROM pg_event_trigger WHERE evtname LIKE 'simpg%'$$, 'no event trigger');
 
 CREATE ROLE tap_owner NOLOGIN;
