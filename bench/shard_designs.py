@@ -22,7 +22,8 @@ cannot show how either design scales with machines; the round trips and the work
 lookup are what this measures; so are the writes through the coordinator (single rows, then
 1,000 rows in one statement), the lookups from SQL (``simpg.near`` on the hash-sharded table,
 ``simpg.range_near``, p50 over 500 queries) and batches of 100 through
-``ShardedIndex.near_many`` (time per lookup). Usage:
+``ShardedIndex.near_many`` (time per lookup), and ``simpg.range_in_step`` alone, the catalog
+check each range lookup runs first (issue 27, class 5). Usage:
 
     python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
     python bench/shard_designs.py --rows 1000000 --shards 4
@@ -196,6 +197,10 @@ def main() -> None:
                 assert sorted(sql_hash(q)) == sorted(h(q)) == sorted(sql_range(q)), q
             for name, fn in (("hash", sql_hash), ("range", sql_range)):
                 out[f"{name}_sql_latency"] = latencies(fn, some)
+            # the check every range lookup runs first (simpg.range_in_step: the partitions and
+            # triggers are as when the range shards were filled), alone, beside range_near's p50
+            out["range_in_step_latency"] = latencies(
+                lambda q: sc.execute("SELECT simpg.range_in_step('ranged', 'simhash')").fetchall(), some)
             for name, table, id_column in (("hash", "hashed", "id"), ("range", "ranged", None)):
                 index = ShardedIndex(sc, table, "simhash", id_column=id_column)
                 t0 = time.perf_counter()
