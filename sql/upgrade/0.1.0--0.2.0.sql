@@ -20,6 +20,8 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 -- owner through CREATE OR REPLACE. With the extension every object must belong to a
 -- superuser (0.1.0's script ran as one); a plain install is updated by the role that owns
 -- it and everything in it, since any other role would run that role's code.
+-- The list of catalogs is written here again (90_audit.sql has it too): this check runs
+-- before anything in schema simpg may be trusted, so it calls no function of simpg's.
 DO $$
 DECLARE
     v_schema oid := pg_catalog.to_regnamespace('simpg');

@@ -37,6 +37,18 @@ def extension_path(how: str) -> bool:
     return how.startswith("extension")
 
 
+#: a PL/pgSQL body that makes alice a superuser when a superuser runs it, and does
+#: nothing (no error) when anyone else does
+GRAB = """
+BEGIN
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE {alice} SUPERUSER';
+    END IF;
+    RETURN {result};
+END
+"""
+
+
 @dataclass
 class Scene:
     """A database owned by alice (no superuser), a stranger bob, and the superuser's connection."""

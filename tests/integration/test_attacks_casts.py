@@ -17,18 +17,8 @@ import pytest
 from psycopg import sql
 
 from simpg import bits
-from tests.integration.test_attacks import PATHS, Scene
+from tests.integration.test_attacks import GRAB, PATHS, Scene
 from tests.integration.test_reports import adversarial_fingerprints, brute_pairs
-
-#: makes alice a superuser when a superuser runs it; returns its argument's text otherwise
-GRAB = """
-BEGIN
-    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-        EXECUTE 'ALTER ROLE {alice} SUPERUSER';
-    END IF;
-    RETURN {result};
-END
-"""
 
 #: every report a superuser might run on alice's table, with the key in its own type or as text
 REPORTS = [

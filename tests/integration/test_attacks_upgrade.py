@@ -22,18 +22,7 @@ from psycopg import sql
 
 from simpg import schema
 from simpg.cli import main
-from tests.integration.test_attacks import EARLIER, PATHS, Scene, docs_table, extension_path, psql
-
-#: a PL/pgSQL body that makes alice a superuser when a superuser runs it, and does
-#: nothing (no error) when anyone else does
-GRAB = """
-BEGIN
-    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-        EXECUTE 'ALTER ROLE {alice} SUPERUSER';
-    END IF;
-    RETURN {result};
-END
-"""
+from tests.integration.test_attacks import EARLIER, GRAB, PATHS, Scene, docs_table, extension_path, psql
 
 #: the same through a program the server starts, which no rollback undoes: a script that
 #: fails after its first call to alice's code still makes her a superuser
