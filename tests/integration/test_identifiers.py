@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from simpg import bits
+from simpg import bits, shards
 from simpg.cli import main
 from simpg.exc import NearDuplicate
 from simpg.fingerprint import fingerprint, sketch
@@ -449,3 +449,44 @@ def test_spark_files_with_odd_column_names(spark: Any, tmp_path: Path) -> None:
     frame.write.parquet(str(tmp_path / "in.parquet"))
     df = io.read_file(spark, str(tmp_path / "in.parquet"), fp_column=fp_name, id_column=id_name)
     assert sorted((r["id"], r["fp"]) for r in df.collect()) == sorted(rows)
+
+
+# -- shards -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("distribution", ["hash", "range"])
+def test_shards(db: Any, distribution: str) -> None:
+    """simpg.shards on odd names: the table, its columns, the foreign server and the shard's
+    database; lookups through postgres_fdw (loopback to a second database) equal brute force."""
+    conn = db.conn
+    shard_db = f"{db.name}_s"
+    server = "s{1}.%s \"q\" 'x' 服"
+    with psycopg.connect(db.pg.server.dsn(), autocommit=True) as root:
+        root.execute(sql.SQL("CREATE DATABASE {} TEMPLATE simpg_tmpl").format(sql.Identifier(shard_db)))
+    with psycopg.connect(db.pg.server.dsn(shard_db), autocommit=True) as shard:  # the shard's table goes there
+        shard.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+        partitioning = sql.SQL(" PARTITION BY HASH ({})").format(sql.Identifier(KEY)) if distribution == "hash" \
+            else sql.SQL("")
+        conn.execute(sql.SQL("CREATE TABLE {} ({} bigint {}, {} bigint){}").format(
+            sql.SQL(QUALIFIED), sql.Identifier(KEY), sql.SQL("NOT NULL" if distribution == "hash" else "PRIMARY KEY"),
+            sql.Identifier(FP), partitioning))
+        shard_list = [shards.Shard(server, db.pg.server.dsn(shard_db))]
+        assert shards.create_shards(conn, QUALIFIED, FP, shard_list, k=K, blocks=5, distribution=distribution) == []
+        docs = dict(enumerate(texts(11, 60)))
+        with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}, {}) FROM STDIN").format(
+                sql.SQL(QUALIFIED), sql.Identifier(KEY), sql.Identifier(FP))) as copy:
+            for key, text in docs.items():
+                copy.write_row((key, bits.to_db(fingerprint(text))))
+        index = shards.ShardedIndex(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
+        queries = [fingerprint(text) for text in list(docs.values())[:8]]
+        for q in queries:
+            assert [(n.id, n.distance) for n in index.near(q)] == brute_near(docs, q)
+        assert [[(n.id, n.distance) for n in found] for found in index.near_many(queries)] == [
+            brute_near(docs, q) for q in queries]
+    finally:
+        conn.execute("DROP EXTENSION IF EXISTS postgres_fdw CASCADE")
+        with psycopg.connect(db.pg.server.dsn(), autocommit=True) as root:
+            root.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(shard_db)))
