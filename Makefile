@@ -4,9 +4,13 @@
 EXTENSION = simpg
 EXTVERSION = $(shell grep default_version sql/$(EXTENSION).control | sed -e "s/default_version[[:space:]]*=[[:space:]]*'\([^']*\)'/\1/")
 
-DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
-# upgrade scripts, and the install scripts (and secondary control files) of earlier
-# versions as released
+# the install script, and the update scripts to this version: each one's hand-written
+# part in sql/upgrade/ followed by the install script's objects (simpg.schema.upgrade_script
+# builds the same text for the wheel and the plain install)
+UPGRADES = $(patsubst sql/upgrade/%.sql,sql/$(EXTENSION)--%.sql,$(wildcard sql/upgrade/*--$(EXTVERSION).sql))
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql $(UPGRADES)
+# the install scripts (and secondary control files) and update scripts of earlier
+# versions, as released
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql)) $(wildcard sql/$(EXTENSION)--*.control)
 EXTRA_CLEAN = $(DATA_built) $(EXTENSION).control test/results/ test/regression.diffs test/regression.out
 
@@ -27,5 +31,15 @@ $(EXTENSION).control: sql/$(EXTENSION).control
 all: $(EXTENSION).control
 
 # The install script is kept in parts, joined in name order (as pg_partman does).
-sql/$(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard sql/functions/*.sql))
+PARTS = $(sort $(wildcard sql/functions/*.sql))
+sql/$(EXTENSION)--$(EXTVERSION).sql: $(PARTS)
 	cat $^ > $@
+
+# An update script: psql's guard, the hand-written part, then every part but the header
+# with each function as CREATE OR REPLACE (an updated install equals a fresh one).
+sql/$(EXTENSION)--%--$(EXTVERSION).sql: sql/upgrade/%--$(EXTVERSION).sql $(PARTS)
+	{ printf '%s\n' '-- complain if script is sourced in psql, rather than via ALTER EXTENSION' \
+	    '\echo Use "ALTER EXTENSION $(EXTENSION) UPDATE TO '"'"'$(EXTVERSION)'"'"'" to load this file. \quit' ''; \
+	  cat $<; printf '\n'; \
+	  cat $(filter-out sql/functions/00_header.sql,$(PARTS)) | sed -e 's/^CREATE FUNCTION $(EXTENSION)\./CREATE OR REPLACE FUNCTION $(EXTENSION)./'; \
+	} > $@

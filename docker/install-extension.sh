@@ -10,8 +10,9 @@
 #   DESTDIR    prefix for staged installs, as with make install
 #
 # Writes simpg.control, simpg--<version>.sql (sql/functions/*.sql joined in name
-# order, byte for byte what `simpg install-extension` and `make install` write),
-# every upgrade script and the install scripts of earlier versions.
+# order, byte for byte what `simpg install-extension` and `make install` write), the
+# update scripts to <version> (built from sql/upgrade/), and the install and update
+# scripts of earlier versions.
 set -eu
 LC_ALL=C  # glob order = byte order, as Python's sorted()
 export LC_ALL
@@ -40,13 +41,35 @@ cat "$sql_dir"/functions/*.sql > "$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$target/simpg--$version.sql"
 
+# The update scripts to this version, built as the Makefile and
+# simpg.schema.upgrade_script build them: psql's guard, the hand-written part in
+# sql/upgrade/, then every part but the header with each function as CREATE OR REPLACE.
+for hand in "$sql_dir"/upgrade/*--"$version".sql; do
+    [ -e "$hand" ] || continue
+    step=$(basename "$hand" .sql)
+    tmp="$target/.simpg--$step.sql.$$"
+    {
+        printf '%s\n' '-- complain if script is sourced in psql, rather than via ALTER EXTENSION' \
+            "\\echo Use \"ALTER EXTENSION simpg UPDATE TO '$version'\" to load this file. \\quit" ''
+        cat "$hand"
+        printf '\n'
+        for part in "$sql_dir"/functions/*.sql; do
+            [ "$(basename "$part")" = 00_header.sql ] || cat "$part"
+        done | sed -e 's/^CREATE FUNCTION simpg\./CREATE OR REPLACE FUNCTION simpg./'
+    } > "$tmp"
+    chmod 644 "$tmp"
+    mv "$tmp" "$target/simpg--$step.sql"
+done
+
 cp "$sql_dir/simpg.control" "$target/simpg.control"
 chmod 644 "$target/simpg.control"
-# upgrade scripts, and the install scripts (and secondary control files) of earlier
-# versions as released
+# the install scripts (and secondary control files) and update scripts of earlier
+# versions, as released
 for script in "$sql_dir"/simpg--*.sql "$sql_dir"/simpg--*.control; do
     [ -e "$script" ] || continue
-    [ "$(basename "$script")" = "simpg--$version.sql" ] && continue  # made above, from the parts
+    case "$(basename "$script")" in
+        "simpg--$version.sql" | simpg--*--"$version".sql) continue ;;  # built above
+    esac
     cp "$script" "$target/"
     chmod 644 "$target/$(basename "$script")"
 done

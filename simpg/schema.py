@@ -49,6 +49,7 @@ __all__ = [
     "version_comment_sql",
     "installed_version",
     "upgrade_path",
+    "upgrade_script",
     "upgrade_plain",
     "require_installed",
     "script",
@@ -107,11 +108,55 @@ def script(version: str | None = None) -> str:
     return _strip_psql_commands(released.read_text(encoding="utf-8"))
 
 
+def _upgrade_steps() -> dict[str, str]:
+    """Every update step this package has, file name -> where its text comes from.
+
+    A step to the current version is built (:func:`upgrade_script`) from its hand-written
+    part, ``sql/upgrade/<from>--<to>.sql``; a step between earlier versions is kept in
+    ``sql/`` as it was released.
+    """
+    steps = {}
+    for entry in sql_dir().iterdir():
+        if re.fullmatch(rf"{EXTENSION}--[\d.]+--[\d.]+\.sql", entry.name):
+            steps[entry.name] = "released"
+    for entry in (sql_dir() / "upgrade").iterdir():
+        match = re.fullmatch(r"([\d.]+)--([\d.]+)\.sql", entry.name)
+        if match and match.group(2) == default_version():
+            steps[f"{EXTENSION}--{entry.name}"] = "built"
+    return steps
+
+
+def upgrade_script(name: str) -> str:
+    """The text of update step ``name`` (``simpg--<from>--<to>.sql``), as the extension runs it.
+
+    A step to the current version is its hand-written part (which takes over what the
+    earlier version left) followed by the current install script without its header,
+    every function as ``CREATE OR REPLACE`` (the earlier version's functions keep their
+    identity, on which prefix columns and your views may depend; new ones are created):
+    so an updated install equals a fresh one. The Makefile builds the same text.
+    """
+    kind = _upgrade_steps().get(name)
+    if kind is None:
+        raise SimpgError(f"no update script {name} in this package")
+    if kind == "released":
+        return (sql_dir() / name).read_text(encoding="utf-8")
+    target = name.rsplit("--", 1)[1].removesuffix(".sql")
+    hand = (sql_dir() / "upgrade" / name.removeprefix(f"{EXTENSION}--")).read_text(encoding="utf-8")
+    parts = sorted((e for e in (sql_dir() / "functions").iterdir()
+                    if e.name.endswith(".sql") and e.name != "00_header.sql"), key=lambda e: e.name)
+    body = "".join(part.read_text(encoding="utf-8") for part in parts)
+    body = re.sub(r"^CREATE FUNCTION simpg\.", "CREATE OR REPLACE FUNCTION simpg.", body, flags=re.M)
+    # sql-text: psql's guard line of a script file, the version from simpg.control
+    guard = f"\\echo Use \"ALTER EXTENSION simpg UPDATE TO '{target}'\" to load this file. \\quit\n"
+    head = "-- complain if script is sourced in psql, rather than via ALTER EXTENSION\n" + guard
+    return head + "\n" + hand + "\n" + body
+
+
 def upgrade_path(start: str, target: str) -> list[str]:
-    """The upgrade scripts (file names) that lead from ``start`` to ``target``, shortest first found."""
+    """The update steps (file names) that lead from ``start`` to ``target``, shortest first found."""
     steps: dict[str, list[str]] = {}
-    for entry in sorted(sql_dir().iterdir(), key=lambda e: e.name):
-        match = re.fullmatch(rf"{EXTENSION}--([\d.]+)--([\d.]+)\.sql", entry.name)
+    for name in sorted(_upgrade_steps()):
+        match = re.fullmatch(rf"{EXTENSION}--([\d.]+)--([\d.]+)\.sql", name)
         if match:
             steps.setdefault(match.group(1), []).append(match.group(2))
     paths: dict[str, list[str]] = {start: []}
@@ -135,11 +180,13 @@ def extension_files() -> dict[str, str]:
     version = default_version()
     files = {f"{EXTENSION}.control": (folder / f"{EXTENSION}.control").read_text(encoding="utf-8")}
     files[f"{EXTENSION}--{version}.sql"] = extension_script()
+    for name in _upgrade_steps():
+        files[name] = upgrade_script(name)
     for entry in folder.iterdir():
-        # upgrade scripts, and the install scripts of earlier versions, kept as released
-        # so that CREATE EXTENSION simpg VERSION '0.1.0' and its upgrades stay possible
-        # (and their secondary control files: simpg--0.1.0.control names its schema)
-        if re.fullmatch(rf"{EXTENSION}--[\d.]+((--[\d.]+)?\.sql|\.control)", entry.name) and entry.name not in files:
+        # the install scripts of earlier versions, kept as released so that CREATE
+        # EXTENSION simpg VERSION '0.1.0' and its updates stay possible (and their
+        # secondary control files: simpg--0.1.0.control names its schema)
+        if re.fullmatch(rf"{EXTENSION}--[\d.]+(\.sql|\.control)", entry.name) and entry.name not in files:
             files[entry.name] = entry.read_text(encoding="utf-8")
     return files
 
@@ -272,7 +319,7 @@ def upgrade_plain(conn: psycopg.Connection, to: str | None = None) -> tuple[str,
     with conn.transaction():
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         for name in path:
-            conn.execute(_strip_psql_commands((sql_dir() / name).read_text(encoding="utf-8")).encode())
+            conn.execute(_strip_psql_commands(upgrade_script(name)).encode())
         conn.execute(version_comment_sql(target))
     return current, target
 

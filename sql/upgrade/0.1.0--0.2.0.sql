@@ -1,7 +1,9 @@
 -- simpg 0.1.0 -> 0.2.0, the part written by hand (see CHANGELOG.md and docs/security.md).
--- sql/upgrade/build.py appends every object of the 0.2.0 install script to it (every
--- function as CREATE OR REPLACE: once the schema is simpg's alone, that replaces only
--- simpg's own), so an updated install equals a fresh one (test_install compares them).
+-- The update script simpg--0.1.0--0.2.0.sql is this part followed by every object of the
+-- 0.2.0 install script (every function as CREATE OR REPLACE: once the schema is simpg's
+-- alone, that replaces only simpg's own), built by the Makefile and by
+-- simpg.schema.upgrade_script, so an updated install equals a fresh one (test_install
+-- compares them).
 --
 -- 0.1.0 kept its catalog in a table under row-level security, with an event trigger
 -- whose SECURITY DEFINER function cleaned it, in a schema that belonged to the role that

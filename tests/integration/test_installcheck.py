@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from simpg import schema
 from tests import servers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,3 +55,27 @@ def test_make_installcheck_passes_on_the_test_server(pg, tmp_path):
     diffs = work / "test" / "regression.diffs"
     assert done.returncode == 0, done.stdout + done.stderr + (diffs.read_text() if diffs.exists() else "")
     assert "All 1 tests passed" in done.stdout or "ok 1" in done.stdout, done.stdout
+
+
+def test_make_builds_the_scripts_the_python_package_installs(tmp_path):
+    """`make` (PGXS's `all`) builds the install script and the update scripts that are not
+    in the repository; they must be the text `simpg install-extension` and the plain
+    install and update run."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.fail("make is not installed; on Debian: apt-get install make")
+    work = tmp_path / "simpg"
+    work.mkdir()
+    shutil.copy(ROOT / "Makefile", work / "Makefile")
+    shutil.copytree(ROOT / "sql", work / "sql")
+    for built in work.glob("sql/simpg--*0.2.0.sql"):
+        built.unlink()  # whatever a make in the checkout left
+    pg_config = Path("/usr/lib/postgresql/15/bin/pg_config")
+    done = subprocess.run([make, "-C", str(work), "all", f"PG_CONFIG={pg_config}"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = schema.extension_files()
+    built = {p.name for p in (work / "sql").glob("simpg--*.sql")}
+    assert built == {name for name in files if name.endswith(".sql")}
+    for name in built:
+        assert (work / "sql" / name).read_text() == files[name], name
