@@ -1985,8 +1985,19 @@ COMMENT ON FUNCTION simpg.near_many(anyelement, bigint[], integer, name) IS
 -- (docs/fingerprinting.md, "Online lookups"). The statement is lookup_statement's kinds
 -- duplicates and banded, prepared once per session like simpg.near's.
 
--- The numbers Python defines too (simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE and
--- BANDS); tests/integration/test_duplicates.py checks that both sides agree.
+-- The decision every path that a sketch confirms makes (docs/fingerprinting.md, "One
+-- decision"): a pair is a near-duplicate when its fingerprints are within k bits or it
+-- shares a band key, and its sketches differ in at most max_sketch_distance bits. The
+-- numbers Python defines too (simpg.fingerprint.DEDUP_K, minhash.MAX_SKETCH_DISTANCE and
+-- BANDS); tests/integration/test_duplicates.py and test_decision_paths.py check that both
+-- sides agree.
+CREATE OR REPLACE FUNCTION simpg.dedup_k() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 4;
+
+COMMENT ON FUNCTION simpg.dedup_k() IS
+    'The fingerprint radius of the sketch-confirmed decision (simpg dedup''s default k, simpg_documents'' index radius)';
+
 CREATE OR REPLACE FUNCTION simpg.max_sketch_distance() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN 36;
@@ -2000,6 +2011,16 @@ CREATE OR REPLACE FUNCTION simpg.band_count() RETURNS integer
 
 COMMENT ON FUNCTION simpg.band_count() IS
     'The number of band keys a document has (simpg.fingerprint.sketch_and_bands)';
+
+-- with_bands: whether a decision confirmed by sketch_column also takes the rows that share
+-- a band key as candidates: bands as given, and by default (NULL) whenever a sketch
+-- confirms, as simpg dedup decides. Without a sketch column, never.
+CREATE OR REPLACE FUNCTION simpg.with_bands(sketch_column name, bands boolean) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN coalesce(bands, sketch_column IS NOT NULL);
+
+COMMENT ON FUNCTION simpg.with_bands(name, boolean) IS
+    'Whether a report or guard confirmed by sketch_column uses band keys: bands, by default (NULL) whenever a sketch confirms';
 
 -- band_columns: the band key columns of a sketch column, <sketch_column>_b0 .. _b3, with
 -- i the 1-based position of the key in a bands array.
@@ -2429,12 +2450,13 @@ COMMENT ON FUNCTION simpg.guard_check() IS
 --
 -- With sketch_column (bit(256), simpg.fingerprint.sketch), two rows count only when their
 -- sketches also differ in at most max_sketch_distance bits (default simpg.max_sketch_distance(), the
--- MAX_SKETCH_DISTANCE of SimHashColumn.duplicates); with bands, rows sharing a band key
--- (bigint columns <sketch_column>_b0 .. _b3, simpg.fingerprint.sketch_and_bands) and
--- confirmed so count too, however far their fingerprints.
+-- MAX_SKETCH_DISTANCE of SimHashColumn.duplicates); with bands (by default whenever a
+-- sketch confirms: simpg.with_bands), rows sharing a band key (bigint columns
+-- <sketch_column>_b0 .. _b3, simpg.fingerprint.sketch_and_bands) and confirmed so count
+-- too, however far their fingerprints: the decision simpg dedup makes.
 CREATE OR REPLACE FUNCTION simpg.create_guard(rel regclass, col name DEFAULT NULL, k integer DEFAULT NULL,
                                    key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
-                                   max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                                   max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS name
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -2489,7 +2511,7 @@ BEGIN
                 v_max_sketch
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF coalesce(bands, false) THEN  -- the names simpg.psycopg._common.band_columns gives
+        IF simpg.with_bands(sketch_column, bands) THEN  -- the names simpg.psycopg._common.band_columns gives
             v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, simpg.band_count() - 1) AS i);
         END IF;
         -- text, not name: a name too long for the convention is not cut to another column's
@@ -2531,7 +2553,7 @@ BEGIN
     -- with bands, also sharing a band key), as simpg.pairs reports them
     SELECT count(*) INTO v_pairs
     FROM simpg.pairs(NULL::text, rel, v_k, v_row.fingerprint_column, v_key.column_name, sketch_column,
-                     v_max_sketch, coalesce(bands, false));
+                     v_max_sketch, v_band_columns <> '{}');
     IF v_pairs > 0 THEN
         RAISE EXCEPTION 'table % already holds % pair(s) of rows within % bits%', rel, v_pairs, v_k,
             CASE WHEN sketch_column IS NULL THEN ''
@@ -2543,7 +2565,7 @@ BEGIN
                                 'row of each, then create the guard', rel, v_k, v_row.fingerprint_column,
                                 CASE WHEN sketch_column IS NULL THEN ''
                                      ELSE format(', sketch_column => %L, max_sketch_distance => %s, bands => %s',
-                                                 sketch_column, v_max_sketch, coalesce(bands, false)) END);
+                                                 sketch_column, v_max_sketch, v_band_columns <> '{}') END);
     END IF;
     RETURN v_name;
 END
@@ -3340,7 +3362,8 @@ COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
 -- with these arguments, or NULL for a report by fingerprints alone (sketch_column NULL).
 -- Raises, naming the value, for max_sketch_distance or bands without a sketch_column, a
 -- distance outside 0 .. 256, or a sketch or band column that is missing or of another
--- type (simpg.checked_sketch_columns). bands NULL is false.
+-- type (simpg.checked_sketch_columns). bands NULL is the default: band keys whenever a
+-- sketch confirms (simpg.with_bands).
 CREATE OR REPLACE FUNCTION simpg.report_sketch_distance(rel regclass, sketch_column name, max_sketch_distance integer,
                                              bands boolean)
     RETURNS integer
@@ -3361,7 +3384,7 @@ BEGIN
         RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %', max_sketch_distance
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM simpg.checked_sketch_columns(rel, sketch_column, coalesce(bands, false));
+    PERFORM simpg.checked_sketch_columns(rel, sketch_column, simpg.with_bands(sketch_column, bands));
     RETURN coalesce(max_sketch_distance, simpg.max_sketch_distance());
 END
 $$;
@@ -3418,7 +3441,7 @@ COMMENT ON FUNCTION simpg.band_passes(regclass, integer, name, name, regtype, na
 CREATE OR REPLACE FUNCTION simpg.pairs_passes(rel regclass, k integer, col name DEFAULT NULL,
                                    key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
                                    sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                   bands boolean DEFAULT false)
+                                   bands boolean DEFAULT NULL)
     RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3435,7 +3458,7 @@ DECLARE
         CASE WHEN v_max IS NULL THEN '' ELSE format(', s.%I AS sk', sketch_column) END;
     -- a NULL sketch confirms nothing: bit_count of NULL is not <= anything
     v_confirmed text := CASE WHEN v_max IS NULL THEN '' ELSE format(' AND bit_count(a.sk # b.sk) <= %L::integer', v_max) END;
-    v_bands text[] := CASE WHEN v_max IS NOT NULL AND coalesce(bands, false)
+    v_bands text[] := CASE WHEN v_max IS NOT NULL AND simpg.with_bands(sketch_column, bands)
                            THEN simpg.band_passes(rel, k, v_row.fingerprint_column, v_key.column_name, v_type,
                                                   sketch_column, v_max)
                            ELSE '{}' END;
@@ -3495,7 +3518,7 @@ COMMENT ON FUNCTION simpg.pairs_passes(regclass, integer, name, name, regtype, n
 CREATE OR REPLACE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
                                   key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
                                   sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                  bands boolean DEFAULT false)
+                                  bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE sql STABLE
     RETURN pg_catalog.array_to_string(
@@ -3532,7 +3555,7 @@ COMMENT ON FUNCTION simpg.report_work_mem(regclass) IS
 -- With sketch_column (and bands) the pairs are confirmed by their sketches: see pairs_query.
 CREATE OR REPLACE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
                             sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                            bands boolean DEFAULT false)
+                            bands boolean DEFAULT NULL)
     RETURNS TABLE (key_a bigint, key_b bigint, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3564,7 +3587,7 @@ COMMENT ON FUNCTION simpg.pairs(regclass, integer, name, name, name, integer, bo
 -- pairs with a typed first argument: keys of any type, e.g. simpg.pairs(NULL::uuid, 'docs', 3).
 CREATE OR REPLACE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
                             key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
-                            max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                            max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS TABLE (key_a anyelement, key_b anyelement, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3835,7 +3858,7 @@ COMMENT ON FUNCTION simpg.fingerprint_representatives(regclass, integer, name, n
 -- A row may be alone in its comp (its pairs are with members of earlier clusters).
 CREATE OR REPLACE FUNCTION simpg.confirmed_clusters(rel regclass, k integer, col name, key_column name, method text,
                                          sketch_column name, max_sketch_distance integer DEFAULT NULL,
-                                         bands boolean DEFAULT false)
+                                         bands boolean DEFAULT NULL)
     RETURNS TABLE (key text, comp integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3957,7 +3980,7 @@ COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
 -- (key_expr then sees a t with the key column alone).
 CREATE OR REPLACE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
                                          key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
-                                         max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                                         max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3978,7 +4001,7 @@ BEGIN
             'SELECT %s AS key, c.comp FROM simpg.confirmed_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name, '
             '%L::pg_catalog.name, %L, %L::pg_catalog.name, %s, %L) AS c, LATERAL (SELECT c.key::%s AS %I) AS t',
             key_expr, rel, k, v_row.fingerprint_column, v_key.column_name, method, sketch_column,
-            coalesce(max_sketch_distance::text, 'NULL'), coalesce(bands, false), v_key.column_type,
+            coalesce(max_sketch_distance::text, 'NULL'), simpg.with_bands(sketch_column, bands), v_key.column_type,
             v_key.column_name);
     END IF;
     IF simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
@@ -4019,7 +4042,7 @@ COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text
 CREATE OR REPLACE FUNCTION simpg.clusters_query(rel regclass, k integer, col name DEFAULT NULL,
                                      key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
                                      method text DEFAULT 'representative', sketch_column name DEFAULT NULL,
-                                     max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                                     max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -4047,7 +4070,7 @@ COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype,
 -- clusters: near-duplicate clusters, keys as bigint (see clusters_query for method).
 CREATE OR REPLACE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
                                method text DEFAULT 'representative', sketch_column name DEFAULT NULL,
-                               max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                               max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS TABLE (cluster_id bigint, key bigint, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -4064,7 +4087,7 @@ COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name, text, name, in
 CREATE OR REPLACE FUNCTION simpg.clusters(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
                                key_column name DEFAULT NULL, method text DEFAULT 'representative',
                                sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                               bands boolean DEFAULT false)
+                               bands boolean DEFAULT NULL)
     RETURNS TABLE (cluster_id anyelement, key anyelement, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -4084,7 +4107,7 @@ COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, te
 -- (simpg.cluster_rows_query reads only the rows that can be in a cluster).
 CREATE OR REPLACE FUNCTION simpg.cluster_groups(rel regclass, k integer, col name, key_column name, method text,
                                      sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                     bands boolean DEFAULT false)
+                                     bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -4106,7 +4129,7 @@ COMMENT ON FUNCTION simpg.cluster_groups(regclass, integer, name, name, text, na
 CREATE OR REPLACE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL,
                                     key_column name DEFAULT NULL, method text DEFAULT 'representative',
                                     sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                    bands boolean DEFAULT false)
+                                    bands boolean DEFAULT NULL)
     RETURNS TABLE (cluster_size bigint, clusters bigint, rows bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -4130,7 +4153,7 @@ COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name, name, text, nam
 CREATE OR REPLACE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL,
                                       key_column name DEFAULT NULL, method text DEFAULT 'representative',
                                       sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                      bands boolean DEFAULT false)
+                                      bands boolean DEFAULT NULL)
     RETURNS TABLE (rows bigint, duplicated_rows bigint, clusters bigint, largest_cluster bigint,
                    rows_after_dedup bigint)
     LANGUAGE plpgsql STABLE

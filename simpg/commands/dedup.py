@@ -65,6 +65,9 @@ def register(subparsers: Any) -> None:
                    help=f"largest number of differing sketch bits that confirms a pair, 0 to {SKETCH_BITS} "
                         f"(default: {MAX_SKETCH_DISTANCE}: estimated Jaccard similarity >= "
                         f"{1 - 2 * MAX_SKETCH_DISTANCE / SKETCH_BITS:.2f})")
+    p.add_argument("--bands", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --confirm sketch, documents sharing a band key (simpg.fingerprint.sketch_and_bands) "
+                        "are candidates too, however far apart their fingerprints (default: --bands)")
     p.add_argument("--collection", help="name of this set of documents (default: PATH)")
     p.add_argument("--append", action="store_true",
                    help="keep the collection's earlier documents (default: replace them)")
@@ -140,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"simpg: skipped {plural(len(empty), 'document')} without usable text: {shown(empty)}",
               file=sys.stderr)
     decision = dedup.Decision(k=k, confirm=args.confirm == "sketch", max_sketch_distance=args.max_sketch_distance,
-                              method=args.method)
+                              method=args.method, bands=args.bands and args.confirm == "sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         report = dedup.deduplicate(conn, collection, docs, fps, sketches, bands=bands, decision=decision, config=config,
                                    append=args.append, with_pairs=args.json,
@@ -182,7 +185,7 @@ def render(report: dict[str, Any]) -> str:
            if report.get("method", "representative") == "representative"
            else "chains of documents within {k} bits of each other")
     if report.get("confirm") == "sketch":
-        how += ", confirmed by sketches"
+        how = (how + " or sharing a band key" if report.get("bands") else how) + ", confirmed by sketches"
     lines = [
         f"{plural(report['documents'], 'document')} in collection {report['collection']!r}: "
         f"{plural(len(clusters), 'cluster')} of near-duplicates ({how.format(k=report['k'])}), "
