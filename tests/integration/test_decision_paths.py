@@ -92,7 +92,8 @@ def corpus(seed: int = 28) -> tuple[list[str], int]:
     docs += [rng.choice(bases) for _ in range(5)]  # exact copies
     docs += [_text(rng, vocab, rng.randint(3, 8)) for _ in range(10)]  # too short for band keys
     # mixed scripts: a document quoting a Chinese or Japanese phrase, beside its original
-    quotes = ["（原文：近似重复的文档）", "引用：東京都の図書館は月曜日休館です", "译者：张伟", "注意：この設定は再起動後に有効になります"]
+    quotes = ["（原文：近似重复的文档）", "引用：東京都の図書館は月曜日休館です", "译者：张伟",
+              "注意：この設定は再起動後に有効になります"]
     docs += [rng.choice(bases) + " " + rng.choice(quotes) for _ in range(12)]
     # revisions whose fingerprints are more than k bits apart and whose sketches are a
     # few bits apart: only a shared band key makes them candidates
@@ -166,7 +167,13 @@ def test_every_path_decides_the_same_pairs(db: Any, tmp_path: Path, capsys: pyte
     assert report["k"] == DEDUP_K and report["bands"] is True and report["max_sketch_distance"] == MAX_SKETCH_DISTANCE
     line = {f"{path}:{n}": n - 1 for n in range(1, len(texts) + 1)}
     by_dedup = {(line[p["source_a"]], line[p["source_b"]]) for p in report["pairs"]}
-    assert by_dedup == expected
+    assert by_dedup == expected and revisions <= by_dedup
+    # the revisions come through their band keys alone: without them dedup misses every pair beyond k
+    assert main(["dedup", str(path), "--dsn", db.dsn, "--json", "--no-bands", "--collection", "no-bands"]) == 0
+    no_bands = json.loads(capsys.readouterr().out)
+    assert no_bands["bands"] is False
+    assert {(line[p["source_a"]], line[p["source_b"]]) for p in no_bands["pairs"]} == expected - beyond_k
+    db.conn.execute("DELETE FROM simpg_documents WHERE collection = 'no-bands'")
 
     conn = db.conn
     rows = conn.execute("SELECT id, source FROM simpg_documents ORDER BY id").fetchall()
