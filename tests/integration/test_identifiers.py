@@ -62,7 +62,7 @@ BANDED = [f"{SKETCH}_b{i}" for i in range(4)]  # the sketch column's band keys, 
 
 
 def make_table(conn: psycopg.Connection[Any], name: str, seed: int) -> dict[int, str]:
-    """``name`` with keys, texts, fingerprints, sketches and band keys; the look-alike fingerprint column holds others."""
+    """``name`` with keys, texts, fingerprints, sketches and band keys; the look-alike fingerprint column: others."""
     conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} text, {} bigint, {} bit(256), {} bigint, "
                          "{} bigint, {} bigint, {} bigint, {} bigint)").format(
         sql.SQL(name), sql.Identifier(KEY), sql.Identifier(TEXT), sql.Identifier(FP), sql.Identifier(SKETCH),
