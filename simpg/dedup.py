@@ -2,8 +2,10 @@
 
 The documents go into the reference table ``simpg_documents`` (:mod:`simpg.reference`)
 as one *collection*, replacing what an earlier run loaded into it unless ``append``.
-Two documents are near-duplicates when their fingerprints differ in at most k bits
-*and*, with ``confirm``, their sketches agree (:mod:`simpg.fingerprint.minhash`). The
+Two documents are near-duplicates when their fingerprints differ in at most k bits or
+(with ``bands``) they share a band key, *and*, with ``confirm``, their sketches agree
+(:mod:`simpg.fingerprint.minhash`): :class:`Decision`, the decision of every path that a
+sketch confirms (docs/fingerprinting.md, "One decision on every path"). The
 clusters come from the table in one read (one snapshot, so the clusters and the pairs
 listed are of the same rows): around representatives, or connected components.
 
@@ -14,7 +16,7 @@ prints; everything else is here, usable from Python::
     fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
     with psycopg.connect(dsn, autocommit=True) as conn:
         report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, bands=bands,
-                                   decision=dedup.Decision(k=7))
+                                   decision=dedup.Decision())
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     """Load ``docs`` (those with a fingerprint) as ``collection``, then pair and cluster it.
 
     ``bands`` (from :func:`sketch_and_band_documents`) are stored for ``simpg near``'s
-    lookups; without them the rows have none and are found through fingerprints only.
+    lookups and, with ``decision.bands``, are candidates here too; without them the rows
+    have none (rows stored earlier keep theirs) and are found through fingerprints only.
     ``conn`` must be in autocommit mode. Returns the report: the collection, its
     document count, the clusters (largest first, each document with its bits from the
     cluster's first document and sketch similarity), and with ``with_pairs`` every pair

@@ -5,10 +5,11 @@ CSV file with a text column (:mod:`simpg.corpus`). The documents go into the ref
 table ``simpg_documents`` (:mod:`simpg.reference`) as one *collection* (default: the
 path), replacing what an earlier run loaded into that collection unless ``--append``.
 Two documents are near-duplicates when their fingerprints differ in at most k bits
-(default :data:`~simpg.fingerprint.DEDUP_K`) *and* their sketches confirm it
-(:mod:`simpg.fingerprint.minhash`: estimated Jaccard similarity of their shingle sets at
-least 0.72); ``--confirm none`` uses the fingerprints alone. The clusters are found from the
-table in one read: by default around representatives (in load order, each document joins
+(default :data:`~simpg.fingerprint.DEDUP_K`) or they share a band key (``--no-bands``
+leaves those out), *and* their sketches confirm it (:mod:`simpg.fingerprint.minhash`:
+estimated Jaccard similarity of their shingle sets at least 0.72): the decision every
+path that a sketch confirms makes. ``--confirm none`` uses the fingerprints alone. The
+clusters are found from the table in one read: by default around representatives (in load order, each document joins
 the earliest cluster leader it is a near-duplicate of, else leads one), or with
 ``--clusters components`` as connected components (seed 004), which chain neighbours.
 
@@ -16,7 +17,7 @@ Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
 PostgreSQL that simpg starts in a per-user folder and stops when it is done.
 
 Output is a table per cluster for people, or one JSON object with ``--json``, which
-also lists every pair of documents within k (the decisions the clusters are made from). Long
+also lists every pair decided (the decisions the clusters are made from). Long
 work shows progress bars on stderr when it is a terminal (or with ``--progress``).
 """
 
