@@ -47,16 +47,18 @@ import numpy as np
 
 from simpg import bits
 from simpg.exc import InvalidFingerprint, InvalidLayout
-from simpg.fingerprint.minhash import SKETCH_BYTES, checked_max_distance
+from simpg.fingerprint.minhash import BANDS, SKETCH_BYTES, checked_max_distance
 from simpg.layout import MAX_K, Layout, Permutation
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "CLUSTER_METHODS",
+    "as_bands",
     "as_fingerprints",
     "as_sketches",
     "clusters",
+    "band_pair_chunks",
     "component_labels",
     "confirmed_pair_chunks",
     "pair_chunks",
@@ -73,6 +75,7 @@ __all__ = [
 CLUSTER_METHODS = ("representative", "components")
 
 _U64 = np.uint64
+_WORDS = SKETCH_BYTES // 8  # uint64 words of a sketch
 _EMPTY = np.empty(0, dtype=np.int64)
 
 # Cost model of pairs_layout, from timings on a 2-core bench machine (docs/python.md):
@@ -114,7 +117,7 @@ def as_sketches(values: Any) -> np.ndarray:
     ``bytes``; anything else raises, naming the value.
     """
     if isinstance(values, np.ndarray):
-        if values.ndim == 2 and values.dtype == np.uint64 and values.shape[1] == SKETCH_BYTES // 8:
+        if values.ndim == 2 and values.dtype == np.uint64 and values.shape[1] == _WORDS:
             return values
         if values.ndim == 2 and values.dtype == np.uint8 and values.shape[1] == SKETCH_BYTES:
             return np.ascontiguousarray(values).view(">u8").astype(np.uint64)
@@ -128,20 +131,59 @@ def as_sketches(values: Any) -> np.ndarray:
     return as_sketches(raw)
 
 
-def _keys(fps: np.ndarray, sketches: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Distinct rows: their fingerprints, each row's key number, and the keys' sketches.
+def as_bands(values: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Band keys (:func:`simpg.fingerprint.sketch_and_bands`) as an ``(n, BANDS)`` ``int64`` array and a mask.
 
-    Rows equal in fingerprint (and sketch, when given) are one key: a value repeated in
-    many rows costs one comparison, not one per pair of rows.
+    Accepts such an array (every row has keys), such an array and the mask as a pair, or
+    an iterable of :data:`BANDS`-tuples of signed 64-bit keys or None (a text too short to
+    have any: it shares no band). The mask says which rows have keys. ``n``: the number
+    of rows expected.
+    """
+    if isinstance(values, tuple) and len(values) == 2 and all(isinstance(v, np.ndarray) for v in values):
+        keys, has = as_bands(values[0])[0], np.asarray(values[1], dtype=bool)
+        if has.shape != (len(keys),):
+            raise InvalidFingerprint(f"expected one has-keys flag per row of band keys, got shape {has.shape}")
+    elif isinstance(values, np.ndarray):
+        if values.ndim != 2 or values.shape[1] != BANDS or values.dtype not in (np.int64, np.uint64):
+            raise InvalidFingerprint(f"expected band keys as an (n, {BANDS}) int64 array, got "
+                                     f"{values.dtype} of shape {values.shape}")
+        keys, has = values.view(np.int64), np.ones(len(values), dtype=bool)
+    else:
+        items = list(values)
+        for value in items:
+            if value is not None and (not isinstance(value, (tuple, list)) or len(value) != BANDS or not all(
+                    isinstance(x, int) and not isinstance(x, bool) and -2**63 <= x < 2**63 for x in value)):
+                raise InvalidFingerprint(f"expected {BANDS} signed 64-bit band keys or None, got {value!r}")
+        has = np.array([v is not None for v in items], dtype=bool)
+        keys = np.array([v if v is not None else (0,) * BANDS for v in items], dtype=np.int64).reshape(-1, BANDS)
+    if n is not None and len(keys) != n:
+        raise InvalidFingerprint(f"expected band keys for each of {n} rows, got {len(keys)}")
+    return keys, has
+
+
+def _keys(fps: np.ndarray, sketches: np.ndarray | None, bands: tuple[np.ndarray, np.ndarray] | None = None,
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+    """Distinct rows: their fingerprints, each row's key number, and the keys' sketches and band keys.
+
+    Rows equal in fingerprint (and sketch and band keys, when given) are one key: a value
+    repeated in many rows costs one comparison, not one per pair of rows.
     """
     if sketches is None:
         unique, inverse = np.unique(fps, return_inverse=True)
-        return unique, inverse.reshape(-1), None
+        return unique, inverse.reshape(-1), None, None
     if len(sketches) != len(fps):
         raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sketches)} for {len(fps)}")
-    rows = np.concatenate([fps[:, None], sketches], axis=1)
+    parts = [fps[:, None], sketches]
+    if bands is not None:
+        parts += [bands[0].view(np.uint64), bands[1].astype(np.uint64)[:, None]]
+    rows = np.concatenate(parts, axis=1)
     unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-    return np.ascontiguousarray(unique[:, 0]), inverse.reshape(-1), unique[:, 1:]
+    key_bands = None
+    if bands is not None:
+        first = 1 + _WORDS  # after the fingerprint and the sketch: the keys, then the has-keys flag
+        key_bands = (np.ascontiguousarray(unique[:, first:first + BANDS]).view(np.int64), unique[:, first + BANDS] == 1)
+    key_sketches = np.ascontiguousarray(unique[:, 1:1 + _WORDS])
+    return np.ascontiguousarray(unique[:, 0]), inverse.reshape(-1), key_sketches, key_bands
 
 
 def _confirmed(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], sketches: np.ndarray | None,
@@ -158,13 +200,15 @@ def _confirmed(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], sket
 
 
 def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: int | None = None,
-                          layout: Layout | None = None,
+                          layout: Layout | None = None, bands: Any = None,
                           ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Every pair of rows within ``k`` bits whose sketches confirm it, in chunks.
+    """Every pair of rows within ``k`` bits, or sharing a band key, whose sketches confirm it, in chunks.
 
-    The two-stage decision of ``simpg dedup``: the fingerprints find candidates (exactly,
-    as :func:`pair_chunks`), the sketches (:mod:`simpg.fingerprint.minhash`) keep those
-    whose estimated Jaccard similarity is high enough.
+    The decision of ``simpg dedup`` and of every report and lookup that a sketch confirms
+    (docs/fingerprinting.md, "One decision"): the fingerprints find candidates (exactly, as
+    :func:`pair_chunks`), and with ``bands`` so do shared band keys (:func:`band_pair_chunks`);
+    the sketches (:mod:`simpg.fingerprint.minhash`) keep those whose estimated Jaccard
+    similarity is high enough.
 
     Args:
         fps: fingerprints (see :func:`as_fingerprints`).
@@ -173,9 +217,12 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
         max_sketch_distance: largest sketch distance that confirms a candidate (default
             :data:`simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`).
         layout: as :func:`pair_chunks`.
+        bands: one row of band keys per row (see :func:`as_bands`), or None: fingerprint
+            candidates only.
 
     Yields:
-        ``(i, j, distance, sketch_distance)`` int64 arrays with ``i < j``, each pair once.
+        ``(i, j, distance, sketch_distance)`` int64 arrays with ``i < j``, each pair once
+        (a pair sharing a band key may be more than ``k`` bits apart).
     """
     fps = as_fingerprints(fps)
     sk = as_sketches(sketches)
@@ -183,7 +230,60 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
     _check_k(k, layout)
     if len(sk) != len(fps):
         raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sk)} for {len(fps)}")
+    keys = None if bands is None else as_bands(bands, len(fps))
     yield from _confirmed(pair_chunks(fps, k, layout), sk, limit)
+    if keys is not None:
+        yield from _band_pairs(fps, sk, keys, k, limit)
+
+
+def band_pair_chunks(fps: Any, sketches: Any, bands: Any, k: int, max_sketch_distance: int | None = None,
+                     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The pairs that share a band key, are more than ``k`` bits apart and whose sketches confirm them.
+
+    What band keys add to the pairs within ``k`` (:func:`confirmed_pair_chunks` with
+    ``bands``), as ``simpg.band_passes`` does in SQL: band ``b``'s pass reports the pairs
+    that share key ``b`` and no earlier one, so each pair comes out once. Rows without
+    band keys share none.
+
+    Yields:
+        ``(i, j, distance, sketch_distance)`` int64 arrays with ``i < j``.
+    """
+    fps = as_fingerprints(fps)
+    sk = as_sketches(sketches)
+    _check_k(k, None)
+    if len(sk) != len(fps):
+        raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sk)} for {len(fps)}")
+    yield from _band_pairs(fps, sk, as_bands(bands, len(fps)), k, _sketch_limit(max_sketch_distance))
+
+
+def _band_pairs(fps: np.ndarray, sketches: np.ndarray, bands: tuple[np.ndarray, np.ndarray], k: int,
+                limit: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    keys, has = bands
+    rows = np.flatnonzero(has)
+    for b in range(keys.shape[1]):
+        order = rows[np.argsort(keys[rows, b], kind="stable")]
+        ordered = keys[order, b]
+        # Pair each position p with p + d while both hold the same key (runs are
+        # contiguous, as in _table_pairs): one step per row of the longest run.
+        active = np.arange(len(order) - 1)
+        d = 1
+        while len(active):
+            active = active[active + d < len(order)]
+            active = active[ordered[active + d] == ordered[active]]
+            if not len(active):
+                break
+            x, y = order[active], order[active + d]
+            i, j = np.minimum(x, y), np.maximum(x, y)
+            keep = np.bitwise_count(fps[i] ^ fps[j]).astype(np.int64) > k
+            for earlier in range(b):  # a pair sharing an earlier band came out there
+                keep &= keys[i, earlier] != keys[j, earlier]
+            i, j = i[keep], j[keep]
+            sd = np.bitwise_count(sketches[i] ^ sketches[j]).sum(axis=1, dtype=np.int64)
+            ok = sd <= limit
+            if ok.any():
+                i, j = i[ok], j[ok]
+                yield i, j, np.bitwise_count(fps[i] ^ fps[j]).astype(np.int64), sd[ok]
+            d += 1
 
 
 def _sketch_limit(value: int | None) -> int:
@@ -547,7 +647,7 @@ def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray
 
 def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "representative",
              rank: Any = None, sketches: Any = None, max_sketch_distance: int | None = None,
-             ) -> list[np.ndarray]:
+             bands: Any = None) -> list[np.ndarray]:
     """Clusters of rows within ``k`` (see :data:`CLUSTER_METHODS`), each of two or more rows.
 
     Equal fingerprints are folded together first, so a fingerprint repeated in many
@@ -565,6 +665,8 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
         sketches: one sketch per row (:func:`as_sketches`): a pair joins a cluster only
             when the sketches confirm it (:func:`confirmed_pair_chunks`).
         max_sketch_distance: with ``sketches``, the largest sketch distance that confirms.
+        bands: with ``sketches``, one row of band keys per row (:func:`as_bands`): rows
+            sharing a band key are candidates too, as in :func:`confirmed_pair_chunks`.
 
     Returns:
         Arrays of row numbers, each sorted; largest cluster first, then by first row.
@@ -576,10 +678,15 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
     _check_k(k, layout)
     sk = None if sketches is None else as_sketches(sketches)
     limit = _sketch_limit(max_sketch_distance)
+    if bands is not None and sk is None:
+        raise InvalidFingerprint("band keys are candidates only with sketches to confirm them; pass sketches")
+    keys = None if bands is None else as_bands(bands, n)
     if n < 2:
         return []
-    unique, inverse, key_sketches = _keys(fps, sk)
+    unique, inverse, key_sketches, key_bands = _keys(fps, sk, keys)
     chunks = list(_confirmed(pair_chunks(unique, k, layout), key_sketches, limit))
+    if key_bands is not None and key_sketches is not None:
+        chunks += list(_band_pairs(unique, key_sketches, key_bands, k, limit))
     edges_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
     edges_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY
     if method == "components":

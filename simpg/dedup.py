@@ -2,8 +2,10 @@
 
 The documents go into the reference table ``simpg_documents`` (:mod:`simpg.reference`)
 as one *collection*, replacing what an earlier run loaded into it unless ``append``.
-Two documents are near-duplicates when their fingerprints differ in at most k bits
-*and*, with ``confirm``, their sketches agree (:mod:`simpg.fingerprint.minhash`). The
+Two documents are near-duplicates when their fingerprints differ in at most k bits or
+(with ``bands``) they share a band key, *and*, with ``confirm``, their sketches agree
+(:mod:`simpg.fingerprint.minhash`): :class:`Decision`, the decision of every path that a
+sketch confirms (docs/fingerprinting.md, "One decision on every path"). The
 clusters come from the table in one read (one snapshot, so the clusters and the pairs
 listed are of the same rows): around representatives, or connected components.
 
@@ -14,7 +16,7 @@ prints; everything else is here, usable from Python::
     fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
     with psycopg.connect(dsn, autocommit=True) as conn:
         report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, bands=bands,
-                                   decision=dedup.Decision(k=7))
+                                   decision=dedup.Decision())
 """
 
 from __future__ import annotations
@@ -120,12 +122,20 @@ def featureless_reason(doc: Document, config: FingerprintConfig) -> str:
 
 @dataclass(frozen=True)
 class Decision:
-    """How pairs are decided and grouped."""
+    """How pairs are decided and grouped.
+
+    With ``confirm`` (the default), a pair is a near-duplicate when its fingerprints are
+    within ``k`` bits or, with ``bands``, it shares a band key, and its sketches differ in
+    at most ``max_sketch_distance`` bits: the decision every path that a sketch confirms
+    makes with the same defaults (docs/fingerprinting.md, "One decision"). Without
+    ``confirm`` the fingerprints alone decide, within ``k``.
+    """
 
     k: int = DEDUP_K
     confirm: bool = True
     max_sketch_distance: int = MAX_SKETCH_DISTANCE
     method: str = "representative"
+    bands: bool = True
 
 
 def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[Document],
@@ -137,7 +147,8 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     """Load ``docs`` (those with a fingerprint) as ``collection``, then pair and cluster it.
 
     ``bands`` (from :func:`sketch_and_band_documents`) are stored for ``simpg near``'s
-    lookups; without them the rows have none and are found through fingerprints only.
+    lookups and, with ``decision.bands``, are candidates here too; without them the rows
+    have none (rows stored earlier keep theirs) and are found through fingerprints only.
     ``conn`` must be in autocommit mode. Returns the report: the collection, its
     document count, the clusters (largest first, each document with its bits from the
     cluster's first document and sketch similarity), and with ``with_pairs`` every pair
@@ -173,15 +184,18 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 **{col: [None if b is None else b[i] for _, _, _, b in chunk] for i, col in enumerate(BAND_COLUMNS)},
             })
     where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
-    how = "confirmed by sketches" if decision.confirm else "fingerprints only"
+    how = ("or sharing a band key, " if decision.confirm and decision.bands else "") + (
+        "confirmed by sketches" if decision.confirm else "fingerprints only")
     documents = f"{len(kept)} document{'' if len(kept) == 1 else 's'}"
     stage(f"pairing {documents} within {decision.k} bits, {how} ({decision.method})")
     # one snapshot: the clusters and the listed pairs come from the same rows
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         stored_ids, stored_fps = index.fetch_all(where)
-        stored_sketches = _stored_sketches(conn, collection, stored_ids) if decision.confirm else None
-    decided, copies = _decide(stored_ids, stored_fps, stored_sketches, decision.k, decision.max_sketch_distance)
+        stored_sketches, stored_bands = (_stored_sketches(conn, collection, stored_ids) if decision.confirm
+                                         else (None, None))
+    decided, copies = _decide(stored_ids, stored_fps, stored_sketches, decision.k, decision.max_sketch_distance,
+                              stored_bands if decision.bands else None)
     clusters = _clusters(stored_ids, decided, decision.method, copies)
     if with_pairs:  # every pair, copies included: as many as the report asks for
         decided = _all_pairs(decided, copies, decision.confirm)
@@ -195,49 +209,60 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     report["method"] = decision.method
     report["confirm"] = "sketch" if decision.confirm else "none"
     report["max_sketch_distance"] = decision.max_sketch_distance if decision.confirm else None
+    report["bands"] = decision.confirm and decision.bands
     if with_pairs:
         # every pair the clusters were made from, so an evaluation scores what users get
         report["pairs"] = [_pair_json(a, b, d, sd, rows, decision.confirm) for a, b, d, sd in decided]
     return report
 
 
-def _stored_sketches(conn: Any, collection: str, ids: Any) -> list[bytes | None]:
-    """The stored sketches of ``ids``, in that order; rows stored before sketches get theirs (and band keys) now."""
-    found = {row[0]: from_sql(row[1]) for row in conn.execute(
-        "SELECT id, sketch::text FROM simpg_documents WHERE collection = %s AND sketch IS NOT NULL",
-        [collection])}
+def _stored_sketches(conn: Any, collection: str, ids: Any,
+                     ) -> tuple[list[bytes | None], list[tuple[int, ...] | None]]:
+    """The stored sketches and band keys of ``ids``, in that order.
+
+    Rows stored before sketches get theirs (and band keys) now.
+    """
+    found: dict[int, tuple[bytes | None, tuple[int, ...] | None]] = {}
+    for id_, sketch_text, *keys in conn.execute(
+            "SELECT id, sketch::text, sketch_b0, sketch_b1, sketch_b2, sketch_b3 FROM simpg_documents "
+            "WHERE collection = %s AND sketch IS NOT NULL", [collection]):
+        found[id_] = (from_sql(sketch_text), None if None in keys else tuple(keys))
     missing = conn.execute("SELECT id, title, body FROM simpg_documents WHERE collection = %s "
                            "AND sketch IS NULL", [collection]).fetchall()
     updates = []
     for id_, title, body in missing:  # stored by simpg 0.1, or by hand: the text is there
         try:
-            made, keys = sketch_and_bands({"title": title, "body": body} if title else body)
+            made, band_keys = sketch_and_bands({"title": title, "body": body} if title else body)
         except ValueError:
-            found[id_] = None
+            found[id_] = (None, None)
             continue
-        found[id_] = made
-        updates.append((to_sql(made), *(keys or [None] * len(BAND_COLUMNS)), id_))
+        found[id_] = (made, band_keys)
+        updates.append((to_sql(made), *(band_keys or [None] * len(BAND_COLUMNS)), id_))
     if updates:
         with conn.cursor() as cur:
             cur.executemany("UPDATE simpg_documents SET sketch = %s::bit(256), sketch_b0 = %s, sketch_b1 = %s, "
                             "sketch_b2 = %s, sketch_b3 = %s WHERE id = %s", updates)
-    return [found.get(int(i)) for i in ids]
+    made_rows = [found.get(int(i), (None, None)) for i in ids]
+    return [m[0] for m in made_rows], [m[1] for m in made_rows]
 
 
 def _copies(ids: np.ndarray, fps: np.ndarray, sketches: np.ndarray | None,
-            ) -> tuple[np.ndarray, dict[int, list[int]]]:
+            bands: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, dict[int, list[int]]]:
     """The rows to pair (positions in ``ids``) and the copies each of them stands for.
 
-    Rows with the same fingerprint (and, with sketches, the same sketch) are near-duplicates
-    of each other and of exactly the same other rows, so only the one with the smallest id
-    is paired; ``copies`` maps its id to every id of its group, sorted (groups of two or
-    more only). Without this, n copies of one document (a licence, a templated page) made
-    n * (n - 1) / 2 pairs: 6,000 copies took 53 s and 5 GB. ``sketches``: an
-    :func:`allpairs.as_sketches` array of the same rows, or None.
+    Rows with the same fingerprint (and, with sketches, the same sketch, and with band keys
+    the same keys) are near-duplicates of each other and of exactly the same other rows,
+    so only the one with the smallest id is paired; ``copies`` maps its id to every id of
+    its group, sorted (groups of two or more only). Without this, n copies of one document
+    (a licence, a templated page) made n * (n - 1) / 2 pairs: 6,000 copies took 53 s and
+    5 GB. ``sketches``: an :func:`allpairs.as_sketches` array of the same rows, or None;
+    ``bands``: an :func:`allpairs.as_bands` pair of the same rows, or None.
     """
     key = fps.astype(np.uint64).reshape(-1, 1)
     if sketches is not None:
         key = np.hstack([key, sketches])
+    if bands is not None:
+        key = np.hstack([key, bands[0].view(np.uint64), bands[1].astype(np.uint64).reshape(-1, 1)])
     by_id = np.argsort(ids, kind="stable")  # np.unique's first index of a group is then its smallest id
     _, first, group = np.unique(key[by_id], axis=0, return_index=True, return_inverse=True)
     group = group.reshape(-1)
@@ -251,24 +276,29 @@ def _copies(ids: np.ndarray, fps: np.ndarray, sketches: np.ndarray | None,
 
 
 def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int, max_sketch_distance: int,
+            bands: Sequence[tuple[int, ...] | None] | None = None,
             ) -> tuple[list[tuple[int, int, int, int | None]], dict[int, list[int]]]:
     """Every near-duplicate pair among the rows that stand for their copies, and the copies.
 
     Pairs are ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted; the copies
-    are :func:`_copies`'. With sketches, a document without one (no words to sketch) is nobody's duplicate.
+    are :func:`_copies`'. With sketches, a document without one (no words to sketch) is
+    nobody's duplicate; with ``bands`` (one tuple or None per row, sketches required),
+    rows sharing a band key are candidates too (:func:`allpairs.confirmed_pair_chunks`).
     """
     rows = np.arange(len(ids)) if sketches is None else np.flatnonzero([sk is not None for sk in sketches])
     if not len(rows):
         return [], {}
     sk = None if sketches is None else allpairs.as_sketches([sketches[r] for r in rows.tolist()])
-    reps, copies = _copies(np.asarray(ids, dtype=np.int64)[rows], np.asarray(fps)[rows], sk)
+    keys = None if bands is None or sk is None else allpairs.as_bands([bands[r] for r in rows.tolist()])
+    reps, copies = _copies(np.asarray(ids, dtype=np.int64)[rows], np.asarray(fps)[rows], sk, keys)
     rows = rows[reps]
     chunks: list[tuple[Any, Any, Any, Any]]
     if sk is None:
         chunks = [(rows[i], rows[j], d, None) for i, j, d in allpairs.pair_chunks(fps[rows], k)]
     else:
-        chunks = [(rows[i], rows[j], d, sd)
-                  for i, j, d, sd in allpairs.confirmed_pair_chunks(fps[rows], sk[reps], k, max_sketch_distance)]
+        rep_bands = None if keys is None else (keys[0][reps], keys[1][reps])
+        chunks = [(rows[i], rows[j], d, sd) for i, j, d, sd in
+                  allpairs.confirmed_pair_chunks(fps[rows], sk[reps], k, max_sketch_distance, bands=rep_bands)]
     out: list[tuple[int, int, int, int | None]] = []
     for i, j, d, sd in chunks:
         a, b = ids[i].tolist(), ids[j].tolist()

@@ -2,8 +2,10 @@
 
 The DDL below is the one definition for raw SQL; :mod:`simpg.sqlalchemy.documents`
 and ``migrations/`` mirror it and the test suite compares them. The table is indexed
-for ``k <= 4`` with 6 blocks (15 tables): prefixes of 20-22 bits keep a lookup to a few
-candidates a table up to a few million rows (``simpg plan --k 4`` for bigger tables).
+for ``k <= DEDUP_K`` (4) with 6 blocks (15 tables): the radius ``simpg dedup`` decides
+at, so every report, lookup and guard on the table answers at it too; prefixes of 20-22
+bits keep a lookup to a few candidates a table up to a few million rows (``simpg plan
+--k 4`` for bigger tables).
 
 Example:
     >>> import psycopg
@@ -55,6 +57,8 @@ CREATE INDEX simpg_documents_sketch_b3_idx ON simpg_documents (sketch_b3);
 #: The band key columns, in band order (``SimHashColumn.duplicates(..., bands=)``'s default names).
 BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 
+#: The radius is the decision's (``DEDUP_K``, tests/integration/test_decision_paths.py checks
+#: it): reports, lookups and the guard on the table answer at the k ``simpg dedup`` decides at.
 INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);  -- 15 tables\n"
 
 

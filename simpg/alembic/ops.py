@@ -533,7 +533,7 @@ class CreateSimhashGuardOp(MigrateOperation):
 
     def __init__(self, table_name: str, column_name: str, *, k: int | None = None,
                  key_column: str | None = None, sketch_column: str | None = None,
-                 max_sketch_distance: int | None = None, bands: bool = False, schema: str | None = None) -> None:
+                 max_sketch_distance: int | None = None, bands: bool | None = None, schema: str | None = None) -> None:
         self.table_name = table_name
         self.column_name = column_name
         self.k = k
@@ -546,7 +546,7 @@ class CreateSimhashGuardOp(MigrateOperation):
     @classmethod
     def create_simhash_guard(cls, operations: Operations, table_name: str, column_name: str, *,
                              k: int | None = None, key_column: str | None = None, sketch_column: str | None = None,
-                             max_sketch_distance: int | None = None, bands: bool = False,
+                             max_sketch_distance: int | None = None, bands: bool | None = None,
                              schema: str | None = None) -> None:
         """From now on no two committed rows within ``k`` bits (default: the index's k).
 
@@ -558,7 +558,8 @@ class CreateSimhashGuardOp(MigrateOperation):
             key_column: the column naming rows in refusals (default: the primary key).
             sketch_column: a ``bit(256)`` column of sketches: only rows they confirm count.
             max_sketch_distance: the largest sketch distance that confirms (default 36).
-            bands: rows sharing a band key (``<sketch_column>_b0`` .. ``_b3``) count too.
+            bands: rows sharing a band key (``<sketch_column>_b0`` .. ``_b3``) count too
+                (default: with a sketch column, as ``simpg dedup`` decides).
             schema: the table's schema.
         """
         operations.invoke(cls(table_name, column_name, k=k, key_column=key_column, sketch_column=sketch_column,

@@ -62,8 +62,8 @@ def _render_create_guard(autogen_context: AutogenContext, op: CreateSimhashGuard
     autogen_context.imports.add(OPS_IMPORT)
     kwargs = {key: getattr(op, key) for key in ("k", "key_column", "sketch_column", "max_sketch_distance", "schema")
               if getattr(op, key) is not None}
-    if op.bands:
-        kwargs["bands"] = True
+    if op.bands is not None and (op.bands or op.sketch_column is not None):  # explicit beside a sketch column
+        kwargs["bands"] = op.bands
     return _call("create_simhash_guard", [repr(op.table_name), repr(op.column_name)], kwargs)
 
 

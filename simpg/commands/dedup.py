@@ -5,10 +5,11 @@ CSV file with a text column (:mod:`simpg.corpus`). The documents go into the ref
 table ``simpg_documents`` (:mod:`simpg.reference`) as one *collection* (default: the
 path), replacing what an earlier run loaded into that collection unless ``--append``.
 Two documents are near-duplicates when their fingerprints differ in at most k bits
-(default :data:`~simpg.fingerprint.DEDUP_K`) *and* their sketches confirm it
-(:mod:`simpg.fingerprint.minhash`: estimated Jaccard similarity of their shingle sets at
-least 0.72); ``--confirm none`` uses the fingerprints alone. The clusters are found from the
-table in one read: by default around representatives (in load order, each document joins
+(default :data:`~simpg.fingerprint.DEDUP_K`) or they share a band key (``--no-bands``
+leaves those out), *and* their sketches confirm it (:mod:`simpg.fingerprint.minhash`:
+estimated Jaccard similarity of their shingle sets at least 0.72): the decision every
+path that a sketch confirms makes. ``--confirm none`` uses the fingerprints alone. The
+clusters are found from the table in one read: by default around representatives (in load order, each document joins
 the earliest cluster leader it is a near-duplicate of, else leads one), or with
 ``--clusters components`` as connected components (seed 004), which chain neighbours.
 
@@ -16,7 +17,7 @@ Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
 PostgreSQL that simpg starts in a per-user folder and stops when it is done.
 
 Output is a table per cluster for people, or one JSON object with ``--json``, which
-also lists every pair of documents within k (the decisions the clusters are made from). Long
+also lists every pair decided (the decisions the clusters are made from). Long
 work shows progress bars on stderr when it is a terminal (or with ``--progress``).
 """
 
@@ -65,6 +66,9 @@ def register(subparsers: Any) -> None:
                    help=f"largest number of differing sketch bits that confirms a pair, 0 to {SKETCH_BITS} "
                         f"(default: {MAX_SKETCH_DISTANCE}: estimated Jaccard similarity >= "
                         f"{1 - 2 * MAX_SKETCH_DISTANCE / SKETCH_BITS:.2f})")
+    p.add_argument("--bands", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --confirm sketch, documents sharing a band key (simpg.fingerprint.sketch_and_bands) "
+                        "are candidates too, however far apart their fingerprints (default: --bands)")
     p.add_argument("--collection", help="name of this set of documents (default: PATH)")
     p.add_argument("--append", action="store_true",
                    help="keep the collection's earlier documents (default: replace them)")
@@ -140,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"simpg: skipped {plural(len(empty), 'document')} without usable text: {shown(empty)}",
               file=sys.stderr)
     decision = dedup.Decision(k=k, confirm=args.confirm == "sketch", max_sketch_distance=args.max_sketch_distance,
-                              method=args.method)
+                              method=args.method, bands=args.bands and args.confirm == "sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         report = dedup.deduplicate(conn, collection, docs, fps, sketches, bands=bands, decision=decision, config=config,
                                    append=args.append, with_pairs=args.json,
@@ -182,7 +186,7 @@ def render(report: dict[str, Any]) -> str:
            if report.get("method", "representative") == "representative"
            else "chains of documents within {k} bits of each other")
     if report.get("confirm") == "sketch":
-        how += ", confirmed by sketches"
+        how = (how + " or sharing a band key" if report.get("bands") else how) + ", confirmed by sketches"
     lines = [
         f"{plural(report['documents'], 'document')} in collection {report['collection']!r}: "
         f"{plural(len(clusters), 'cluster')} of near-duplicates ({how.format(k=report['k'])}), "

@@ -51,10 +51,12 @@ FORMAT_VERSION: Final = 2
 #: Default radius: chosen by bench/eval_quality.py (held-out F1 0.930 English, 0.897 Chinese
 #: at k = 4, against 0.877 and 0.829 at k = 3; no unrelated pair within 4 bits).
 DEFAULT_K: Final = 4
-#: ``simpg dedup``'s candidate radius: pairs within 7 bits, confirmed by the sketch
-#: (simpg.fingerprint.sketch). Chosen on bench/quality's tuning part (F1 0.98 English,
-#: 0.93 Chinese, 0.90 mixed script, no unrelated pair; docs/fingerprinting.md).
-DEDUP_K: Final = 7
+#: The fingerprint radius of the decision every sketch-confirmed path makes (``simpg dedup``,
+#: reports, lookups, the guard): pairs within 4 bits or sharing a band key, confirmed by the
+#: sketch. Chosen on bench/quality's tuning part (issue 28: F1 0.992 English, 0.993 Chinese,
+#: 0.986 mixed script, no unrelated pair; k = 7 with bands 0.999 / 0.996 / 0.987 needs an
+#: index of 36 prefix tables; docs/fingerprinting.md, "One decision").
+DEDUP_K: Final = 4
 LANGS: Final = ("auto", "zh", "en")
 WEIGHTINGS: Final = ("tf", "binary")
 UNITS: Final = ("word", "char")

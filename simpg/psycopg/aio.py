@@ -367,7 +367,7 @@ class AsyncSimHashColumn:
 
     async def create_guard(self, k: int | None = None, key_column: str | None = None, *,
                            sketch_column: str | None = None, max_sketch_distance: int | None = None,
-                           bands: bool = False) -> str:
+                           bands: bool | None = None) -> str:
         """``simpg.create_guard``: from now on no two committed rows within ``k`` bits; returns its name.
 
         ``k`` defaults to the index's. Writes that would break it raise
@@ -376,8 +376,9 @@ class AsyncSimHashColumn:
         ``bit(256)`` column), only rows whose sketches also lie within
         ``max_sketch_distance`` bits (default
         :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`) count, the rows
-        :meth:`duplicates` returns; with ``bands``, rows sharing a band key
-        (``<sketch_column>_b0`` .. ``_b3``) so confirmed count too (docs/guard.md).
+        :meth:`duplicates` returns; with ``bands`` (the default with a sketch column,
+        as ``simpg dedup`` decides), rows sharing a band key (``<sketch_column>_b0`` ..
+        ``_b3``) so confirmed count too (docs/guard.md).
         """
         row = await self._call("SELECT simpg.create_guard(%s::regclass, %s, %s, %s, %s, %s, %s)",
                                [self.table, self.column, k, key_column, sketch_column, max_sketch_distance, bands])
@@ -537,7 +538,7 @@ class AsyncSimHashColumn:
         return _common.join_parts(parts, integer)
 
     async def _confirmed(self, report: str, k: int | None, where: sql.Composable | None, sketch_column: str | None,
-                         max_sketch_distance: int | None, bands: bool, method: str = "representative",
+                         max_sketch_distance: int | None, bands: bool | None, method: str = "representative",
                          ) -> list[tuple[Any, ...]]:
         # Pairs or clusters confirmed by the sketch come from the SQL report: exact, and it
         # reads the band keys' B-trees; the rows it returns are the answer's own.
@@ -569,7 +570,7 @@ class AsyncSimHashColumn:
 
         async def pairs(self, k: int | None = None, where: sql.Composable | None = None, *,
                         sketch_column: str | None = None, max_sketch_distance: int | None = None,
-                        bands: bool = False) -> AsyncIterator[Pair]:
+                        bands: bool | None = None) -> AsyncIterator[Pair]:
             """Every pair of rows within distance ``k``, each once, streamed (see :meth:`SimHashColumn.pairs`)."""
             if sketch_column is not None or max_sketch_distance is not None or bands:
                 for row in await self._confirmed("pairs", k, where, sketch_column, max_sketch_distance, bands):
@@ -589,7 +590,7 @@ class AsyncSimHashColumn:
 
         def pairs(self, k: int | None = None, where: sql.Composable | None = None, *,
                   sketch_column: str | None = None, max_sketch_distance: int | None = None,
-                  bands: bool = False) -> Iterator[Pair]:
+                  bands: bool | None = None) -> Iterator[Pair]:
             """Every pair of rows within distance ``k``, each once, streamed.
 
             Reads ``(id, fingerprint)`` once, then runs seed 001's single pass over
@@ -599,9 +600,10 @@ class AsyncSimHashColumn:
             With ``sketch_column`` only the pairs its sketches confirm, as
             :meth:`duplicates` confirms a lookup: both rows have a sketch and the two
             differ in at most ``max_sketch_distance`` bits (default
-            :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`); with ``bands`` also the
-            pairs so confirmed that share a band key (``<sketch_column>_b0`` .. ``_b3``),
-            whose ``distance`` may exceed ``k``. These come from ``simpg.pairs`` in the
+            :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`); with ``bands`` (the
+            default with a sketch column, as ``simpg dedup`` decides) also the pairs so
+            confirmed that share a band key (``<sketch_column>_b0`` .. ``_b3``), whose
+            ``distance`` may exceed ``k``. These come from ``simpg.pairs`` in the
             database (exact, through the B-trees), ``a < b`` in the id column's order.
 
             Args:
@@ -610,7 +612,8 @@ class AsyncSimHashColumn:
                     ``sql.SQL("t.collection = {}").format("news")`` (not with a sketch column).
                 sketch_column: the table's ``bit(256)`` column of sketches to confirm by.
                 max_sketch_distance: the largest sketch distance that confirms a pair.
-                bands: also pairs that share a band key, confirmed by their sketches.
+                bands: also pairs that share a band key, confirmed by their sketches
+                    (default: with ``sketch_column``; False confirms fingerprint pairs only).
             """
             if sketch_column is not None or max_sketch_distance is not None or bands:
                 rows = self._confirmed("pairs", k, where, sketch_column, max_sketch_distance, bands)
@@ -620,7 +623,7 @@ class AsyncSimHashColumn:
 
     async def clusters(self, k: int | None = None, where: sql.Composable | None = None,
                        method: str = "representative", *, sketch_column: str | None = None,
-                       max_sketch_distance: int | None = None, bands: bool = False) -> list[list[Any]]:
+                       max_sketch_distance: int | None = None, bands: bool | None = None) -> list[list[Any]]:
         """Clusters of near-duplicate rows, two or more rows each, largest first.
 
         Each cluster is a sorted list of ids. ``method="representative"`` (the default)
@@ -630,9 +633,9 @@ class AsyncSimHashColumn:
         connected components (seed 004), where a row joins when it is within ``k`` of
         any member, so two members may be far apart.
 
-        With ``sketch_column`` (and ``max_sketch_distance``, ``bands``) the clusters are
-        made of the pairs :meth:`pairs` confirms with them, by ``simpg.clusters`` in the
-        database: every member is a confirmed near-duplicate of its representative.
+        With ``sketch_column`` (and ``max_sketch_distance``, ``bands``: on by default with
+        a sketch column) the clusters are made of the pairs :meth:`pairs` confirms with
+        them, by ``simpg.clusters`` in the database: every member is a confirmed near-duplicate of its representative.
         """
         method = _common.cluster_method(method)
         if sketch_column is not None or max_sketch_distance is not None or bands:

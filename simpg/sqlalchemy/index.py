@@ -430,7 +430,7 @@ _TABLE_GUARDS: weakref.WeakKeyDictionary[Table, dict[str, SimHashGuard]] = weakr
 
 
 def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None = None, sketch_column: Any = None,
-                  max_sketch_distance: int | None = None, bands: bool = False) -> SimHashGuard:
+                  max_sketch_distance: int | None = None, bands: bool | None = None) -> SimHashGuard:
     """Declare a near-unique guard next to :func:`simhash_index`: ``create_all`` makes it.
 
     From then on the database refuses any write that leaves two rows within ``k`` bits
@@ -439,7 +439,8 @@ def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None =
     key and distance). Call it after :func:`simhash_index` on the same column. With
     ``sketch_column`` (a ``bit(256)`` column of the table, or its name), only rows whose
     sketches also lie within ``max_sketch_distance`` bits (default
-    :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`) count; with ``bands``, rows
+    :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`) count; with ``bands`` (the
+    default with a sketch column, as ``simpg dedup`` decides; False leaves them out), rows
     sharing a band key (columns ``<sketch_column>_b0`` .. ``_b3``) so confirmed count too.
     """
     col = _resolve_column(column)
@@ -461,7 +462,8 @@ def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None =
     guards = _TABLE_GUARDS.setdefault(col.table, {})
     if col.name in guards:
         raise SimpgError(f"column {col.table.name}.{col.name} already has a guard")
-    guards[col.name] = guard = SimHashGuard(col.table, col, radius, key_column, sketch, limit, bool(bands))
+    banded = sketch is not None if bands is None else bool(bands)  # simpg.with_bands
+    guards[col.name] = guard = SimHashGuard(col.table, col, radius, key_column, sketch, limit, banded)
     return guard
 
 

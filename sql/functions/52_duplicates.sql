@@ -2,8 +2,19 @@
 -- (docs/fingerprinting.md, "Online lookups"). The statement is lookup_statement's kinds
 -- duplicates and banded, prepared once per session like simpg.near's.
 
--- The numbers Python defines too (simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE and
--- BANDS); tests/integration/test_duplicates.py checks that both sides agree.
+-- The decision every path that a sketch confirms makes (docs/fingerprinting.md, "One
+-- decision"): a pair is a near-duplicate when its fingerprints are within k bits or it
+-- shares a band key, and its sketches differ in at most max_sketch_distance bits. The
+-- numbers Python defines too (simpg.fingerprint.DEDUP_K, minhash.MAX_SKETCH_DISTANCE and
+-- BANDS); tests/integration/test_duplicates.py and test_decision_paths.py check that both
+-- sides agree.
+CREATE FUNCTION simpg.dedup_k() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 4;
+
+COMMENT ON FUNCTION simpg.dedup_k() IS
+    'The fingerprint radius of the sketch-confirmed decision (simpg dedup''s default k, simpg_documents'' index radius)';
+
 CREATE FUNCTION simpg.max_sketch_distance() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN 36;
@@ -17,6 +28,16 @@ CREATE FUNCTION simpg.band_count() RETURNS integer
 
 COMMENT ON FUNCTION simpg.band_count() IS
     'The number of band keys a document has (simpg.fingerprint.sketch_and_bands)';
+
+-- with_bands: whether a decision confirmed by sketch_column also takes the rows that share
+-- a band key as candidates: bands as given, and by default (NULL) whenever a sketch
+-- confirms, as simpg dedup decides. Without a sketch column, never.
+CREATE FUNCTION simpg.with_bands(sketch_column name, bands boolean) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN coalesce(bands, sketch_column IS NOT NULL);
+
+COMMENT ON FUNCTION simpg.with_bands(name, boolean) IS
+    'Whether a report or guard confirmed by sketch_column uses band keys: bands, by default (NULL) whenever a sketch confirms';
 
 -- band_columns: the band key columns of a sketch column, <sketch_column>_b0 .. _b3, with
 -- i the 1-based position of the key in a bands array.

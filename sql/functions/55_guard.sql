@@ -288,12 +288,13 @@ COMMENT ON FUNCTION simpg.guard_check() IS
 --
 -- With sketch_column (bit(256), simpg.fingerprint.sketch), two rows count only when their
 -- sketches also differ in at most max_sketch_distance bits (default simpg.max_sketch_distance(), the
--- MAX_SKETCH_DISTANCE of SimHashColumn.duplicates); with bands, rows sharing a band key
--- (bigint columns <sketch_column>_b0 .. _b3, simpg.fingerprint.sketch_and_bands) and
--- confirmed so count too, however far their fingerprints.
+-- MAX_SKETCH_DISTANCE of SimHashColumn.duplicates); with bands (by default whenever a
+-- sketch confirms: simpg.with_bands), rows sharing a band key (bigint columns
+-- <sketch_column>_b0 .. _b3, simpg.fingerprint.sketch_and_bands) and confirmed so count
+-- too, however far their fingerprints: the decision simpg dedup makes.
 CREATE FUNCTION simpg.create_guard(rel regclass, col name DEFAULT NULL, k integer DEFAULT NULL,
                                    key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
-                                   max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                                   max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS name
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -348,7 +349,7 @@ BEGIN
                 v_max_sketch
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF coalesce(bands, false) THEN  -- the names simpg.psycopg._common.band_columns gives
+        IF simpg.with_bands(sketch_column, bands) THEN  -- the names simpg.psycopg._common.band_columns gives
             v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, simpg.band_count() - 1) AS i);
         END IF;
         -- text, not name: a name too long for the convention is not cut to another column's
@@ -390,7 +391,7 @@ BEGIN
     -- with bands, also sharing a band key), as simpg.pairs reports them
     SELECT count(*) INTO v_pairs
     FROM simpg.pairs(NULL::text, rel, v_k, v_row.fingerprint_column, v_key.column_name, sketch_column,
-                     v_max_sketch, coalesce(bands, false));
+                     v_max_sketch, v_band_columns <> '{}');
     IF v_pairs > 0 THEN
         RAISE EXCEPTION 'table % already holds % pair(s) of rows within % bits%', rel, v_pairs, v_k,
             CASE WHEN sketch_column IS NULL THEN ''
@@ -402,7 +403,7 @@ BEGIN
                                 'row of each, then create the guard', rel, v_k, v_row.fingerprint_column,
                                 CASE WHEN sketch_column IS NULL THEN ''
                                      ELSE format(', sketch_column => %L, max_sketch_distance => %s, bands => %s',
-                                                 sketch_column, v_max_sketch, coalesce(bands, false)) END);
+                                                 sketch_column, v_max_sketch, v_band_columns <> '{}') END);
     END IF;
     RETURN v_name;
 END

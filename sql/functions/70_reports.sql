@@ -187,7 +187,8 @@ COMMENT ON FUNCTION simpg.mask_select(name, bigint[]) IS
 -- with these arguments, or NULL for a report by fingerprints alone (sketch_column NULL).
 -- Raises, naming the value, for max_sketch_distance or bands without a sketch_column, a
 -- distance outside 0 .. 256, or a sketch or band column that is missing or of another
--- type (simpg.checked_sketch_columns). bands NULL is false.
+-- type (simpg.checked_sketch_columns). bands NULL is the default: band keys whenever a
+-- sketch confirms (simpg.with_bands).
 CREATE FUNCTION simpg.report_sketch_distance(rel regclass, sketch_column name, max_sketch_distance integer,
                                              bands boolean)
     RETURNS integer
@@ -208,7 +209,7 @@ BEGIN
         RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %', max_sketch_distance
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM simpg.checked_sketch_columns(rel, sketch_column, coalesce(bands, false));
+    PERFORM simpg.checked_sketch_columns(rel, sketch_column, simpg.with_bands(sketch_column, bands));
     RETURN coalesce(max_sketch_distance, simpg.max_sketch_distance());
 END
 $$;
@@ -265,7 +266,7 @@ COMMENT ON FUNCTION simpg.band_passes(regclass, integer, name, name, regtype, na
 CREATE FUNCTION simpg.pairs_passes(rel regclass, k integer, col name DEFAULT NULL,
                                    key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
                                    sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                   bands boolean DEFAULT false)
+                                   bands boolean DEFAULT NULL)
     RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -282,7 +283,7 @@ DECLARE
         CASE WHEN v_max IS NULL THEN '' ELSE format(', s.%I AS sk', sketch_column) END;
     -- a NULL sketch confirms nothing: bit_count of NULL is not <= anything
     v_confirmed text := CASE WHEN v_max IS NULL THEN '' ELSE format(' AND bit_count(a.sk # b.sk) <= %L::integer', v_max) END;
-    v_bands text[] := CASE WHEN v_max IS NOT NULL AND coalesce(bands, false)
+    v_bands text[] := CASE WHEN v_max IS NOT NULL AND simpg.with_bands(sketch_column, bands)
                            THEN simpg.band_passes(rel, k, v_row.fingerprint_column, v_key.column_name, v_type,
                                                   sketch_column, v_max)
                            ELSE '{}' END;
@@ -342,7 +343,7 @@ COMMENT ON FUNCTION simpg.pairs_passes(regclass, integer, name, name, regtype, n
 CREATE FUNCTION simpg.pairs_query(rel regclass, k integer, col name DEFAULT NULL,
                                   key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
                                   sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                  bands boolean DEFAULT false)
+                                  bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE sql STABLE
     RETURN pg_catalog.array_to_string(
@@ -379,7 +380,7 @@ COMMENT ON FUNCTION simpg.report_work_mem(regclass) IS
 -- With sketch_column (and bands) the pairs are confirmed by their sketches: see pairs_query.
 CREATE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
                             sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                            bands boolean DEFAULT false)
+                            bands boolean DEFAULT NULL)
     RETURNS TABLE (key_a bigint, key_b bigint, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -411,7 +412,7 @@ COMMENT ON FUNCTION simpg.pairs(regclass, integer, name, name, name, integer, bo
 -- pairs with a typed first argument: keys of any type, e.g. simpg.pairs(NULL::uuid, 'docs', 3).
 CREATE FUNCTION simpg.pairs(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
                             key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
-                            max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                            max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS TABLE (key_a anyelement, key_b anyelement, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -682,7 +683,7 @@ COMMENT ON FUNCTION simpg.fingerprint_representatives(regclass, integer, name, n
 -- A row may be alone in its comp (its pairs are with members of earlier clusters).
 CREATE FUNCTION simpg.confirmed_clusters(rel regclass, k integer, col name, key_column name, method text,
                                          sketch_column name, max_sketch_distance integer DEFAULT NULL,
-                                         bands boolean DEFAULT false)
+                                         bands boolean DEFAULT NULL)
     RETURNS TABLE (key text, comp integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -804,7 +805,7 @@ COMMENT ON FUNCTION simpg.cluster_call(simpg.indexes, integer, text, name) IS
 -- (key_expr then sees a t with the key column alone).
 CREATE FUNCTION simpg.cluster_rows_query(rel regclass, k integer, col name, key_expr text, method text,
                                          key_column name DEFAULT NULL, sketch_column name DEFAULT NULL,
-                                         max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                                         max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -825,7 +826,7 @@ BEGIN
             'SELECT %s AS key, c.comp FROM simpg.confirmed_clusters(%L::pg_catalog.regclass, %s, %L::pg_catalog.name, '
             '%L::pg_catalog.name, %L, %L::pg_catalog.name, %s, %L) AS c, LATERAL (SELECT c.key::%s AS %I) AS t',
             key_expr, rel, k, v_row.fingerprint_column, v_key.column_name, method, sketch_column,
-            coalesce(max_sketch_distance::text, 'NULL'), coalesce(bands, false), v_key.column_type,
+            coalesce(max_sketch_distance::text, 'NULL'), simpg.with_bands(sketch_column, bands), v_key.column_type,
             v_key.column_name);
     END IF;
     IF simpg.prefix_candidates_usable(v_row, simpg.pair_masks(v_row, k)) THEN
@@ -866,7 +867,7 @@ COMMENT ON FUNCTION simpg.cluster_rows_query(regclass, integer, name, text, text
 CREATE FUNCTION simpg.clusters_query(rel regclass, k integer, col name DEFAULT NULL,
                                      key_column name DEFAULT NULL, key_type regtype DEFAULT NULL,
                                      method text DEFAULT 'representative', sketch_column name DEFAULT NULL,
-                                     max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                                     max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -894,7 +895,7 @@ COMMENT ON FUNCTION simpg.clusters_query(regclass, integer, name, name, regtype,
 -- clusters: near-duplicate clusters, keys as bigint (see clusters_query for method).
 CREATE FUNCTION simpg.clusters(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
                                method text DEFAULT 'representative', sketch_column name DEFAULT NULL,
-                               max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT false)
+                               max_sketch_distance integer DEFAULT NULL, bands boolean DEFAULT NULL)
     RETURNS TABLE (cluster_id bigint, key bigint, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -911,7 +912,7 @@ COMMENT ON FUNCTION simpg.clusters(regclass, integer, name, name, text, name, in
 CREATE FUNCTION simpg.clusters(key_type anyelement, rel regclass, k integer, col name DEFAULT NULL,
                                key_column name DEFAULT NULL, method text DEFAULT 'representative',
                                sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                               bands boolean DEFAULT false)
+                               bands boolean DEFAULT NULL)
     RETURNS TABLE (cluster_id anyelement, key anyelement, size bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -931,7 +932,7 @@ COMMENT ON FUNCTION simpg.clusters(anyelement, regclass, integer, name, name, te
 -- (simpg.cluster_rows_query reads only the rows that can be in a cluster).
 CREATE FUNCTION simpg.cluster_groups(rel regclass, k integer, col name, key_column name, method text,
                                      sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                     bands boolean DEFAULT false)
+                                     bands boolean DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -953,7 +954,7 @@ COMMENT ON FUNCTION simpg.cluster_groups(regclass, integer, name, name, text, na
 CREATE FUNCTION simpg.cluster_sizes(rel regclass, k integer, col name DEFAULT NULL,
                                     key_column name DEFAULT NULL, method text DEFAULT 'representative',
                                     sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                    bands boolean DEFAULT false)
+                                    bands boolean DEFAULT NULL)
     RETURNS TABLE (cluster_size bigint, clusters bigint, rows bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -977,7 +978,7 @@ COMMENT ON FUNCTION simpg.cluster_sizes(regclass, integer, name, name, text, nam
 CREATE FUNCTION simpg.duplicate_stats(rel regclass, k integer, col name DEFAULT NULL,
                                       key_column name DEFAULT NULL, method text DEFAULT 'representative',
                                       sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
-                                      bands boolean DEFAULT false)
+                                      bands boolean DEFAULT NULL)
     RETURNS TABLE (rows bigint, duplicated_rows bigint, clusters bigint, largest_cluster bigint,
                    rows_after_dedup bigint)
     LANGUAGE plpgsql STABLE

@@ -359,9 +359,10 @@ def test_sketch_guard_settings_autogenerate_and_round_trip(env, db):
     import psycopg
 
     guards = "SELECT k, sketch_column, max_sketch_distance, band_columns FROM simpg.table_guards('notes')"
-    env.write_models(SKETCHED + "simhash_guard(Note.simhash, sketch_column=Note.sketch)\n")
+    env.write_models(SKETCHED + "simhash_guard(Note.simhash, sketch_column=Note.sketch, bands=False)\n")
     up = body_of(env.autogenerate("sketch guard"), "upgrade")
-    assert "op.create_simhash_guard('notes', 'simhash', k=3, sketch_column='sketch', max_sketch_distance=36)" in up
+    assert ("op.create_simhash_guard('notes', 'simhash', k=3, sketch_column='sketch', max_sketch_distance=36, "
+            "bands=False)") in up
     env.upgrade()
     assert db.conn.execute(guards).fetchall() == [(3, "sketch", 36, None)]
     db.conn.execute("INSERT INTO notes (id, simhash, sketch) VALUES (1, 12345, repeat('0', 256)::bit(256))")
@@ -378,7 +379,7 @@ def test_sketch_guard_settings_autogenerate_and_round_trip(env, db):
         "op.create_simhash_guard('notes', 'simhash', k=3, sketch_column='sketch', max_sketch_distance=20, "
         "bands=True)")
     assert ("op.create_simhash_guard('notes', 'simhash', k=3, key_column='id', sketch_column='sketch', "
-            "max_sketch_distance=36)") in down
+            "max_sketch_distance=36, bands=False)") in down
     env.upgrade()
     bands = [f"sketch_b{i}" for i in range(4)]
     assert db.conn.execute(guards).fetchall() == [(3, "sketch", 20, bands)]

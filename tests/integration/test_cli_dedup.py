@@ -27,13 +27,19 @@ CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
 
 def near_pairs(texts: dict[str, object], k: int, confirm: bool = True) -> dict[frozenset[str], tuple[int, int | None]]:
-    """Brute force over every pair: within k bits and, with ``confirm``, sketches within the limit."""
+    """Brute force over every pair: within k bits and, with ``confirm``, sketches within the limit.
+
+    With ``confirm``, a pair sharing a band key is a candidate too, however far apart its
+    fingerprints (the decision of simpg dedup, tests/integration/test_decision_paths.py).
+    """
     fps = {name: fingerprint(text) for name, text in texts.items()}  # type: ignore[arg-type]
-    sks = {name: sketch(text) for name, text in texts.items()}
+    made = {name: sketch_and_bands(text) for name, text in texts.items()}
     out: dict[frozenset[str], tuple[int, int | None]] = {}
     for a, b in itertools.combinations(sorted(texts), 2):
-        d, sd = bits.hamming(fps[a], fps[b]), sketch_distance(sks[a], sks[b])
-        if d <= k and (not confirm or sd <= MAX_SKETCH_DISTANCE):
+        (sa, ba), (sb, bb) = made[a], made[b]
+        d, sd = bits.hamming(fps[a], fps[b]), sketch_distance(sa, sb)
+        shared = ba is not None and bb is not None and any(x == y for x, y in zip(ba, bb, strict=True))
+        if (d <= k or (confirm and shared)) and (not confirm or sd <= MAX_SKETCH_DISTANCE):
             out[frozenset((a, b))] = (d, sd if confirm else None)
     return out
 
@@ -238,7 +244,8 @@ def test_table_says_what_it_shows(db: object, capsys: pytest.CaptureFixture[str]
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == (f"2 documents in collection '{folder}': 1 cluster of near-duplicates (each member "
-                        "within 7 bits of its cluster's first document, confirmed by sketches), 2 documents in them")
+                        f"within {DEDUP_K} bits of its cluster's first document or sharing a band key, confirmed by "
+                        "sketches), 2 documents in them")
     assert lines[1] == ("bits: how many bits a document differs from its cluster's first document; "
                         "sim: their estimated share of word sequences (Jaccard, from the sketches)")
     assert lines[5].split()[:3] == ["1", "0", "1.00"]  # id, bits, sim
@@ -246,7 +253,8 @@ def test_table_says_what_it_shows(db: object, capsys: pytest.CaptureFixture[str]
     code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn,  # type: ignore[attr-defined]
                          "--clusters", "components")
     assert out.splitlines()[0] == (f"1 document in collection '{folder}': 0 clusters of near-duplicates "
-                                   "(chains of documents within 7 bits of each other, confirmed by sketches), "
+                                   f"(chains of documents within {DEDUP_K} bits of each other or sharing a band key, "
+                                   "confirmed by sketches), "
                                    "0 documents in them")
 
 

@@ -526,8 +526,9 @@ def test_sketch_guard_accepts_unrelated_licence_files_and_refuses_real_copies(co
     assert sketch_distance(sgml[1].to_bytes(32, "big"), xml[1].to_bytes(32, "big")) > MAX_SKETCH
     assert conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch')").fetchone() == (
         "simhash_simpg_guard",)
+    # band keys by default with a sketch column (simpg dedup's decision, simpg.with_bands)
     assert conn.execute("SELECT * FROM simpg.table_guards('docs')").fetchall() == [
-        ("simhash_simpg_guard", "simhash", K, "id", "sketch", MAX_SKETCH, None)]
+        ("simhash_simpg_guard", "simhash", K, "id", "sketch", MAX_SKETCH, list(BAND_COLUMNS))]
     insert_sketched(conn, 1, sgml)
     insert_sketched(conn, 2, xml)  # (a) unrelated: accepted, though within K bits
     # (b) the same file with a year changed: refused, naming the stored row
@@ -555,7 +556,8 @@ def test_sketch_guard_with_bands_refuses_copies_beyond_k(conn: psycopg.Connectio
     assert sgml[0] is not None and grown[0] is not None and bits.hamming(sgml[0], grown[0]) == 2
     assert confirmed(sgml, grown, 1, bands=True) and not confirmed(sgml, grown, 1, bands=False)
     insert_sketched(conn, 1, sgml)
-    conn.execute("SELECT simpg.create_guard('docs', 'simhash', 1, sketch_column => 'sketch')")
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', 1, sketch_column => 'sketch', bands => false)")
+    assert conn.execute("SELECT band_columns FROM simpg.table_guards('docs')").fetchone() == (None,)
     conn.autocommit = False
     insert_sketched(conn, 2, grown)  # without bands: beyond k, accepted
     conn.rollback()
@@ -660,12 +662,14 @@ def test_sketch_guard_bad_calls_name_the_value(conn: psycopg.Connection) -> None
         with pytest.raises(error, match=message):
             conn.execute(f"SELECT simpg.create_guard('docs', 'simhash', {args})")
     conn.execute("ALTER TABLE docs ALTER COLUMN sketch_b2 TYPE integer")
-    with pytest.raises(errors.DatatypeMismatch, match="column sketch_b2 of table public.docs must be bigint "
-                                                      r"\(band keys of sketch\), got integer"):
-        conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', bands => true)")
+    for bands in (", bands => true", ""):  # band keys by default with a sketch column
+        with pytest.raises(errors.DatatypeMismatch, match="column sketch_b2 of table public.docs must be bigint "
+                                                          r"\(band keys of sketch\), got integer"):
+            conn.execute(f"SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch'{bands})")
     assert conn.execute("SELECT count(*) FROM simpg.table_guards('docs')").fetchone() == (0,)
     # a sketch guard keeps the index: drop_index refuses; drop_guard then works
-    conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', max_sketch_distance => 0)")
+    conn.execute("SELECT simpg.create_guard('docs', 'simhash', sketch_column => 'sketch', max_sketch_distance => 0, "
+                 "bands => false)")
     with pytest.raises(errors.DependentObjectsStillExist):
         conn.execute("SELECT simpg.drop_index('docs', 'simhash')")
     conn.execute("SELECT simpg.drop_guard('docs')")

@@ -26,7 +26,7 @@ from psycopg import sql
 from simpg import bits, shards
 from simpg.cli import main
 from simpg.exc import NearDuplicate
-from simpg.fingerprint import fingerprint, sketch
+from simpg.fingerprint import fingerprint, sketch, sketch_and_bands
 from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from simpg.sqlnames import quoted_name
 
@@ -58,18 +58,23 @@ def texts(seed: int, n: int = 90) -> list[str]:
     return out
 
 
+BANDED = [f"{SKETCH}_b{i}" for i in range(4)]  # the sketch column's band keys, odd names too
+
+
 def make_table(conn: psycopg.Connection[Any], name: str, seed: int) -> dict[int, str]:
-    """``name`` with keys, texts, their fingerprints and sketches; the look-alike fingerprint column holds others."""
-    conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} text, {} bigint, {} bit(256), {} bigint)").format(
+    """``name`` with keys, texts, fingerprints, sketches and band keys; the look-alike fingerprint column: others."""
+    conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} text, {} bigint, {} bit(256), {} bigint, "
+                         "{} bigint, {} bigint, {} bigint, {} bigint)").format(
         sql.SQL(name), sql.Identifier(KEY), sql.Identifier(TEXT), sql.Identifier(FP), sql.Identifier(SKETCH),
-        sql.Identifier(DECOY_FP)))
+        sql.Identifier(DECOY_FP), *map(sql.Identifier, BANDED)))
     rows = dict(enumerate(texts(seed), start=seed * 1000))
     rng = random.Random(seed)
-    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}, {}, {}, {}, {}) FROM STDIN").format(
-            sql.SQL(name), *map(sql.Identifier, (KEY, TEXT, FP, SKETCH, DECOY_FP)))) as copy:
+    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}, {}, {}, {}, {}, {}, {}, {}, {}) FROM STDIN").format(
+            sql.SQL(name), *map(sql.Identifier, (KEY, TEXT, FP, SKETCH, DECOY_FP, *BANDED)))) as copy:
         for key, text in rows.items():
-            copy.write_row((key, text, bits.to_db(fingerprint(text)), "".join(f"{b:08b}" for b in sketch(text)),
-                            bits.to_db(rng.getrandbits(64))))
+            sk, keys = sketch_and_bands(text)
+            copy.write_row((key, text, bits.to_db(fingerprint(text)), "".join(f"{b:08b}" for b in sk),
+                            bits.to_db(rng.getrandbits(64)), *(keys or [None] * 4)))
     return rows
 
 
@@ -122,8 +127,10 @@ def test_psycopg_api(db: Any, named: dict[int, str]) -> None:
     assert sorted(index.pairs()) == expected
     assert sorted(sorted(c) for c in index.clusters(method="components")) == components(expected)
     # confirmed by sketches: simpg.pairs in the database, named parameters next to the names
-    confirmed = sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH))
-    assert confirmed == sketch_confirmed(named, expected)
+    confirmed = sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH))  # band keys too, by default
+    assert confirmed == decided(named)
+    assert sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH, bands=False)) == sketch_confirmed(
+        named, expected)
     ids, _ = index.fetch_all()
     assert sorted(ids.tolist()) == sorted(named)
     assert index.stats().rows == len(named)
@@ -177,7 +184,7 @@ def test_psycopg_async_api(db: Any, named: dict[int, str]) -> None:
             assert sorted([tuple(p) async for p in index.pairs()]) == brute_pairs(named)
             assert await index.check() == []
             confirmed = sorted([tuple(p) async for p in index.pairs(sketch_column=SKETCH)])
-            assert confirmed == sketch_confirmed(named, brute_pairs(named))
+            assert confirmed == decided(named)
 
     asyncio.run(main_())
 
@@ -198,6 +205,20 @@ def components(pairs: list[tuple[int, int, int]]) -> list[list[int]]:
     return sorted(sorted(g) for g in groups.values())
 
 
+def shares_band(a: str, b: str) -> bool:
+    ka, kb = sketch_and_bands(a)[1], sketch_and_bands(b)[1]
+    return ka is not None and kb is not None and any(x == y for x, y in zip(ka, kb, strict=True))
+
+
+def decided(rows: dict[int, str], k: int = K) -> list[tuple[int, int, int]]:
+    """The decision of every sketch-confirmed path: within k or sharing a band key, sketches within the limit."""
+    keys = sorted(rows)
+    fps = {key: fingerprint(rows[key]) for key in keys}
+    candidates = [(a, b, bits.hamming(fps[a], fps[b])) for i, a in enumerate(keys) for b in keys[i + 1:]
+                  if bits.hamming(fps[a], fps[b]) <= k or shares_band(rows[a], rows[b])]
+    return sketch_confirmed(rows, candidates)
+
+
 def sketch_confirmed(rows: dict[int, str], pairs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
 
@@ -216,13 +237,14 @@ def test_cli_near_check_and_repair(db: Any, named: dict[int, str], capsys: pytes
     assert code == 0, err
     assert [[(n["id"], n["distance"]) for n in r["neighbors"]] for r in json.loads(out)] == [
         brute_near(named, q) for q in queries]
-    # --text: confirmed by the sketch column, through simpg.duplicates's statement
+    # --text: confirmed by the sketch column, through simpg.duplicates's statement, with the band keys
     text = list(named.values())[0]
     code, out, err = run(capsys, "near", "--text", text, "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP,
                          "--sketch-column", SKETCH, "--json")
     assert code == 0, err
-    expected = [(key, d) for key, d in brute_near(named, fingerprint(text))
-                if sketch_confirmed(named, [(key, key, d)]) and _sketch_close(named[key], text)]
+    expected = [(key, bits.hamming(fingerprint(other), fingerprint(text))) for key, other in named.items()
+                if (bits.hamming(fingerprint(other), fingerprint(text)) <= K or shares_band(other, text))
+                and _sketch_close(other, text)]
     assert sorted((n["id"], n["distance"]) for n in json.loads(out)[0]["neighbors"]) == sorted(expected)
     code, out, err = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--json")
     assert code == 0, err

@@ -332,7 +332,10 @@ def test_bad_arguments_raise_naming_the_value(conn: psycopg.Connection) -> None:
     calls = [*BAD_CALLS,
              ("SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'lone', bands => true)",
               "column lone_b1 of table public.docs must be bigint (band keys), got text"),
-             ("SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'lone')", None)]
+             # bands by default with a sketch column (simpg dedup's decision): the columns must be right
+             ("SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'lone')",
+              "column lone_b1 of table public.docs must be bigint (band keys), got text"),
+             ("SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'lone', bands => false)", None)]
     for call, message in calls:
         if message is None:
             conn.execute(call).fetchall()  # without bands the band columns are not needed
@@ -362,10 +365,11 @@ def test_a_sketch_or_band_column_the_caller_cannot_read_is_refused(db: Any) -> N
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table docs"):
                 other.execute(call).fetchall()
         db.conn.execute(sql.SQL("GRANT SELECT (sketch) ON docs TO {}").format(sql.Identifier(role)))
-        assert sql_pairs(other, "SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'sketch')") == brute(
-            table, K)
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table docs"):
-            other.execute("SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'sketch', bands => true)").fetchall()
+        assert sql_pairs(other, "SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'sketch', "
+                                "bands => false)") == brute(table, K)
+        for bands in ("", ", bands => true"):  # band keys by default with a sketch column
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table docs"):
+                other.execute(f"SELECT * FROM simpg.pairs('docs', 3, sketch_column => 'sketch'{bands})").fetchall()
         for attack in ["sketch; DROP TABLE sentinel;--", 'sketch"; DROP TABLE sentinel;--', "x') OR true; --"]:
             with pytest.raises(psycopg.errors.UndefinedColumn) as err:
                 other.execute("SELECT * FROM simpg.clusters('docs', 3, sketch_column => %s, bands => true)",

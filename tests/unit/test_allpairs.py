@@ -334,3 +334,96 @@ def test_clusters_are_ordered_largest_first() -> None:
 def test_pairs_layout_has_the_radius(k: int) -> None:
     for rows in (0, 10, 10**6, 10**8):
         assert allpairs.pairs_layout(k, rows).k == k
+
+
+# -- band keys as a second candidate source (issue 28) -------------------------------------
+
+
+def banded_rows(seed: int, n: int = 160) -> tuple[list[int], list[bytes], list[tuple[int, ...] | None]]:
+    """Fingerprints near and far, sketches near and far, band keys shared in one band, several, all,
+    none (None), keys at -2**63 and 2**63 - 1, a large group sharing one key, equal rows."""
+    rng = random.Random(seed)
+    fps = adversarial(seed, n // 2)[:n]
+    sketch_centres = [rng.getrandbits(256) for _ in range(6)]
+    sketches, keys = [], []
+    for i in range(len(fps)):
+        s = rng.choice(sketch_centres)
+        for b in rng.sample(range(256), rng.choice([0, 3, 20, 36, 37, 60])):
+            s ^= 1 << b
+        sketches.append(s.to_bytes(32, "big"))
+        kind = rng.random()
+        if kind < 0.15:
+            keys.append(None)
+        elif kind < 0.35:
+            keys.append((7, -(2**63), 2**63 - 1, i))  # one large group per shared band
+        else:
+            keys.append(tuple(rng.choice([rng.randrange(4), rng.getrandbits(63)]) for _ in range(4)))
+    fps += fps[:3]  # equal rows: equal everything
+    sketches += sketches[:3]
+    keys += keys[:3]
+    return fps, sketches, keys
+
+
+def brute_decision(fps: list[int], sketches: list[bytes], keys: list[tuple[int, ...] | None], k: int, t: int,
+                   ) -> dict[tuple[int, int], tuple[int, int]]:
+    out = {}
+    for i, j in itertools.combinations(range(len(fps)), 2):
+        d = bits.hamming(fps[i], fps[j])
+        sd = (int.from_bytes(sketches[i], "big") ^ int.from_bytes(sketches[j], "big")).bit_count()
+        a, b = keys[i], keys[j]
+        shared = a is not None and b is not None and any(x == y for x, y in zip(a, b, strict=True))
+        if (d <= k or shared) and sd <= t:
+            out[(i, j)] = (d, sd)
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("k", [0, 3])
+def test_confirmed_pairs_with_bands_equal_brute_force(seed: int, k: int) -> None:
+    fps, sketches, keys = banded_rows(seed)
+    got: dict[tuple[int, int], tuple[int, int]] = {}
+    for i, j, d, sd in allpairs.confirmed_pair_chunks(fps, sketches, k, 36, bands=keys):
+        for pair in zip(i.tolist(), j.tolist(), d.tolist(), sd.tolist(), strict=True):
+            assert pair[:2] not in got, f"pair {pair[:2]} reported twice"
+            got[pair[:2]] = pair[2:]
+    want = brute_decision(fps, sketches, keys, k, 36)
+    assert got == want
+    assert any(d > k for d, _ in want.values())  # pairs only a band key finds
+    # the band pairs alone: those beyond k
+    alone = {(a, b) for i, j, _, _ in allpairs.band_pair_chunks(fps, sketches, keys, k, 36)
+             for a, b in zip(i.tolist(), j.tolist(), strict=True)}
+    assert alone == {p for p, (d, _) in want.items() if d > k}
+    # the same keys as an (n, 4) array and a mask
+    mask = np.array([kk is not None for kk in keys])
+    array = np.array([kk or (0, 0, 0, 0) for kk in keys], dtype=np.int64)
+    again = {(a, b) for i, j, _, _ in allpairs.confirmed_pair_chunks(fps, sketches, k, 36, bands=(array, mask))
+             for a, b in zip(i.tolist(), j.tolist(), strict=True)}
+    assert again == set(want)
+
+
+@pytest.mark.parametrize("method", allpairs.CLUSTER_METHODS)
+def test_clusters_with_bands_are_made_of_the_decided_pairs(method: str) -> None:
+    fps, sketches, keys = banded_rows(4)
+    want = brute_decision(fps, sketches, keys, 3, 36)
+    i = np.array([p[0] for p in want], dtype=np.int64)
+    j = np.array([p[1] for p in want], dtype=np.int64)
+    labels = (allpairs.component_labels(len(fps), i, j) if method == "components"
+              else allpairs.representative_labels(len(fps), i, j))
+    groups: dict[int, list[int]] = {}
+    for row, label in enumerate(labels.tolist()):
+        groups.setdefault(label, []).append(row)
+    expected = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
+    got = allpairs.clusters(fps, 3, sketches=sketches, max_sketch_distance=36, bands=keys, method=method)
+    assert [c.tolist() for c in got] == expected
+
+
+def test_bad_band_keys_are_named() -> None:
+    fps, sketches = [1, 2], [bytes(32), bytes(32)]
+    with pytest.raises(InvalidFingerprint, match=r"expected 4 signed 64-bit band keys or None, got \(1, 2\)"):
+        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, bands=[(1, 2), None]))
+    with pytest.raises(InvalidFingerprint, match="got 2\\*\\*63|got \\(9223372036854775808"):
+        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, bands=[(2**63, 0, 0, 0), None]))
+    with pytest.raises(InvalidFingerprint, match="expected band keys for each of 2 rows, got 1"):
+        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, bands=[None]))
+    with pytest.raises(InvalidFingerprint, match="band keys are candidates only with sketches"):
+        allpairs.clusters(fps, 3, bands=[None, None])

@@ -60,3 +60,18 @@ def test_sketch_guard_declarations_are_checked() -> None:
         simhash_guard(t.c.simhash, sketch_column=t.c.sketch, max_sketch_distance=257)
     guard = simhash_guard(t.c.simhash, sketch_column=t.c.sketch, bands=True)
     assert (guard.sketch_column, guard.max_sketch_distance, guard.bands) == ("sketch", 36, True)
+
+
+def test_sketch_guard_takes_band_keys_by_default() -> None:
+    """As simpg dedup decides (simpg.with_bands): band keys whenever a sketch confirms, unless bands=False."""
+    from sqlalchemy.dialects.postgresql import BIT
+
+    for bands, want in ((None, True), (False, False), (True, True)):
+        t = Table("g4", MetaData(), Column("id", BigInteger, primary_key=True), Column("simhash", BigInteger),
+                  Column("sketch", BIT(256)))
+        simhash_index(t.c.simhash, k=3, blocks=5)
+        guard = simhash_guard(t.c.simhash, sketch_column=t.c.sketch, bands=bands)
+        assert guard.bands is want
+    t = Table("g5", MetaData(), Column("id", BigInteger, primary_key=True), Column("simhash", BigInteger))
+    simhash_index(t.c.simhash, k=3, blocks=5)
+    assert simhash_guard(t.c.simhash).bands is False
