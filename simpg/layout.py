@@ -84,7 +84,7 @@ class Permutation:
 
     This is the one definition of the prefix arithmetic in Python: :class:`Layout`
     (``permute``, ``prefix_range``), the lookups' range computation
-    (:class:`simpg.psycopg.queries.RangeMaker`) and the all-pairs engine
+    (:class:`simpg.psycopg.ranges.RangeMaker`) and the all-pairs engine
     (:mod:`simpg.allpairs`, vectorised) all read a table from here.
 
     Attributes:

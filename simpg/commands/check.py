@@ -79,9 +79,9 @@ def _run(conn: Any, statement: str, params: list[Any]) -> list[Any]:
 
 
 def _problems(conn: Any, table: str, column: str | None, verify_rows: bool) -> list[Any]:
-    from simpg.psycopg import IndexProblem, queries
+    from simpg.psycopg import IndexProblem, catalog
 
-    return [IndexProblem(*row) for row in _run(conn, queries.CHECK_SQL, [table, column, verify_rows])]
+    return [IndexProblem(*row) for row in _run(conn, catalog.CHECK_SQL, [table, column, verify_rows])]
 
 
 def _indexes(conn: Any, table: str, column: str | None) -> list[dict[str, Any]]:
@@ -158,7 +158,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_repair(args: argparse.Namespace) -> int:
     """Run simpg.repair, print its statements; 1 if problems are left that it cannot put right."""
-    from simpg.psycopg import queries
+    from simpg.psycopg import catalog
 
     with _connect(args) as conn:
         table = _table_name(conn, args.table)
@@ -167,7 +167,7 @@ def run_repair(args: argparse.Namespace) -> int:
             raise _no_index(table, args.column)
         with conn.transaction():
             _run(conn, "SELECT pg_catalog.set_config('lock_timeout', %s, true)", [args.lock_timeout])
-            statements = [row[0] for row in _run(conn, queries.REPAIR_SQL, [args.table, args.column])]
+            statements = [row[0] for row in _run(conn, catalog.REPAIR_SQL, [args.table, args.column])]
         left = _problems(conn, args.table, args.column, False)
         indexed = {index["column"] for index in _indexes(conn, args.table, args.column)}
     removed = sorted({p.column for p in before if p.problem == "missing prefix column"} - indexed)

@@ -13,7 +13,7 @@ twice; here each method is written once, as plain code, and the sync one reads a
 plain code too. Where the two really differ (``info`` is a property of the sync
 handle, ``connect`` polls on request, pairs stream eagerly checked), an
 ``if True:  # ASYNC`` block holds the async code and its ``else:`` the sync code.
-SQL comes from :mod:`simpg.psycopg.queries`, checks and results from
+SQL comes from :mod:`simpg.psycopg.statements` and :mod:`simpg.psycopg.catalog`, checks and results from
 :mod:`simpg.psycopg._common`; the in-memory work of fingerprinting, pairs and
 clusters runs in a worker thread in the async handle, off the event loop.
 
@@ -52,7 +52,7 @@ from psycopg import sql
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import _common, lookup, queries, settings
+from simpg.psycopg import _common, catalog, lookup, settings, statements, wire
 from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, translated
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
@@ -120,7 +120,7 @@ class SimHashColumn:
         if not isinstance(column, str) or not column:
             raise SimpgError(f"expected a column name, got {column!r}")
         self.conn = conn
-        queries.register_dumpers(conn)  # the bigint[] parameters of lookups
+        wire.register_dumpers(conn)  # the bigint[] parameters of lookups
         self.table = table
         self.column = column
         self.id_column = id_column
@@ -201,10 +201,10 @@ class SimHashColumn:
         """Read the index layout and the id column again from the database."""
         with translated():
             with self.conn.cursor() as cur:
-                cur.execute(queries.CATALOG_SQL, [self.table, self.column])
-                catalog = cur.fetchone()
-                assert catalog is not None
-                pk_sql, type_sql = queries.id_column_sql()
+                cur.execute(catalog.CATALOG_SQL, [self.table, self.column])
+                layout_row = cur.fetchone()
+                assert layout_row is not None
+                pk_sql, type_sql = catalog.id_column_sql()
                 if self.id_column is None:
                     cur.execute(pk_sql, [self.table])
                     name, type_ = _common.id_column(cur.fetchall())
@@ -214,7 +214,7 @@ class SimHashColumn:
                     if row is None:
                         raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
                     name, type_ = self.id_column, row[0]
-        self._info = IndexInfo.from_rows(catalog, name, type_)
+        self._info = IndexInfo.from_rows(layout_row, name, type_)
         self._statements = {}
         return self._info
 
@@ -222,7 +222,7 @@ class SimHashColumn:
         # Composing the SQL of a 10-table OR costs more than the lookup's planning:
         # do it once per layout, as bytes.
         if name not in self._statements:
-            build = queries.near_sql if name == "near" else queries.near_many_sql
+            build = statements.near_sql if name == "near" else statements.near_many_sql
             self._statements[name] = build(info).as_bytes(self.conn)
         return self._statements[name]
 
@@ -263,11 +263,11 @@ class SimHashColumn:
         verify = _common.verify_rows(verify_rows)
         with translated():
             with self.conn.cursor() as cur:
-                cur.execute(queries.CHECK_SQL, [self.table, self.column, verify])
+                cur.execute(catalog.CHECK_SQL, [self.table, self.column, verify])
                 rows = cur.fetchall()
                 indexed = bool(rows)
                 if not indexed:
-                    cur.execute(queries.INDEXED_SQL, [self.table, self.column])
+                    cur.execute(catalog.INDEXED_SQL, [self.table, self.column])
                     indexed = (cur.fetchone() or (False,))[0]
         if not indexed:
             raise _common.no_index_error(self.table, self.column)
@@ -284,7 +284,7 @@ class SimHashColumn:
         """
         with translated():
             with self.conn.cursor() as cur:
-                cur.execute(queries.REPAIR_SQL, [self.table, self.column])
+                cur.execute(catalog.REPAIR_SQL, [self.table, self.column])
                 done = [row[0] for row in cur.fetchall()]
         self._info = None  # the layout is read again at the next call
         return done
@@ -318,11 +318,11 @@ class SimHashColumn:
         with translated():
             with self.conn.transaction(), self.conn.cursor() as cur:
                 if not names:
-                    with cur.copy(queries.copy_in_sql(info, names)) as copy:
-                        copy.write(queries.binary_copy_payload([fps.view(np.int64)]))
+                    with cur.copy(statements.copy_in_sql(info, names)) as copy:
+                        copy.write(wire.binary_copy_payload([fps.view(np.int64)]))
                 else:
                     # Text COPY: psycopg adapts each extra value from its Python type.
-                    with cur.copy(queries.copy_in_sql(info, names, binary=False)) as copy:
+                    with cur.copy(statements.copy_in_sql(info, names, binary=False)) as copy:
                         for row in zip(fps.view(np.int64).tolist(), *values, strict=True):
                             copy.write_row(row)
         return len(fps)
@@ -424,7 +424,7 @@ class SimHashColumn:
                                                bands, columns)
             key = f"duplicates {sketch_column} {columns}"  # composed once per layout and columns, as near's
             if key not in self._statements:
-                self._statements[key] = queries.duplicates_sql(info, sketch_column, columns).as_bytes(self.conn)
+                self._statements[key] = statements.duplicates_sql(info, sketch_column, columns).as_bytes(self.conn)
             statement = self._statements[key]
             with self.conn.cursor(binary=True) as cur:
                 try:
@@ -448,8 +448,8 @@ class SimHashColumn:
             radius = _common.radius(k, info)
             if not len(fps):
                 return []
-            params = queries.near_many_params(info, fps, radius)
-            # Planner settings local to a transaction (see simpg.psycopg.queries): inside
+            params = statements.near_many_params(info, fps, radius)
+            # Planner settings local to a transaction (see simpg.psycopg.settings): inside
             # the caller's transaction that is a savepoint, and the old values are put back.
             local = settings.NEAR_MANY_SETTINGS
             outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
@@ -488,7 +488,7 @@ class SimHashColumn:
 
         Integer ids come as int64, others as an object array; fingerprints as
         unsigned ``uint64``. One statement per 2 GiB of table, or of each partition
-        (see :func:`~simpg.psycopg.queries.fetch_sql`), all in one snapshot.
+        (see :func:`~simpg.psycopg.statements.fetch_sql`), all in one snapshot.
         """
         info = _common.with_ids(self._current())
         integer = _common.integer_ids(info)
@@ -496,19 +496,19 @@ class SimHashColumn:
         parts = []
         with translated():
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
-                cur.adapters.register_loader("bytea", queries.RawByteaLoader)
+                cur.adapters.register_loader("bytea", wire.RawByteaLoader)
                 if not outer:  # one snapshot across the statements
                     cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 local = settings.FETCH_SETTINGS
                 cur.execute(local.statement, local.params)
                 saved = cur.fetchone()
-                cur.execute(queries.FETCH_PARTS_SQL, [queries.regclass_text(info)])
+                cur.execute(statements.FETCH_PARTS_SQL, [catalog.regclass_text(info)])
                 for schema, name, blocks in cur.fetchall():
                     part = sql.Identifier(schema, name)
-                    for first, end in queries.fetch_ranges(int(blocks)):
-                        cur.execute(queries.fetch_sql(info, first, end, where, part))
+                    for first, end in statements.fetch_ranges(int(blocks)):
+                        cur.execute(statements.fetch_sql(info, first, end, where, part))
                         ids, fps = cur.fetchone() or (None, None)
-                        parts.append(queries.parse_fetch(ids, fps, integer))
+                        parts.append(wire.parse_fetch(ids, fps, integer))
                 if outer and saved:
                     cur.execute(local.restore_statement, local.restore_params(saved))
         return _common.join_parts(parts, integer)
@@ -522,7 +522,7 @@ class SimHashColumn:
             raise SimpgError("where= cannot be combined with sketch_column: the confirmed reports "
                              "(simpg.pairs, simpg.clusters) read the whole table")
         info = _common.with_ids(self._current())
-        params = {"rel": queries.regclass_text(info), "k": _common.radius(k, info), "column": info.column,
+        params = {"rel": catalog.regclass_text(info), "k": _common.radius(k, info), "column": info.column,
                   "id": info.id_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
                   "method": method}
         with translated():
@@ -610,7 +610,7 @@ class SimHashColumn:
             exact: count the rows (a full scan) rather than use the planner's estimate.
         """
         info = self._current()
-        statement, params = queries.stats_query(info, exact)
+        statement, params = statements.stats_query(info, exact)
         row = self._call(statement, params)
         assert row is not None
         return _common.make_stats(info, row, exact)

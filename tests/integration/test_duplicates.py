@@ -298,7 +298,7 @@ def test_banded_async_duplicates(db: object) -> None:
 
 def test_banded_lookup_is_one_bitmap_or_never_a_seq_scan(conn: psycopg.Connection) -> None:
     """The prefix B-trees and the band B-trees in one BitmapOr, on a table where a scan would be cheap."""
-    from simpg.psycopg import queries as q_sql
+    from simpg.psycopg import statements as q_sql
     from simpg.psycopg._common import band_keys, duplicates_params, with_ids
 
     conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint, sketch bit(256), "

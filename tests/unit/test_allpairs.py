@@ -12,7 +12,7 @@ import pytest
 from simpg import allpairs, bits
 from simpg.exc import InvalidFingerprint, InvalidLayout
 from simpg.layout import Layout
-from simpg.psycopg.queries import RangeMaker
+from simpg.psycopg.ranges import RangeMaker
 from tests.layouts import mask_family_is_exact
 
 LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,)), Layout(1, (2,)), Layout(0, (1,))]

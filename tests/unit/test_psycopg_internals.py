@@ -1,7 +1,7 @@
 """psycopg's private API: used in one module only, on the versions it was tested with (issue 15, code item 2).
 
-Also the split of simpg.psycopg.queries (code item 5): every name it exported still
-imports from it, as the same object, and the planner settings bind their values.
+Also simpg.psycopg's modules, one job each (code item 5), and the planner settings bind
+their values.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from simpg.psycopg import _internals, catalog, queries, ranges, settings, statements, wire
+from simpg.psycopg import _internals, catalog, ranges, settings, statements, wire
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "simpg"
@@ -108,29 +108,7 @@ def test_only_the_fence_uses_psycopg_private_api() -> None:
     assert _private_uses(FENCE)  # and the fence does use it: this test would notice a rename
 
 
-# -- simpg.psycopg.queries, split by job ---------------------------------------------------
-
-#: What simpg.psycopg.queries exported in 0.1.1 (its __all__), and where each lives now.
-QUERIES_0_1_1 = {
-    "FETCH_PARTS_SQL": statements, "CATALOG_SQL": catalog, "CHECK_SQL": catalog, "DAMAGED": catalog,
-    "FETCH_BLOCKS": statements, "INDEXED_SQL": catalog, "INTEGER_TYPES": catalog, "LAYOUT_CHANGED": catalog,
-    "LOOKUP_SETTINGS": settings, "LOOKUP_SETTINGS_SQL": settings, "IndexInfo": catalog, "Int8Array": wire,
-    "Int8ArrayBinaryDumper": wire, "FETCH_SETTINGS": settings, "LocalSettings": settings,
-    "NEAR_MANY_SETTINGS": settings, "REPAIR_SQL": catalog, "RangeMaker": ranges, "RawByteaLoader": wire,
-    "binary_copy_payload": wire, "check_k": catalog, "copy_in_sql": statements, "fetch_ranges": statements,
-    "fetch_sql": statements, "id_column_sql": catalog, "layout_guard": statements,
-    "near_many_params": statements, "near_many_sql": statements, "near_params": statements,
-    "near_sql": statements, "parse_fetch": wire, "regclass_text": catalog, "register_dumpers": wire,
-    "stats_query": statements,
-    # importable though not in __all__
-    "PRIMARY_KEY_SQL": catalog, "COLUMN_TYPE_SQL": catalog, "duplicates_sql": statements,
-    "int8_array_header": wire,
-}
-
-
-@pytest.mark.parametrize("name", sorted(QUERIES_0_1_1))
-def test_queries_reexports_every_name(name: str) -> None:
-    assert getattr(queries, name) is getattr(QUERIES_0_1_1[name], name)
+# -- simpg.psycopg's modules, one job each ------------------------------------------------
 
 
 def _simpg_imports(module: object) -> set[str]:
