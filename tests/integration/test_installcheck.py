@@ -38,7 +38,8 @@ def pgxs_pg_config(server: servers.Server) -> Path:
 
 def test_make_installcheck_passes_on_the_test_server(pg, tmp_path):
     if not pg.extension_files:
-        pytest.skip(f"simpg's extension files could not be installed into {pg.server.sharedir}")
+        pytest.fail(f"simpg's extension files could not be installed into {pg.server.sharedir}: "
+                    "make installcheck needs a server whose share folder the suite can write")
     make = shutil.which("make")
     if make is None:
         pytest.fail("make is not installed; on Debian: apt-get install make")
