@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -20,6 +22,35 @@ from simpg.fingerprint import SKETCH_BITS
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def add_dsn_argument(parser: argparse.ArgumentParser) -> None:
+    """--dsn, defaulting to $SIMPG_DSN (no default: installing needs an explicit target)."""
+    parser.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"),
+                        help="PostgreSQL connection string (default: $SIMPG_DSN)")
+
+
+_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12}
+
+
+def parse_rows(text: str) -> int:
+    """``10000000``, ``10_000_000``, ``10,000,000``, ``10M`` or ``1.5G`` as an integer.
+
+    Raises:
+        SimpgError: the text is not a non-negative row count.
+    """
+    match = re.fullmatch(
+        r"(\d+(?:\.\d+)?)([kmgbt]?)", text.strip().replace("_", "").replace(",", "").lower()
+    )
+    if match is None:
+        raise SimpgError(
+            f"rows must be a non-negative integer such as 10000000 or 10M, got {text!r}"
+        )
+    return (
+        round(float(match.group(1)) * _SUFFIXES[match.group(2)])
+        if "." in match.group(1)
+        else int(match.group(1)) * _SUFFIXES[match.group(2)]
+    )
 
 
 class _Radius(argparse.Action):

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg  # loaded anyway: simpg.cli.main catches its errors
 
-from simpg.commands.install import add_dsn_argument
+from simpg.commands._common import add_dsn_argument
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig  # loaded anyway: simpg dedup's module imports it
 

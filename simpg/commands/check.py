@@ -22,7 +22,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from simpg.commands.install import add_dsn_argument
+from simpg.commands._common import add_dsn_argument
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from simpg.commands._common import (
     add_common_arguments,
+    add_dsn_argument,
     check_max_sketch_distance,
     check_radius,
     database_dsn,
@@ -42,7 +43,6 @@ from simpg.commands._common import (
     shown,
     stage,
 )
-from simpg.commands.install import add_dsn_argument
 from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
 from simpg.exc import SimpgError
 from simpg.fingerprint import DEDUP_K, DEFAULT_K, MAX_SKETCH_DISTANCE, SKETCH_BITS

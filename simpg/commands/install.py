@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from simpg import schema
+from simpg.commands._common import add_dsn_argument
 from simpg.exc import SimpgError
-
-
-def add_dsn_argument(parser: argparse.ArgumentParser) -> None:
-    """--dsn, defaulting to $SIMPG_DSN (no default: installing needs an explicit target)."""
-    parser.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"),
-                        help="PostgreSQL connection string (default: $SIMPG_DSN)")
 
 
 def register(subparsers: Any) -> None:

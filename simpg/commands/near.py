@@ -21,8 +21,13 @@ import sys
 from typing import Any
 
 from simpg import bits
-from simpg.commands._common import add_common_arguments, check_k, check_max_sketch_distance, database_dsn
-from simpg.commands.install import add_dsn_argument
+from simpg.commands._common import (
+    add_common_arguments,
+    add_dsn_argument,
+    check_k,
+    check_max_sketch_distance,
+    database_dsn,
+)
 from simpg.exc import InvalidFingerprint, SimpgError
 
 

@@ -9,33 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from typing import Any
 
 from simpg import planner
+from simpg.commands._common import parse_rows
 from simpg.exc import SimpgError
-
-_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12}
-
-
-def parse_rows(text: str) -> int:
-    """``10000000``, ``10_000_000``, ``10,000,000``, ``10M`` or ``1.5G`` as an integer.
-
-    Raises:
-        SimpgError: the text is not a non-negative row count.
-    """
-    match = re.fullmatch(
-        r"(\d+(?:\.\d+)?)([kmgbt]?)", text.strip().replace("_", "").replace(",", "").lower()
-    )
-    if match is None:
-        raise SimpgError(
-            f"rows must be a non-negative integer such as 10000000 or 10M, got {text!r}"
-        )
-    return (
-        round(float(match.group(1)) * _SUFFIXES[match.group(2)])
-        if "." in match.group(1)
-        else int(match.group(1)) * _SUFFIXES[match.group(2)]
-    )
 
 
 def register(subparsers: Any) -> None:

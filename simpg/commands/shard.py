@@ -28,7 +28,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from simpg.commands.install import add_dsn_argument
+from simpg.commands._common import add_dsn_argument, parse_rows
 from simpg.exc import SimpgError
 
 
@@ -88,7 +88,6 @@ def _target(p: argparse.ArgumentParser) -> None:
 
 
 def _rows(text: str) -> int:
-    from simpg.commands.plan import parse_rows
 
     try:
         return parse_rows(text)

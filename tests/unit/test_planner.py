@@ -212,6 +212,6 @@ def test_cli_bad_input_is_one_line(capsys, argv, message):
     ],
 )
 def test_rows_argument(text, rows):
-    from simpg.commands.plan import parse_rows
+    from simpg.commands._common import parse_rows
 
     assert parse_rows(text) == rows
