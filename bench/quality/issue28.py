@@ -249,7 +249,7 @@ def plant_variants(bases: list[dict[str, Any]], manifest: dict[str, Any], names:
         sample = rng.sample(mine, min(600, len(mine)))
         cjk_lines = sorted({x for d in sample for x in mixing.quotable_lines(d["text"][:6000], cjk=True)})
         latin_lines = sorted({x for d in sample for x in mixing.quotable_lines(d["text"][:6000], cjk=False)})
-        pool = sorted(set(names))
+        pool = sorted(set(names) | {n for d in mine for n in mixing.native_names(d["text"])})
         started = time.perf_counter()
         counts: Counter[str] = Counter()
         planted_ids: set[str] = set()

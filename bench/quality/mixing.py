@@ -10,8 +10,10 @@ Edits planted on the ``mixreal`` part beside the five kinds of :mod:`bench.quali
 =============  ===================================================================  ==========
 kind           edit                                                                 expected
 =============  ===================================================================  ==========
-credit         a translator's credit line with a real translator's name (from the  duplicate
-               catalogues' ``Last-Translator`` headers), often in another script
+credit         a translator's credit line with a real translator's name, in the    duplicate
+               other script where there is one (Han and Hangul names from the
+               corpus's own credit lines, :func:`native_names`; Latin ones from
+               the catalogues' ``Last-Translator`` headers)
 quote          one short line of another script quoted from another document       duplicate
                (a Japanese phrase in a German page, an English command in Korean)
 wrap           hard-wrapped at a fixed width counted in display columns (CJK = 2), duplicate
@@ -81,6 +83,34 @@ def mo_translator(raw: bytes) -> str | None:
         if m and m.group(1).strip() and "FULL NAME" not in m.group(1):
             return m.group(1).strip()
     return None
+
+
+_NATIVE_NAME = re.compile(
+    r"(?:[:：]\s*|^|\s)([\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{2,4}(?: [\u3400-\u9fff\uac00-\ud7af]{1,3})?)"
+    r"\s*(?:氏\s*)?<[^<>\s]+@[^<>\s]+>",
+    flags=re.M,
+)
+
+
+_PARTICLES = set("을를은는이가에의로와과도")  # Korean particles: the word before them is no name
+_NOT_IN_NAMES = set("请請向给給至的和与與或")  # "please", "to", "and": words of a sentence, not of a name
+
+
+def native_names(text: str) -> list[str]:
+    """Names written in Han or Hangul just before an e-mail address (translators' credit lines).
+
+    ``翻译：孙一江 <sunyijiang@gmail.com>`` gives 孙一江; the name must follow a colon, a space
+    or the line start, so a phrase run into it (``…为梁昌泰 <…>``) is not taken for a name; words
+    that introduce an address (``请向 <…>`` "please write to", Korean nouns ending in a particle,
+    ``질문은 <…>``) are not names either.
+    """
+    out = []
+    for m in _NATIVE_NAME.finditer(text):
+        name = m.group(1)
+        if name[-1] in _PARTICLES or any(c in _NOT_IN_NAMES for c in name):
+            continue
+        out.append(name)
+    return out
 
 
 def has_cjk(text: str) -> bool:
