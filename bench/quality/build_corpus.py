@@ -88,7 +88,7 @@ FRESH = CorpusSet("fresh", FRESH_MANIFEST, ("fresh",), "-fresh")
 #: Issue 28: mixed scripts as real text mixes them, and revisions across Debian releases; its own
 #: languages, each split into tune, heldout and fresh (bench/quality/issue28.py).
 ISSUE28 = CorpusSet(
-    "issue28", ISSUE28_MANIFEST, ("tune", "heldout", "fresh"), "", langs=("mixreal", "revisions"),
+    "issue28", ISSUE28_MANIFEST, ("tune", "heldout", "fresh"), "", langs=("mixreal", "revisions", "revisions-en"),
     stats_suffix="-issue28", code=(*MAIN.code, "mixing.py", "issue28.py"),
 )
 ALL_PARTS = (*PARTS, "fresh")

@@ -1,10 +1,10 @@
-"""The issue-28 parts: mixed scripts as real text mixes them (``mixreal``) and revisions (``revisions``).
+"""The issue-28 parts: mixed scripts as real text mixes them (``mixreal``), revisions across releases.
 
     python3 -m bench.quality.issue28                     # download (cached), extract, plant, split, truth
     python3 -m bench.quality.issue28 --force --check     # rebuild from the cached downloads, recount J
     python3 -m bench.quality.issue28 distances --part tune   # duplicates by fingerprint / sketch distance
     python3 -m bench.quality.issue28 --refresh-manifest  # maintainers: re-pin every release's packages
-    python3 -m bench.quality.evaluate --part tune --lang mixreal,revisions   # score them
+    python3 -m bench.quality.evaluate --part tune --lang mixreal,revisions,revisions-en   # score them
 
 Both come from ``sources_issue28.json``: Debian 11, 12 and 13 packages and translated package
 descriptions that ``sources.json`` and ``sources_fresh.json`` do not use, pinned per release by
@@ -16,9 +16,12 @@ the four of :mod:`bench.quality.mixing` (credit, quote, wrap, untranslate).
 A *family* is one document across the releases it appears in (same package, file and, for
 sections, heading; for descriptions, language and package). Quotas sample families, and parts
 split families (tune 40%, heldout 40%, fresh 20% by SHA-256 of the family), so every revision
-of a document is in the same part, in both languages (a catalogue in ``mixreal`` tune is in
-``revisions`` tune too). Truth (:mod:`bench.quality.truth`): both parts hold several scripts and
-use the mixed-script definition (character 3-grams of the alphanumerics, every script). Output beside the other parts:
+of a document is in the same part, in every language (a catalogue in ``mixreal`` tune is in
+``revisions`` tune too). Truth (:mod:`bench.quality.truth`) as the other parts define it:
+``mixreal`` and ``revisions`` (German, French, Japanese, Korean, Chinese) hold several scripts
+and use the mixed-script definition (character 3-grams of the alphanumerics, every script);
+``revisions-en`` is English and uses the English one (word 3-shingles). Output beside the
+other parts:
 ``corpus/<lang>.jsonl`` (with ``family`` and ``release`` fields), ``truth/<lang>-<part>.*``,
 ``stats-issue28.json``.
 """
@@ -412,6 +415,18 @@ def refresh_manifest() -> None:
                 digest, size = sums[path]
                 manifest["indexes"][release][name] = {"path": f"dists/{release}/{path}", "sha256": digest,
                                                       "size": size}
+    # each package's DEP-5 License names, from its newest pinned release's copyright file
+    manifest["copyright_licences"] = {}
+    for release in reversed(RELEASES):
+        for name in sorted(manifest["debs"].get(release, {})):
+            if name in manifest["copyright_licences"]:
+                continue
+            deb = get_deb(release, name, manifest)
+            for path, content, _ in sources.deb_data_members(deb.path):
+                if content is not None and path == f"usr/share/doc/{name}/copyright":
+                    manifest["copyright_licences"][name] = build_corpus._dep5_licences(
+                        content.decode("utf-8", "replace"))
+                    break
     ISSUE28.manifest.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     n = sum(len(v) for v in manifest["debs"].values())
     log(f"{ISSUE28.manifest.name} re-pinned: {n} packages, {sum(len(v) for v in manifest['indexes'].values())} "

@@ -115,6 +115,8 @@ def test_issue28_languages_use_the_mixed_truth_and_their_own_corpus_set() -> Non
     text = "Die Option --force überschreibt 既存のファイル"
     assert truth.shingles(text, "revisions") == truth.shingles(text, "mixed")
     assert truth.shingles(text, "mixreal") == truth.shingles(text, "mixed")
+    assert truth.shingles(text, "revisions-en") == truth.shingles(text, "en") == {
+        "die option force", "option force überschreibt", "force überschreibt 既存のファイル"}
     assert build_corpus.set_of("tune", "mixreal") is build_corpus.ISSUE28
     assert build_corpus.set_of("fresh", "revisions") is build_corpus.ISSUE28
     assert build_corpus.set_of("fresh", "en") is build_corpus.FRESH
