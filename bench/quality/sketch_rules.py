@@ -55,6 +55,11 @@ from simpg.fingerprint import minhash
 
 #: every rule the tuning sweep compares
 RULES = ("v1", "any-c3", "any-c4", "any-w3", "any-s3", "p30-c3", "p50-c3", "p30-w3", "p50-w3")
+#: issue 28: each run of one script by its own rule (``minhash._script_runs``): ``run<d>`` spells
+#: runs of at most d words between spaceless characters (or one and the text's edge) into the
+#: character stream, ``runin<d>`` only runs between two spaceless characters; ``v1`` = ``runinf``
+#: (every word spelled: SKETCH_VERSION 1); ``product``: what minhash does now.
+RUN_RULES = ("v1", "run0", "run2", "run4", "run8", "run16", "run32", "runin4", "runin8", "runin16")
 #: the rules carried to heldout and fresh, once (chosen on tune; see bench/quality/README.md)
 BEST_RULES: tuple[str, ...] = ("any-c3", "any-c4")
 
@@ -85,10 +90,26 @@ def _parse(rule: str) -> tuple[float | None, str]:
     return (None if gate == "any" else int(gate[1:]) / 100), m.group(2)
 
 
+def _run_rule(rule: str) -> tuple[int, bool] | None:
+    """``run<d>`` / ``runin<d>`` / ``runinf``: (longest run of words spelled, whether edges count)."""
+    if rule == "v1" or rule == "runinf":
+        return 1 << 30, True
+    m = re.fullmatch(r"run(in)?(\d+)", rule)
+    return (int(m.group(2)), not m.group(1)) if m else None
+
+
 def shingles(text: str, rule: str) -> np.ndarray:
     """The 64-bit shingle hashes of ``text`` under ``rule`` (in no order, repeats included)."""
     folded = minhash._fold(minhash._text(text))
-    if rule == "v1" or folded.isascii():
+    if rule == "product":
+        return minhash._token_shingles(*minhash._tokens(folded))
+    runs = _run_rule(rule)
+    if runs is not None:
+        if folded.isascii() or minhash._SPACELESS_CHARS.search(folded) is None:
+            return minhash._token_shingles(*minhash._tokens(folded))
+        words, chars = minhash._script_runs(folded, *runs)
+        return minhash._token_shingles(minhash._word_hashes(words), minhash._code_points(chars))
+    if folded.isascii():
         return minhash._token_shingles(*minhash._tokens(folded))
     share, kind = _parse(rule)
     codes = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype=_U32)
@@ -215,6 +236,47 @@ class RuleBands:
                         )
                     )
         return calls
+
+
+class RuleDedup(RuleBands):
+    """``simpg dedup``'s decision under a shingle rule: pairs within K bits, sketch <= T; and with band keys.
+
+    Labels ``<rule> dedup K=7 T=36`` (today's ``simpg dedup``) and ``<rule> dedup+bands``
+    (the same, plus pairs sharing a band key, the candidate source issue 28 adds).
+    """
+
+    name = "sketch-rules-dedup"
+
+    def run(self, docs: Sequence[dict], lang: str) -> list[Call]:
+        from bench.quality.detectors import pairs_within
+        from simpg.fingerprint import DEDUP_K
+
+        n = len(docs)
+        fps, valid = SimpgDetector().fingerprints(docs)
+        calls = []
+        for rule in self.rules:
+            started = time.perf_counter()
+            z = rule_arrays(docs, rule)
+            ok = valid & (z["c"] > 0)
+            p, _ = pairs_within(fps, ok, DEDUP_K)
+            kcode = _encode(p[:, 0], p[:, 1], n)
+            bi, bj, _, _ = self.candidates(docs, rule, self.ms[0])
+            both = np.union1d(kcode, _encode(bi, bj, n))
+            for label, codes in (("dedup", kcode), ("dedup+bands", both)):
+                i, j = codes // n, codes % n
+                bits = _sketch_bits(z["s"], i, j)
+                for t in self.ts:
+                    keep = bits <= t
+                    calls.append(Call(label=f"{rule} {label} K={DEDUP_K} T={t}", detector=self.name,
+                                      pairs=np.stack([i[keep], j[keep]], axis=1),
+                                      params={"rule": rule, "mode": label, "K": DEDUP_K, "T": t},
+                                      not_indexed=int(n - ok.sum()), seconds=time.perf_counter() - started))
+        return calls
+
+
+@register("sketch-rules-dedup")
+def _dedup_rules() -> RuleDedup:
+    return RuleDedup(BEST_RULES or RUN_RULES)
 
 
 @register("sketch-rules")
@@ -404,6 +466,142 @@ def margin(part: str, langs: Sequence[str], rules: Sequence[str], m: int) -> str
     return "\n".join(lines)
 
 
+# -- issue 28: a tuning set of real-like script mixing, from the tuning part only ------------
+
+MIX_KINDS = {
+    "en": ("name", "passage", "kana", "credit"),
+    "zh": ("quote-en", "hardwrap", "term", "drop-latin"),
+}
+
+
+def _han_pieces(texts: Sequence[str]) -> list[str]:
+    return [m.group() for t in texts for m in re.finditer(r"[\u4e00-\u9fff]{2,40}", t)]
+
+
+def _kana_pieces(texts: Sequence[str]) -> list[str]:
+    return [m.group() for t in texts for m in re.finditer(r"[\u3040-\u30ff\u4e00-\u9fff]{6,24}", t)]
+
+
+def _english_lines(texts: Sequence[str]) -> list[str]:
+    return [line.strip() for t in texts for line in t.splitlines() if 5 <= len(line.split()) <= 15]
+
+
+def _insert_line(text: str, line: str, rng) -> str:
+    lines = text.split("\n")
+    at = rng.randrange(len(lines) + 1)
+    return "\n".join([*lines[:at], line, *lines[at:]])
+
+
+def _hardwrap(text: str, rng) -> str:
+    width = rng.randint(28, 40)
+    out = []
+    for line in text.split("\n"):
+        out.extend(line[i:i + width] for i in range(0, max(1, len(line)), width))
+    return "\n".join(out)
+
+
+def mix_variant(text: str, kind: str, rng, donors: dict[str, list[str]]) -> str:
+    """One real-like mixing edit of ``text`` (MIX_KINDS)."""
+    if kind == "name":
+        name = rng.choice([p for p in donors["han"] if len(p) <= 4] or ["张伟"])[:3]
+        words = text.split(" ")
+        at = rng.randrange(1, max(2, len(words)))
+        return " ".join([*words[:at], f"({name})", *words[at:]])
+    if kind == "passage":
+        return _insert_line(text, rng.choice(donors["han"])[:40], rng)
+    if kind == "kana":
+        return _insert_line(text, rng.choice(donors["kana"]), rng)
+    if kind == "credit":
+        name = rng.choice([p for p in donors["han"] if len(p) <= 4] or ["李四"])[:3]
+        return text.rstrip() + f"\n翻译：{name} <translator@example.org>\n"
+    if kind == "quote-en":
+        return _insert_line(text, rng.choice(donors["en"]), rng)
+    if kind == "hardwrap":
+        return _hardwrap(text, rng)
+    latin = list(re.finditer(r"[A-Za-z][A-Za-z0-9_.-]*", text))
+    if kind == "drop-latin" and latin:
+        m = rng.choice(latin)
+        return text[:m.start()] + text[m.end():]
+    # "term" (or nothing Latin to drop): a Latin term after a Han character
+    han = list(re.finditer(r"[\u4e00-\u9fff]", text))
+    if not han:
+        return _hardwrap(text, rng)
+    m = rng.choice(han)
+    term = rng.choice(["systemd", "apt-get", "Debian", "LibreOffice", "GNOME", "sudo", "PostgreSQL", "UTF-8"])
+    return text[:m.end()] + term + text[m.end():]
+
+
+def mixing_docs(lang: str, bases: int = 500, seed: int = 28) -> list[dict]:
+    """Tuning documents: ``bases`` base documents of the tuning part and one mixing variant of each.
+
+    ``en``: English bases with a Chinese name, a Chinese line, a Japanese phrase or a translator's
+    credit added. ``zh``: Chinese bases (and Japanese ones of the mixed part, one in three) quoting
+    an English line, hard-wrapped at 28-40 characters (Latin words cut at line ends), with a Latin
+    term added or one removed. Donor text comes from other tuning documents.
+    """
+    import random
+
+    from bench.quality import build_corpus
+
+    rng = random.Random(seed)
+    en = [d for d in build_corpus.load_part("en", "tune") if d["base"] is None]
+    zh = [d for d in build_corpus.load_part("zh", "tune") if d["base"] is None]
+    ja = [d for d in build_corpus.load_part("mixed", "tune")
+          if d["base"] is None and re.search(r"[\u3040-\u30ff]", d["text"])]
+    donors = {"han": _han_pieces([d["text"] for d in zh[:400]]), "kana": _kana_pieces([d["text"] for d in ja[:200]]),
+              "en": _english_lines([d["text"] for d in en[:400]])}
+    if lang == "en":
+        pool = [d for d in en[400:] if len(d["text"].split()) >= 20]
+    else:
+        pool = zh[400:] + ja[200:]
+    rng.shuffle(pool)
+    if lang != "en":  # one in three Japanese, where there are enough
+        jas = [d for d in pool if d["collection"].endswith("ja") or "ja" in d["collection"]]
+        zhs = [d for d in pool if d not in jas]
+        pool = zhs[: bases - bases // 3] + jas[: bases // 3]
+    docs = []
+    for n, d in enumerate(pool[:bases]):
+        kind = MIX_KINDS[lang][n % len(MIX_KINDS[lang])]
+        docs.append({"id": d["id"], "text": d["text"], "base": None, "edit": None, "collection": d["collection"]})
+        docs.append({"id": f"{d['id']}~{kind}", "text": mix_variant(d["text"], kind, rng, donors), "base": d["id"],
+                     "edit": kind, "collection": d["collection"]})
+    return docs
+
+
+def mixing(langs: Sequence[str], rules: Sequence[str], ts: Sequence[int], bases: int) -> str:
+    """Per rule and mode: P, R, F1, unrelated called, recall per mixing kind, on :func:`mixing_docs`."""
+    from bench.quality import metrics
+    from bench.quality.truth import ShingleMatrix, all_pairs
+
+    lines = ["| set | rule | mode | P | R | F1 | unrelated | grey | recall per kind |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    det = RuleDedup(rules, ts)
+    for lang in langs:
+        docs = mixing_docs(lang, bases)
+        sm = ShingleMatrix.build([d["text"] for d in docs], lang)
+        ti = metrics.TruthIndex(all_pairs(sm))
+        n = len(docs)
+        where = {d["id"]: k for k, d in enumerate(docs)}
+        planted = {}
+        for k, d in enumerate(docs):
+            if d["edit"]:
+                planted.setdefault(d["edit"], []).append((where[d["base"]], k))
+        for call in [*det.run(docs, lang), *RuleBands(rules, ts).run(docs, lang)]:
+            p = metrics.score_pairs(call.pairs, ti, sm, docs, worst=3)
+            called = set((_encode(call.pairs[:, 0], call.pairs[:, 1], n)).tolist()) if len(call.pairs) else set()
+            per = []
+            for kind, pairs in planted.items():
+                a = np.array(pairs)
+                listed, pos = ti.lookup(a[:, 0], a[:, 1])
+                dup = listed & ti.dup[pos]
+                found = sum(1 for (x, y), ok in zip(pairs, dup.tolist(), strict=True) if ok and x * n + y in called)
+                per.append(f"{kind} {found}/{int(dup.sum())}")
+            mode = call.params.get("mode", "bands k=4")
+            lines.append(f"| {lang} | {call.params['rule']} | {mode} T={call.params['T']} | {p['precision']:.3f} | "
+                         f"{p['recall']:.3f} | {p['f1']:.3f} | {p['unrelated_called']} | {p['called_grey']} | "
+                         f"{', '.join(per)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -414,6 +612,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--t", default=str(minhash.MAX_SKETCH_DISTANCE))
     s.add_argument("--min-shingles", default=str(minhash.MIN_BAND_SHINGLES))
     s.add_argument("--json", help="also write the rows here")
+    s.add_argument("--dedup", action="store_true", help="simpg dedup's decision (K = 7, and with band keys) "
+                                                        "instead of the k = 4 + band keys lookup")
     g = sub.add_parser("margin")
     g.add_argument("--part", default="tune")
     g.add_argument("--lang", default="en,zh,mixed")
@@ -425,7 +625,15 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--part", default="tune")
     c.add_argument("--rules", default=",".join(RULES[1:]))
     c.add_argument("--count", type=int, default=1000)
+    x = sub.add_parser("mixing", help="issue 28's real-like script mixing, built from the tuning part")
+    x.add_argument("--lang", default="en,zh")
+    x.add_argument("--rules", default=",".join(RUN_RULES))
+    x.add_argument("--t", default=str(minhash.MAX_SKETCH_DISTANCE))
+    x.add_argument("--bases", type=int, default=500)
     args = ap.parse_args(argv)
+    if args.cmd == "mixing":
+        print(mixing(args.lang.split(","), args.rules.split(","), [int(t) for t in args.t.split(",")], args.bases))
+        return
     if args.cmd == "margin":
         if args.part != "tune":
             raise SystemExit("margin is a tuning-part diagnostic")
@@ -440,6 +648,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.part != "tune" and args.rules == ",".join(RULES):
         raise SystemExit("every rule is for the tuning part; give --rules for another part")
     langs = args.lang.split(",")
+    if args.dedup:
+        from bench.quality.evaluate import evaluate
+
+        r = evaluate(langs, args.part, [RuleDedup(args.rules.split(","), [int(x) for x in args.t.split(",")])],
+                     clusterings=())
+        print("| lang | rule | mode | P | R | F1 | unrelated | grey |\n|---|---|---|---:|---:|---:|---:|---:|")
+        for lang, block in r["langs"].items():
+            for row in block["calls"]:
+                p, q = row["pairs"], row["params"]
+                print(f"| {lang} | {q['rule']} | {q['mode']} T={q['T']} | {p['precision']:.3f} | {p['recall']:.3f} | "
+                      f"{p['f1']:.3f} | {p['unrelated_called']} | {p['called_grey']} |")
+        return
     det = RuleBands(
         args.rules.split(","), [int(x) for x in args.t.split(",")], [int(x) for x in args.min_shingles.split(",")]
     )

@@ -96,6 +96,8 @@ MIN_BAND_SHINGLES: Final = 16
 #: choice and let one J = 0.47 pair of licence files through on the held-out part.
 MAX_SKETCH_DISTANCE: Final = 36
 
+#: Longest run of words between spaceless characters that is shingled with their characters.
+NEAR_WORDS: Final = 8
 _WORD_N: Final = 3
 _CHAR_N: Final = 3
 _SHIFT: Final = np.uint64(64 - (SKETCH_BITS.bit_length() - 1))  # top 8 bits choose the bin
@@ -132,6 +134,8 @@ _SPACELESS: Final = (
 )
 _WORDS: Final = re.compile(rf"[^\W{_SPACELESS}]+")
 _SPACELESS_CHARS: Final = re.compile(rf"[{_SPACELESS}]")
+# A spaceless letter or digit (group 1), or a word (group 2).
+_TOKEN: Final = re.compile(rf"((?=[{_SPACELESS}])[^\W_])|([^\W{_SPACELESS}]+)")
 # A letter or digit of any script: \w is str.isalnum() and the underscore.
 _ALNUM: Final = re.compile(r"[^\W_]")
 
@@ -252,15 +256,74 @@ def _fold(text: str) -> str:
 
 
 def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
-    """Folded text's word hashes, or with a spaceless script its letters and digits (code points), in order.
+    """Folded text's word hashes and the code points of its character stream, each in order.
 
-    One of the two is empty: a text is shingled by words or by characters, never both.
+    A text without a spaceless character has words only. Otherwise each run of one
+    script is shingled by its own rule (:func:`_script_runs`): the words far from any
+    spaceless character by words, the spaceless characters and the words near them by
+    their letters and digits.
     """
     if folded.isascii():  # no spaceless script; the same words as the regular expression, faster
         return _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))[0], _NO_CHARS
     if _SPACELESS_CHARS.search(folded) is None:
         return _word_hashes(_WORDS.findall(folded)), _NO_CHARS
-    return _NO_CHARS, _alnum_codes(folded)
+    words, chars = _script_runs(folded)
+    return _word_hashes(words), _code_points(chars)
+
+
+def _join_wrapped(folded: str) -> str:
+    """Join the lines of hard-wrapped spaceless text where a line break cut a word in two.
+
+    A line break (with the spaces around it) between two letters or digits is dropped when
+    the lines on both sides hold a spaceless character: ``使用comm\\nand命令`` is ``使用command命令``.
+    """
+    if "\n" not in folded:
+        return folded
+    lines = folded.split("\n")
+    out = [lines[0]]
+    spaceless = [_SPACELESS_CHARS.search(line) is not None for line in lines]
+    for i in range(1, len(lines)):
+        before, after = out[-1].rstrip(" \t\r"), lines[i].lstrip(" \t")
+        if (spaceless[i - 1] and spaceless[i] and before and after and _is_alnum(before[-1])
+                and _is_alnum(after[0])):
+            out[-1] = before + after
+            spaceless[i] = True
+        else:
+            out.append(lines[i])
+    return "\n".join(out)
+
+
+def _is_alnum(ch: str) -> bool:
+    return ch.isalnum()
+
+
+def _script_runs(folded: str, near: int | None = None, edges: bool = True) -> tuple[list[str], str]:
+    """The words shingled as words, and the character stream, of folded text with a spaceless character.
+
+    Tokens, in order: each spaceless letter or digit, and each word (a run of other word
+    characters, :data:`_WORDS`). A run of at most ``near`` (:data:`NEAR_WORDS`) words
+    between two spaceless characters (or one and the text's start or end, unless not
+    ``edges``) goes into the character stream with them, letters and digits only: a Latin
+    term inside Chinese weighs by its length, as in the truth's character 3-grams. Longer
+    runs stay words: an English text with a Chinese name changes by the name, not by
+    half its shingles. None: every word goes to the characters.
+    """
+    limit = NEAR_WORDS if near is None else near
+    found = _TOKEN.findall(_join_wrapped(folded))
+    n = len(found)
+    kinds = np.fromiter((bool(c) for c, _ in found), dtype=bool, count=n)
+    at = np.arange(n)
+    gap = n + 1 if edges else 2 * n + 2  # an edge is a spaceless neighbour when edges count
+    left = np.maximum.accumulate(np.where(kinds, at, -1 if edges else -gap))
+    right = np.minimum.accumulate(np.where(kinds, at, n if edges else n + gap)[::-1])[::-1]
+    spelled = kinds | (right - left - 1 <= limit)
+    words = [w for (_, w), s in zip(found, spelled.tolist(), strict=True) if not s]
+    chars = "".join(c or w for (c, w), s in zip(found, spelled.tolist(), strict=True) if s)
+    return words, chars.replace("_", "")
+
+
+def _code_points(letters: str) -> np.ndarray:
+    return np.frombuffer(letters.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
 
 
 def _alnum_codes(folded: str) -> np.ndarray:
