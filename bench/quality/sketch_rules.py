@@ -90,12 +90,21 @@ def _parse(rule: str) -> tuple[float | None, str]:
     return (None if gate == "any" else int(gate[1:]) / 100), m.group(2)
 
 
-def _run_rule(rule: str) -> tuple[int, bool] | None:
-    """``run<d>`` / ``runin<d>`` / ``runinf``: (longest run of words spelled, whether edges count)."""
+def _run_rule(rule: str) -> tuple[int, bool, int] | None:
+    """``run<d>[x<r>]`` / ``runin<d>[x<r>]`` / ``runinf``: (longest run of words spelled, whether edges
+    count, copies of each word shingle)."""
     if rule == "v1" or rule == "runinf":
-        return 1 << 30, True
-    m = re.fullmatch(r"run(in)?(\d+)", rule)
-    return (int(m.group(2)), not m.group(1)) if m else None
+        return 1 << 30, True, 1
+    m = re.fullmatch(r"run(in)?(\d+)(?:x(\d+))?", rule)
+    return (int(m.group(2)), not m.group(1), int(m.group(3) or 1)) if m else None
+
+
+def _copies(word_shingles: np.ndarray, r: int) -> np.ndarray:
+    """Each word shingle and r - 1 salted copies of it: a word weighs r characters' 3-grams."""
+    if r <= 1 or not len(word_shingles):
+        return word_shingles
+    salts = minhash._mix(np.arange(1, r, dtype=np.uint64) * minhash._GOLD)
+    return np.concatenate([word_shingles, minhash._mix((word_shingles[:, None] ^ salts[None, :]).ravel())])
 
 
 def shingles(text: str, rule: str) -> np.ndarray:
@@ -105,10 +114,15 @@ def shingles(text: str, rule: str) -> np.ndarray:
         return minhash._token_shingles(*minhash._tokens(folded))
     runs = _run_rule(rule)
     if runs is not None:
+        d, edges, r = runs
         if folded.isascii() or minhash._SPACELESS_CHARS.search(folded) is None:
-            return minhash._token_shingles(*minhash._tokens(folded))
-        words, chars = minhash._script_runs(folded, *runs)
-        return minhash._token_shingles(minhash._word_hashes(words), minhash._code_points(chars))
+            words_h, chars = minhash._tokens(folded)
+        else:
+            words, letters = minhash._script_runs(folded, d, edges)
+            words_h, chars = minhash._word_hashes(words), minhash._code_points(letters)
+        ws = _copies(minhash._ngrams(words_h, minhash._WORD_N, minhash._TAG_WORD), r)
+        cs = minhash._ngrams(minhash._mix_in_place(chars + minhash._GOLD), minhash._CHAR_N, minhash._TAG_CHAR)
+        return np.concatenate([ws, cs])
     if folded.isascii():
         return minhash._token_shingles(*minhash._tokens(folded))
     share, kind = _parse(rule)
@@ -493,10 +507,17 @@ def _insert_line(text: str, line: str, rng) -> str:
 
 
 def _hardwrap(text: str, rng) -> str:
+    """Lines with a spaceless character cut every 28-40 characters, wherever (Latin words too), as
+    CJK text is wrapped; lines without one wrapped at spaces, as Latin text is."""
+    import textwrap
+
     width = rng.randint(28, 40)
     out = []
     for line in text.split("\n"):
-        out.extend(line[i:i + width] for i in range(0, max(1, len(line)), width))
+        if minhash._SPACELESS_CHARS.search(line) is None:
+            out.extend(textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False) or [line])
+        else:
+            out.extend(line[i:i + width] for i in range(0, max(1, len(line)), width))
     return "\n".join(out)
 
 

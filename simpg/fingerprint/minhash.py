@@ -274,27 +274,24 @@ def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
 def _join_wrapped(folded: str) -> str:
     """Join the lines of hard-wrapped spaceless text where a line break cut a word in two.
 
-    A line break (with the spaces around it) between two letters or digits is dropped when
-    the lines on both sides hold a spaceless character: ``使用comm\\nand命令`` is ``使用command命令``.
+    A line break right between two letters or digits (no space on either side) is dropped
+    when the line before or after it holds a spaceless character: ``使用comm\\nand命令`` is
+    ``使用command命令``. Elsewhere a line break stays a word boundary.
     """
     if "\n" not in folded:
         return folded
     lines = folded.split("\n")
-    out = [lines[0]]
     spaceless = [_SPACELESS_CHARS.search(line) is not None for line in lines]
+    out = [lines[0]]
     for i in range(1, len(lines)):
-        before, after = out[-1].rstrip(" \t\r"), lines[i].lstrip(" \t")
-        if (spaceless[i - 1] and spaceless[i] and before and after and _is_alnum(before[-1])
-                and _is_alnum(after[0])):
+        before, after = out[-1].removesuffix("\r"), lines[i]
+        if ((spaceless[i - 1] or spaceless[i]) and before and after and before[-1].isalnum()
+                and after[0].isalnum()):
             out[-1] = before + after
-            spaceless[i] = True
+            spaceless[i] = spaceless[i - 1] or spaceless[i]
         else:
             out.append(lines[i])
     return "\n".join(out)
-
-
-def _is_alnum(ch: str) -> bool:
-    return ch.isalnum()
 
 
 def _script_runs(folded: str, near: int | None = None, edges: bool = True) -> tuple[list[str], str]:
