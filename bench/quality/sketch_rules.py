@@ -94,9 +94,12 @@ def _run_rule(rule: str) -> tuple[int, bool, int] | None:
     """``run<d>[x<r>]`` / ``runin<d>[x<r>]`` / ``runinf``: (longest run of words spelled, whether edges
     count, copies of each word shingle)."""
     if rule == "v1" or rule == "runinf":
-        return 1 << 30, True, 1
-    m = re.fullmatch(r"run(in)?(\d+)(?:x(\d+))?", rule)
-    return (int(m.group(2)), not m.group(1), int(m.group(3) or 1)) if m else None
+        return 1 << 30, True, 1, 0, 0, 0.5, 2.0
+    m = re.fullmatch(r"(?:g(\d+))?run(in)?(\d+)(?:near(\d+))?(?:w(\d+)p(\d+))?(?:x(\d+))?", rule)
+    if not m:
+        return None
+    return (int(m.group(3)), not m.group(2), int(m.group(7) or 1), int(m.group(4) or 0), int(m.group(5) or 0),
+            int(m.group(6) or 50) / 100, int(m.group(1)) / 100 if m.group(1) else 2.0)
 
 
 def _copies(word_shingles: np.ndarray, r: int) -> np.ndarray:
@@ -114,11 +117,11 @@ def shingles(text: str, rule: str) -> np.ndarray:
         return minhash._token_shingles(*minhash._tokens(folded))
     runs = _run_rule(rule)
     if runs is not None:
-        d, edges, r = runs
+        d, edges, r, near, window, share, gate = runs
         if folded.isascii() or minhash._SPACELESS_CHARS.search(folded) is None:
             words_h, chars = minhash._tokens(folded)
         else:
-            words, letters = minhash._script_runs(folded, d, edges)
+            words, letters = minhash._script_runs(folded, d, edges, near, window, share, gate)
             words_h, chars = minhash._word_hashes(words), minhash._code_points(letters)
         ws = _copies(minhash._ngrams(words_h, minhash._WORD_N, minhash._TAG_WORD), r)
         cs = minhash._ngrams(minhash._mix_in_place(chars + minhash._GOLD), minhash._CHAR_N, minhash._TAG_CHAR)

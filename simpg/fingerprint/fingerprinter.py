@@ -564,7 +564,7 @@ class Fingerprinter:
         hashes = np.sort(minhash._token_shingles(*tokens))
         if not len(hashes):  # the sketch's own error, with its message
             return fp, _attempt(minhash.sketch_and_bands, doc)
-        return fp, minhash._sketch_and_bands_of(hashes)
+        return fp, minhash._sketch_and_bands_of(hashes, tokens)
 
     def _fingerprint_and_sketch_many(
         self, docs: list[Any]
@@ -621,11 +621,11 @@ class Fingerprinter:
             return _attempt(self.fingerprint, doc), None
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
         # The sketch's word hashes across fields in order (as in the fields joined by
-        # newlines), and each field's folded text with its letters and digits if _tokens
-        # found them: one field in a spaceless script turns the whole document's shingles
-        # to characters (minhash._tokens).
+        # newlines), and each field's folded text: with a spaceless character in any field,
+        # the tokens are those of the folded fields joined by newlines (minhash._tokens),
+        # since a run of words may cross fields.
         words: list[npt.NDArray[np.uint64]] = []
-        folded_fields: list[tuple[str, npt.NDArray[np.uint64] | None]] = []
+        folded_fields: list[str] = []
         spaceless = False
         word_features = self._config.lang != "zh"
         for field, text in fields:
@@ -634,23 +634,22 @@ class Fingerprinter:
                 separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
                 found, word = minhash._ascii_word_hashes(separated)
                 words.append(found)
-                folded_fields.append((norm, None))
+                folded_fields.append(norm)
                 # word_text(norm): the same words, one space between them
                 made = cut_runs(joined_words(separated, word)) if word_features else None
             else:
                 folded = unicodedata.normalize("NFKC", text).casefold()  # the sketch's text
                 norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
-                found, chars = minhash._tokens(folded)
-                words.append(found)
-                folded_fields.append((folded, chars if len(chars) else None))
-                spaceless = spaceless or len(chars) > 0
+                spaceless = spaceless or minhash._SPACELESS_CHARS.search(folded) is not None
+                if not spaceless:
+                    words.append(minhash._tokens(folded)[0])
+                folded_fields.append(folded)
                 made = None
             if text and not text.isspace():
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
-        if spaceless:  # every field's letters and digits, as minhash._tokens of the joined text
-            return fp, (minhash._NO_CHARS, np.concatenate(
-                [minhash._alnum_codes(f) if chars is None else chars for f, chars in folded_fields]))
+        if spaceless:
+            return fp, minhash._tokens("\n".join(folded_fields))
         return fp, (np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
                     minhash._NO_CHARS)
 

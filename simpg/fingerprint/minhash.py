@@ -96,8 +96,14 @@ MIN_BAND_SHINGLES: Final = 16
 #: choice and let one J = 0.47 pair of licence files through on the held-out part.
 MAX_SKETCH_DISTANCE: Final = 36
 
-#: Longest run of words between spaceless characters that is shingled with their characters.
-NEAR_WORDS: Final = 8
+#: Longest run of words between two spaceless characters (or one and the text's start or end)
+#: that is shingled by its letters with theirs (chosen on bench/quality's tuning part, issue 28).
+NEAR_WORDS: Final = 2
+#: Elements per word shingle: each word 3-shingle is hashed with WORD_COPIES - 1 salted copies,
+#: so a word weighs about as much as the character 3-grams of its letters (5 on average) in
+#: a text that mixes both. Copying every shingle alike leaves the Jaccard similarity of two
+#: texts of words only exactly as it was (issue 28).
+WORD_COPIES: Final = 5
 _WORD_N: Final = 3
 _CHAR_N: Final = 3
 _SHIFT: Final = np.uint64(64 - (SKETCH_BITS.bit_length() - 1))  # top 8 bits choose the bin
@@ -175,6 +181,8 @@ with np.errstate(over="ignore"):
     #: Each bin's salt for its stored bit: the bin's number times the golden ratio.
     _BIN_SALT: Final = np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD
 _NO_CHARS: Final = np.zeros(0, dtype=np.uint64)
+#: The salts of a word shingle's copies (one per copy).
+_COPY_SALTS: Final = _mix(np.arange(1, WORD_COPIES, dtype=np.uint64) * _GOLD)
 
 # Word -> MurmurHash3, shared by every document (a few words make up most of any text).
 # Keys are str, or bytes on the ASCII path: mmh3 hashes a str as its UTF-8 bytes, so both
@@ -274,9 +282,11 @@ def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
 def _join_wrapped(folded: str) -> str:
     """Join the lines of hard-wrapped spaceless text where a line break cut a word in two.
 
-    A line break right between two letters or digits (no space on either side) is dropped
-    when the line before or after it holds a spaceless character: ``使用comm\\nand命令`` is
-    ``使用command命令``. Elsewhere a line break stays a word boundary.
+    A line break right between two letters or digits of a spaced script (no space on
+    either side) is dropped when the lines on both sides hold a spaceless character:
+    ``使用comm\\nand命令`` is ``使用command命令``. Elsewhere a line break stays a word boundary
+    (a break between two spaceless characters separates nothing: they are shingled as one
+    stream of characters).
     """
     if "\n" not in folded:
         return folded
@@ -285,16 +295,21 @@ def _join_wrapped(folded: str) -> str:
     out = [lines[0]]
     for i in range(1, len(lines)):
         before, after = out[-1].removesuffix("\r"), lines[i]
-        if ((spaceless[i - 1] or spaceless[i]) and before and after and before[-1].isalnum()
-                and after[0].isalnum()):
+        if (spaceless[i - 1] and spaceless[i] and before and after and _is_word_letter(before[-1])
+                and _is_word_letter(after[0])):
             out[-1] = before + after
-            spaceless[i] = spaceless[i - 1] or spaceless[i]
         else:
             out.append(lines[i])
     return "\n".join(out)
 
 
-def _script_runs(folded: str, near: int | None = None, edges: bool = True) -> tuple[list[str], str]:
+def _is_word_letter(ch: str) -> bool:
+    """A letter or digit of a script written with spaces."""
+    return ch.isalnum() and _SPACELESS_CHARS.match(ch) is None
+
+
+def _script_runs(folded: str, near: int | None = None, edges: bool = True, within: int = 0,
+                 window: int = 0, share: float = 0.5, gate: float = 2.0) -> tuple[list[str], str]:
     """The words shingled as words, and the character stream, of folded text with a spaceless character.
 
     Tokens, in order: each spaceless letter or digit, and each word (a run of other word
@@ -314,6 +329,21 @@ def _script_runs(folded: str, near: int | None = None, edges: bool = True) -> tu
     left = np.maximum.accumulate(np.where(kinds, at, -1 if edges else -gap))
     right = np.minimum.accumulate(np.where(kinds, at, n if edges else n + gap)[::-1])[::-1]
     spelled = kinds | (right - left - 1 <= limit)
+    if gate <= 1.0:
+        letters = sum(len(w) for c, w in found)
+        if kinds.sum() >= gate * (letters + kinds.sum()):
+            spelled[:] = True
+    if within:
+        lc = np.maximum.accumulate(np.where(kinds, at, -2 * n - 2))
+        rc = np.minimum.accumulate(np.where(kinds, at, 3 * n + 3)[::-1])[::-1]
+        spelled |= np.minimum(at - lc, rc - at) <= within
+    if window:
+        # letters in the window: a spaceless character weighs 1, a word its length
+        weight = np.fromiter((len(w) if w else 1 for _, w in found), dtype=np.int64, count=n)
+        ends = np.concatenate([[0], np.cumsum(weight)])
+        ends_sp = np.concatenate([[0], np.cumsum(np.where(kinds, weight, 0))])
+        lo, hi = np.maximum(at - window, 0), np.minimum(at + window + 1, n)
+        spelled |= (ends_sp[hi] - ends_sp[lo]) >= share * (ends[hi] - ends[lo])
     words = [w for (_, w), s in zip(found, spelled.tolist(), strict=True) if not s]
     chars = "".join(c or w for (c, w), s in zip(found, spelled.tolist(), strict=True) if s)
     return words, chars.replace("_", "")
@@ -410,23 +440,46 @@ def _spaceless_table() -> np.ndarray:
     return table
 
 
-def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Shingle hashes of a document's word hashes or code points (:func:`_tokens`; the module's docstring)."""
+def _shingle_parts(words: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The word shingles and the character 3-grams of a document's tokens (:func:`_tokens`)."""
     word_shingles = _ngrams(words, _WORD_N, _TAG_WORD)
     if not len(codes):
-        return word_shingles
-    char_shingles = _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)
-    return np.concatenate([word_shingles, char_shingles]) if len(word_shingles) else char_shingles
+        return word_shingles, _NO_CHARS
+    return word_shingles, _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)
+
+
+def _copies(word_shingles: np.ndarray) -> np.ndarray:
+    """:data:`WORD_COPIES` - 1 salted copies of each word shingle (in no order)."""
+    if WORD_COPIES < 2 or not len(word_shingles):
+        return _NO_CHARS
+    return _mix_in_place((word_shingles[:, None] ^ _COPY_SALTS[None, :]).ravel())
+
+
+def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The sketch's elements of a document's tokens: its shingles and the copies of its word shingles."""
+    word_shingles, char_shingles = _shingle_parts(words, codes)
+    return np.concatenate([word_shingles, _copies(word_shingles), char_shingles])
 
 
 def _shingles(doc: Any) -> np.ndarray:
-    """The 64-bit hashes of a document's shingles, in no order, repeats included."""
+    """The 64-bit hashes of a document's sketch elements (:func:`_token_shingles`), in no order, repeats included."""
     return _token_shingles(*_tokens(_fold(_text(doc))))
 
 
 def shingle_hashes(doc: Any) -> np.ndarray:
-    """The 64-bit hashes of a document's shingle set (unique, sorted, uint64)."""
+    """The 64-bit hashes of the set the sketch estimates Jaccard similarity of (unique, sorted, uint64).
+
+    Its shingles and the copies of its word shingles: a word shingle weighs
+    :data:`WORD_COPIES`, a character 3-gram one. Two texts without a spaceless character
+    have the Jaccard similarity of their word 3-shingles, exactly.
+    """
     return np.unique(_shingles(doc))
+
+
+def _distinct_shingles(words: np.ndarray, codes: np.ndarray) -> int:
+    """The number of distinct shingles (copies not counted) of a document's tokens."""
+    word_shingles, char_shingles = _shingle_parts(words, codes)
+    return len(np.unique(word_shingles)) + len(np.unique(char_shingles))
 
 
 @lru_cache(maxsize=1)
@@ -495,15 +548,16 @@ def _band_keys(minima: np.ndarray, bands: int = BANDS, rows: int = BAND_ROWS) ->
     return h
 
 
-def _sorted_shingles(doc: Any) -> np.ndarray:
-    """The sorted shingle hashes (repeats kept) of a document with any; EmptyDocument otherwise."""
+def _sorted_shingles(doc: Any) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """The sorted sketch elements (repeats kept) of a document with any, and its tokens; EmptyDocument otherwise."""
     text = _text(doc)
-    hashes = np.sort(_shingles(text))  # a repeated shingle changes no minimum: no need to drop it
+    tokens = _tokens(_fold(text))
+    hashes = np.sort(_token_shingles(*tokens))  # a repeated shingle changes no minimum: no need to drop it
     if not len(hashes):
         short = " ".join(text.split())  # named as the fingerprinter names a document
         short = short if len(short) <= 40 else short[:37] + "..."
         raise EmptyDocument(f"empty document: no words to sketch: {short!r}")
-    return hashes
+    return hashes, tokens
 
 
 def _sketch_bits(minima: np.ndarray) -> bytes:
@@ -524,10 +578,15 @@ def _doc_band_keys(minima: np.ndarray) -> tuple[int, ...]:
     return tuple(keys)
 
 
-def _sketch_and_bands_of(hashes: np.ndarray) -> tuple[bytes, tuple[int, ...] | None]:
-    """:func:`sketch_and_bands` of sorted shingle hashes (at least one)."""
+def _sketch_and_bands_of(
+    hashes: np.ndarray, tokens: tuple[np.ndarray, np.ndarray]
+) -> tuple[bytes, tuple[int, ...] | None]:
+    """:func:`sketch_and_bands` of sorted sketch elements (at least one) made of ``tokens``."""
     minima = _minima(hashes)
-    if len(hashes) < MIN_BAND_SHINGLES or np.count_nonzero(hashes[1:] != hashes[:-1]) + 1 < MIN_BAND_SHINGLES:
+    # A shingle makes at most WORD_COPIES distinct elements: count shingles only when that is not enough.
+    elements = np.count_nonzero(hashes[1:] != hashes[:-1]) + 1
+    if elements < MIN_BAND_SHINGLES or (
+            elements < WORD_COPIES * MIN_BAND_SHINGLES and _distinct_shingles(*tokens) < MIN_BAND_SHINGLES):
         return _sketch_bits(minima), None
     return _sketch_bits(minima), _doc_band_keys(minima)
 
@@ -608,6 +667,8 @@ def _batch_sketch_and_bands(
         return []
     word_h, word_doc = _batch_ngrams([w for w, _ in tokens], _WORD_N, _TAG_WORD)
     chars = [c for _, c in tokens]
+    copies = _copies(word_h)
+    copy_doc = np.repeat(word_doc, WORD_COPIES - 1) if len(copies) else word_doc[:0]
     if any(len(c) for c in chars):
         joined = _mix_in_place(np.concatenate(chars) + _GOLD)
         bounds = np.cumsum([len(c) for c in chars]).tolist()
@@ -616,7 +677,8 @@ def _batch_sketch_and_bands(
         hashes, owners = np.concatenate([word_h, char_h]), np.concatenate([word_doc, char_doc])
     else:
         hashes, owners = word_h, word_doc
-    minima, filled = _batch_minima(hashes, owners, docs)
+    # the shingles (hashes, owners) count for the band-key guard; their copies only for the minima
+    minima, filled = _batch_minima(np.concatenate([hashes, copies]), np.concatenate([owners, copy_doc]), docs)
     mixed = _mix_in_place(minima ^ _BIN_SALT)
     bits = np.packbits((mixed & np.uint64(1)).astype(np.uint8), axis=1)
     keys = _band_keys(minima).view(np.int64).tolist()
@@ -627,7 +689,8 @@ def _batch_sketch_and_bands(
         if not any_hash[i]:
             out.append(None)
             continue
-        banded = bins[i] >= MIN_BAND_SHINGLES or len(np.unique(hashes[owners == i])) >= MIN_BAND_SHINGLES
+        # as _sketch_and_bands_of: distinct shingles, counted only where the bins cannot tell
+        banded = bins[i] >= WORD_COPIES * MIN_BAND_SHINGLES or len(np.unique(hashes[owners == i])) >= MIN_BAND_SHINGLES
         out.append((bits[i].tobytes(), tuple(keys[i]) if banded else None))
     return out
 
@@ -639,7 +702,7 @@ def sketch(doc: Any) -> bytes:
         EmptyDocument: no word or character to make a shingle of.
         InvalidDocument: not text; DecodeError: bytes that are not UTF-8.
     """
-    return _sketch_bits(_minima(_sorted_shingles(doc)))
+    return _sketch_bits(_minima(_sorted_shingles(doc)[0]))
 
 
 def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
@@ -663,7 +726,7 @@ def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
         >>> sketch_and_bands("too short to band")[1] is None
         True
     """
-    return _sketch_and_bands_of(_sorted_shingles(doc))
+    return _sketch_and_bands_of(*_sorted_shingles(doc))
 
 
 def sketch_distance(a: bytes, b: bytes) -> int:
