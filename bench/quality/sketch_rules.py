@@ -90,16 +90,57 @@ def _parse(rule: str) -> tuple[float | None, str]:
     return (None if gate == "any" else int(gate[1:]) / 100), m.group(2)
 
 
+def study_runs(folded: str, near: int, edges: bool = True, within: int = 0,
+               window: int = 0, share: int = 50, gate: int = 200) -> tuple[list[str], str]:
+    """The study's general rule: the words shingled as words, and the character stream, of folded text.
+
+    Tokens as in ``minhash._script_runs``. A word goes to the characters when it is in a run
+    of at most ``near`` words between two spaceless characters (or one and the text's edge,
+    with ``edges``); or within ``within`` tokens of a spaceless character; or when spaceless
+    characters make at least ``share`` percent of the letters within ``window`` tokens of it
+    (a word counts its length); or, for every word, when spaceless characters make at least
+    ``gate`` percent of the document's letters. ``minhash._script_runs`` is ``near=0,
+    window=SPACELESS_WINDOW, share=SPACELESS_SHARE`` (checked by the ``cost`` command).
+    """
+    limit = near
+    found = minhash._TOKEN.findall(minhash._join_wrapped(folded))
+    n = len(found)
+    kinds = np.fromiter((bool(c) for c, _ in found), dtype=bool, count=n)
+    at = np.arange(n)
+    gap = n + 1 if edges else 2 * n + 2  # an edge is a spaceless neighbour when edges count
+    left = np.maximum.accumulate(np.where(kinds, at, -1 if edges else -gap))
+    right = np.minimum.accumulate(np.where(kinds, at, n if edges else n + gap)[::-1])[::-1]
+    spelled = kinds | (right - left - 1 <= limit)
+    if gate <= 100:
+        letters = sum(len(w) for c, w in found)
+        if 100 * kinds.sum() >= gate * (letters + kinds.sum()):
+            spelled[:] = True
+    if within:
+        lc = np.maximum.accumulate(np.where(kinds, at, -2 * n - 2))
+        rc = np.minimum.accumulate(np.where(kinds, at, 3 * n + 3)[::-1])[::-1]
+        spelled |= np.minimum(at - lc, rc - at) <= within
+    if window:
+        # letters in the window: a spaceless character weighs 1, a word its length
+        weight = np.fromiter((len(w) or 1 for _, w in found), dtype=np.int64, count=n)
+        ends = np.concatenate([[0], np.cumsum(weight)])
+        ends_sp = np.concatenate([[0], np.cumsum(np.where(kinds, weight, 0))])
+        lo, hi = np.maximum(at - window, 0), np.minimum(at + window + 1, n)
+        spelled |= 100 * (ends_sp[hi] - ends_sp[lo]) >= share * (ends[hi] - ends[lo])
+    words = [w for (_, w), s in zip(found, spelled.tolist(), strict=True) if not s]
+    chars = "".join(c or w for (c, w), s in zip(found, spelled.tolist(), strict=True) if s)
+    return words, chars.replace("_", "")
+
+
 def _run_rule(rule: str) -> tuple[int, bool, int] | None:
     """``run<d>[x<r>]`` / ``runin<d>[x<r>]`` / ``runinf``: (longest run of words spelled, whether edges
     count, copies of each word shingle)."""
     if rule == "v1" or rule == "runinf":
-        return 1 << 30, True, 1, 0, 0, 0.5, 2.0
+        return 1 << 30, True, 1, 0, 0, 50, 200
     m = re.fullmatch(r"(?:g(\d+))?run(in)?(\d+)(?:near(\d+))?(?:w(\d+)p(\d+))?(?:x(\d+))?", rule)
     if not m:
         return None
     return (int(m.group(3)), not m.group(2), int(m.group(7) or 1), int(m.group(4) or 0), int(m.group(5) or 0),
-            int(m.group(6) or 50) / 100, int(m.group(1)) / 100 if m.group(1) else 2.0)
+            int(m.group(6) or 50), int(m.group(1)) if m.group(1) else 200)
 
 
 def _copies(word_shingles: np.ndarray, r: int) -> np.ndarray:
@@ -121,7 +162,7 @@ def shingles(text: str, rule: str) -> np.ndarray:
         if folded.isascii() or minhash._SPACELESS_CHARS.search(folded) is None:
             words_h, chars = minhash._tokens(folded)
         else:
-            words, letters = minhash._script_runs(folded, d, edges, near, window, share, gate)
+            words, letters = study_runs(folded, d, edges, near, window, share, gate)
             words_h, chars = minhash._word_hashes(words), minhash._code_points(letters)
         ws = _copies(minhash._ngrams(words_h, minhash._WORD_N, minhash._TAG_WORD), r)
         cs = minhash._ngrams(minhash._mix_in_place(chars + minhash._GOLD), minhash._CHAR_N, minhash._TAG_CHAR)
@@ -597,7 +638,8 @@ def mixing(langs: Sequence[str], rules: Sequence[str], ts: Sequence[int], bases:
     from bench.quality import metrics
     from bench.quality.truth import ShingleMatrix, all_pairs
 
-    lines = ["| set | rule | mode | P | R | F1 | unrelated | grey | recall per kind |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| set | rule | mode | P | R | F1 | unrelated | grey | recall per kind |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|"]
     det = RuleDedup(rules, ts)
     for lang in langs:
         docs = mixing_docs(lang, bases)

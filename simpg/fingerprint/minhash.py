@@ -10,16 +10,26 @@ truth's bound for "unrelated") differ in 64 bits on average with a standard devi
 36 is 4 standard deviations below. Measured on 16,000 real documents in ``bench/quality``
 (docs/fingerprinting.md).
 
-Shingles, from the text alone (any language), after NFKC and case folding:
+Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 2,
+issue 28): each script by its own rule, decided word by word from its neighbourhood, so that
+a few characters of another script move a document a few bits, not half the sketch:
 
-* a text with no character of a script written without spaces: its words (maximal runs
-  of word characters), in document order across the whole document: word 3-shingles;
-* a text with one or more characters of such a script (Han, kana, Bopomofo, Thai, Lao,
-  Khmer, Myanmar, Tibetan): all its letters and digits (``str.isalnum``, every script), in
-  document order: character 3-grams. A Latin word inside Chinese text then weighs by its
-  length, not as one word shingle: with words, a Chinese page and the same page followed
-  by a list of language names in Latin script (J = 0.44 over character 3-grams) looked 0.75
-  alike to the sketch (bench/quality/sketch_rules.py, docs/fingerprinting.md);
+* words (maximal runs of word characters of scripts written with spaces), in document order
+  across the whole document: word 3-shingles, each with :data:`WORD_COPIES` - 1 salted
+  copies, so that a word weighs about what its letters weigh as characters;
+* the letters and digits (``str.isalnum``) of scripts written without spaces (Han, kana,
+  Bopomofo, Thai, Lao, Khmer, Myanmar, Tibetan), in document order: character 3-grams. A word
+  goes into this stream, letters and digits only, when spaceless characters make at least
+  :data:`SPACELESS_SHARE` percent of the letters within :data:`SPACELESS_WINDOW` tokens of
+  it: a Latin term inside Chinese weighs by its length, as in the truth's character
+  3-grams (a Chinese page and the same page followed by a list of language names in Latin
+  script, J = 0.49 over character 3-grams, stay apart), while an English text with a
+  Chinese name or a translator's credit keeps its word shingles and gains the name's
+  characters. A text with no spaceless character is shingled by words only (its Jaccard
+  similarity with another such text is that of its word 3-shingles, exactly); a text whose
+  words are all among spaceless characters, by its letters only, as in version 1;
+* a line break between two letters of a spaced script in hard-wrapped spaceless text (both
+  lines hold spaceless characters) is dropped first: it cut a word in two;
 * a stream shorter than its n is one shingle (a two-word text still has a sketch).
 
 Each shingle is hashed to 64 bits (MurmurHash3 of each word, splitmix64 to combine); the
@@ -82,7 +92,7 @@ SKETCH_BITS: Final = 256
 SKETCH_BYTES: Final = SKETCH_BITS // 8
 #: Bumped whenever a sketch or band keys of the same text could change; stored sketches
 #: and band keys of another version are not comparable.
-SKETCH_VERSION: Final = 1
+SKETCH_VERSION: Final = 2
 #: Band keys per document (online lookups' second candidate source, docs/fingerprinting.md).
 BANDS: Final = 4
 #: Consecutive bins hashed into one band key: two documents share a band with probability
@@ -96,14 +106,16 @@ MIN_BAND_SHINGLES: Final = 16
 #: choice and let one J = 0.47 pair of licence files through on the held-out part.
 MAX_SKETCH_DISTANCE: Final = 36
 
-#: Longest run of words between two spaceless characters (or one and the text's start or end)
-#: that is shingled by its letters with theirs (chosen on bench/quality's tuning part, issue 28).
-NEAR_WORDS: Final = 2
+#: A word is shingled by its letters, with the spaceless characters, when those make at
+#: least SPACELESS_SHARE percent of the letters within SPACELESS_WINDOW tokens of it (chosen
+#: on bench/quality's tuning part and a tuning set of real-like mixing, issue 28).
+SPACELESS_WINDOW: Final = 128
+SPACELESS_SHARE: Final = 15
 #: Elements per word shingle: each word 3-shingle is hashed with WORD_COPIES - 1 salted copies,
-#: so a word weighs about as much as the character 3-grams of its letters (5 on average) in
-#: a text that mixes both. Copying every shingle alike leaves the Jaccard similarity of two
-#: texts of words only exactly as it was (issue 28).
-WORD_COPIES: Final = 5
+#: so a word weighs about as much as the character 3-grams of its letters in a text that
+#: mixes both. Copying every shingle alike leaves the Jaccard similarity of two texts of
+#: words only exactly as it was (issue 28; 4, 5 and 6 measured alike, 4 costs least).
+WORD_COPIES: Final = 4
 _WORD_N: Final = 3
 _CHAR_N: Final = 3
 _SHIFT: Final = np.uint64(64 - (SKETCH_BITS.bit_length() - 1))  # top 8 bits choose the bin
@@ -280,11 +292,11 @@ def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _join_wrapped(folded: str) -> str:
-    """Join the lines of hard-wrapped spaceless text where a line break cut a word in two.
+    r"""Join the lines of hard-wrapped spaceless text where a line break cut a word in two.
 
     A line break right between two letters or digits of a spaced script (no space on
     either side) is dropped when the lines on both sides hold a spaceless character:
-    ``使用comm\\nand命令`` is ``使用command命令``. Elsewhere a line break stays a word boundary
+    ``使用comm\nand命令`` is ``使用command命令``. Elsewhere a line break stays a word boundary
     (a break between two spaceless characters separates nothing: they are shingled as one
     stream of characters).
     """
@@ -308,44 +320,30 @@ def _is_word_letter(ch: str) -> bool:
     return ch.isalnum() and _SPACELESS_CHARS.match(ch) is None
 
 
-def _script_runs(folded: str, near: int | None = None, edges: bool = True, within: int = 0,
-                 window: int = 0, share: float = 0.5, gate: float = 2.0) -> tuple[list[str], str]:
+def _script_runs(folded: str) -> tuple[list[str], str]:
     """The words shingled as words, and the character stream, of folded text with a spaceless character.
 
     Tokens, in order: each spaceless letter or digit, and each word (a run of other word
-    characters, :data:`_WORDS`). A run of at most ``near`` (:data:`NEAR_WORDS`) words
-    between two spaceless characters (or one and the text's start or end, unless not
-    ``edges``) goes into the character stream with them, letters and digits only: a Latin
-    term inside Chinese weighs by its length, as in the truth's character 3-grams. Longer
-    runs stay words: an English text with a Chinese name changes by the name, not by
-    half its shingles. None: every word goes to the characters.
+    characters, :data:`_WORDS`), after :func:`_join_wrapped`. A word goes into the
+    character stream (its letters and digits, with the spaceless characters, in document
+    order) when spaceless characters make at least :data:`SPACELESS_SHARE` percent of the
+    letters among the :data:`SPACELESS_WINDOW` tokens on either side of it (a word counts
+    its length, a spaceless character one): a Latin term inside Chinese weighs by its
+    letters, as in the truth's character 3-grams, while an English text with a Chinese
+    name keeps its words and changes by the name alone. Each word's rule depends only on
+    its neighbourhood, so a few characters of another script move only the words near them.
     """
-    limit = NEAR_WORDS if near is None else near
     found = _TOKEN.findall(_join_wrapped(folded))
     n = len(found)
-    kinds = np.fromiter((bool(c) for c, _ in found), dtype=bool, count=n)
+    spaceless = np.fromiter((bool(c) for c, _ in found), dtype=bool, count=n)
+    letters = np.fromiter((len(w) or 1 for _, w in found), dtype=np.int64, count=n)
+    total = np.concatenate([[0], np.cumsum(letters)])
+    theirs = np.concatenate([[0], np.cumsum(spaceless)])
     at = np.arange(n)
-    gap = n + 1 if edges else 2 * n + 2  # an edge is a spaceless neighbour when edges count
-    left = np.maximum.accumulate(np.where(kinds, at, -1 if edges else -gap))
-    right = np.minimum.accumulate(np.where(kinds, at, n if edges else n + gap)[::-1])[::-1]
-    spelled = kinds | (right - left - 1 <= limit)
-    if gate <= 1.0:
-        letters = sum(len(w) for c, w in found)
-        if kinds.sum() >= gate * (letters + kinds.sum()):
-            spelled[:] = True
-    if within:
-        lc = np.maximum.accumulate(np.where(kinds, at, -2 * n - 2))
-        rc = np.minimum.accumulate(np.where(kinds, at, 3 * n + 3)[::-1])[::-1]
-        spelled |= np.minimum(at - lc, rc - at) <= within
-    if window:
-        # letters in the window: a spaceless character weighs 1, a word its length
-        weight = np.fromiter((len(w) if w else 1 for _, w in found), dtype=np.int64, count=n)
-        ends = np.concatenate([[0], np.cumsum(weight)])
-        ends_sp = np.concatenate([[0], np.cumsum(np.where(kinds, weight, 0))])
-        lo, hi = np.maximum(at - window, 0), np.minimum(at + window + 1, n)
-        spelled |= (ends_sp[hi] - ends_sp[lo]) >= share * (ends[hi] - ends[lo])
-    words = [w for (_, w), s in zip(found, spelled.tolist(), strict=True) if not s]
-    chars = "".join(c or w for (c, w), s in zip(found, spelled.tolist(), strict=True) if s)
+    lo, hi = np.maximum(at - SPACELESS_WINDOW, 0), np.minimum(at + SPACELESS_WINDOW + 1, n)
+    spelled = (spaceless | (100 * (theirs[hi] - theirs[lo]) >= SPACELESS_SHARE * (total[hi] - total[lo]))).tolist()
+    words = [w for (_, w), s in zip(found, spelled, strict=True) if not s]
+    chars = "".join(c or w for (c, w), s in zip(found, spelled, strict=True) if s)
     return words, chars.replace("_", "")
 
 

@@ -185,5 +185,5 @@ def test_batched_sketches_of_tokens_equal_the_single_functions() -> None:
     got = minhash._batch_sketch_and_bands(tokens)
     for (words, chars), made in zip(tokens, got, strict=True):
         hashes = np.sort(minhash._token_shingles(words, chars))
-        assert made == (minhash._sketch_and_bands_of(hashes) if len(hashes) else None)
+        assert made == (minhash._sketch_and_bands_of(hashes, (words, chars)) if len(hashes) else None)
     assert minhash._batch_sketch_and_bands([]) == []
