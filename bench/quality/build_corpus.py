@@ -44,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: make `bench.quality` importabl
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.quality import extract, sources, truth, variants  # noqa: E402
-from bench.quality.sources import CACHE, DATA, FRESH_MANIFEST, HERE, MANIFEST, log  # noqa: E402
+from bench.quality.sources import CACHE, DATA, FRESH_MANIFEST, HERE, ISSUE28_MANIFEST, MANIFEST, log  # noqa: E402
 
 CORPUS = DATA / "corpus"
 TRUTH = DATA / "truth"
@@ -68,10 +68,13 @@ class CorpusSet:
     manifest: Path
     parts: tuple[str, ...]
     suffix: str  # of corpus/<lang><suffix>.jsonl and stats<suffix>.json
+    langs: tuple[str, ...] = ("en", "zh", "mixed")
+    stats_suffix: str | None = None  # stats<stats_suffix>.json when not ``suffix``
+    code: tuple[str, ...] = ("build_corpus.py", "extract.py", "variants.py", "truth.py")  # in the digest
 
     @property
     def stats(self) -> Path:
-        return DATA / f"stats{self.suffix}.json"
+        return DATA / f"stats{self.suffix if self.stats_suffix is None else self.stats_suffix}.json"
 
     def corpus_file(self, lang: str) -> Path:
         return CORPUS / f"{lang}{self.suffix}.jsonl"
@@ -82,11 +85,21 @@ class CorpusSet:
 
 MAIN = CorpusSet("main", MANIFEST, PARTS, "")
 FRESH = CorpusSet("fresh", FRESH_MANIFEST, ("fresh",), "-fresh")
+#: Issue 28: mixed scripts as real text mixes them, and revisions across Debian releases; its own
+#: languages, each split into tune, heldout and fresh (bench/quality/issue28.py).
+ISSUE28 = CorpusSet(
+    "issue28", ISSUE28_MANIFEST, ("tune", "heldout", "fresh"), "", langs=("mixreal", "revisions"),
+    stats_suffix="-issue28", code=(*MAIN.code, "mixing.py", "issue28.py"),
+)
 ALL_PARTS = (*PARTS, "fresh")
 
 
-def set_of(part: str) -> CorpusSet:
-    """The corpus set a part is built in."""
+def set_of(part: str, lang: str | None = None) -> CorpusSet:
+    """The corpus set a part (of a language) is built in."""
+    if lang in ISSUE28.langs:
+        if part not in ISSUE28.parts:
+            raise SystemExit(f"unknown part {part!r} of {lang} (one of {', '.join(ISSUE28.parts)})")
+        return ISSUE28
     if part in FRESH.parts:
         return FRESH
     if part in MAIN.parts:
@@ -379,12 +392,16 @@ def _manifest_digest(cs: CorpusSet = MAIN) -> str:
     h = hashlib.sha256(cs.manifest.read_bytes())
     for path in _package_lists(sources.load_manifest(cs.manifest)):
         h.update(path.read_bytes())
-    for mod in ("build_corpus.py", "extract.py", "variants.py", "truth.py"):
+    for mod in cs.code:
         h.update((Path(__file__).resolve().parent / mod).read_bytes())
     return h.hexdigest()
 
 
 def build(force: bool = False, cs: CorpusSet = MAIN) -> dict[str, Any]:
+    if cs is ISSUE28:
+        from bench.quality import issue28
+
+        return issue28.build(force)
     if corpus_ready(cs) and not force:
         log(f"corpus is built ({cs.stats}); --force rebuilds it")
         built: dict[str, Any] = json.loads(cs.stats.read_text())
@@ -465,7 +482,7 @@ def build(force: bool = False, cs: CorpusSet = MAIN) -> dict[str, Any]:
 
 def load_part(lang: str, part: str) -> list[dict]:
     """The documents of one language and part, in the order the truth indices refer to."""
-    with set_of(part).corpus_file(lang).open(encoding="utf-8") as f:
+    with set_of(part, lang).corpus_file(lang).open(encoding="utf-8") as f:
         return [d for d in map(json.loads, f) if d["part"] == part]
 
 
@@ -559,10 +576,12 @@ def refresh_manifest(n_copyright: int, max_size: int, cs: CorpusSet = MAIN) -> N
     log(f"manifest re-pinned: {len(manifest['debs'])} packages, {len(rows)} copyright packages")
 
 
-def check_truth(samples: int = 20000, seed: int = 1, parts: tuple[str, ...] = PARTS) -> int:
+def check_truth(
+    samples: int = 20000, seed: int = 1, parts: tuple[str, ...] = PARTS, langs: tuple[str, ...] = LANGS
+) -> int:
     """Recount J with Python sets for random pairs, listed pairs and planted pairs; mismatches."""
     bad_total = 0
-    for lang in LANGS:
+    for lang in langs:
         for part in parts:
             docs = load_part(lang, part)
             t = truth.Truth.load(str(TRUTH / f"{lang}-{part}.npz"))

@@ -37,7 +37,13 @@ from bench.quality.sources import REPO, log  # noqa: E402
 from bench.quality.truth import ShingleMatrix, Truth  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-LANG_NAMES = {"en": "English", "zh": "Chinese", "mixed": "Mixed script"}
+LANG_NAMES = {
+    "en": "English",
+    "zh": "Chinese",
+    "mixed": "Mixed script",
+    "mixreal": "Mixed scripts as real text mixes them (issue 28)",
+    "revisions": "Revisions across Debian 11, 12 and 13 (issue 28)",
+}
 #: The mixed-script part's languages, per part (fresh adds Greek, Hebrew, Thai and Georgian).
 MIXED_LANGS = {"tune": "ja, ko, ru, uk, fa, ar", "heldout": "ja, ko, ru, uk, fa, ar",
                "fresh": "ja, ko, ru, uk, fa, ar, el, he, th, ka"}
@@ -59,7 +65,7 @@ def evaluate(
         t = Truth.load(str(TRUTH / f"{lang}-{part}.npz"))
         if t.n_docs != len(docs):
             raise SystemExit(f"truth of {lang}/{part} does not match the corpus: rebuild (--rebuild)")
-        sm = ShingleMatrix.build([d["text"] for d in docs], lang)
+        sm = ShingleMatrix.build([d["text"] for d in docs], lang)  # truth.DEFINITION maps issue 28's parts
         ti = metrics.TruthIndex(t)
         planted = metrics.planted_pairs(docs)
         n_bases = sum(d["base"] is None for d in docs)
@@ -232,7 +238,9 @@ def _ints(s: str | None) -> list[int] | None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=build_corpus.ALL_PARTS, default="heldout")
-    ap.add_argument("--lang", default="en,zh,mixed", help="comma-separated: en, zh, mixed")
+    ap.add_argument(
+        "--lang", default="en,zh,mixed", help="comma-separated: en, zh, mixed; issue 28's mixreal, revisions"
+    )
     ap.add_argument("--detectors", default="simpg,simhash,minhash", help="comma-separated registered names")
     ap.add_argument("--k", help="simpg radii, comma-separated (default: DEFAULT_K)")
     ap.add_argument("--simhash-k", help="simhash package radii (default: 3 and DEFAULT_K)")
@@ -247,8 +255,11 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     started = time.time()
-    cs = build_corpus.set_of(args.part)  # tune/heldout: sources.json; fresh: sources_fresh.json
-    build_corpus.build(force=args.rebuild, cs=cs)
+    langs = [x.strip() for x in args.lang.split(",") if x.strip()]
+    # tune/heldout: sources.json; fresh: sources_fresh.json; mixreal, revisions: sources_issue28.json
+    sets = list(dict.fromkeys(build_corpus.set_of(args.part, lang) for lang in langs))
+    for cs in sets:
+        build_corpus.build(force=args.rebuild, cs=cs)
     if args.build:
         return
     for mod in args.plugin:
@@ -264,10 +275,13 @@ def main(argv: list[str] | None = None) -> None:
             dets.append(detectors.make("minhash", verify=args.minhash_verify))
         else:
             dets.append(detectors.make(name))
-    langs = [x.strip() for x in args.lang.split(",") if x.strip()]
     clusterings = [x.strip() for x in args.clustering.split(",") if x.strip()]
     result = evaluate(langs, args.part, dets, clusterings=clusterings, worst=args.worst)
-    stats = json.loads(cs.stats.read_text())
+    stats: dict = {}
+    for cs in sets:
+        built = json.loads(cs.stats.read_text())
+        stats["built"] = ", ".join(filter(None, [stats.get("built"), built.get("built")]))
+        stats.setdefault("versions", {}).update(built.get("versions", {}))
     meta = {
         "command": "python3 -m bench.quality.evaluate " + " ".join(sys.argv[1:] if argv is None else argv),
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),

@@ -34,6 +34,7 @@ MANIFEST = HERE / "sources.json"
 COPYRIGHT_LIST = HERE / "copyright_packages.tsv"
 FRESH_MANIFEST = HERE / "sources_fresh.json"  # the fresh held-out part: packages sources.json does not use
 FRESH_COPYRIGHT_LIST = HERE / "copyright_packages_fresh.tsv"
+ISSUE28_MANIFEST = HERE / "sources_issue28.json"  # issue 28: mixreal and revisions, Debian 11-13
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
 USER_AGENT = "simpg-bench-quality14 (urllib)"

@@ -6,6 +6,8 @@ Shingles (after NFKC and lowercasing):
 * Chinese (``zh``) and the mixed-script part (``mixed``): character 3-grams of the alphanumeric
   characters (``str.isalnum``; everything else, spaces and punctuation included, is removed).
 * A document with fewer tokens (characters) than 3 has one shingle: its whole token sequence.
+* The issue-28 parts use these definitions (:data:`DEFINITION`): ``mixreal`` the mixed-script
+  one, ``revisions`` (English, German and French) the English one.
 
 Pairs: ``J = |A ∩ B| / |A ∪ B|``; duplicate ``J >= 0.8``, unrelated ``J < 0.5``, grey between.
 All pairs with ``J >= 0.5`` are found exactly with a sparse binary matrix product (rows in chunks,
@@ -25,11 +27,18 @@ import scipy.sparse as sp
 
 N = 3
 _WORD = re.compile(r"\w+")
+#: The definition a part's language uses, where it is not its own name.
+DEFINITION = {"mixreal": "mixed", "revisions": "en"}
+
+
+def words(lang: str) -> bool:
+    """Whether a language's truth shingles words (else characters)."""
+    return DEFINITION.get(lang, lang) == "en"
 
 
 def tokens(text: str, lang: str) -> list[str]:
     t = unicodedata.normalize("NFKC", text).lower()
-    if lang == "en":
+    if words(lang):
         return _WORD.findall(t)
     return [c for c in t if c.isalnum()]
 
@@ -37,7 +46,7 @@ def tokens(text: str, lang: str) -> list[str]:
 def shingles(text: str, lang: str) -> set[str]:
     """The shingle set of the truth definition (see the module docstring)."""
     toks = tokens(text, lang)
-    sep = " " if lang == "en" else ""
+    sep = " " if words(lang) else ""
     if not toks:
         return set()
     if len(toks) < N:
