@@ -34,6 +34,13 @@ Commands::
         --plugin bench.quality.sketch_rules --detectors bands-product,sketch-rules-best
     python3 -m bench.quality.sketch_rules pairs                    # the two known bad pairs, every rule
     python3 -m bench.quality.sketch_rules cost --part tune         # shingles and CPU time per document
+
+Issue 28 (each script by its own rule; ``RUN_RULES``, ``PRODUCT_RULE``), tune only, then once on heldout::
+
+    python3 -m bench.quality.sketch_rules mixing --rules v1,run2,run2x5,run0w128p15x4   # real-like mixing set
+    python3 -m bench.quality.sketch_rules sweep --dedup --part tune --lang zh,mixed,en --rules v1,run0w128p15x4
+    python3 -m bench.quality.evaluate --part heldout --lang en,zh,mixed,mixreal,revisions \
+        --plugin bench.quality.sketch_rules --detectors sketch-rules-28,minhash
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -60,6 +68,13 @@ RULES = ("v1", "any-c3", "any-c4", "any-w3", "any-s3", "p30-c3", "p50-c3", "p30-
 #: character stream, ``runin<d>`` only runs between two spaceless characters; ``v1`` = ``runinf``
 #: (every word spelled: SKETCH_VERSION 1); ``product``: what minhash does now.
 RUN_RULES = ("v1", "run0", "run2", "run4", "run8", "run16", "run32", "runin4", "runin8", "runin16")
+#: Their general form, ``[g<G>]run[in]<d>[near<N>][w<W>p<P>][x<r>]`` (:func:`study_runs`): ``near<N>``
+#: also spells words within N tokens of a spaceless character, ``w<W>p<P>`` words where spaceless
+#: characters make P% of the letters within W tokens, ``g<G>`` every word of a text whose letters
+#: are G% spaceless; ``x<r>``: each word shingle and r - 1 salted copies (a word weighs r);
+#: ``xl<r>``: as many elements as its words' mean length, 1 to r; a final ``k``: Hangul by characters.
+#: The rule chosen on tune (issue 28), SKETCH_VERSION 2: what ``minhash`` computes.
+PRODUCT_RULE = "run0w128p15xl6k"
 #: the rules carried to heldout and fresh, once (chosen on tune; see bench/quality/README.md)
 BEST_RULES: tuple[str, ...] = ("any-c3", "any-c4")
 
@@ -136,11 +151,27 @@ def _run_rule(rule: str) -> tuple[int, bool, int] | None:
     count, copies of each word shingle)."""
     if rule == "v1" or rule == "runinf":
         return 1 << 30, True, 1, 0, 0, 50, 200
-    m = re.fullmatch(r"(?:g(\d+))?run(in)?(\d+)(?:near(\d+))?(?:w(\d+)p(\d+))?(?:x(\d+))?", rule)
+    m = re.fullmatch(r"(?:g(\d+))?run(in)?(\d+)(?:near(\d+))?(?:w(\d+)p(\d+))?(?:x(\d+|l\d+))?", rule)
     if not m:
         return None
-    return (int(m.group(3)), not m.group(2), int(m.group(7) or 1), int(m.group(4) or 0), int(m.group(5) or 0),
+    r = m.group(7) or "1"
+    copies = -int(r[1:]) if r.startswith("l") else int(r)  # negative: letter-weighted, at most -copies
+    return (int(m.group(3)), not m.group(2), copies, int(m.group(4) or 0), int(m.group(5) or 0),
             int(m.group(6) or 50), int(m.group(1)) if m.group(1) else 200)
+
+
+def _letter_copies(word_shingles: np.ndarray, words: list[str], most: int) -> np.ndarray:
+    """Each word shingle and copies of it: as many elements as its words' mean length (1 .. ``most``)."""
+    if len(words) < minhash._WORD_N or not len(word_shingles):
+        return word_shingles
+    lengths = np.array([len(w) for w in words], dtype=np.int64)
+    count = len(word_shingles)
+    mean = (lengths[:count] + lengths[1:count + 1] + lengths[2:count + 2] + 1) // 3
+    extra = np.clip(mean, 1, most) - 1
+    salts = minhash._mix(np.arange(1, most, dtype=np.uint64) * minhash._GOLD)
+    starts = np.cumsum(extra) - extra
+    which = np.arange(int(extra.sum())) - np.repeat(starts, extra)
+    return np.concatenate([word_shingles, minhash._mix(np.repeat(word_shingles, extra) ^ salts[which])])
 
 
 def _copies(word_shingles: np.ndarray, r: int) -> np.ndarray:
@@ -151,8 +182,44 @@ def _copies(word_shingles: np.ndarray, r: int) -> np.ndarray:
     return np.concatenate([word_shingles, minhash._mix((word_shingles[:, None] ^ salts[None, :]).ravel())])
 
 
+_HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+#: The scripts SKETCH_VERSION 1 shingled by characters (the product's less Hangul): the study's default.
+_SPACELESS_V1 = minhash._SPACELESS.replace(_HANGUL, "")
+
+
+@contextmanager
+def _spaceless(sp: str):
+    """minhash's patterns made for the scripts ``sp`` while the block runs (a rule's set of scripts)."""
+    names = ("_SPACELESS_CHARS", "_TOKEN", "_WORDS")
+    saved = {name: getattr(minhash, name) for name in names}
+    minhash._SPACELESS_CHARS = re.compile(rf"[{sp}]")
+    minhash._TOKEN = re.compile(rf"((?=[{sp}])[^\W_])|([^\W{sp}]+)")
+    minhash._WORDS = re.compile(rf"[^\W{sp}]+")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(minhash, name, value)
+
+
 def shingles(text: str, rule: str) -> np.ndarray:
-    """The 64-bit shingle hashes of ``text`` under ``rule`` (in no order, repeats included)."""
+    """The 64-bit shingle hashes of ``text`` under ``rule`` (in no order, repeats included).
+
+    Scripts by characters: SKETCH_VERSION 1's (Han, kana, Thai...); a rule ending in ``k`` adds
+    Hangul (Korean is written with spaces); ``product`` is minhash's own.
+    """
+    if rule == "product":
+        return _shingles_of(text, rule)
+    with _spaceless(_SPACELESS_V1 + _HANGUL if rule.endswith("k") else _SPACELESS_V1):
+        return _shingles_of(text, rule.removesuffix("k"))
+
+
+def _word_shingles_v1(folded: str) -> np.ndarray:
+    """SKETCH_VERSION 1's shingles of a text without spaceless characters: word 3-shingles, no copies."""
+    return minhash._ngrams(minhash._tokens(folded)[0], minhash._WORD_N, minhash._TAG_WORD)
+
+
+def _shingles_of(text: str, rule: str) -> np.ndarray:
     folded = minhash._fold(minhash._text(text))
     if rule == "product":
         return minhash._token_shingles(*minhash._tokens(folded))
@@ -160,22 +227,24 @@ def shingles(text: str, rule: str) -> np.ndarray:
     if runs is not None:
         d, edges, r, near, window, share, gate = runs
         if folded.isascii() or minhash._SPACELESS_CHARS.search(folded) is None:
-            words_h, chars = minhash._tokens(folded)
+            words_h, _, chars = minhash._tokens(folded)
+            words = minhash._WORDS.findall(folded) if r < 0 else []
         else:
             words, letters = study_runs(folded, d, edges, near, window, share, gate)
             words_h, chars = minhash._word_hashes(words), minhash._code_points(letters)
-        ws = _copies(minhash._ngrams(words_h, minhash._WORD_N, minhash._TAG_WORD), r)
+        ws = minhash._ngrams(words_h, minhash._WORD_N, minhash._TAG_WORD)
+        ws = _letter_copies(ws, words, -r) if r < 0 else _copies(ws, r)
         cs = minhash._ngrams(minhash._mix_in_place(chars + minhash._GOLD), minhash._CHAR_N, minhash._TAG_CHAR)
         return np.concatenate([ws, cs])
     if folded.isascii():
-        return minhash._token_shingles(*minhash._tokens(folded))
+        return _word_shingles_v1(folded)
     share, kind = _parse(rule)
     codes = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype=_U32)
-    spaceless = minhash._spaceless_table()[codes]
+    spaceless = minhash._spaceless_table()[codes]  # Hangul included since issue 28
     alnum = _alnum_table()[codes]
     n_space = int(np.count_nonzero(spaceless & alnum))
     if not spaceless.any() or (share is not None and n_space < share * max(1, int(np.count_nonzero(alnum)))):
-        return minhash._token_shingles(*minhash._tokens(folded))
+        return _word_shingles_v1(folded)
     if kind in ("c3", "c4"):
         return minhash._ngrams(_char_hashes(codes[alnum]), int(kind[1]), minhash._TAG_CHAR)
     # spaceless characters as today: 4-grams of their stream
@@ -334,7 +403,13 @@ class RuleDedup(RuleBands):
 
 @register("sketch-rules-dedup")
 def _dedup_rules() -> RuleDedup:
-    return RuleDedup(BEST_RULES or RUN_RULES)
+    return RuleDedup(RUN_RULES)
+
+
+@register("sketch-rules-28")
+def _issue28_rules() -> RuleDedup:
+    """Issue 28's before (``v1``, SKETCH_VERSION 1) and after (:data:`PRODUCT_RULE`), on the same fingerprints."""
+    return RuleDedup(("v1", PRODUCT_RULE))
 
 
 @register("sketch-rules")
@@ -463,8 +538,8 @@ def cost(part: str, rules: Sequence[str], count: int = 1000) -> str:
         every = [d["text"] for d in build_corpus.load_part(lang, part)]
         texts = every[:: max(1, len(every) // count)][:count]  # evenly spaced over the part's collections
         for t in texts[:50]:
-            if not np.array_equal(shingle_set(t, "v1"), minhash.shingle_hashes(t)):
-                raise SystemExit("rule v1 differs from minhash.shingle_hashes")
+            if not np.array_equal(shingle_set(t, PRODUCT_RULE), minhash.shingle_hashes(t)):
+                raise SystemExit(f"rule {PRODUCT_RULE} differs from minhash.shingle_hashes")
 
         def timed(f, texts: list[str] = texts) -> float:
             best = float("inf")
@@ -478,7 +553,7 @@ def cost(part: str, rules: Sequence[str], count: int = 1000) -> str:
         _alnum_table()
         base = timed(minhash.shingle_hashes)
         lines.append(
-            f"| {lang} | `shingle_hashes` (today) | "
+            f"| {lang} | `shingle_hashes` (product, {PRODUCT_RULE}) | "
             f"{np.mean([len(minhash.shingle_hashes(t)) for t in texts]):.0f} | {base:.3f} | 1.00 |"
         )
         for rule in rules:

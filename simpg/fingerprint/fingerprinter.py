@@ -610,8 +610,8 @@ class Fingerprinter:
 
     def _fingerprint_and_tokens(
         self, doc: Any
-    ) -> tuple[int | FingerprintError, tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]] | None]:
-        """The fingerprint (or its error) and the sketch's word hashes and code points of ``doc``.
+    ) -> tuple[int | FingerprintError, minhash.Tokens | None]:
+        """The fingerprint (or its error) and the sketch's tokens of ``doc`` (:data:`minhash.Tokens`).
 
         None instead of the tokens for a document this pass does not take (see
         :meth:`_fingerprint_and_sketch`).
@@ -625,6 +625,7 @@ class Fingerprinter:
         # the tokens are those of the folded fields joined by newlines (minhash._tokens),
         # since a run of words may cross fields.
         words: list[npt.NDArray[np.uint64]] = []
+        lengths: list[npt.NDArray[np.int64]] = []
         folded_fields: list[str] = []
         spaceless = False
         word_features = self._config.lang != "zh"
@@ -632,8 +633,9 @@ class Fingerprinter:
             if text.isascii():
                 norm = text.lower()  # normalize() and the sketch's folding, for ASCII text
                 separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
-                found, word = minhash._ascii_word_hashes(separated)
+                found, word, length = minhash._ascii_word_hashes(separated)
                 words.append(found)
+                lengths.append(length)
                 folded_fields.append(norm)
                 # word_text(norm): the same words, one space between them
                 made = cut_runs(joined_words(separated, word)) if word_features else None
@@ -642,7 +644,9 @@ class Fingerprinter:
                 norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
                 spaceless = spaceless or minhash._SPACELESS_CHARS.search(folded) is not None
                 if not spaceless:
-                    words.append(minhash._tokens(folded)[0])
+                    found, length, _ = minhash._tokens(folded)
+                    words.append(found)
+                    lengths.append(length)
                 folded_fields.append(folded)
                 made = None
             if text and not text.isspace():
@@ -650,8 +654,10 @@ class Fingerprinter:
         fp = _attempt(self._fingerprint_fields, chunks, doc)
         if spaceless:
             return fp, minhash._tokens("\n".join(folded_fields))
-        return fp, (np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
-                    minhash._NO_CHARS)
+        if len(words) == 1:
+            return fp, (words[0], lengths[0], minhash._NO_CHARS)
+        return fp, (np.concatenate(words) if words else minhash._NO_CHARS,
+                    np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64), minhash._NO_CHARS)
 
     def _whole_fields(self, doc: Any) -> list[tuple[str, str]] | None:
         """``(field, text)`` of a document of one chunk per field, in the sketch's field order.

@@ -14,19 +14,20 @@ Shingles, from the text alone (any language), after NFKC and case folding (SKETC
 issue 28): each script by its own rule, decided word by word from its neighbourhood, so that
 a few characters of another script move a document a few bits, not half the sketch:
 
-* words (maximal runs of word characters of scripts written with spaces), in document order
-  across the whole document: word 3-shingles, each with :data:`WORD_COPIES` - 1 salted
-  copies, so that a word weighs about what its letters weigh as characters;
+* words (maximal runs of word characters of the other scripts), in document order across
+  the whole document: word 3-shingles, each hashed with salted copies of itself, one
+  element per letter of its three words' mean length (1 to :data:`WORD_COPIES`), so a word
+  weighs about what its letters weigh as characters and a list of numbers weighs little;
 * the letters and digits (``str.isalnum``) of scripts written without spaces (Han, kana,
-  Bopomofo, Thai, Lao, Khmer, Myanmar, Tibetan), in document order: character 3-grams. A word
+  Bopomofo, Thai, Lao, Khmer, Myanmar, Tibetan) and of Hangul (Korean words carry their
+  particles, and hard wrapping cuts them), in document order: character 3-grams. A word
   goes into this stream, letters and digits only, when spaceless characters make at least
   :data:`SPACELESS_SHARE` percent of the letters within :data:`SPACELESS_WINDOW` tokens of
   it: a Latin term inside Chinese weighs by its length, as in the truth's character
   3-grams (a Chinese page and the same page followed by a list of language names in Latin
   script, J = 0.49 over character 3-grams, stay apart), while an English text with a
   Chinese name or a translator's credit keeps its word shingles and gains the name's
-  characters. A text with no spaceless character is shingled by words only (its Jaccard
-  similarity with another such text is that of its word 3-shingles, exactly); a text whose
+  characters. A text with no spaceless character is shingled by words only; a text whose
   words are all among spaceless characters, by its letters only, as in version 1;
 * a line break between two letters of a spaced script in hard-wrapped spaceless text (both
   lines hold spaceless characters) is dropped first: it cut a word in two;
@@ -111,11 +112,11 @@ MAX_SKETCH_DISTANCE: Final = 36
 #: on bench/quality's tuning part and a tuning set of real-like mixing, issue 28).
 SPACELESS_WINDOW: Final = 128
 SPACELESS_SHARE: Final = 15
-#: Elements per word shingle: each word 3-shingle is hashed with WORD_COPIES - 1 salted copies,
-#: so a word weighs about as much as the character 3-grams of its letters in a text that
-#: mixes both. Copying every shingle alike leaves the Jaccard similarity of two texts of
-#: words only exactly as it was (issue 28; 4, 5 and 6 measured alike, 4 costs least).
-WORD_COPIES: Final = 4
+#: Most elements per word shingle: a word 3-shingle is hashed with salted copies of itself,
+#: one element per letter of its words' mean length (rounded, 1 to WORD_COPIES), so a word
+#: weighs about what its letters weigh as character 3-grams, and a list of numbers or
+#: one-letter tokens weighs little, as in the truth's character 3-grams (issue 28).
+WORD_COPIES: Final = 6
 _WORD_N: Final = 3
 _CHAR_N: Final = 3
 _SHIFT: Final = np.uint64(64 - (SKETCH_BITS.bit_length() - 1))  # top 8 bits choose the bin
@@ -132,7 +133,7 @@ _S30: Final = np.uint64(30)
 _S31: Final = np.uint64(31)
 _M64: Final = (1 << 64) - 1
 
-# Scripts written without spaces between words.
+# Scripts shingled by characters: those written without spaces between words, and Hangul.
 _SPACELESS: Final = (
     "\u3005-\u3007"  # 々〆〇
     "\u3021-\u3029\u3038-\u303b"  # Hangzhou numerals, 〸〹〺〻
@@ -149,6 +150,9 @@ _SPACELESS: Final = (
     "\u0f00-\u0fff"  # Tibetan
     "\u1000-\u109f"  # Myanmar
     "\u1780-\u17ff"  # Khmer
+    # Hangul: Korean is written with spaces, but its words carry their particles, and hard
+    # wrapping (fold -w) cuts them; by characters, as the mixed-script truth (issue 28)
+    "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 )
 _WORDS: Final = re.compile(rf"[^\W{_SPACELESS}]+")
 _SPACELESS_CHARS: Final = re.compile(rf"[{_SPACELESS}]")
@@ -193,7 +197,7 @@ with np.errstate(over="ignore"):
     #: Each bin's salt for its stored bit: the bin's number times the golden ratio.
     _BIN_SALT: Final = np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD
 _NO_CHARS: Final = np.zeros(0, dtype=np.uint64)
-#: The salts of a word shingle's copies (one per copy).
+#: The salts of a word shingle's copies (copy i is salted with _COPY_SALTS[i]).
 _COPY_SALTS: Final = _mix(np.arange(1, WORD_COPIES, dtype=np.uint64) * _GOLD)
 
 # Word -> MurmurHash3, shared by every document (a few words make up most of any text).
@@ -275,20 +279,30 @@ def _fold(text: str) -> str:
     return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
-def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
-    """Folded text's word hashes and the code points of its character stream, each in order.
+#: A document's tokens for the sketch: its words' hashes, their lengths (code points), and
+#: the code points of its character stream, each in document order.
+Tokens = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-    A text without a spaceless character has words only. Otherwise each run of one
-    script is shingled by its own rule (:func:`_script_runs`): the words far from any
-    spaceless character by words, the spaceless characters and the words near them by
-    their letters and digits.
+
+def _tokens(folded: str) -> Tokens:
+    """Folded text's words (hashes and lengths) and the code points of its character stream.
+
+    A text without a character of a script shingled by characters has words only.
+    Otherwise each script by its own rule (:func:`_script_runs`): the words among those
+    characters go to the character stream with them, the others stay words.
     """
     if folded.isascii():  # no spaceless script; the same words as the regular expression, faster
-        return _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))[0], _NO_CHARS
+        hashes, _, lengths = _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))
+        return hashes, lengths, _NO_CHARS
     if _SPACELESS_CHARS.search(folded) is None:
-        return _word_hashes(_WORDS.findall(folded)), _NO_CHARS
+        words = _WORDS.findall(folded)
+        return _word_hashes(words), _lengths(words), _NO_CHARS
     words, chars = _script_runs(folded)
-    return _word_hashes(words), _code_points(chars)
+    return _word_hashes(words), _lengths(words), _code_points(chars)
+
+
+def _lengths(words: list[str]) -> np.ndarray:
+    return np.fromiter(map(len, words), dtype=np.int64, count=len(words))
 
 
 def _join_wrapped(folded: str) -> str:
@@ -381,8 +395,8 @@ def _fmix(k: np.ndarray) -> np.ndarray:
     return k
 
 
-def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """MurmurHash3 of each word of ASCII text whose separators are spaces, and which bytes are word bytes.
+def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MurmurHash3 of each word of ASCII text whose separators are spaces, which bytes are word bytes, word lengths.
 
     ``mmh3.hash64(word)[0]`` of each run of non-space bytes, in order. Words shorter than
     16 bytes (all but a few) are hashed together in numpy (MurmurHash3's tail and
@@ -414,12 +428,12 @@ def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
     h1 = _fmix(h1)
     h1 += _fmix(h2)
     if every:
-        return h1, word
+        return h1, word, lengths
     out = np.empty(len(starts), dtype=np.uint64)
     out[short] = h1
     for i in np.flatnonzero(~short).tolist():
         out[i] = _word_hash(separated[starts[i]:ends[i]])
-    return out, word
+    return out, word, lengths
 
 
 @lru_cache(maxsize=1)
@@ -438,7 +452,7 @@ def _spaceless_table() -> np.ndarray:
     return table
 
 
-def _shingle_parts(words: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _shingle_parts(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The word shingles and the character 3-grams of a document's tokens (:func:`_tokens`)."""
     word_shingles = _ngrams(words, _WORD_N, _TAG_WORD)
     if not len(codes):
@@ -446,17 +460,32 @@ def _shingle_parts(words: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np
     return word_shingles, _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)
 
 
-def _copies(word_shingles: np.ndarray) -> np.ndarray:
-    """:data:`WORD_COPIES` - 1 salted copies of each word shingle (in no order)."""
-    if WORD_COPIES < 2 or not len(word_shingles):
+def _extra_copies(lengths: np.ndarray) -> np.ndarray:
+    """Copies of each word 3-shingle beside it: its words' mean length, rounded, 1 to WORD_COPIES, less one.
+
+    A text of fewer than 3 words (one shingle) gets none.
+    """
+    count = len(lengths) - _WORD_N + 1
+    if count < 1:
+        return np.zeros(min(len(lengths), 1), dtype=np.int64)
+    mean = (lengths[:count] + lengths[1:count + 1] + lengths[2:count + 2] + 1) // 3
+    return np.clip(mean, 1, WORD_COPIES) - 1
+
+
+def _copies(word_shingles: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """``extra[i]`` salted copies of word shingle ``i`` (in no particular order)."""
+    total = int(extra.sum()) if len(extra) else 0
+    if not total:
         return _NO_CHARS
-    return _mix_in_place((word_shingles[:, None] ^ _COPY_SALTS[None, :]).ravel())
+    starts = np.cumsum(extra) - extra
+    which = np.arange(total) - np.repeat(starts, extra)
+    return _mix_in_place(np.repeat(word_shingles, extra) ^ _COPY_SALTS[which])
 
 
-def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
+def _token_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """The sketch's elements of a document's tokens: its shingles and the copies of its word shingles."""
-    word_shingles, char_shingles = _shingle_parts(words, codes)
-    return np.concatenate([word_shingles, _copies(word_shingles), char_shingles])
+    word_shingles, char_shingles = _shingle_parts(words, lengths, codes)
+    return np.concatenate([word_shingles, _copies(word_shingles, _extra_copies(lengths)), char_shingles])
 
 
 def _shingles(doc: Any) -> np.ndarray:
@@ -467,16 +496,15 @@ def _shingles(doc: Any) -> np.ndarray:
 def shingle_hashes(doc: Any) -> np.ndarray:
     """The 64-bit hashes of the set the sketch estimates Jaccard similarity of (unique, sorted, uint64).
 
-    Its shingles and the copies of its word shingles: a word shingle weighs
-    :data:`WORD_COPIES`, a character 3-gram one. Two texts without a spaceless character
-    have the Jaccard similarity of their word 3-shingles, exactly.
+    Its shingles and the copies of its word shingles: a word shingle weighs its words'
+    mean length (1 to :data:`WORD_COPIES`), a character 3-gram one.
     """
     return np.unique(_shingles(doc))
 
 
-def _distinct_shingles(words: np.ndarray, codes: np.ndarray) -> int:
+def _distinct_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> int:
     """The number of distinct shingles (copies not counted) of a document's tokens."""
-    word_shingles, char_shingles = _shingle_parts(words, codes)
+    word_shingles, char_shingles = _shingle_parts(words, lengths, codes)
     return len(np.unique(word_shingles)) + len(np.unique(char_shingles))
 
 
@@ -546,7 +574,7 @@ def _band_keys(minima: np.ndarray, bands: int = BANDS, rows: int = BAND_ROWS) ->
     return h
 
 
-def _sorted_shingles(doc: Any) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+def _sorted_shingles(doc: Any) -> tuple[np.ndarray, Tokens]:
     """The sorted sketch elements (repeats kept) of a document with any, and its tokens; EmptyDocument otherwise."""
     text = _text(doc)
     tokens = _tokens(_fold(text))
@@ -576,9 +604,7 @@ def _doc_band_keys(minima: np.ndarray) -> tuple[int, ...]:
     return tuple(keys)
 
 
-def _sketch_and_bands_of(
-    hashes: np.ndarray, tokens: tuple[np.ndarray, np.ndarray]
-) -> tuple[bytes, tuple[int, ...] | None]:
+def _sketch_and_bands_of(hashes: np.ndarray, tokens: Tokens) -> tuple[bytes, tuple[int, ...] | None]:
     """:func:`sketch_and_bands` of sorted sketch elements (at least one) made of ``tokens``."""
     minima = _minima(hashes)
     # A shingle makes at most WORD_COPIES distinct elements: count shingles only when that is not enough.
@@ -651,10 +677,8 @@ def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int) -> tuple[np
     return minima, filled
 
 
-def _batch_sketch_and_bands(
-    tokens: list[tuple[np.ndarray, np.ndarray]],
-) -> list[tuple[bytes, tuple[int, ...] | None] | None]:
-    """:func:`_sketch_and_bands_of` the shingles of each ``(word hashes, code points)``, together.
+def _batch_sketch_and_bands(tokens: list[Tokens]) -> list[tuple[bytes, tuple[int, ...] | None] | None]:
+    """:func:`_sketch_and_bands_of` the shingles of each document's :data:`Tokens`, together.
 
     None for a document without any shingle. The values are those of one document at a
     time, bit for bit: the n-grams, minima, densification, bits and band keys are computed
@@ -663,10 +687,14 @@ def _batch_sketch_and_bands(
     docs = len(tokens)
     if not docs:
         return []
-    word_h, word_doc = _batch_ngrams([w for w, _ in tokens], _WORD_N, _TAG_WORD)
-    chars = [c for _, c in tokens]
-    copies = _copies(word_h)
-    copy_doc = np.repeat(word_doc, WORD_COPIES - 1) if len(copies) else word_doc[:0]
+    word_h, word_doc = _batch_ngrams([w for w, _, _ in tokens], _WORD_N, _TAG_WORD)
+    chars = [c for _, _, c in tokens]
+    # the copies of each shingle, in _batch_ngrams's order: the full streams', then the short ones'
+    full = [t[1] for t in tokens if len(t[1]) >= _WORD_N]
+    short = sum(1 for t in tokens if 0 < len(t[1]) < _WORD_N)
+    extra = np.concatenate([*map(_extra_copies, full), np.zeros(short, dtype=np.int64)])
+    copies = _copies(word_h, extra)
+    copy_doc = np.repeat(word_doc, extra)
     if any(len(c) for c in chars):
         joined = _mix_in_place(np.concatenate(chars) + _GOLD)
         bounds = np.cumsum([len(c) for c in chars]).tolist()

