@@ -580,7 +580,7 @@ class Fingerprinter:
         fps: list[int | FingerprintError] = []
         sketched: list[Sketches | FingerprintError] = []
         group: list[int] = []
-        tokens: list[tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]] = []
+        tokens: list[minhash.Tokens] = []
         size = 0
 
         def flush() -> None:
@@ -597,7 +597,7 @@ class Fingerprinter:
                 group.append(i)
                 tokens.append(found)
                 # a batch of long texts is sketched in parts: memory stays that of a few texts
-                size += len(found[0]) + len(found[1])
+                size += len(found[0]) + len(found[2])
                 if size >= _SKETCH_TOKENS:
                     flush()
                     size = 0

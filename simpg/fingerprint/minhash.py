@@ -469,7 +469,8 @@ def _extra_copies(lengths: np.ndarray) -> np.ndarray:
     if count < 1:
         return np.zeros(min(len(lengths), 1), dtype=np.int64)
     mean = (lengths[:count] + lengths[1:count + 1] + lengths[2:count + 2] + 1) // 3
-    return np.clip(mean, 1, WORD_COPIES) - 1
+    extra: np.ndarray = np.clip(mean, 1, WORD_COPIES) - 1
+    return extra
 
 
 def _copies(word_shingles: np.ndarray, extra: np.ndarray) -> np.ndarray:
