@@ -158,8 +158,8 @@ def markdown(result: dict, meta: dict) -> str:
                 f"{_num(row['not_indexed'])} | {row['seconds']:.1f} |"
             )
         lines.append("")
-        kinds = metrics.EDIT_KINDS
         first = block["calls"][0]["edits"] if block["calls"] else {}
+        kinds = [k for k in first if k in metrics.EDIT_KINDS or first[k].get("planted")] or list(metrics.EDIT_KINDS)
         head = []
         for k in kinds:
             e = first.get(k, {})
@@ -167,7 +167,10 @@ def markdown(result: dict, meta: dict) -> str:
                 head.append(f"rewrite called (of {e.get('planted', 0)}; {e.get('unrelated_by_truth', 0)} J<0.5)")
             else:
                 head.append(f"{k} (n={e.get('duplicate_by_truth', 0)} of {e.get('planted', 0)})")
-        lines.append("Recall per planted edit kind (over the (base, variant) pairs that are duplicates by truth):")
+        lines.append(
+            "Recall per planted edit kind (over the (base, variant) pairs that are duplicates by truth; "
+            "`revision`: pairs of one document in two releases):"
+        )
         lines.append("")
         lines.append("| detector | " + " | ".join(head) + " |")
         lines.append("|---|" + "---:|" * len(kinds))

@@ -13,12 +13,12 @@ section in two releases of a package, a catalogue in two versions, sibling descr
 ``mixreal`` part also gets planted variants, the five kinds of :mod:`bench.quality.variants` and
 the four of :mod:`bench.quality.mixing` (credit, quote, wrap, untranslate).
 
-A *family* is one document across the releases it appears in (same collection, package, file
-and, for sections, heading). Quotas sample families, and parts split families (tune 40%,
-heldout 40%, fresh 20% by SHA-256 of the family), so every revision of a document is in the
-same part. Truth (:mod:`bench.quality.truth`): ``mixreal`` uses the mixed-script definition
-(character 3-grams of the alphanumerics, every script), ``revisions`` the English one (word
-3-shingles; its documents are English, German and French). Output beside the other parts:
+A *family* is one document across the releases it appears in (same package, file and, for
+sections, heading; for descriptions, language and package). Quotas sample families, and parts
+split families (tune 40%, heldout 40%, fresh 20% by SHA-256 of the family), so every revision
+of a document is in the same part, in both languages (a catalogue in ``mixreal`` tune is in
+``revisions`` tune too). Truth (:mod:`bench.quality.truth`): both parts hold several scripts and
+use the mixed-script definition (character 3-grams of the alphanumerics, every script). Output beside the other parts:
 ``corpus/<lang>.jsonl`` (with ``family`` and ``release`` fields), ``truth/<lang>-<part>.*``,
 ``stats-issue28.json``.
 """
@@ -177,7 +177,7 @@ def collect(manifest: dict[str, Any], versions: dict[str, str], names: list[str]
                     versions[f"{release}/{name}"] = manifest["indexes"][release][name]["sha256"][:16]
                     lang = name.split("-", 1)[1]
                     for pkg, desc in extract.ddtp_descriptions(_decode(path.read_bytes(), path.name) or "", lang):
-                        family = f"{coll['name']}/{lang}/{pkg}"
+                        family = f"ddtp/{lang}/{pkg}"
                         found.append({"family": family, "release": release, "package": pkg, "text": desc,
                                       "id": f"{coll['name']}/{release}/{lang}/{pkg}"})
                 continue
@@ -201,7 +201,7 @@ def collect(manifest: dict[str, Any], versions: dict[str, str], names: list[str]
                         log(f"skip {release}/{name}/{path}: {exc!r}")
                         continue
                     for suffix, text in converted:
-                        found.append({"family": f"{coll['name']}/{name}/{stem}{suffix}", "release": release,
+                        found.append({"family": f"{name}/{stem}{suffix}", "release": release,
                                       "package": name, "text": text,
                                       "id": f"{coll['name']}/{release}/{name}/{path}{suffix}"})
         found = [f for f in found if f["text"].strip()]

@@ -25,6 +25,9 @@ import numpy as np
 from bench.quality.truth import ShingleMatrix, Truth, pair_keys
 
 EDIT_KINDS = ("format", "tokens", "sentences", "boilerplate", "rewrite")
+#: Issue 28: the mixing edits (bench/quality/mixing.py) and ``revision``, the pairs of base
+#: documents of one family (one document in two Debian releases), scored like planted pairs.
+MORE_KINDS = ("credit", "quote", "wrap", "untranslate", "revision")
 J_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 BIN_NAMES = [f"[{a:.1f},{b:.1f})" for a, b in zip(J_BINS, J_BINS[1:], strict=False)]
 
@@ -118,13 +121,29 @@ def score_pairs(
 
 
 def planted_pairs(docs: Sequence[dict]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(base index, variant index) arrays per edit kind."""
+    """(base index, variant index) arrays per edit kind; ``revision``: base pairs of one family.
+
+    The five kinds of issue 14 are always there; the others only when the part has them.
+    """
     where = {d["id"]: k for k, d in enumerate(docs)}
     out: dict[str, tuple[list[int], list[int]]] = {kind: ([], []) for kind in EDIT_KINDS}
     for k, d in enumerate(docs):
         if d.get("edit") and d.get("base") in where:
+            out.setdefault(d["edit"], ([], []))
             out[d["edit"]][0].append(where[d["base"]])
             out[d["edit"]][1].append(k)
+    families: dict[str, list[int]] = {}
+    for k, d in enumerate(docs):
+        if d.get("family") and d.get("base") is None:
+            families.setdefault(d["family"], []).append(k)
+    for members in families.values():
+        for x, a in enumerate(members):
+            for b in members[x + 1 :]:
+                out.setdefault("revision", ([], []))
+                out["revision"][0].append(a)
+                out["revision"][1].append(b)
+    order = [*EDIT_KINDS, *MORE_KINDS]
+    out = {kind: out[kind] for kind in sorted(out, key=lambda kind: (order.index(kind) if kind in order else 99, kind))}
     return {kind: (np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)) for kind, (a, b) in out.items()}
 
 

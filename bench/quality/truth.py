@@ -6,8 +6,8 @@ Shingles (after NFKC and lowercasing):
 * Chinese (``zh``) and the mixed-script part (``mixed``): character 3-grams of the alphanumeric
   characters (``str.isalnum``; everything else, spaces and punctuation included, is removed).
 * A document with fewer tokens (characters) than 3 has one shingle: its whole token sequence.
-* The issue-28 parts use these definitions (:data:`DEFINITION`): ``mixreal`` the mixed-script
-  one, ``revisions`` (English, German and French) the English one.
+* The issue-28 parts (``mixreal``, ``revisions``: several scripts each) use the mixed-script
+  definition (:data:`DEFINITION`).
 
 Pairs: ``J = |A ∩ B| / |A ∪ B|``; duplicate ``J >= 0.8``, unrelated ``J < 0.5``, grey between.
 All pairs with ``J >= 0.5`` are found exactly with a sparse binary matrix product (rows in chunks,
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 N = 3
 _WORD = re.compile(r"\w+")
 #: The definition a part's language uses, where it is not its own name.
-DEFINITION = {"mixreal": "mixed", "revisions": "en"}
+DEFINITION = {"mixreal": "mixed", "revisions": "mixed"}
 
 
 def words(lang: str) -> bool:
