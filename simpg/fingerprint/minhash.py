@@ -297,8 +297,8 @@ def _tokens(folded: str) -> Tokens:
     if _SPACELESS_CHARS.search(folded) is None:
         words = _WORDS.findall(folded)
         return _word_hashes(words), _lengths(words), _NO_CHARS
-    words, chars = _script_runs(folded)
-    return _word_hashes(words), _lengths(words), _code_points(chars)
+    words, lengths, chars = _script_runs(folded)
+    return _word_hashes(words), lengths, chars
 
 
 def _lengths(words: list[str]) -> np.ndarray:
@@ -334,7 +334,7 @@ def _is_word_letter(ch: str) -> bool:
     return ch.isalnum() and _SPACELESS_CHARS.match(ch) is None
 
 
-def _script_runs(folded: str) -> tuple[list[str], str]:
+def _script_runs(folded: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The words shingled as words, and the character stream, of folded text with a spaceless character.
 
     Tokens, in order: each spaceless letter or digit, and each word (a run of other word
@@ -347,18 +347,37 @@ def _script_runs(folded: str) -> tuple[list[str], str]:
     name keeps its words and changes by the name alone. Each word's rule depends only on
     its neighbourhood, so a few characters of another script move only the words near them.
     """
-    found = _TOKEN.findall(_join_wrapped(folded))
-    n = len(found)
-    spaceless = np.fromiter((bool(c) for c, _ in found), dtype=bool, count=n)
-    letters = np.fromiter((len(w) or 1 for _, w in found), dtype=np.int64, count=n)
+    text = _join_wrapped(folded)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if not len(codes):
+        return [], np.zeros(0, dtype=np.int64), _NO_CHARS
+    # what _TOKEN finds, in numpy: a spaceless letter or digit, or a run of other word characters
+    # (\w: str.isalnum() or "_"); isalnum asked once per distinct character
+    distinct, inverse = np.unique(codes, return_inverse=True)
+    alnum = np.fromiter((chr(c).isalnum() for c in distinct.tolist()), dtype=bool, count=len(distinct))
+    spaceless_d = _spaceless_table()[distinct]
+    is_alnum = alnum[inverse]
+    sp = (alnum & spaceless_d)[inverse]
+    word = ((alnum | (distinct == 0x5F)) & ~spaceless_d)[inverse]
+    token_start = sp | (word & ~np.concatenate([[False], word[:-1]]))
+    starts = np.flatnonzero(token_start)
+    n = len(starts)
+    if not n:  # spaceless marks only (・, ゛): no letter or word
+        return [], np.zeros(0, dtype=np.int64), _NO_CHARS
+    in_token = sp | word
+    token = np.cumsum(token_start) - 1  # each position's token (where in_token)
+    letters = np.bincount(token[in_token], minlength=n)  # a word counts its length, a spaceless character one
+    spaceless = sp[starts]
     total = np.concatenate([[0], np.cumsum(letters)])
     theirs = np.concatenate([[0], np.cumsum(spaceless)])
     at = np.arange(n)
     lo, hi = np.maximum(at - SPACELESS_WINDOW, 0), np.minimum(at + SPACELESS_WINDOW + 1, n)
-    spelled = (spaceless | (100 * (theirs[hi] - theirs[lo]) >= SPACELESS_SHARE * (total[hi] - total[lo]))).tolist()
-    words = [w for (_, w), s in zip(found, spelled, strict=True) if not s]
-    chars = "".join(c or w for (c, w), s in zip(found, spelled, strict=True) if s)
-    return words, chars.replace("_", "")
+    spelled = spaceless | (100 * (theirs[hi] - theirs[lo]) >= SPACELESS_SHARE * (total[hi] - total[lo]))
+    chars = codes[sp | (word & is_alnum & spelled[np.maximum(token, 0)])].astype(np.uint64)
+    kept = np.flatnonzero(~spelled)
+    lengths = letters[kept]
+    words = [text[i:i + k] for i, k in zip(starts[kept].tolist(), lengths.tolist(), strict=True)]
+    return words, lengths.astype(np.int64), chars
 
 
 def _code_points(letters: str) -> np.ndarray:

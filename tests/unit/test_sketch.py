@@ -86,10 +86,14 @@ def test_a_word_shingle_weighs_its_letters() -> None:
 
 def test_english_words_keep_their_word_shingles_beside_a_name() -> None:
     """Words far from spaceless text stay words; words among it go to the characters."""
-    words, chars = minhash._script_runs(minhash._fold(ENGLISH.replace("The chair", "The chair 王小明")))
-    assert "committee" in words and "王小明" in chars and "chair" in words
-    words, chars = minhash._script_runs(minhash._fold(CHINESE.replace("运行它", "运行 systemctl start foo")))
-    assert words == [] and "systemctlstartfoo" in chars
+    def letters(codes: np.ndarray) -> str:
+        return "".join(map(chr, codes.tolist()))
+
+    words, lengths, chars = minhash._script_runs(minhash._fold(ENGLISH.replace("The chair", "The chair 王小明")))
+    assert "committee" in words and letters(chars) == "王小明" and "chair" in words
+    assert lengths.tolist() == [len(w) for w in words]
+    words, _, chars = minhash._script_runs(minhash._fold(CHINESE.replace("运行它", "运行 systemctl start foo")))
+    assert words == [] and "systemctlstartfoo" in letters(chars)
 
 
 def test_hard_wrapped_spaceless_text_is_joined() -> None:
@@ -268,3 +272,27 @@ def test_letters_and_digits_are_str_isalnum() -> None:
     # two among them (22%): the words go to the characters, underscore left out
     words, lengths, codes = minhash._tokens("中文 ab cd_ef")
     assert words.tolist() == [] and codes.tolist() == [ord(c) for c in "中文abcdef"]
+
+
+def test_script_runs_equal_the_regular_expression_reference() -> None:
+    """minhash._script_runs (numpy) against the rule written plainly over minhash._TOKEN's matches."""
+
+    def reference(folded: str) -> tuple[list[str], list[int], list[int]]:
+        found = minhash._TOKEN.findall(minhash._join_wrapped(folded))
+        weight = [len(w) or 1 for _, w in found]
+        spelled = []
+        for i, (c, _) in enumerate(found):
+            lo, hi = max(i - minhash.SPACELESS_WINDOW, 0), min(i + minhash.SPACELESS_WINDOW + 1, len(found))
+            theirs = sum(1 for c2, _ in found[lo:hi] if c2)
+            spelled.append(bool(c) or 100 * theirs >= minhash.SPACELESS_SHARE * sum(weight[lo:hi]))
+        words = [w for (_, w), s in zip(found, spelled, strict=True) if not s]
+        chars = "".join(c or w for (c, w), s in zip(found, spelled, strict=True) if s).replace("_", "")
+        return words, [len(w) for w in words], [ord(x) for x in chars]
+
+    rng = random.Random(28)
+    alphabet = "ab_1 \n中文カナ한국어ー・々〆\u0301é\u3000.,xyz"
+    alphabet += "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(100))
+    for _ in range(500):
+        text = minhash._fold("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 300))))
+        words, lengths, chars = minhash._script_runs(text)
+        assert (words, lengths.tolist(), chars.tolist()) == reference(text), repr(text)
