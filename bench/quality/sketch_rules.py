@@ -168,10 +168,9 @@ def _letter_copies(word_shingles: np.ndarray, words: list[str], most: int) -> np
     count = len(word_shingles)
     mean = (lengths[:count] + lengths[1:count + 1] + lengths[2:count + 2] + 1) // 3
     extra = np.clip(mean, 1, most) - 1
-    salts = minhash._mix(np.arange(1, most, dtype=np.uint64) * minhash._GOLD)
-    starts = np.cumsum(extra) - extra
-    which = np.arange(int(extra.sum())) - np.repeat(starts, extra)
-    return np.concatenate([word_shingles, minhash._mix(np.repeat(word_shingles, extra) ^ salts[which])])
+    if most != minhash.WORD_COPIES:
+        raise ValueError(f"letter-weighted copies are the product's: xl{minhash.WORD_COPIES}")
+    return np.concatenate([word_shingles, minhash._copies(word_shingles, extra)])
 
 
 def _copies(word_shingles: np.ndarray, r: int) -> np.ndarray:

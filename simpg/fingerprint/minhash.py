@@ -131,6 +131,8 @@ _S27: Final = np.uint64(27)
 _S33: Final = np.uint64(33)
 _S30: Final = np.uint64(30)
 _S31: Final = np.uint64(31)
+_S32: Final = np.uint64(32)
+_OFFSET: Final = np.uint64((1 << 56) - 1)  # a hash's place within its bin (the top 8 bits are the bin)
 _M64: Final = (1 << 64) - 1
 
 # Scripts shingled by characters: those written without spaces between words, and Hangul.
@@ -199,6 +201,7 @@ with np.errstate(over="ignore"):
 _NO_CHARS: Final = np.zeros(0, dtype=np.uint64)
 #: The salts of a word shingle's copies (copy i is salted with _COPY_SALTS[i]).
 _COPY_SALTS: Final = _mix(np.arange(1, WORD_COPIES, dtype=np.uint64) * _GOLD)
+_COPY_INDEX: Final = np.arange(WORD_COPIES - 1)
 
 # Word -> MurmurHash3, shared by every document (a few words make up most of any text).
 # Keys are str, or bytes on the ASCII path: mmh3 hashes a str as its UTF-8 bytes, so both
@@ -488,18 +491,41 @@ def _extra_copies(lengths: np.ndarray) -> np.ndarray:
     if count < 1:
         return np.zeros(min(len(lengths), 1), dtype=np.int64)
     mean = (lengths[:count] + lengths[1:count + 1] + lengths[2:count + 2] + 1) // 3
-    extra: np.ndarray = np.clip(mean, 1, WORD_COPIES) - 1
+    extra: np.ndarray = np.minimum(np.maximum(mean, 1), WORD_COPIES) - 1
     return extra
 
 
+def _joined_extra_copies(streams: list[np.ndarray]) -> np.ndarray:
+    """:func:`_extra_copies` of each of ``streams`` (word lengths, each of at least 3 words), end to end."""
+    if not streams:
+        return np.zeros(0, dtype=np.int64)
+    joined = np.concatenate(streams) if len(streams) > 1 else streams[0]
+    extra = _extra_copies(joined)
+    # drop the shingles that start in a stream's last two words (they run into the next stream)
+    ends = np.cumsum([len(t) for t in streams])
+    keep = np.ones(len(joined), dtype=bool)
+    keep[(ends[:, None] - np.arange(_WORD_N - 1, 0, -1)[None, :]).ravel()] = False
+    return extra[keep[:len(extra)]]
+
+
+def _copy_grid(word_shingles: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All WORD_COPIES - 1 salted copies of each word shingle (one row each), and which of them count.
+
+    Copy ``j`` of a shingle counts when ``j < extra``. The shingle's hash is mixed already:
+    one multiply and shift spread the salt (cheaper than :func:`_mix`).
+    """
+    x = word_shingles[:, None] ^ _COPY_SALTS[None, :]
+    x *= _C2
+    x ^= x >> _S32
+    return x, _COPY_INDEX[None, :] < extra[:, None]
+
+
 def _copies(word_shingles: np.ndarray, extra: np.ndarray) -> np.ndarray:
-    """``extra[i]`` salted copies of word shingle ``i`` (in no particular order)."""
-    total = int(extra.sum()) if len(extra) else 0
-    if not total:
+    """``extra[i]`` salted copies of word shingle ``i``, in order (shingle, copy)."""
+    if not len(extra):
         return _NO_CHARS
-    starts = np.cumsum(extra) - extra
-    which = np.arange(total) - np.repeat(starts, extra)
-    return _mix_in_place(np.repeat(word_shingles, extra) ^ _COPY_SALTS[which])
+    grid, counted = _copy_grid(word_shingles, extra)
+    return grid[counted]
 
 
 def _token_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -670,17 +696,31 @@ def _batch_ngrams(streams: list[np.ndarray], n: int, tag: np.ndarray) -> tuple[n
     return np.concatenate(hashes), np.concatenate(owners)
 
 
-def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
+def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int,
+                  copies: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_minima` of each document's shingle hashes together: ``(docs, 256)`` minima and bins filled.
 
     ``owners`` names each hash's document (0 .. docs - 1); a document without hashes
-    gets no minima (all bins empty, values meaningless).
+    gets no minima (all bins empty, values meaningless). ``copies``: the word shingles'
+    copies as :func:`_copy_grid` gives them (all copies, which of them count, each row's
+    document); a copy below its bin's minimum has its offset in the bin below the largest
+    offset of the document's minima (empty bins: the largest of all), so only the copies
+    under that bound are taken to ``np.minimum.at``: the same minima and filled bins.
     """
     keys = owners * SKETCH_BITS + (hashes >> _SHIFT).astype(np.int64)
     flat = np.full(docs * SKETCH_BITS, _M64, dtype=np.uint64)
     np.minimum.at(flat, keys, hashes)
+    counts = np.bincount(keys, minlength=docs * SKETCH_BITS)
+    if copies is not None and len(copies[0]):
+        grid, counted, rows = copies
+        bound = (flat.reshape(docs, SKETCH_BITS) & _OFFSET).max(axis=1)
+        near = counted & ((grid & _OFFSET) <= bound[rows][:, None])
+        values = grid[near]
+        more_keys = np.broadcast_to(rows[:, None], grid.shape)[near] * SKETCH_BITS + (values >> _SHIFT).astype(np.int64)
+        np.minimum.at(flat, more_keys, values)
+        counts += np.bincount(more_keys, minlength=docs * SKETCH_BITS)
     minima = flat.reshape(docs, SKETCH_BITS)
-    filled = (np.bincount(keys, minlength=docs * SKETCH_BITS) > 0).reshape(docs, SKETCH_BITS)
+    filled = (counts > 0).reshape(docs, SKETCH_BITS)
     doc, empty = np.nonzero(~filled)
     if len(doc):
         # As _minima: the first filled bin each empty bin's order names, else the
@@ -712,9 +752,8 @@ def _batch_sketch_and_bands(tokens: list[Tokens]) -> list[tuple[bytes, tuple[int
     # the copies of each shingle, in _batch_ngrams's order: the full streams', then the short ones'
     full = [t[1] for t in tokens if len(t[1]) >= _WORD_N]
     short = sum(1 for t in tokens if 0 < len(t[1]) < _WORD_N)
-    extra = np.concatenate([*map(_extra_copies, full), np.zeros(short, dtype=np.int64)])
-    copies = _copies(word_h, extra)
-    copy_doc = np.repeat(word_doc, extra)
+    extra = np.concatenate([_joined_extra_copies(full), np.zeros(short, dtype=np.int64)])
+    copies = (*_copy_grid(word_h, extra), word_doc) if len(extra) else None
     if any(len(c) for c in chars):
         joined = _mix_in_place(np.concatenate(chars) + _GOLD)
         bounds = np.cumsum([len(c) for c in chars]).tolist()
@@ -724,7 +763,7 @@ def _batch_sketch_and_bands(tokens: list[Tokens]) -> list[tuple[bytes, tuple[int
     else:
         hashes, owners = word_h, word_doc
     # the shingles (hashes, owners) count for the band-key guard; their copies only for the minima
-    minima, filled = _batch_minima(np.concatenate([hashes, copies]), np.concatenate([owners, copy_doc]), docs)
+    minima, filled = _batch_minima(hashes, owners, docs, copies)
     mixed = _mix_in_place(minima ^ _BIN_SALT)
     bits = np.packbits((mixed & np.uint64(1)).astype(np.uint8), axis=1)
     keys = _band_keys(minima).view(np.int64).tolist()
