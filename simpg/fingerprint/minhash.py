@@ -525,7 +525,8 @@ def _copies(word_shingles: np.ndarray, extra: np.ndarray) -> np.ndarray:
     if not len(extra):
         return _NO_CHARS
     grid, counted = _copy_grid(word_shingles, extra)
-    return grid[counted]
+    kept: np.ndarray = grid[counted]
+    return kept
 
 
 def _token_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
