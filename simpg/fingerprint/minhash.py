@@ -715,9 +715,11 @@ def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int,
     if copies is not None and len(copies[0]):
         grid, counted, rows = copies
         bound = (flat.reshape(docs, SKETCH_BITS) & _OFFSET).max(axis=1)
-        near = counted & ((grid & _OFFSET) <= bound[rows][:, None])
-        values = grid[near]
-        more_keys = np.broadcast_to(rows[:, None], grid.shape)[near] * SKETCH_BITS + (values >> _SHIFT).astype(np.int64)
+        near = (grid & _OFFSET) <= bound[rows][:, None]
+        near &= counted
+        shingle, copy = np.nonzero(near)
+        values = grid[shingle, copy]
+        more_keys = rows[shingle] * SKETCH_BITS + (values >> _SHIFT).astype(np.int64)
         np.minimum.at(flat, more_keys, values)
         counts += np.bincount(more_keys, minlength=docs * SKETCH_BITS)
     minima = flat.reshape(docs, SKETCH_BITS)
