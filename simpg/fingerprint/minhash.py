@@ -132,7 +132,6 @@ _S33: Final = np.uint64(33)
 _S30: Final = np.uint64(30)
 _S31: Final = np.uint64(31)
 _S32: Final = np.uint64(32)
-_OFFSET: Final = np.uint64((1 << 56) - 1)  # a hash's place within its bin (the top 8 bits are the bin)
 _M64: Final = (1 << 64) - 1
 
 # Scripts shingled by characters: those written without spaces between words, and Hangul.
@@ -704,9 +703,8 @@ def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int,
     ``owners`` names each hash's document (0 .. docs - 1); a document without hashes
     gets no minima (all bins empty, values meaningless). ``copies``: the word shingles'
     copies as :func:`_copy_grid` gives them (all copies, which of them count, each row's
-    document); a copy below its bin's minimum has its offset in the bin below the largest
-    offset of the document's minima (empty bins: the largest of all), so only the copies
-    under that bound are taken to ``np.minimum.at``: the same minima and filled bins.
+    document); only those at or below their bin's minimum among the shingles (every copy
+    of an empty bin) go to the slow ``np.minimum.at``: the same minima and filled bins.
     """
     keys = owners * SKETCH_BITS + (hashes >> _SHIFT).astype(np.int64)
     flat = np.full(docs * SKETCH_BITS, _M64, dtype=np.uint64)
@@ -714,12 +712,13 @@ def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int,
     counts = np.bincount(keys, minlength=docs * SKETCH_BITS)
     if copies is not None and len(copies[0]):
         grid, counted, rows = copies
-        bound = (flat.reshape(docs, SKETCH_BITS) & _OFFSET).max(axis=1)
-        near = (grid & _OFFSET) <= bound[rows][:, None]
+        grid_keys = (grid >> _SHIFT).astype(np.int64)
+        grid_keys += (rows * SKETCH_BITS)[:, None]
+        near = grid <= flat[grid_keys]
         near &= counted
         shingle, copy = np.nonzero(near)
         values = grid[shingle, copy]
-        more_keys = rows[shingle] * SKETCH_BITS + (values >> _SHIFT).astype(np.int64)
+        more_keys = grid_keys[shingle, copy]
         np.minimum.at(flat, more_keys, values)
         counts += np.bincount(more_keys, minlength=docs * SKETCH_BITS)
     minima = flat.reshape(docs, SKETCH_BITS)
