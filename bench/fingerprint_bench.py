@@ -17,9 +17,14 @@ that process (per core; robust when other jobs share the machine), worker-pool f
 are wall-clock time; every timing is the best of --repeat rounds in which the
 implementations alternate, all on the same documents.
 
+``--before REV`` also times the sketch and band keys of git revision REV's
+``simpg/fingerprint/minhash.py`` (loaded beside this one), alone and after the fingerprint:
+a change to the sketch measured before and after in one run (issue 28).
+
 Usage:
   python3 bench/fingerprint_bench.py                 # full run, markdown table
   python3 bench/fingerprint_bench.py --en-files 300 --repeat 1 --no-peers
+  python3 bench/fingerprint_bench.py --before main   # and the sketch of another revision beside it
 """
 
 from __future__ import annotations
@@ -50,6 +55,37 @@ from simpg.fingerprint import (  # noqa: E402
     sketch,
     sketch_and_bands,
 )
+
+
+def minhash_of(rev: str) -> Any:
+    """``simpg/fingerprint/minhash.py`` of git revision ``rev``, loaded as a module of its own."""
+    import importlib.util
+
+    source = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{rev}:simpg/fingerprint/minhash.py"],
+                            check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "minhash_before.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("minhash_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def before_runs(args: argparse.Namespace, docs: Sequence[str], default: Fingerprinter,
+                suffix: str = "") -> dict[str, Callable[[], float]]:
+    """Runs of ``--before``'s sketch: alone, and after the (unchanged) fingerprint."""
+    if not args.before:
+        return {}
+    old = minhash_of(args.before)
+    old.sketch_and_bands(docs[0])
+    return {
+        f"sketch and bands alone, {args.before} (before){suffix}": timed(
+            lambda: [old.sketch_and_bands(d) for d in docs]),
+        f"sketch and bands alone, this tree (after){suffix}": timed(lambda: [sketch_and_bands(d) for d in docs]),
+        f"fingerprint + sketch and bands, separately, {args.before} (before){suffix}": timed(
+            lambda: [(default.fingerprint(d), old.sketch_and_bands(d)) for d in docs]),
+    }
 
 
 def man_pages(limit: int) -> list[str]:
@@ -174,6 +210,7 @@ def english(args: argparse.Namespace) -> list[dict[str, Any]]:
     # The same, sketches made SKETCH_BATCH documents at a time: what simpg dedup runs.
     runs["simpg one pass, sketches batched (simpg dedup), 1 process"] = timed(
         lambda: list(fingerprint_sketch_and_bands_many(docs, workers=1)))
+    runs.update(before_runs(args, docs, default, ", 1 process"))
     pool_cpu: dict[int, float] = {}
     for workers in args.workers:
         runs[f"simpg default, fingerprint_many workers={workers} (wall clock)"] = timed(
@@ -268,6 +305,7 @@ def chinese(args: argparse.Namespace) -> list[dict[str, Any]]:
         lambda: [default._fingerprint_and_sketch(d) for d in docs])
     runs["simpg one pass, sketches batched (simpg dedup)"] = timed(
         lambda: list(fingerprint_sketch_and_bands_many(docs, workers=1)))
+    runs.update(before_runs(args, docs, default))
     best = interleaved(runs, args.repeat)
     floor = best["bare jieba.lcut (floor)"]
     rows = []
@@ -288,6 +326,7 @@ def main() -> None:
     ap.add_argument("--no-peers", action="store_true", help="skip the peer venvs")
     ap.add_argument("--lang", choices=("en", "zh", "all"), default="all")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument("--before", metavar="REV", help="also time the sketch of this git revision (e.g. main)")
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores", file=sys.stderr)
     out: dict[str, Any] = {}

@@ -71,6 +71,7 @@ __all__ = [
     "check_source",
     "create_guard",
     "existing_layout",
+    "guard_sketches",
     "layout_to_build",
     "record_config",
     "register_prefixes",
@@ -373,6 +374,7 @@ def backfill_sketches(
     band_columns: Sequence[str] | None = None,
     batch_size: int = 2000,
     progress: Callable[[int, int], None] | None = None,
+    resketch: bool = False,
 ) -> BackfillResult:
     """Sketch ``text_column`` into ``sketch_column`` (``bit(256)``) for every row where it is NULL.
 
@@ -382,6 +384,12 @@ def backfill_sketches(
     minima (:func:`simpg.fingerprint.sketch_and_bands`), in every row where the sketch or
     a key is NULL; a text too short for keys keeps them NULL (and is read again
     by a re-run, which changes nothing).
+
+    With ``resketch``, every row is sketched again and written where its sketch or a key
+    changed (``rows`` counts those; a row with nothing to sketch becomes NULL): how
+    sketches and band keys move to this simpg's sketch format (``SKETCH_VERSION``), which
+    ``simpg backfill --refingerprint --sketch-column`` does before it records the new
+    config, so an interrupted move leaves the old config recorded.
     """
     bands = _checked_band_columns(band_columns)
 
@@ -401,7 +409,16 @@ def backfill_sketches(
 
     # the rows to do: a NULL in any of them (keys of a text too short for them stay NULL)
     columns = [(sketch_column, "bit(256)"), *((c, "bigint") for c in bands)]
-    return _fill(conn, table, text_column, columns, compute, batch_size, progress)
+    return _fill(conn, table, text_column, columns, compute, batch_size, progress, resketch)
+
+
+def guard_sketches(conn: Connection, table: str, fp_column: str) -> tuple[str | None, tuple[str, ...]]:
+    """The sketch column and band key columns a simpg guard on ``fp_column`` confirms with (None, () if none)."""
+    found = _table(conn, table)
+    row = conn.execute(
+        "SELECT g.sketch_column, g.band_columns FROM simpg.table_guards(%s::oid::regclass) AS g "
+        "WHERE g.fingerprint_column = %s AND g.sketch_column IS NOT NULL", (found.oid, fp_column)).fetchone()
+    return (None, ()) if row is None else (row[0], tuple(row[1] or ()))
 
 
 def _checked_band_columns(band_columns: Sequence[str] | None) -> tuple[str, ...]:
@@ -617,6 +634,14 @@ def layout_to_build(conn: Connection, table: str, text_column: str, fp_column: s
         layout = Layout(k, (blocks,) if inner_blocks is None else (blocks, inner_blocks))
     if not refingerprint:
         check_config_matches_index(conn, table, fp_column, config.identity)
+    else:
+        # the guard's sketches must move with the config: never compared across sketch formats
+        guarded, _ = guard_sketches(conn, table, fp_column)
+        if guarded is not None and guarded != sketch_column:
+            raise SimpgError(
+                f"the simpg guard on {qualified}.{fp_column} confirms with the sketches in column {guarded}; "
+                f"pass --sketch-column {guarded} (and --bands if it has band keys) so that they move to the "
+                "new config too")
     if k is None:
         return layout
     existing = existing_layout(conn, table, fp_column, k, layout)

@@ -67,8 +67,9 @@ def register(subparsers: Any) -> None:
         "--config", help="fingerprint config as JSON, or @FILE (default: FingerprintConfig())"
     )
     p.add_argument("--refingerprint", action="store_true",
-                   help="fingerprint every row again with --config (not only empty ones) and record that "
-                        "config on the column's simpg index: how a table moves to a new config")
+                   help="fingerprint every row again with --config (not only empty ones), with --sketch-column "
+                        "sketch it again too (and its band keys with --bands), and record that config on the "
+                        "column's simpg index: how a table moves to a new config or format")
     p.add_argument("-k", "--k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
@@ -134,15 +135,11 @@ def run(args: argparse.Namespace) -> int:
                                           k=args.k, blocks=args.blocks, inner_blocks=args.inner_blocks,
                                           sketch_column=args.sketch_column, refingerprint=args.refingerprint)
         added = backfill.add_fingerprint_column(conn, args.table, args.fp_column, lock_timeout=args.lock_timeout)
-        filled = backfill.backfill_fingerprints(
-            conn, args.table, args.text_column, args.fp_column, config=config, batch_size=args.batch_size,
-            workers=args.workers, progress=progress if show else None, refingerprint=args.refingerprint)
-        if bar is not None:
-            bar.close()
-            bar = None
         sketches = None
         sketch_added = False
         if args.sketch_column:
+            # Sketches first: a move (--refingerprint) records the new config only after the
+            # fingerprints, so an interrupted one leaves the old config recorded and is redone.
             sketch_added = backfill.add_sketch_column(conn, args.table, args.sketch_column,
                                                       lock_timeout=args.lock_timeout)
             # the names SimHashColumn.duplicates looks for by default
@@ -151,9 +148,16 @@ def run(args: argparse.Namespace) -> int:
                 backfill.add_band_columns(conn, args.table, band_columns, lock_timeout=args.lock_timeout)
             sketches = backfill.backfill_sketches(conn, args.table, args.text_column, args.sketch_column,
                                                   band_columns=band_columns, batch_size=args.batch_size,
-                                                  progress=progress if show else None)
+                                                  progress=progress if show else None,
+                                                  resketch=args.refingerprint)
             if bar is not None:
                 bar.close()
+                bar = None
+        filled = backfill.backfill_fingerprints(
+            conn, args.table, args.text_column, args.fp_column, config=config, batch_size=args.batch_size,
+            workers=args.workers, progress=progress if show else None, refingerprint=args.refingerprint)
+        if bar is not None:
+            bar.close()
         index = None
         if layout is not None:
             index = backfill.build_index(
@@ -178,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         if sketches is not None:
             rows += [
                 ("sketch column added", "yes" if sketch_added else "no (existed)"),
-                ("sketches written", f"{sketches.rows:,}"),
+                ("sketches changed" if args.refingerprint else "sketches written", f"{sketches.rows:,}"),
                 ("sketch time", f"{sketches.seconds:.1f} s"),
             ]
         if index:

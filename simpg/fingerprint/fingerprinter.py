@@ -564,7 +564,7 @@ class Fingerprinter:
         hashes = np.sort(minhash._token_shingles(*tokens))
         if not len(hashes):  # the sketch's own error, with its message
             return fp, _attempt(minhash.sketch_and_bands, doc)
-        return fp, minhash._sketch_and_bands_of(hashes)
+        return fp, minhash._sketch_and_bands_of(hashes, tokens)
 
     def _fingerprint_and_sketch_many(
         self, docs: list[Any]
@@ -580,7 +580,7 @@ class Fingerprinter:
         fps: list[int | FingerprintError] = []
         sketched: list[Sketches | FingerprintError] = []
         group: list[int] = []
-        tokens: list[tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]] = []
+        tokens: list[minhash.Tokens] = []
         size = 0
 
         def flush() -> None:
@@ -597,7 +597,7 @@ class Fingerprinter:
                 group.append(i)
                 tokens.append(found)
                 # a batch of long texts is sketched in parts: memory stays that of a few texts
-                size += len(found[0]) + len(found[1])
+                size += len(found[0]) + len(found[2])
                 if size >= _SKETCH_TOKENS:
                     flush()
                     size = 0
@@ -610,8 +610,8 @@ class Fingerprinter:
 
     def _fingerprint_and_tokens(
         self, doc: Any
-    ) -> tuple[int | FingerprintError, tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]] | None]:
-        """The fingerprint (or its error) and the sketch's word hashes and code points of ``doc``.
+    ) -> tuple[int | FingerprintError, minhash.Tokens | None]:
+        """The fingerprint (or its error) and the sketch's tokens of ``doc`` (:data:`minhash.Tokens`).
 
         None instead of the tokens for a document this pass does not take (see
         :meth:`_fingerprint_and_sketch`).
@@ -621,38 +621,43 @@ class Fingerprinter:
             return _attempt(self.fingerprint, doc), None
         chunks: list[tuple[str, Iterable[str | _Normalized]]] = []
         # The sketch's word hashes across fields in order (as in the fields joined by
-        # newlines), and each field's folded text with its letters and digits if _tokens
-        # found them: one field in a spaceless script turns the whole document's shingles
-        # to characters (minhash._tokens).
+        # newlines), and each field's folded text: with a spaceless character in any field,
+        # the tokens are those of the folded fields joined by newlines (minhash._tokens),
+        # since a run of words may cross fields.
         words: list[npt.NDArray[np.uint64]] = []
-        folded_fields: list[tuple[str, npt.NDArray[np.uint64] | None]] = []
+        lengths: list[npt.NDArray[np.int64]] = []
+        folded_fields: list[str] = []
         spaceless = False
         word_features = self._config.lang != "zh"
         for field, text in fields:
             if text.isascii():
                 norm = text.lower()  # normalize() and the sketch's folding, for ASCII text
                 separated = norm.encode("ascii").translate(minhash._ASCII_SPLIT)
-                found, word = minhash._ascii_word_hashes(separated)
+                found, word, length = minhash._ascii_word_hashes(separated)
                 words.append(found)
-                folded_fields.append((norm, None))
+                lengths.append(length)
+                folded_fields.append(norm)
                 # word_text(norm): the same words, one space between them
                 made = cut_runs(joined_words(separated, word)) if word_features else None
             else:
                 folded = unicodedata.normalize("NFKC", text).casefold()  # the sketch's text
                 norm = folded if unicodedata.is_normalized("NFKC", folded) else unicodedata.normalize("NFKC", folded)
-                found, chars = minhash._tokens(folded)
-                words.append(found)
-                folded_fields.append((folded, chars if len(chars) else None))
-                spaceless = spaceless or len(chars) > 0
+                spaceless = spaceless or minhash._SPACELESS_CHARS.search(folded) is not None
+                if not spaceless:
+                    found, length, _ = minhash._tokens(folded)
+                    words.append(found)
+                    lengths.append(length)
+                folded_fields.append(folded)
                 made = None
             if text and not text.isspace():
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
-        if spaceless:  # every field's letters and digits, as minhash._tokens of the joined text
-            return fp, (minhash._NO_CHARS, np.concatenate(
-                [minhash._alnum_codes(f) if chars is None else chars for f, chars in folded_fields]))
-        return fp, (np.concatenate(words) if len(words) > 1 else words[0] if words else minhash._NO_CHARS,
-                    minhash._NO_CHARS)
+        if spaceless:
+            return fp, minhash._tokens("\n".join(folded_fields))
+        if len(words) == 1:
+            return fp, (words[0], lengths[0], minhash._NO_CHARS)
+        return fp, (np.concatenate(words) if words else minhash._NO_CHARS,
+                    np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64), minhash._NO_CHARS)
 
     def _whole_fields(self, doc: Any) -> list[tuple[str, str]] | None:
         """``(field, text)`` of a document of one chunk per field, in the sketch's field order.

@@ -10,16 +10,27 @@ truth's bound for "unrelated") differ in 64 bits on average with a standard devi
 36 is 4 standard deviations below. Measured on 16,000 real documents in ``bench/quality``
 (docs/fingerprinting.md).
 
-Shingles, from the text alone (any language), after NFKC and case folding:
+Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 2,
+issue 28): each script by its own rule, decided word by word from its neighbourhood, so that
+a few characters of another script move a document a few bits, not half the sketch:
 
-* a text with no character of a script written without spaces: its words (maximal runs
-  of word characters), in document order across the whole document: word 3-shingles;
-* a text with one or more characters of such a script (Han, kana, Bopomofo, Thai, Lao,
-  Khmer, Myanmar, Tibetan): all its letters and digits (``str.isalnum``, every script), in
-  document order: character 3-grams. A Latin word inside Chinese text then weighs by its
-  length, not as one word shingle: with words, a Chinese page and the same page followed
-  by a list of language names in Latin script (J = 0.44 over character 3-grams) looked 0.75
-  alike to the sketch (bench/quality/sketch_rules.py, docs/fingerprinting.md);
+* words (maximal runs of word characters of the other scripts), in document order across
+  the whole document: word 3-shingles, each hashed with salted copies of itself, one
+  element per letter of its three words' mean length (1 to :data:`WORD_COPIES`), so a word
+  weighs about what its letters weigh as characters and a list of numbers weighs little;
+* the letters and digits (``str.isalnum``) of scripts written without spaces (Han, kana,
+  Bopomofo, Thai, Lao, Khmer, Myanmar, Tibetan) and of Hangul (Korean words carry their
+  particles, and hard wrapping cuts them), in document order: character 3-grams. A word
+  goes into this stream, letters and digits only, when spaceless characters make at least
+  :data:`SPACELESS_SHARE` percent of the letters within :data:`SPACELESS_WINDOW` tokens of
+  it: a Latin term inside Chinese weighs by its length, as in the truth's character
+  3-grams (a Chinese page and the same page followed by a list of language names in Latin
+  script, J = 0.49 over character 3-grams, stay apart), while an English text with a
+  Chinese name or a translator's credit keeps its word shingles and gains the name's
+  characters. A text with no spaceless character is shingled by words only; a text whose
+  words are all among spaceless characters, by its letters only, as in version 1;
+* a line break between two letters of a spaced script in hard-wrapped spaceless text (both
+  lines hold spaceless characters) is dropped first: it cut a word in two;
 * a stream shorter than its n is one shingle (a two-word text still has a sketch).
 
 Each shingle is hashed to 64 bits (MurmurHash3 of each word, splitmix64 to combine); the
@@ -82,7 +93,7 @@ SKETCH_BITS: Final = 256
 SKETCH_BYTES: Final = SKETCH_BITS // 8
 #: Bumped whenever a sketch or band keys of the same text could change; stored sketches
 #: and band keys of another version are not comparable.
-SKETCH_VERSION: Final = 1
+SKETCH_VERSION: Final = 2
 #: Band keys per document (online lookups' second candidate source, docs/fingerprinting.md).
 BANDS: Final = 4
 #: Consecutive bins hashed into one band key: two documents share a band with probability
@@ -96,6 +107,16 @@ MIN_BAND_SHINGLES: Final = 16
 #: choice and let one J = 0.47 pair of licence files through on the held-out part.
 MAX_SKETCH_DISTANCE: Final = 36
 
+#: A word is shingled by its letters, with the spaceless characters, when those make at
+#: least SPACELESS_SHARE percent of the letters within SPACELESS_WINDOW tokens of it (chosen
+#: on bench/quality's tuning part and a tuning set of real-like mixing, issue 28).
+SPACELESS_WINDOW: Final = 128
+SPACELESS_SHARE: Final = 15
+#: Most elements per word shingle: a word 3-shingle is hashed with salted copies of itself,
+#: one element per letter of its words' mean length (rounded, 1 to WORD_COPIES), so a word
+#: weighs about what its letters weigh as character 3-grams, and a list of numbers or
+#: one-letter tokens weighs little, as in the truth's character 3-grams (issue 28).
+WORD_COPIES: Final = 6
 _WORD_N: Final = 3
 _CHAR_N: Final = 3
 _SHIFT: Final = np.uint64(64 - (SKETCH_BITS.bit_length() - 1))  # top 8 bits choose the bin
@@ -110,9 +131,10 @@ _S27: Final = np.uint64(27)
 _S33: Final = np.uint64(33)
 _S30: Final = np.uint64(30)
 _S31: Final = np.uint64(31)
+_S32: Final = np.uint64(32)
 _M64: Final = (1 << 64) - 1
 
-# Scripts written without spaces between words.
+# Scripts shingled by characters: those written without spaces between words, and Hangul.
 _SPACELESS: Final = (
     "\u3005-\u3007"  # 々〆〇
     "\u3021-\u3029\u3038-\u303b"  # Hangzhou numerals, 〸〹〺〻
@@ -129,9 +151,14 @@ _SPACELESS: Final = (
     "\u0f00-\u0fff"  # Tibetan
     "\u1000-\u109f"  # Myanmar
     "\u1780-\u17ff"  # Khmer
+    # Hangul: Korean is written with spaces, but its words carry their particles, and hard
+    # wrapping (fold -w) cuts them; by characters, as the mixed-script truth (issue 28)
+    "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 )
 _WORDS: Final = re.compile(rf"[^\W{_SPACELESS}]+")
 _SPACELESS_CHARS: Final = re.compile(rf"[{_SPACELESS}]")
+# A spaceless letter or digit (group 1), or a word (group 2).
+_TOKEN: Final = re.compile(rf"((?=[{_SPACELESS}])[^\W_])|([^\W{_SPACELESS}]+)")
 # A letter or digit of any script: \w is str.isalnum() and the underscore.
 _ALNUM: Final = re.compile(r"[^\W_]")
 
@@ -171,6 +198,9 @@ with np.errstate(over="ignore"):
     #: Each bin's salt for its stored bit: the bin's number times the golden ratio.
     _BIN_SALT: Final = np.arange(SKETCH_BITS, dtype=np.uint64) * _GOLD
 _NO_CHARS: Final = np.zeros(0, dtype=np.uint64)
+#: The salts of a word shingle's copies (copy i is salted with _COPY_SALTS[i]).
+_COPY_SALTS: Final = _mix(np.arange(1, WORD_COPIES, dtype=np.uint64) * _GOLD)
+_COPY_INDEX: Final = np.arange(WORD_COPIES - 1)
 
 # Word -> MurmurHash3, shared by every document (a few words make up most of any text).
 # Keys are str, or bytes on the ASCII path: mmh3 hashes a str as its UTF-8 bytes, so both
@@ -251,16 +281,109 @@ def _fold(text: str) -> str:
     return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
-def _tokens(folded: str) -> tuple[np.ndarray, np.ndarray]:
-    """Folded text's word hashes, or with a spaceless script its letters and digits (code points), in order.
+#: A document's tokens for the sketch: its words' hashes, their lengths (code points), and
+#: the code points of its character stream, each in document order.
+Tokens = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-    One of the two is empty: a text is shingled by words or by characters, never both.
+
+def _tokens(folded: str) -> Tokens:
+    """Folded text's words (hashes and lengths) and the code points of its character stream.
+
+    A text without a character of a script shingled by characters has words only.
+    Otherwise each script by its own rule (:func:`_script_runs`): the words among those
+    characters go to the character stream with them, the others stay words.
     """
     if folded.isascii():  # no spaceless script; the same words as the regular expression, faster
-        return _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))[0], _NO_CHARS
+        hashes, _, lengths = _ascii_word_hashes(folded.encode("ascii").translate(_ASCII_SPLIT))
+        return hashes, lengths, _NO_CHARS
     if _SPACELESS_CHARS.search(folded) is None:
-        return _word_hashes(_WORDS.findall(folded)), _NO_CHARS
-    return _NO_CHARS, _alnum_codes(folded)
+        words = _WORDS.findall(folded)
+        return _word_hashes(words), _lengths(words), _NO_CHARS
+    words, lengths, chars = _script_runs(folded)
+    return _word_hashes(words), lengths, chars
+
+
+def _lengths(words: list[str]) -> np.ndarray:
+    return np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+
+
+def _join_wrapped(folded: str) -> str:
+    r"""Join the lines of hard-wrapped spaceless text where a line break cut a word in two.
+
+    A line break right between two letters or digits of a spaced script (no space on
+    either side) is dropped when the lines on both sides hold a spaceless character:
+    ``使用comm\nand命令`` is ``使用command命令``. Elsewhere a line break stays a word boundary
+    (a break between two spaceless characters separates nothing: they are shingled as one
+    stream of characters).
+    """
+    if "\n" not in folded:
+        return folded
+    lines = folded.split("\n")
+    spaceless = [_SPACELESS_CHARS.search(line) is not None for line in lines]
+    out = [lines[0]]
+    for i in range(1, len(lines)):
+        before, after = out[-1].removesuffix("\r"), lines[i]
+        if (spaceless[i - 1] and spaceless[i] and before and after and _is_word_letter(before[-1])
+                and _is_word_letter(after[0])):
+            out[-1] = before + after
+        else:
+            out.append(lines[i])
+    return "\n".join(out)
+
+
+def _is_word_letter(ch: str) -> bool:
+    """A letter or digit of a script written with spaces."""
+    return ch.isalnum() and _SPACELESS_CHARS.match(ch) is None
+
+
+def _script_runs(folded: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The words shingled as words, and the character stream, of folded text with a spaceless character.
+
+    Tokens, in order: each spaceless letter or digit, and each word (a run of other word
+    characters, :data:`_WORDS`), after :func:`_join_wrapped`. A word goes into the
+    character stream (its letters and digits, with the spaceless characters, in document
+    order) when spaceless characters make at least :data:`SPACELESS_SHARE` percent of the
+    letters among the :data:`SPACELESS_WINDOW` tokens on either side of it (a word counts
+    its length, a spaceless character one): a Latin term inside Chinese weighs by its
+    letters, as in the truth's character 3-grams, while an English text with a Chinese
+    name keeps its words and changes by the name alone. Each word's rule depends only on
+    its neighbourhood, so a few characters of another script move only the words near them.
+    """
+    text = _join_wrapped(folded)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if not len(codes):
+        return [], np.zeros(0, dtype=np.int64), _NO_CHARS
+    # what _TOKEN finds, in numpy: a spaceless letter or digit, or a run of other word characters
+    # (\w: str.isalnum() or "_"); isalnum asked once per distinct character
+    distinct, inverse = np.unique(codes, return_inverse=True)
+    alnum = np.fromiter((chr(c).isalnum() for c in distinct.tolist()), dtype=bool, count=len(distinct))
+    spaceless_d = _spaceless_table()[distinct]
+    is_alnum = alnum[inverse]
+    sp = (alnum & spaceless_d)[inverse]
+    word = ((alnum | (distinct == 0x5F)) & ~spaceless_d)[inverse]
+    token_start = sp | (word & ~np.concatenate([[False], word[:-1]]))
+    starts = np.flatnonzero(token_start)
+    n = len(starts)
+    if not n:  # spaceless marks only (・, ゛): no letter or word
+        return [], np.zeros(0, dtype=np.int64), _NO_CHARS
+    in_token = sp | word
+    token = np.cumsum(token_start) - 1  # each position's token (where in_token)
+    letters = np.bincount(token[in_token], minlength=n)  # a word counts its length, a spaceless character one
+    spaceless = sp[starts]
+    total = np.concatenate([[0], np.cumsum(letters)])
+    theirs = np.concatenate([[0], np.cumsum(spaceless)])
+    at = np.arange(n)
+    lo, hi = np.maximum(at - SPACELESS_WINDOW, 0), np.minimum(at + SPACELESS_WINDOW + 1, n)
+    spelled = spaceless | (100 * (theirs[hi] - theirs[lo]) >= SPACELESS_SHARE * (total[hi] - total[lo]))
+    chars = codes[sp | (word & is_alnum & spelled[np.maximum(token, 0)])].astype(np.uint64)
+    kept = np.flatnonzero(~spelled)
+    lengths = letters[kept]
+    words = [text[i:i + k] for i, k in zip(starts[kept].tolist(), lengths.tolist(), strict=True)]
+    return words, lengths.astype(np.int64), chars
+
+
+def _code_points(letters: str) -> np.ndarray:
+    return np.frombuffer(letters.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
 
 
 def _alnum_codes(folded: str) -> np.ndarray:
@@ -293,8 +416,8 @@ def _fmix(k: np.ndarray) -> np.ndarray:
     return k
 
 
-def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """MurmurHash3 of each word of ASCII text whose separators are spaces, and which bytes are word bytes.
+def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MurmurHash3 of each word of ASCII text whose separators are spaces, which bytes are word bytes, word lengths.
 
     ``mmh3.hash64(word)[0]`` of each run of non-space bytes, in order. Words shorter than
     16 bytes (all but a few) are hashed together in numpy (MurmurHash3's tail and
@@ -326,12 +449,12 @@ def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray]:
     h1 = _fmix(h1)
     h1 += _fmix(h2)
     if every:
-        return h1, word
+        return h1, word, lengths
     out = np.empty(len(starts), dtype=np.uint64)
     out[short] = h1
     for i in np.flatnonzero(~short).tolist():
         out[i] = _word_hash(separated[starts[i]:ends[i]])
-    return out, word
+    return out, word, lengths
 
 
 @lru_cache(maxsize=1)
@@ -350,23 +473,85 @@ def _spaceless_table() -> np.ndarray:
     return table
 
 
-def _token_shingles(words: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Shingle hashes of a document's word hashes or code points (:func:`_tokens`; the module's docstring)."""
+def _shingle_parts(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The word shingles and the character 3-grams of a document's tokens (:func:`_tokens`)."""
     word_shingles = _ngrams(words, _WORD_N, _TAG_WORD)
     if not len(codes):
-        return word_shingles
-    char_shingles = _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)
-    return np.concatenate([word_shingles, char_shingles]) if len(word_shingles) else char_shingles
+        return word_shingles, _NO_CHARS
+    return word_shingles, _ngrams(_mix_in_place(codes + _GOLD), _CHAR_N, _TAG_CHAR)
+
+
+def _extra_copies(lengths: np.ndarray) -> np.ndarray:
+    """Copies of each word 3-shingle beside it: its words' mean length, rounded, 1 to WORD_COPIES, less one.
+
+    A text of fewer than 3 words (one shingle) gets none.
+    """
+    count = len(lengths) - _WORD_N + 1
+    if count < 1:
+        return np.zeros(min(len(lengths), 1), dtype=np.int64)
+    mean = (lengths[:count] + lengths[1:count + 1] + lengths[2:count + 2] + 1) // 3
+    extra: np.ndarray = np.minimum(np.maximum(mean, 1), WORD_COPIES) - 1
+    return extra
+
+
+def _joined_extra_copies(streams: list[np.ndarray]) -> np.ndarray:
+    """:func:`_extra_copies` of each of ``streams`` (word lengths, each of at least 3 words), end to end."""
+    if not streams:
+        return np.zeros(0, dtype=np.int64)
+    joined = np.concatenate(streams) if len(streams) > 1 else streams[0]
+    extra = _extra_copies(joined)
+    # drop the shingles that start in a stream's last two words (they run into the next stream)
+    ends = np.cumsum([len(t) for t in streams])
+    keep = np.ones(len(joined), dtype=bool)
+    keep[(ends[:, None] - np.arange(_WORD_N - 1, 0, -1)[None, :]).ravel()] = False
+    return extra[keep[:len(extra)]]
+
+
+def _copy_grid(word_shingles: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All WORD_COPIES - 1 salted copies of each word shingle (one row each), and which of them count.
+
+    Copy ``j`` of a shingle counts when ``j < extra``. The shingle's hash is mixed already:
+    one multiply and shift spread the salt (cheaper than :func:`_mix`).
+    """
+    x = word_shingles[:, None] ^ _COPY_SALTS[None, :]
+    x *= _C2
+    x ^= x >> _S32
+    return x, _COPY_INDEX[None, :] < extra[:, None]
+
+
+def _copies(word_shingles: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """``extra[i]`` salted copies of word shingle ``i``, in order (shingle, copy)."""
+    if not len(extra):
+        return _NO_CHARS
+    grid, counted = _copy_grid(word_shingles, extra)
+    kept: np.ndarray = grid[counted]
+    return kept
+
+
+def _token_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The sketch's elements of a document's tokens: its shingles and the copies of its word shingles."""
+    word_shingles, char_shingles = _shingle_parts(words, lengths, codes)
+    return np.concatenate([word_shingles, _copies(word_shingles, _extra_copies(lengths)), char_shingles])
 
 
 def _shingles(doc: Any) -> np.ndarray:
-    """The 64-bit hashes of a document's shingles, in no order, repeats included."""
+    """The 64-bit hashes of a document's sketch elements (:func:`_token_shingles`), in no order, repeats included."""
     return _token_shingles(*_tokens(_fold(_text(doc))))
 
 
 def shingle_hashes(doc: Any) -> np.ndarray:
-    """The 64-bit hashes of a document's shingle set (unique, sorted, uint64)."""
+    """The 64-bit hashes of the set the sketch estimates Jaccard similarity of (unique, sorted, uint64).
+
+    Its shingles and the copies of its word shingles: a word shingle weighs its words'
+    mean length (1 to :data:`WORD_COPIES`), a character 3-gram one.
+    """
     return np.unique(_shingles(doc))
+
+
+def _distinct_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> int:
+    """The number of distinct shingles (copies not counted) of a document's tokens."""
+    word_shingles, char_shingles = _shingle_parts(words, lengths, codes)
+    return len(np.unique(word_shingles)) + len(np.unique(char_shingles))
 
 
 @lru_cache(maxsize=1)
@@ -435,15 +620,16 @@ def _band_keys(minima: np.ndarray, bands: int = BANDS, rows: int = BAND_ROWS) ->
     return h
 
 
-def _sorted_shingles(doc: Any) -> np.ndarray:
-    """The sorted shingle hashes (repeats kept) of a document with any; EmptyDocument otherwise."""
+def _sorted_shingles(doc: Any) -> tuple[np.ndarray, Tokens]:
+    """The sorted sketch elements (repeats kept) of a document with any, and its tokens; EmptyDocument otherwise."""
     text = _text(doc)
-    hashes = np.sort(_shingles(text))  # a repeated shingle changes no minimum: no need to drop it
+    tokens = _tokens(_fold(text))
+    hashes = np.sort(_token_shingles(*tokens))  # a repeated shingle changes no minimum: no need to drop it
     if not len(hashes):
         short = " ".join(text.split())  # named as the fingerprinter names a document
         short = short if len(short) <= 40 else short[:37] + "..."
         raise EmptyDocument(f"empty document: no words to sketch: {short!r}")
-    return hashes
+    return hashes, tokens
 
 
 def _sketch_bits(minima: np.ndarray) -> bytes:
@@ -464,10 +650,13 @@ def _doc_band_keys(minima: np.ndarray) -> tuple[int, ...]:
     return tuple(keys)
 
 
-def _sketch_and_bands_of(hashes: np.ndarray) -> tuple[bytes, tuple[int, ...] | None]:
-    """:func:`sketch_and_bands` of sorted shingle hashes (at least one)."""
+def _sketch_and_bands_of(hashes: np.ndarray, tokens: Tokens) -> tuple[bytes, tuple[int, ...] | None]:
+    """:func:`sketch_and_bands` of sorted sketch elements (at least one) made of ``tokens``."""
     minima = _minima(hashes)
-    if len(hashes) < MIN_BAND_SHINGLES or np.count_nonzero(hashes[1:] != hashes[:-1]) + 1 < MIN_BAND_SHINGLES:
+    # A shingle makes at most WORD_COPIES distinct elements: count shingles only when that is not enough.
+    elements = np.count_nonzero(hashes[1:] != hashes[:-1]) + 1
+    if elements < MIN_BAND_SHINGLES or (
+            elements < WORD_COPIES * MIN_BAND_SHINGLES and _distinct_shingles(*tokens) < MIN_BAND_SHINGLES):
         return _sketch_bits(minima), None
     return _sketch_bits(minima), _doc_band_keys(minima)
 
@@ -507,17 +696,33 @@ def _batch_ngrams(streams: list[np.ndarray], n: int, tag: np.ndarray) -> tuple[n
     return np.concatenate(hashes), np.concatenate(owners)
 
 
-def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
+def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int,
+                  copies: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_minima` of each document's shingle hashes together: ``(docs, 256)`` minima and bins filled.
 
     ``owners`` names each hash's document (0 .. docs - 1); a document without hashes
-    gets no minima (all bins empty, values meaningless).
+    gets no minima (all bins empty, values meaningless). ``copies``: the word shingles'
+    copies as :func:`_copy_grid` gives them (all copies, which of them count, each row's
+    document); only those at or below their bin's minimum among the shingles (every copy
+    of an empty bin) go to the slow ``np.minimum.at``: the same minima and filled bins.
     """
     keys = owners * SKETCH_BITS + (hashes >> _SHIFT).astype(np.int64)
     flat = np.full(docs * SKETCH_BITS, _M64, dtype=np.uint64)
     np.minimum.at(flat, keys, hashes)
+    counts = np.bincount(keys, minlength=docs * SKETCH_BITS)
+    if copies is not None and len(copies[0]):
+        grid, counted, rows = copies
+        grid_keys = (grid >> _SHIFT).astype(np.int64)
+        grid_keys += (rows * SKETCH_BITS)[:, None]
+        near = grid <= flat[grid_keys]
+        near &= counted
+        shingle, copy = np.nonzero(near)
+        values = grid[shingle, copy]
+        more_keys = grid_keys[shingle, copy]
+        np.minimum.at(flat, more_keys, values)
+        counts += np.bincount(more_keys, minlength=docs * SKETCH_BITS)
     minima = flat.reshape(docs, SKETCH_BITS)
-    filled = (np.bincount(keys, minlength=docs * SKETCH_BITS) > 0).reshape(docs, SKETCH_BITS)
+    filled = (counts > 0).reshape(docs, SKETCH_BITS)
     doc, empty = np.nonzero(~filled)
     if len(doc):
         # As _minima: the first filled bin each empty bin's order names, else the
@@ -534,10 +739,8 @@ def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int) -> tuple[np
     return minima, filled
 
 
-def _batch_sketch_and_bands(
-    tokens: list[tuple[np.ndarray, np.ndarray]],
-) -> list[tuple[bytes, tuple[int, ...] | None] | None]:
-    """:func:`_sketch_and_bands_of` the shingles of each ``(word hashes, code points)``, together.
+def _batch_sketch_and_bands(tokens: list[Tokens]) -> list[tuple[bytes, tuple[int, ...] | None] | None]:
+    """:func:`_sketch_and_bands_of` the shingles of each document's :data:`Tokens`, together.
 
     None for a document without any shingle. The values are those of one document at a
     time, bit for bit: the n-grams, minima, densification, bits and band keys are computed
@@ -546,8 +749,13 @@ def _batch_sketch_and_bands(
     docs = len(tokens)
     if not docs:
         return []
-    word_h, word_doc = _batch_ngrams([w for w, _ in tokens], _WORD_N, _TAG_WORD)
-    chars = [c for _, c in tokens]
+    word_h, word_doc = _batch_ngrams([w for w, _, _ in tokens], _WORD_N, _TAG_WORD)
+    chars = [c for _, _, c in tokens]
+    # the copies of each shingle, in _batch_ngrams's order: the full streams', then the short ones'
+    full = [t[1] for t in tokens if len(t[1]) >= _WORD_N]
+    short = sum(1 for t in tokens if 0 < len(t[1]) < _WORD_N)
+    extra = np.concatenate([_joined_extra_copies(full), np.zeros(short, dtype=np.int64)])
+    copies = (*_copy_grid(word_h, extra), word_doc) if len(extra) else None
     if any(len(c) for c in chars):
         joined = _mix_in_place(np.concatenate(chars) + _GOLD)
         bounds = np.cumsum([len(c) for c in chars]).tolist()
@@ -556,7 +764,8 @@ def _batch_sketch_and_bands(
         hashes, owners = np.concatenate([word_h, char_h]), np.concatenate([word_doc, char_doc])
     else:
         hashes, owners = word_h, word_doc
-    minima, filled = _batch_minima(hashes, owners, docs)
+    # the shingles (hashes, owners) count for the band-key guard; their copies only for the minima
+    minima, filled = _batch_minima(hashes, owners, docs, copies)
     mixed = _mix_in_place(minima ^ _BIN_SALT)
     bits = np.packbits((mixed & np.uint64(1)).astype(np.uint8), axis=1)
     keys = _band_keys(minima).view(np.int64).tolist()
@@ -567,7 +776,8 @@ def _batch_sketch_and_bands(
         if not any_hash[i]:
             out.append(None)
             continue
-        banded = bins[i] >= MIN_BAND_SHINGLES or len(np.unique(hashes[owners == i])) >= MIN_BAND_SHINGLES
+        # as _sketch_and_bands_of: distinct shingles, counted only where the bins cannot tell
+        banded = bins[i] >= WORD_COPIES * MIN_BAND_SHINGLES or len(np.unique(hashes[owners == i])) >= MIN_BAND_SHINGLES
         out.append((bits[i].tobytes(), tuple(keys[i]) if banded else None))
     return out
 
@@ -579,7 +789,7 @@ def sketch(doc: Any) -> bytes:
         EmptyDocument: no word or character to make a shingle of.
         InvalidDocument: not text; DecodeError: bytes that are not UTF-8.
     """
-    return _sketch_bits(_minima(_sorted_shingles(doc)))
+    return _sketch_bits(_minima(_sorted_shingles(doc)[0]))
 
 
 def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
@@ -603,7 +813,7 @@ def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
         >>> sketch_and_bands("too short to band")[1] is None
         True
     """
-    return _sketch_and_bands_of(_sorted_shingles(doc))
+    return _sketch_and_bands_of(*_sorted_shingles(doc))
 
 
 def sketch_distance(a: bytes, b: bytes) -> int:

@@ -17,7 +17,8 @@ import pytest
 from simpg import backfill, bits
 from simpg.cli import main
 from simpg.exc import SimpgError
-from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.fingerprint import BANDS, FingerprintConfig, fingerprint, sketch, sketch_and_bands
+from simpg.fingerprint.minhash import from_sql, to_sql
 from simpg.psycopg import SimHashColumn
 
 OLD_IDENTITY = "simpg-fp1:87fc02debb4e04b3"  # FingerprintConfig() of format version 1
@@ -145,3 +146,75 @@ def test_refingerprint_without_an_index(db: object) -> None:
     assert (result.rows, result.skipped, result.skipped_keys) == (2, 1, [2])
     assert stored(conn) == {1: fingerprint("one two three four"), 2: None}
     assert backfill.record_config(conn, "items", "fp", NEW) is False
+
+
+def old_sketch(text: str) -> str:
+    """A stand-in for a sketch of the previous format (SKETCH_VERSION 1 sketched this text otherwise)."""
+    return to_sql(sketch(text + " of an older format"))
+
+
+def sketches_and_keys(conn: psycopg.Connection) -> dict[int, tuple[bytes | None, tuple[int | None, ...]]]:
+    rows = conn.execute("SELECT id, sk::text, sk_b0, sk_b1, sk_b2, sk_b3 FROM items")
+    return {i: (from_sql(s), tuple(keys)) for i, s, *keys in rows}
+
+
+def expected_sketch(text: str | None) -> tuple[bytes | None, tuple[int | None, ...]]:
+    try:
+        made, keys = sketch_and_bands(text) if text else (None, None)
+    except ValueError:  # nothing to sketch
+        made, keys = None, None
+    return made, keys if keys is not None else (None,) * BANDS
+
+
+def test_refingerprint_moves_sketches_and_band_keys_to_the_new_format(
+        db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: a new sketch format is a new config identity; --refingerprint --sketch-column --bands
+    sketches every row again (and its band keys) before it records the new config."""
+    conn = db.conn  # type: ignore[attr-defined]
+    texts = make_items(conn)
+    conn.execute("ALTER TABLE items ADD COLUMN sk bit(256), ADD COLUMN sk_b0 bigint, ADD COLUMN sk_b1 bigint, "
+                 "ADD COLUMN sk_b2 bigint, ADD COLUMN sk_b3 bigint")
+    for i, text in enumerate(texts):
+        if text and any(c.isalnum() for c in text):
+            conn.execute("UPDATE items SET sk = %s::bit(256), sk_b0 = 1, sk_b1 = 2, sk_b2 = 3, sk_b3 = %s "
+                         "WHERE id = %s", (old_sketch(text), i, i))
+    before = sketches_and_keys(conn)
+
+    # a move interrupted while it sketches: fingerprints untouched, the old config still recorded
+    def stop(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        backfill.backfill_sketches(conn, "items", "body", "sk", band_columns=["sk_b0", "sk_b1", "sk_b2", "sk_b3"],
+                                   batch_size=25, progress=stop, resketch=True)
+    assert recorded(conn) == OLD_IDENTITY
+    assert 0 < sum(sketches_and_keys(conn)[i] != before[i] for i in before) <= 25
+
+    code, out, err = run(capsys, db, "--refingerprint", "--sketch-column", "sk", "--bands")
+    assert code == 0, err
+    result = json.loads(out)
+    assert sketches_and_keys(conn) == {i: expected_sketch(text) for i, text in enumerate(texts)}
+    assert result["sketches"]["rows"] > 0 and recorded(conn) == NEW.identity
+    assert stored(conn) == {i: expected(text) for i, text in enumerate(texts)}
+    # once moved, nothing changes
+    code, out, err = run(capsys, db, "--refingerprint", "--sketch-column", "sk", "--bands")
+    assert code == 0, err
+    assert json.loads(out)["sketches"]["rows"] == 0 and json.loads(out)["rows"] == 0
+
+
+def test_refingerprint_refuses_to_leave_a_guards_sketches_behind(
+        db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """A guard confirming with sketches: moving the fingerprints alone would compare new sketches with old."""
+    conn = db.conn  # type: ignore[attr-defined]
+    conn.execute("CREATE TABLE items (id bigint PRIMARY KEY, body text, fp bigint, sk bit(256))")
+    rows = [(i, f"note {i} about the garden and the {i * 7} roses in the yard", None, None) for i in range(5)]
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO items VALUES (%s, %s, %s, %s)", rows)
+    code, _, err = run(capsys, db, "--sketch-column", "sk", "--k", "3")
+    assert code == 0, err
+    conn.execute("SELECT simpg.create_guard('items', 'fp', sketch_column => 'sk')")
+    code, _, err = run(capsys, db, "--refingerprint")
+    assert code != 0 and "confirms with the sketches in column sk" in err and "--sketch-column sk" in err
+    code, out, err = run(capsys, db, "--refingerprint", "--sketch-column", "sk")
+    assert code == 0, err
+    assert json.loads(out)["sketches"]["rows"] == 0  # made by this simpg already: nothing to move

@@ -131,8 +131,9 @@ def test_ascii_words_hashed_in_numpy_equal_mmh3() -> None:
                  for _ in range(rng.randint(0, 30))]
         gaps = [" " * rng.randint(1, 3) for _ in words]
         text = (" " * rng.randint(0, 2) + "".join(w + g for w, g in zip(words, gaps, strict=True))).encode()
-        hashes, word = minhash._ascii_word_hashes(text)
+        hashes, word, lengths = minhash._ascii_word_hashes(text)
         assert hashes.tolist() == [mmh3.hash64(w, signed=False)[0] for w in words], text
+        assert lengths.tolist() == [len(w) for w in words]
         normalize = importlib.import_module("simpg.fingerprint.normalize")
         assert normalize.joined_words(text, word) == " ".join(words)
 
@@ -179,11 +180,12 @@ def test_batched_sketches_of_tokens_equal_the_single_functions() -> None:
     tokens = []
     for words, chars in [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (0, 3), (0, 4), (2, 3), (17, 0), (18, 0),
                          (0, 19), (5, 9), (400, 0), (0, 900), (300, 700)]:
-        tokens.append((rng.integers(0, 2**64, words, dtype=np.uint64),
+        tokens.append((rng.integers(0, 2**64, words, dtype=np.uint64), rng.integers(1, 12, words),
                        rng.integers(0x4E00, 0x9FFF, chars).astype(np.uint64)))
-    tokens.append((np.full(30, 7, dtype=np.uint64), np.full(30, 0x4E00, dtype=np.uint64)))  # one shingle each
+    # one shingle each (word lengths 1 to 9: 1 to 6 elements for a word shingle)
+    tokens.append((np.full(30, 7, dtype=np.uint64), np.arange(30) % 9 + 1, np.full(30, 0x4E00, dtype=np.uint64)))
     got = minhash._batch_sketch_and_bands(tokens)
-    for (words, chars), made in zip(tokens, got, strict=True):
-        hashes = np.sort(minhash._token_shingles(words, chars))
-        assert made == (minhash._sketch_and_bands_of(hashes) if len(hashes) else None)
+    for (words, lengths, chars), made in zip(tokens, got, strict=True):
+        hashes = np.sort(minhash._token_shingles(words, lengths, chars))
+        assert made == (minhash._sketch_and_bands_of(hashes, (words, lengths, chars)) if len(hashes) else None)
     assert minhash._batch_sketch_and_bands([]) == []

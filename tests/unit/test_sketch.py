@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simpg import allpairs
-from simpg.fingerprint import EmptyDocument, InvalidDocument, sketch, sketch_distance
+from simpg.fingerprint import EmptyDocument, InvalidDocument, minhash, sketch, sketch_distance
 from simpg.fingerprint.errors import DecodeError
 from simpg.fingerprint.minhash import (
     MAX_SKETCH_DISTANCE,
@@ -32,15 +32,82 @@ def jaccard(a: str, b: str) -> float:
 
 
 def test_pinned_value() -> None:
-    """Sketches are stored: the same text must give the same bits in every release of SKETCH_VERSION 1."""
+    """Sketches are stored: the same text must give the same bits in every release of SKETCH_VERSION 2."""
+    assert minhash.SKETCH_VERSION == 2
     assert sketch("The quick brown fox jumps over the lazy dog").hex() == (
-        "59afede7f64be8e8fe44fb2c263f859f0f27f62405bf4f144d1305e828abe0e0")
+        "60a7fd63d22ae9e454e0abd8812f919f9563f2efd75f5b15c51dc539f1cac4fe")
 
 
 def test_pinned_value_of_a_text_with_a_spaceless_script() -> None:
-    """Shingled by its letters and digits, Latin included (SKETCH_VERSION 1 as released in 0.2.0)."""
+    """Shingled by its letters and digits, Latin included: the same bits as SKETCH_VERSION 1 (0.2.0),
+    since every word of it is among spaceless characters."""
     assert sketch("中文文本与 English words 混合：版本 2.0 的说明。").hex() == (
         "cc40f62a3bffe5fbe329ada3a1381dc2f879246b43878cc5660f38ffc860d62f")
+
+
+ENGLISH = ("The committee met on Tuesday to review the draft of the annual report. After a long discussion "
+           "about the budget, the members agreed to move the meeting about the new library to next month, "
+           "when the architect can present the plans. The chair thanked the volunteers who organised the "
+           "spring fair and asked everyone to send their comments on the draft by Friday, so that the final "
+           "version can go to the printer before the end of the month.")
+CHINESE = ("本章介绍如何在系统中安装和配置软件包。首先，请确认网络连接正常，然后更新软件包列表。"
+           "安装完成后，可以在菜单中找到新的程序，也可以在终端中运行它。如果遇到问题，请查看日志文件，"
+           "或者在邮件列表中提问。维护者会尽快回复，并在下一个版本中修正错误。")
+
+
+def test_a_few_characters_of_another_script_move_a_few_bits() -> None:
+    """Issue 28: a Chinese name, comment or Japanese quote in English text, or a Latin term in Chinese
+    text, changes the sketch by about its own share of the text, not by half the sketch (0.2.0: ~128 bits)."""
+    edits = [
+        (ENGLISH, ENGLISH.replace("The chair thanked", "The chair (王小明) thanked")),
+        (ENGLISH, ENGLISH + "\n翻译：李四 <translator@example.org>"),
+        (ENGLISH, ENGLISH.replace("by Friday,", "by Friday (金曜日までに),")),
+        (ENGLISH, ENGLISH + "\n注：此报告尚未定稿。"),
+        (CHINESE, CHINESE.replace("运行它", "运行 systemctl start foo 命令")),
+        (CHINESE, CHINESE.replace("软件包列表", "软件包列表 (apt-get update)")),
+    ]
+    for before, after in edits:
+        assert sketch_distance(sketch(before), sketch(after)) <= 24, after[-40:]
+    # under 0.2.0's rule (a text with a Han character by its letters alone) the name moved it 100 bits or more
+    def letters_only(text: str) -> bytes:
+        codes = minhash._alnum_codes(minhash._fold(text))
+        return minhash._sketch_bits(minhash._minima(np.sort(minhash._shingle_parts(codes[:0], codes[:0], codes)[1])))
+
+    assert sketch_distance(sketch(ENGLISH), letters_only(edits[0][1])) > 100
+
+
+def test_a_word_shingle_weighs_its_letters() -> None:
+    """Word shingles get one element per letter of their words' mean length (1 to WORD_COPIES): a table of
+    contents of numbers weighs little beside its words, as in the truth's character 3-grams."""
+    assert minhash._extra_copies(np.array([1, 1, 1, 4, 7, 9, 12])).tolist() == [0, 1, 3, 5, 5]
+    assert minhash._extra_copies(np.array([8, 8])).tolist() == [0]  # fewer than 3 words: one shingle
+    assert len(shingle_hashes("4 1 0 x")) == 2 and len(shingle_hashes("longer words weigh more")) == 5 + 5
+
+
+def test_english_words_keep_their_word_shingles_beside_a_name() -> None:
+    """Words far from spaceless text stay words; words among it go to the characters."""
+    def letters(codes: np.ndarray) -> str:
+        return "".join(map(chr, codes.tolist()))
+
+    words, lengths, chars = minhash._script_runs(minhash._fold(ENGLISH.replace("The chair", "The chair 王小明")))
+    assert "committee" in words and letters(chars) == "王小明" and "chair" in words
+    assert lengths.tolist() == [len(w) for w in words]
+    words, _, chars = minhash._script_runs(minhash._fold(CHINESE.replace("运行它", "运行 systemctl start foo")))
+    assert words == [] and "systemctlstartfoo" in letters(chars)
+
+
+def test_hard_wrapped_spaceless_text_is_joined() -> None:
+    """Issue 28 item 3: a line break that cuts a Latin word in hard-wrapped CJK text joins it again."""
+    text = "在终端中运行 systemctl 命令可以启动服务，然后用 journalctl 查看日志。" * 3
+    wrapped = "\n".join(text[i:i + 17] for i in range(0, len(text), 17))
+    assert "\n" in wrapped and sketch(wrapped) == sketch(text)
+    assert minhash._join_wrapped("使用comm\nand命令") == "使用command命令"
+    # Korean folded at a fixed width (fold -w cuts its words): shingled by characters, unchanged
+    korean = "이 문서는 데비안 시스템에서 패키지를 설치하고 설정하는 방법을 설명합니다. 먼저 네트워크를 확인하십시오."
+    assert sketch("\n".join(korean[i:i + 13] for i in range(0, len(korean), 13))) == sketch(korean)
+    # elsewhere a line break stays a word boundary
+    assert minhash._join_wrapped("first line\nsecond 中文") == "first line\nsecond 中文"
+    assert minhash._join_wrapped("中文 word\n 中文") == "中文 word\n 中文"
 
 
 def test_latin_words_in_chinese_text_weigh_by_their_characters() -> None:
@@ -195,12 +262,37 @@ def test_spaceless_code_points_equal_the_regular_expression() -> None:
 
 
 def test_letters_and_digits_are_str_isalnum() -> None:
-    """A text with a spaceless script is shingled by its letters and digits of every script: str.isalnum."""
-    from simpg.fingerprint import minhash
-
+    """The character stream holds letters and digits of every script: str.isalnum."""
     every = "".join(map(chr, range(0x110000)))
     assert minhash._alnum_codes(every).tolist() == [c for c in range(0x110000) if chr(c).isalnum()]
-    # by characters or by words, never both; one Han character turns a text to characters
-    assert minhash._tokens("ab cd_ef")[1].tolist() == []
-    words, codes = minhash._tokens("ab cd_ef 中")
-    assert words.tolist() == [] and codes.tolist() == [ord(c) for c in "abcdef中"]
+    assert minhash._tokens("ab cd_ef")[2].tolist() == []
+    # one Han character among 7 letters (12.5% < SPACELESS_SHARE): the words stay words
+    words, lengths, codes = minhash._tokens("ab cd_ef 中")
+    assert len(words) == 2 and lengths.tolist() == [2, 5] and codes.tolist() == [ord("中")]
+    # two among them (22%): the words go to the characters, underscore left out
+    words, lengths, codes = minhash._tokens("中文 ab cd_ef")
+    assert words.tolist() == [] and codes.tolist() == [ord(c) for c in "中文abcdef"]
+
+
+def test_script_runs_equal_the_regular_expression_reference() -> None:
+    """minhash._script_runs (numpy) against the rule written plainly over minhash._TOKEN's matches."""
+
+    def reference(folded: str) -> tuple[list[str], list[int], list[int]]:
+        found = minhash._TOKEN.findall(minhash._join_wrapped(folded))
+        weight = [len(w) or 1 for _, w in found]
+        spelled = []
+        for i, (c, _) in enumerate(found):
+            lo, hi = max(i - minhash.SPACELESS_WINDOW, 0), min(i + minhash.SPACELESS_WINDOW + 1, len(found))
+            theirs = sum(1 for c2, _ in found[lo:hi] if c2)
+            spelled.append(bool(c) or 100 * theirs >= minhash.SPACELESS_SHARE * sum(weight[lo:hi]))
+        words = [w for (_, w), s in zip(found, spelled, strict=True) if not s]
+        chars = "".join(c or w for (c, w), s in zip(found, spelled, strict=True) if s).replace("_", "")
+        return words, [len(w) for w in words], [ord(x) for x in chars]
+
+    rng = random.Random(28)
+    alphabet = "ab_1 \n中文カナ한국어ー・々〆\u0301é\u3000.,xyz"
+    alphabet += "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(100))
+    for _ in range(500):
+        text = minhash._fold("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 300))))
+        words, lengths, chars = minhash._script_runs(text)
+        assert (words, lengths.tolist(), chars.tolist()) == reference(text), repr(text)
