@@ -7,8 +7,10 @@ EXTENSION simpg``, creates an index and inserts rows; ``simpg.near`` and ``simpg
 equal brute force; ``simpg dedup --dsn`` (this checkout's package) loads the sample corpus
 into the container and finds exactly the brute-force pairs. The container is stopped and
 a new one started on the same data volume: the data is still there and lookups still exact.
+Then the compose file's three services (database, one-shot migration, example web app)
+run with podman-compose, the app's image installed from PyPI.
 
-What it needs it installs as root with apt-get (podman, runc, debootstrap), as
+What it needs it installs as root with apt-get (podman, runc, debootstrap, podman-compose), as
 tests/servers.py does for pgTAP. podman's configuration and storage live in a temporary
 folder that is removed at the end, so nothing is left behind and two runs do not collide;
 only the debootstrap base is kept between runs, as a tarball in ~/.cache/simpg-test/
@@ -23,12 +25,16 @@ import random
 import secrets
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -48,13 +54,15 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_IMAGE = "localhost/simpg-test/debian:bookworm"
 IMAGE = "localhost/simpg-postgres:15-debian"
 SUPERUSER = "simpg"  # POSTGRES_USER, as in docker/docker-compose.yml
-#: Debian package of each command the test runs
-PACKAGES = {"podman": "podman", "runc": "runc", "debootstrap": "debootstrap"}
+#: Debian package of each command (or file) the tests run
+PACKAGES = {"podman": "podman", "runc": "runc", "debootstrap": "debootstrap", "podman-compose": "podman-compose",
+            # host names of compose services (db) on podman's CNI networks
+            "/usr/lib/cni/dnsname": "golang-github-containernetworking-plugin-dnsname"}
 
 
 def ensure_packages(commands: list[str]) -> None:
     """apt-get install the packages of the missing commands (as root), or say what to install."""
-    missing = [PACKAGES[c] for c in commands if shutil.which(c) is None]
+    missing = [PACKAGES[c] for c in commands if not (Path(c).exists() if c.startswith("/") else shutil.which(c))]
     if not missing:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
@@ -320,3 +328,75 @@ def test_first_start_without_a_password_refuses(podman: Podman, image: str) -> N
         assert "docker-entrypoint.sh: POSTGRES_PASSWORD is empty: set the superuser's password" in done.stderr
     finally:
         podman("rm", "--force", name, check=False)
+
+
+def http(method: str, url: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    """(status, JSON answer) of one request to the example app."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_compose_services_run_with_podman_compose(podman: Podman, image: str) -> None:
+    """docker-compose.yml + docker-compose.debian.yml: db, then migrate once, then the app."""
+    ensure_packages(["podman-compose", "/usr/lib/cni/dnsname"])
+    project = f"simpg-test-{secrets.token_hex(4)}"
+    db_port, app_port = free_port(), free_port()
+    env = {**podman.env, "SIMPG_DEBIAN_BASE": BASE_IMAGE, "SIMPG_DB_PORT": str(db_port),
+           "SIMPG_APP_PORT": str(app_port)}
+    files = ["-f", str(DOCKER / "docker-compose.yml"), "-f", str(DOCKER / "docker-compose.debian.yml")]
+    build_args = []
+    cafile = ssl.get_default_verify_paths().cafile
+    if cafile and Path(cafile).is_file():  # pip in the build trusts what this host trusts (a proxy's CA)
+        build_args = ["--podman-build-args", f"--volume {cafile}:/run/ca.crt:ro --build-arg PIP_CERT=/run/ca.crt"]
+
+    def compose(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(["podman-compose", "-p", project, *build_args, *files, *args], env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+        return done
+
+    def wait_for_app(timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if http("GET", f"{base}/documents/0") == (404, {"error": "no document 0"}):
+                    return
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                logs = podman("logs", f"{project}_app_1", check=False)
+                raise AssertionError(f"the app did not answer in {timeout} s:\n"
+                                     f"{logs.stdout[-3000:]}{logs.stderr[-3000:]}")
+            time.sleep(1)
+
+    base = f"http://127.0.0.1:{app_port}"
+    body = "A bicycle tyre keeps its pressure for weeks when the valve core is tight. " * 4
+    try:
+        compose("build", timeout=1200)
+        compose("up", "-d")
+        wait_for_app()
+        migrate = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", f"{project}_migrate_1")
+        assert migrate.stdout.split() == ["exited", "0"]
+        assert podman("healthcheck", "run", f"{project}_app_1", check=False).returncode == 0
+        dsn = psycopg.conninfo.make_conninfo(host="127.0.0.1", port=db_port, user="simpg", password="simpg",
+                                             dbname="simpg", connect_timeout=10)
+        with psycopg.connect(dsn) as conn:  # through the published port: what migrate and the app made
+            assert conn.execute("SELECT indexed_table::text FROM simpg.indexes ORDER BY 1").fetchall() == [
+                ("simpg_documents",), ("webapp_documents",)]
+        status, stored = http("POST", f"{base}/documents", {"title": "tyres", "body": body})
+        assert status == 201, stored
+        status, refused = http("POST", f"{base}/documents", {"title": "again", "body": body + "!"})
+        assert (status, refused["error"], refused["existing"]["id"]) == (409, "near-duplicate", stored["id"])
+
+        compose("down")  # the containers go, the volume stays
+        compose("up", "-d")
+        wait_for_app()
+        assert http("GET", f"{base}/documents/{stored['id']}") == (200, stored)
+    finally:
+        subprocess.run(["podman-compose", "-p", project, *files, "down", "--volumes"], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
