@@ -1,7 +1,9 @@
 """docker/: the images' steps replayed without a docker engine, against the test servers.
 
-No docker engine runs here. The database image's one real step, docker/install-extension.sh
-run on the files its COPY lines put in place, is replayed in a scratch folder with the
+tests/integration/test_container.py builds and runs docker/debian.Dockerfile and the
+compose services with podman; this file checks the rest without a container engine. The
+database image's one real step, docker/install-extension.sh run on the files its COPY
+lines put in place, is replayed in a scratch folder with the
 test server's pg_config; the files it writes must then make a working extension on that
 server. The app image's install (``pip install .`` of exactly what it copies) is built
 too, and the compose file's migrate command runs against a test server. Linting the
@@ -26,7 +28,9 @@ from simpg import schema
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 SCRIPT = DOCKER / "install-extension.sh"
-DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "app.Dockerfile"]
+DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "debian.Dockerfile", DOCKER / "app.Dockerfile"]
+#: the official-image and the plain-Debian database images
+DATABASE_DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "debian.Dockerfile"]
 
 
 def run_script(*args: str, script: Path = SCRIPT, **env: str) -> subprocess.CompletedProcess[str]:
@@ -168,8 +172,26 @@ def test_app_image_installs_simpg_from_what_it_copies(tmp_path):
     replay_copies(dockerfile, tmp_path / "whole")  # the COPY lines after the install name files that exist too
 
 
+def simpg_steps(dockerfile: Path) -> list[tuple[str, str]]:
+    """The instructions that install simpg: the COPY of sql/, the script and the initdb SQL, its RUN."""
+    sources = ("sql/", "docker/install-extension.sh", "docker/initdb/10-simpg.sql")
+    return [(word, rest) for word, rest in instructions(dockerfile)
+            if (word == "COPY" and rest.split()[0] in sources) or (word == "RUN" and "install-extension.sh" in rest)]
+
+
+def test_database_images_share_the_install_steps():
+    """docker/Dockerfile (official image) and docker/debian.Dockerfile install simpg alike."""
+    official, debian = (simpg_steps(path) for path in DATABASE_DOCKERFILES)
+    assert len(official) == 4
+    assert debian == official
+
+
 def test_compose_file_builds_and_runs_files_that_exist():
     compose = yaml.safe_load((DOCKER / "docker-compose.yml").read_text())
+    # the Debian variant only switches the database image (merged over the main file)
+    debian = yaml.safe_load((DOCKER / "docker-compose.debian.yml").read_text())
+    assert set(debian["services"]) == {"db"}
+    assert (ROOT / debian["services"]["db"]["build"]["dockerfile"]).resolve() == DOCKER / "debian.Dockerfile"
     for name, service in compose["services"].items():
         build = service.get("build")
         if build:
