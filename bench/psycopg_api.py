@@ -48,7 +48,7 @@ from psycopg import sql
 from psycopg.types.numeric import Int8
 
 from simpg import allpairs, bits
-from simpg.psycopg import Neighbor, SimHashColumn, _common, _internals, lookup, queries
+from simpg.psycopg import Neighbor, SimHashColumn, _common, _internals, lookup, settings, statements, wire
 
 
 class InternalNear:
@@ -60,7 +60,7 @@ class InternalNear:
 
     def __init__(self, conn: psycopg.Connection, info: Any, name: bytes = b"bench_internal_near") -> None:
         self.conn, self.info, self.name = conn, info, name
-        self.query = queries.near_sql(info, numbered=True).as_bytes(conn)
+        self.query = statements.near_sql(info, numbered=True).as_bytes(conn)
         self.prepared = False
         self.int8 = struct.Struct(">q")
 
@@ -174,7 +174,7 @@ def single_lookups(conn: psycopg.Connection, index: SimHashColumn, tuned: SimHas
     # Python time to build one lookup's parameters: near's three against 0.1.0's 23
     forms = {
         "q, k and one binary bigint[] of range starts (near_params)":
-            lambda q: queries.near_params(info, q, 3),
+            lambda q: statements.near_params(info, q, 3),
         "23 separate int8 parameters (0.1.0)":
             lambda q: [Int8(bits.to_db(q)), *map(Int8, info.ranges.flat(q)), Int8(bits.to_db(q)), Int8(3)],
     }
@@ -209,13 +209,13 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
         return lambda q: statement.near(q, 3)
 
     def cursor(stable: bool) -> Any:
-        statement = queries.near_sql(info).as_bytes(handle.conn)
+        statement = statements.near_sql(info).as_bytes(handle.conn)
         if stable:
             statement = statement.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
 
         def run(q: int) -> list[Neighbor]:
             with handle.conn.cursor(binary=True) as cur:
-                cur.execute(statement, queries.near_params(info, q, 3), prepare=True)
+                cur.execute(statement, statements.near_params(info, q, 3), prepare=True)
                 return [Neighbor(i, d) for i, d in cur.fetchall()]
         return run
 
@@ -267,8 +267,8 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
     conn = handle.conn
     prewarm(conn, name)
     info = handle.info
-    ordered = queries.near_sql(info).as_bytes(conn)
-    numbered = queries.near_sql(info, numbered=True)  # $1..$3, no ORDER BY
+    ordered = statements.near_sql(info).as_bytes(conn)
+    numbered = statements.near_sql(info, numbered=True)  # $1..$3, no ORDER BY
     unordered = numbered.as_bytes(conn).replace(b"$1", b"%(q)s").replace(b"$2", b"%(lows)s").replace(b"$3", b"%(k)s")
     raw_query = numbered.as_bytes(conn)
 
@@ -279,23 +279,23 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
 
     def cursor_ordered(q: int) -> list[Neighbor]:
         with conn.cursor(binary=True) as cur:
-            cur.execute(ordered, queries.near_params(info, q, 3), prepare=True)
+            cur.execute(ordered, statements.near_params(info, q, 3), prepare=True)
             return [Neighbor(i, d) for i, d in cur.fetchall()]
 
     def cursor_unordered(q: int) -> list[Neighbor]:
         with conn.cursor(binary=True) as cur:
-            cur.execute(unordered, queries.near_params(info, q, 3), prepare=True)
+            cur.execute(unordered, statements.near_params(info, q, 3), prepare=True)
             return by_distance(cur.fetchall())
 
     def pipelined(q: int) -> list[Neighbor]:
         with conn.pipeline(), conn.cursor(binary=True) as cur:
-            cur.execute(unordered, queries.near_params(info, q, 3), prepare=True)
+            cur.execute(unordered, statements.near_params(info, q, 3), prepare=True)
             return by_distance(cur.fetchall())
 
     kept_cursor = conn.cursor(binary=True)
 
     def cursor_kept(q: int) -> list[Neighbor]:
-        kept_cursor.execute(unordered, queries.near_params(info, q, 3), prepare=True)
+        kept_cursor.execute(unordered, statements.near_params(info, q, 3), prepare=True)
         return by_distance(kept_cursor.fetchall())
 
     internal = InternalNear(conn, info)
@@ -338,14 +338,14 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
         kept.format = psycopg.pq.Format.BINARY
 
         def raw_new(q: int) -> list[Neighbor]:
-            p = queries.near_params(info, q, 3)
+            p = statements.near_params(info, q, 3)
             with psycopg.RawCursor(conn) as cur:
                 cur.format = psycopg.pq.Format.BINARY
                 cur.execute(raw_query, [p["q"], p["lows"], p["k"]], prepare=True)
                 return by_distance(cur.fetchall())
 
         def raw_kept(q: int) -> list[Neighbor]:
-            p = queries.near_params(info, q, 3)
+            p = statements.near_params(info, q, 3)
             kept.execute(raw_query, [p["q"], p["lows"], p["k"]], prepare=True)
             return by_distance(kept.fetchall())
 
@@ -500,13 +500,13 @@ def batched_lookups(conn: psycopg.Connection, index: SimHashColumn, qs: list[int
     index.near_many(np.array(qs, dtype=np.uint64), 3)  # warm pass
     for size in (100, 1000, 10000):
         batch = np.array(qs[:size], dtype=np.uint64)
-        arrays = [queries.Int8Array(batch.view(np.int64)), *map(queries.Int8Array, info.ranges.arrays(batch))]
+        arrays = [wire.Int8Array(batch.view(np.int64)), *map(wire.Int8Array, info.ranges.arrays(batch))]
 
         def run(statement: sql.Composed, k_params: int, arrays: list[Any] = arrays) -> list[Any]:
             # what near_many does around its statement: a transaction with local settings
             with conn.transaction(), conn.cursor(binary=True) as cur:
-                cur.adapters.register_dumper(queries.Int8Array, queries.Int8ArrayBinaryDumper)
-                cur.execute(queries.NEAR_MANY_SETTINGS.sql)
+                cur.adapters.register_dumper(wire.Int8Array, wire.Int8ArrayBinaryDumper)
+                cur.execute(settings.NEAR_MANY_SETTINGS.sql)
                 return cur.execute(statement, arrays + [Int8(3)] * k_params, prepare=True).fetchall()
 
         api = index.near_many(batch, 3)  # prepares the statement

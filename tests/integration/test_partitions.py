@@ -27,7 +27,7 @@ from simpg import bits
 from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.layout import Layout
-from simpg.psycopg import AsyncSimHashColumn, Neighbor, Pair, SimHashColumn, queries
+from simpg.psycopg import AsyncSimHashColumn, Neighbor, Pair, SimHashColumn, statements
 from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
 from tests.integration.alembic_env import AlembicEnv
 from tests.integration.test_alembic_autogenerate import assert_clean, body_of
@@ -208,8 +208,8 @@ def assert_plans_use_partition_btrees(conn: psycopg.Connection, index: SimHashCo
         for name in expected:
             assert scanned(name, plan), (name, plan)
         info = index.info
-        params = queries.near_many_params(info, np.array([q, q ^ 1, 0], dtype=np.uint64), 3)
-        many = queries.near_many_sql(info).as_string(conn)
+        params = statements.near_many_params(info, np.array([q, q ^ 1, 0], dtype=np.uint64), 3)
+        many = statements.near_many_sql(info).as_string(conn)
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + many, params))
         assert "Seq Scan" not in plan, plan
         for name in expected:

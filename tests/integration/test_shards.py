@@ -23,7 +23,7 @@ from psycopg import sql
 from simpg import bits, schema, shards
 from simpg.cli import main
 from simpg.exc import SimpgError
-from simpg.psycopg import Neighbor, SimHashColumn, queries, statements
+from simpg.psycopg import Neighbor, SimHashColumn, statements, wire
 from simpg.shards import Shard, ShardedIndex
 from tests import servers
 
@@ -296,9 +296,9 @@ def test_ranges_and_distance_filter_go_to_every_shard_at_once(sharded: Cluster, 
         # SimHashColumn's prepared lookup (parameters, not literals) and ShardedIndex.near_many
         index = ShardedIndex(conn, table, "simhash", id_column="id")
         info = index.index.info
-        queries.register_dumpers(conn)
-        plan = [r[0] for r in conn.execute(sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + queries.near_sql(info),
-                                           queries.near_params(info, q, K))]
+        wire.register_dumpers(conn)
+        plan = [r[0] for r in conn.execute(sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + statements.near_sql(info),
+                                           statements.near_params(info, q, K))]
         assert sum("Async Foreign Scan" in line for line in plan) == 2
         assert all("bit_count(" in text and "simhash_p9 >= " in text for text in remote_sql(plan))
         statement, params = index._near_many_sql(data.queries[:3], K)
@@ -345,7 +345,7 @@ def test_all_rows_are_read_shard_by_shard_in_ctid_ranges(sharded: Cluster, monke
     monkeypatch.setattr(statements, "FETCH_BLOCKS", 1)
     with psycopg.connect(sharded.dsn("coord_ext"), autocommit=True) as conn:
         conn.execute("ANALYZE docs")  # the foreign partitions' block estimates
-        parts = conn.execute(queries.FETCH_PARTS_SQL, ["docs"]).fetchall()
+        parts = conn.execute(statements.FETCH_PARTS_SQL, ["docs"]).fetchall()
         assert [name for _, name, _ in parts] == ["docs_s1", "docs_s2"] and all(b > 1 for _, _, b in parts), parts
         want = {(i, bits.from_db(fp))
                 for i, fp in conn.execute("SELECT id, simhash FROM docs WHERE simhash IS NOT NULL")}
@@ -353,7 +353,7 @@ def test_all_rows_are_read_shard_by_shard_in_ctid_ranges(sharded: Cluster, monke
         assert len(ids) == len(want) and set(zip(ids.tolist(), fps.tolist(), strict=True)) == want
         # the ranges go to the shard, which reads only those blocks
         info = SimHashColumn(conn, "docs", "simhash", id_column="id").info
-        statement = queries.fetch_sql(info, 1, 2, part=sql.Identifier("public", "docs_s1"))
+        statement = statements.fetch_sql(info, 1, 2, part=sql.Identifier("public", "docs_s1"))
         plan = [r[0] for r in conn.execute(sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + statement)]
         [remote] = remote_sql(plan)
         assert "ctid >= '(1,0)'" in remote and "ctid < '(2,0)'" in remote, remote  # the aggregate too
