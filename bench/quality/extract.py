@@ -557,12 +557,8 @@ def fortunes(text: str) -> list[str]:
 # -- gettext catalogues (.mo) -------------------------------------------------------------
 
 
-def mo_strings(raw: bytes) -> str:
-    """The translated strings of a GNU gettext ``.mo`` catalogue, one per line, in catalogue order.
-
-    The header entry (empty msgid) is left out; the forms of a plural entry are separate lines.
-    A program's translated user interface, as its translators wrote it (the ``ui-strings`` kind).
-    """
+def mo_entries(raw: bytes) -> list[tuple[str, str]]:
+    """(msgid, msgstr) of every entry of a GNU gettext ``.mo`` file, in file order (the header's msgid is '')."""
     if raw[:4] == b"\xde\x12\x04\x95":
         order = "<"
     elif raw[:4] == b"\x95\x04\x12\xde":
@@ -570,13 +566,21 @@ def mo_strings(raw: bytes) -> str:
     else:
         raise ValueError("not a .mo file")
     n, orig, trans = struct.unpack(order + "3I", raw[8:20])
-    lines = []
+    out = []
     for k in range(n):
         olen, ooff = struct.unpack(order + "2I", raw[orig + 8 * k : orig + 8 * k + 8])
         tlen, toff = struct.unpack(order + "2I", raw[trans + 8 * k : trans + 8 * k + 8])
-        if olen == 0:  # the header
-            continue
-        for form in raw[toff : toff + tlen].decode("utf-8", "replace").split("\x00"):
-            if form.strip():
-                lines.append(form.strip())
+        msgid = raw[ooff : ooff + olen].decode("utf-8", "replace")
+        out.append((msgid, raw[toff : toff + tlen].decode("utf-8", "replace")))
+    return out
+
+
+def mo_strings(raw: bytes) -> str:
+    """The translated strings of a GNU gettext ``.mo`` catalogue, one per line, in catalogue order.
+
+    The header entry (empty msgid) is left out; the forms of a plural entry are separate lines.
+    A program's translated user interface, as its translators wrote it (the ``ui-strings`` kind).
+    """
+    lines = [form.strip() for msgid, msgstr in mo_entries(raw) if msgid for form in msgstr.split("\x00")
+             if form.strip()]
     return "\n".join(lines) + "\n" if lines else ""

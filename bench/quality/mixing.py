@@ -28,33 +28,15 @@ from __future__ import annotations
 
 import random
 import re
-import struct
 import unicodedata
 from collections.abc import Sequence
+
+from bench.quality.extract import mo_entries
 
 MIXING_KINDS = ("credit", "quote", "wrap", "untranslate")
 
 _WIDE = re.compile(r"[\u1100-\u115f\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uff60\uffe0-\uffe6]")
 _CJK_OR_HANGUL = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-
-
-def _mo_entries(raw: bytes) -> list[tuple[str, str]]:
-    """(msgid, msgstr) of every entry of a GNU ``.mo`` file, in file order (the header's msgid is '')."""
-    if raw[:4] == b"\xde\x12\x04\x95":
-        order = "<"
-    elif raw[:4] == b"\x95\x04\x12\xde":
-        order = ">"
-    else:
-        raise ValueError("not a .mo file")
-    n, orig, trans = struct.unpack(order + "3I", raw[8:20])
-    out = []
-    for k in range(n):
-        olen, ooff = struct.unpack(order + "2I", raw[orig + 8 * k : orig + 8 * k + 8])
-        tlen, toff = struct.unpack(order + "2I", raw[trans + 8 * k : trans + 8 * k + 8])
-        msgid = raw[ooff : ooff + olen].decode("utf-8", "replace")
-        msgstr = raw[toff : toff + tlen].decode("utf-8", "replace")
-        out.append((msgid, msgstr))
-    return out
 
 
 def mo_bilingual(raw: bytes) -> str:
@@ -64,7 +46,7 @@ def mo_bilingual(raw: bytes) -> str:
     Lines: message, translation, blank line.
     """
     blocks = []
-    for msgid, msgstr in _mo_entries(raw):
+    for msgid, msgstr in mo_entries(raw):
         if not msgid:
             continue
         source = msgid.split("\x04", 1)[-1].split("\x00", 1)[0].strip()
@@ -76,7 +58,7 @@ def mo_bilingual(raw: bytes) -> str:
 
 def mo_translator(raw: bytes) -> str | None:
     """The ``Last-Translator`` name of a catalogue's header (without the e-mail address), if any."""
-    for msgid, msgstr in _mo_entries(raw):
+    for msgid, msgstr in mo_entries(raw):
         if msgid:
             continue
         m = re.search(r"^Last-Translator:\s*([^<\n]+?)\s*(<[^>\n]*>)?\s*$", msgstr, flags=re.M)
