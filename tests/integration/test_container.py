@@ -41,7 +41,7 @@ import pytest
 from psycopg import sql
 
 from simpg import bits, schema
-from tests.integration.test_cli_dedup import near_pairs
+from tests.oracles import brute_text_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -300,7 +300,7 @@ def test_image_serves_simpg_to_a_database_owner_and_keeps_its_data(podman: Podma
         texts: dict[str, object] = {os.fspath(p): p.read_text(encoding="utf-8") for p in sorted(CORPUS.glob("*.txt"))}
         assert report["documents"] == len(texts)
         assert {frozenset((p["source_a"], p["source_b"])): (p["distance"], p["sketch_distance"])
-                for p in report["pairs"]} == near_pairs(texts, report["k"])
+                for p in report["pairs"]} == brute_text_pairs(texts, report["k"])
         assert report["pairs"]  # the sample corpus has near-duplicates
 
         db.stop()

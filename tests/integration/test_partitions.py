@@ -29,9 +29,7 @@ from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, Neighbor, Pair, SimHashColumn, statements
 from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
-from tests.integration.alembic_env import AlembicEnv
-from tests.integration.test_alembic_autogenerate import assert_clean, body_of
-from tests.integration.test_alembic_ops import operations
+from tests.integration.alembic_env import AlembicEnv, assert_clean, body_of, operations
 from tests.oracles import (
     brute_clusters_numbered,
     brute_near,
