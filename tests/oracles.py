@@ -90,6 +90,40 @@ def planted_corpus(seed: int, k: int, n: int = 400) -> tuple[list[int], list[int
     return rows, queries
 
 
+def flip_each(fp: int, *positions: int) -> int:
+    """flip with the positions as arguments."""
+    return flip(fp, positions)
+
+
+def adversarial_rows_around(queries: list[int], rng: random.Random) -> list[int]:
+    """Neighbours of each query at distances 0..k+1, on bits 0 and 63, across and inside blocks."""
+    out = []
+    for q in queries:
+        out += [q, q]  # distance 0, duplicated in two rows
+        out += [flip_each(q, 0), flip_each(q, 63), flip_each(q, 0, 63)]
+        out += [flip_each(q, 0, 13, 26), flip_each(q, 1, 2, 3), flip_each(q, 60, 61, 62), flip_each(q, 0, 20, 63)]  # k
+        out += [flip_each(q, 0, 13, 26, 39), flip_each(q, 1, 2, 3, 4), flip_each(q, 0, 20, 40, 63)]  # k + 1
+        out += [flip_each(q, *rng.sample(range(64), rng.randint(1, 5))) for _ in range(6)]
+    return out
+
+
+def extreme_queries(rng: random.Random) -> list[int]:
+    return [
+        0,
+        bits.MASK,
+        1 << 63,
+        1,
+        0x0123456789ABCDEF,
+        rng.getrandbits(64) | 1 << 63,
+        rng.getrandbits(64),
+    ]
+
+
+def brute_near_ids(rows: Iterable[tuple[Any, int]], q: int, k: int) -> set[Any]:
+    """The keys of the (key, fingerprint) rows within k of q."""
+    return {n.id for n in brute_near(dict(rows), q, k)}
+
+
 # -- keyed rows: {key: fingerprint or None} -------------------------------------------------
 
 def brute_near(rows: dict[Any, int | None], q: int, k: int) -> list[Neighbor]:

@@ -1,6 +1,9 @@
-"""Tables the psycopg handle tests load and index (ids 1..n, in the order of the rows given)."""
+"""Tables the tests load: fingerprints for the psycopg handles (ids 1..n, in the order of the rows
+given), and texts for backfill."""
 
 from __future__ import annotations
+
+import random
 
 import psycopg
 
@@ -23,3 +26,20 @@ def make_table(conn: psycopg.Connection, layout: Layout, rows: list[int], name: 
 def psycopg_notices_deallocate() -> bool:
     """Whether psycopg forgets its prepared statements after a DEALLOCATE ALL it sends (3.3.6, psycopg#1408)."""
     return _internals._version(psycopg.__version__) >= (3, 3, 6)
+
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()
+
+
+def make_items_table(conn: psycopg.Connection, n: int) -> dict[int, str | None]:
+    """items (id bigserial, body text) with n texts of 30 words: a NULL, an empty text and two equal ones."""
+    rng = random.Random(7)
+    conn.execute("CREATE TABLE items (id bigserial PRIMARY KEY, body text)")
+    bodies: list[str | None] = [" ".join(rng.choices(WORDS, k=30)) for _ in range(n)]
+    bodies[10] = None
+    bodies[11] = ""
+    bodies[12] = bodies[13]  # duplicate texts in different rows
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO items (body) VALUES (%s)", [(b,) for b in bodies])
+    conn.execute("ANALYZE items")
+    return dict(enumerate(bodies, start=1))
