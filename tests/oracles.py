@@ -7,7 +7,7 @@ take, as their names say:
 
 - keyed: ``rows`` is ``{key: fingerprint or None}`` (None = NULL, skipped);
 - numbered: ``rows`` is a list whose ids are 1..n in order (a table loaded with ``enumerate``);
-- arrays: numpy ``ids`` and ``fps`` (uint64), vectorised for the large shard corpora;
+- arrays: an object with numpy ``ids`` and ``fps`` (uint64), vectorised for the large shard corpora;
 - text: documents, fingerprinted and sketched here the way ``simpg dedup`` decides.
 """
 
@@ -17,7 +17,7 @@ import itertools
 import random
 from collections import Counter
 from collections.abc import Hashable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -215,14 +215,21 @@ def brute_representatives_numbered(rows: list[int], k: int) -> list[list[int]]:
 
 # -- numpy arrays: ids and uint64 fingerprints -------------------------------------------------
 
-def brute_near_arrays(ids: np.ndarray, fps: np.ndarray, q: int, k: int) -> list[Neighbor]:
+class Arrays(Protocol):
+    ids: np.ndarray  # int64
+    fps: np.ndarray  # uint64, fps[i] is the fingerprint of ids[i]
+
+
+def brute_near_arrays(data: Arrays, q: int, k: int) -> list[Neighbor]:
+    ids, fps = data.ids, data.fps
     d = np.bitwise_count(fps ^ np.uint64(q)).astype(np.int64)
     hit = np.nonzero(d <= k)[0]
     return sorted((Neighbor(int(ids[i]), int(d[i])) for i in hit), key=lambda n: (n.distance, n.id))
 
 
-def brute_pairs_arrays(ids: np.ndarray, fps: np.ndarray, k: int) -> set[tuple[int, int, int]]:
+def brute_pairs_arrays(data: Arrays, k: int) -> set[tuple[int, int, int]]:
     """{(id at i, id at j, distance)} for positions i < j within k."""
+    ids, fps = data.ids, data.fps
     out = set()
     for i in range(len(fps) - 1):
         d = np.bitwise_count(fps[i + 1:] ^ fps[i])
