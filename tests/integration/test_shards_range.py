@@ -205,7 +205,7 @@ def test_create_sets_up_the_shards_and_runs_again_without_change(
 
 
 def test_stored_permutations_are_pythons_and_each_row_is_on_its_shard(cluster: Cluster, data: Data) -> None:
-    want = {(int(i), bits.to_db(int(f))) for i, f in zip(data, strict=True)}
+    want = {(int(i), bits.to_db(int(f))) for i, f in zip(data.ids, data.fps, strict=True)}
     for t, table in enumerate(TABLES):
         s1, s2 = shard_rows(cluster, 0, table), shard_rows(cluster, 1, table)
         # equal ranges of the signed value: with 2 shards, p < 0 on s1 and p >= 0 on s2
