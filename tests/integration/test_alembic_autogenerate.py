@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from simpg import bits
-from tests.integration.alembic_env import AlembicEnv
+from tests.integration.alembic_env import AlembicEnv, assert_clean, body_of
 
 ARTICLES = """
 class Article(Base):
@@ -23,30 +23,11 @@ simhash_index(Article.simhash, k=3, blocks={blocks})
 """
 
 
-def body_of(text: str, fn: str) -> str:
-    return text.split(f"def {fn}()")[1]
-
-
 def catalog(conn) -> list[tuple]:
     return conn.execute(
         "SELECT indexed_table::text, fingerprint_column, k, levels, prefix_columns "
         "FROM simpg.indexes ORDER BY 1, 2"
     ).fetchall()
-
-
-def assert_clean(env: AlembicEnv) -> None:
-    """A second autogenerate finds nothing, and Alembic warns about nothing."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        env.check()
-        text = env.autogenerate("empty", keep=False)
-    for fn in ("upgrade", "downgrade"):
-        code = [
-            line.strip()
-            for line in body_of(text, fn).split("def ")[0].splitlines()[1:]
-            if line.strip() and not line.strip().startswith(("#", '"""'))
-        ]
-        assert code == ["pass"], text
 
 
 @pytest.fixture

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
-from sqlalchemy import create_engine
 from sqlalchemy.exc import DBAPIError
 
 import simpg.alembic  # noqa: F401  (registers the operations)
 from simpg import schema
 from simpg.alembic import CreateSimhashIndexOp, DropSimhashIndexOp, InstallSimpgOp, UninstallSimpgOp
 from simpg.exc import SimpgError
-from simpg.sqlalchemy import url_from_dsn
 from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
-
-
-@contextmanager
-def operations(dsn: str) -> Iterator[Operations]:
-    """Alembic operations on one transaction, committed at the end (like a migration)."""
-    engine = create_engine(url_from_dsn(dsn))
-    try:
-        with engine.connect() as conn:
-            context = MigrationContext.configure(conn)
-            with context.begin_transaction():
-                yield Operations(context)
-    finally:
-        engine.dispose()
+from tests.integration.alembic_env import operations
 
 
 def test_reverse_pairs():

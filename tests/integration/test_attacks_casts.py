@@ -17,8 +17,8 @@ import pytest
 from psycopg import sql
 
 from simpg import bits
-from tests.integration.test_attacks import GRAB, PATHS, Scene
-from tests.integration.test_reports import adversarial_fingerprints, brute_pairs
+from tests.integration.scenes import GRAB, PATHS, Scene
+from tests.oracles import adversarial_fingerprints, brute_pairs
 
 #: every report a superuser might run on alice's table, with the key in its own type or as text
 REPORTS = [

@@ -18,12 +18,10 @@ import pytest
 from psycopg import errors, sql
 
 from simpg import bits
-from tests.integration import test_attacks
-from tests.integration.test_attacks import PATHS, Scene
-from tests.integration.test_guard import BAND_COLUMNS, insert_sketched, make_sketched
+from tests.integration.scenes import PATHS, Scene
+from tests.integration.sketched import BAND_COLUMNS, insert_sketched, make_sketched
 
 FP = 0x0123_4567_89AB_CDEF
-scene = test_attacks.scene  # the fixture: alice's database, bob, the superuser
 
 
 @dataclass

@@ -29,7 +29,7 @@ from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.psycopg import Neighbor
 from simpg.shards import Shard, ShardedIndex
-from tests.integration.test_attacks import FRESH
+from tests.integration.scenes import FRESH
 
 PASSWORD = "Sup3rsecret-owner"
 

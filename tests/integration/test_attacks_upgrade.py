@@ -22,7 +22,7 @@ from psycopg import sql
 
 from simpg import schema
 from simpg.cli import main
-from tests.integration.test_attacks import EARLIER, GRAB, PATHS, Scene, docs_table, extension_path, psql
+from tests.integration.scenes import EARLIER, GRAB, PATHS, Scene, docs_table, extension_path, psql
 
 #: the same through a program the server starts, which no rollback undoes: a script that
 #: fails after its first call to alice's code still makes her a superuser

@@ -20,7 +20,7 @@ import pytest
 from simpg import bits
 from simpg.cli import main
 from simpg.fingerprint import FingerprintConfig
-from tests.integration.test_sqlalchemy_backfill import make_table
+from tests.integration.psycopg_tables import make_items_table
 
 CONFIG = FingerprintConfig(ngram=2)
 
@@ -79,7 +79,7 @@ def test_killed_during_create_index_concurrently_then_run_again(db, capsys):
     """The real thing: the CLI in its own process, killed while its first CREATE INDEX
     CONCURRENTLY waits, and its server process terminated (as a restart or a DBA would)."""
     conn = db.conn
-    make_table(conn, 600)
+    make_items_table(conn, 600)
     conn.execute("CREATE TABLE elsewhere (x int)")
     # an old snapshot (of another table: it blocks no lock on items): CREATE INDEX
     # CONCURRENTLY waits for it before it marks the index valid
@@ -125,7 +125,7 @@ def test_killed_during_create_index_concurrently_then_run_again(db, capsys):
 
 def test_run_again_after_a_kill_half_way(db, capsys):
     conn = db.conn
-    make_table(conn, 600)
+    make_items_table(conn, 600)
     interrupted(conn, capsys, db)
     code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
     assert code == 0, err
@@ -144,7 +144,7 @@ def test_run_again_after_a_kill_half_way(db, capsys):
 
 def test_text_report_of_a_resumed_run(db, capsys):
     conn = db.conn
-    make_table(conn, 300)
+    make_items_table(conn, 300)
     interrupted(conn, capsys, db)
     code = main(backfill_args(db, "--k", "3", "--blocks", "5", as_json=False))
     out, err = capsys.readouterr()
@@ -156,7 +156,7 @@ def test_text_report_of_a_resumed_run(db, capsys):
 
 def test_run_again_without_blocks_keeps_the_layout_found(db, capsys):
     conn = db.conn
-    make_table(conn, 300)
+    make_items_table(conn, 300)
     code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "6")
     assert code == 0 and result["index"]["layout"] == "k3:6", err
     conn.execute("DROP INDEX items_fp_p4_idx")
@@ -178,7 +178,7 @@ def test_run_again_without_blocks_keeps_the_layout_found(db, capsys):
 ])
 def test_leftovers_of_another_layout_are_refused_before_any_change(db, capsys, extra, message):
     conn = db.conn
-    make_table(conn, 300)
+    make_items_table(conn, 300)
     interrupted(conn, capsys, db)
     before = (index_state(conn), conn.execute("SELECT count(*) FROM items WHERE fp IS NULL").fetchone())
     code, _, err = backfill(capsys, db, *extra)
@@ -196,7 +196,7 @@ def test_leftovers_of_another_layout_are_refused_before_any_change(db, capsys, e
 
 def test_a_damaged_leftover_is_refused_then_repaired(db, capsys):
     conn = db.conn
-    make_table(conn, 300)
+    make_items_table(conn, 300)
     interrupted(conn, capsys, db)
     conn.execute("ALTER TABLE items DROP COLUMN fp_p7")
     code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
@@ -213,7 +213,7 @@ def test_a_damaged_leftover_is_refused_then_repaired(db, capsys):
 
 def test_columns_with_the_prefix_names_are_refused_before_any_change(db, capsys):
     conn = db.conn
-    make_table(conn, 100)
+    make_items_table(conn, 100)
     conn.execute("ALTER TABLE items ADD COLUMN fp bigint, ADD COLUMN fp_p2 text")
     code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
     assert code == 1 and err == (
@@ -230,7 +230,7 @@ def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys)
     from simpg.psycopg import SimHashColumn
 
     conn = db.conn
-    texts = make_table(conn, 60)
+    texts = make_items_table(conn, 60)
     code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")  # the 0.1 table: fingerprints only
     assert code == 0, err
     code, result, err = backfill(capsys, db, "--sketch-column", "sketch", "--batch-size", "7")
@@ -259,7 +259,7 @@ def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys)
 def test_backfill_adds_the_guard(db, capsys):
     """--guard: after the index, simpg.create_guard; refused while near-duplicates are stored."""
     conn = db.conn
-    make_table(conn, 60)  # rows 13 and 14 hold the same text
+    make_items_table(conn, 60)  # rows 13 and 14 hold the same text
     code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5", "--guard")
     assert code == 1 and "already holds" in err and "pair(s) of rows within 3 bits" in err
     pairs = conn.execute("SELECT key_a, key_b FROM simpg.pairs('items', 3)").fetchall()

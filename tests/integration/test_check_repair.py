@@ -22,14 +22,15 @@ from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, IndexProblem, SimHashColumn
 from simpg.sqlalchemy import simhash_index, url_from_dsn
-from tests.integration.test_psycopg_index import brute_near, corpus, make_table
+from tests.integration.psycopg_tables import make_table
+from tests.oracles import brute_near_numbered, planted_corpus
 
 LAYOUT = Layout(3, (5,))  # 10 tables: prefix columns simhash_p0 .. simhash_p9
 
 
 def assert_exact(index: SimHashColumn, rows: list[int], queries: list[int]) -> None:
     for k in (0, LAYOUT.k):
-        expected = [brute_near(rows, q, k) for q in queries]
+        expected = [brute_near_numbered(rows, q, k) for q in queries]
         assert [index.near(q, k) for q in queries] == expected
         assert index.near_many(queries, k) == expected
 
@@ -47,7 +48,7 @@ def invalidate(conn: psycopg.Connection, t: int) -> None:
 
 
 def test_a_healthy_index_has_no_problems_and_nothing_to_repair(conn: psycopg.Connection) -> None:
-    rows, queries = corpus(31, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(31, LAYOUT.k, n=200)
     index = make_table(conn, LAYOUT, rows)
     assert index.check() == [] and index.check(verify_rows=False) == []
     assert index.repair() == []
@@ -55,7 +56,7 @@ def test_a_healthy_index_has_no_problems_and_nothing_to_repair(conn: psycopg.Con
 
 
 def test_a_missing_b_tree_is_built_again(conn: psycopg.Connection) -> None:
-    rows, queries = corpus(32, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(32, LAYOUT.k, n=200)
     index = make_table(conn, LAYOUT, rows)
     conn.execute("DROP INDEX docs_simhash_p3_idx")
     assert index.check() == [IndexProblem(
@@ -69,7 +70,7 @@ def test_a_missing_b_tree_is_built_again(conn: psycopg.Connection) -> None:
 
 
 def test_an_invalid_index_is_dropped_and_built_again(conn: psycopg.Connection) -> None:
-    rows, queries = corpus(33, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(33, LAYOUT.k, n=200)
     index = make_table(conn, LAYOUT, rows)
     invalidate(conn, 2)
     invalidate(conn, 7)
@@ -91,7 +92,7 @@ def test_an_invalid_index_is_dropped_and_built_again(conn: psycopg.Connection) -
 
 
 def test_a_dropped_prefix_column_removes_the_index_then_create_makes_it_again(conn: psycopg.Connection) -> None:
-    rows, queries = corpus(34, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(34, LAYOUT.k, n=200)
     index = make_table(conn, LAYOUT, rows)
     index.near(queries[0])  # the handle has read the layout
     conn.execute("ALTER TABLE docs DROP COLUMN simhash_p1")
@@ -113,7 +114,7 @@ def test_a_dropped_prefix_column_removes_the_index_then_create_makes_it_again(co
 def test_stale_prefix_values_are_found_and_left_to_the_owner(conn: psycopg.Connection) -> None:
     """After an upgrade that changed simpg.permute, stored prefixes differ from what it computes:
     check(verify_rows=True) finds them, repair() leaves them (a rewrite is the owner's call)."""
-    rows, queries = corpus(35, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(35, LAYOUT.k, n=200)
     index = make_table(conn, LAYOUT, rows)
     (original,) = conn.execute(
         "SELECT pg_get_functiondef('simpg.apply_segments(bigint, bigint[])'::regprocedure)").fetchone()
@@ -131,7 +132,7 @@ def test_stale_prefix_values_are_found_and_left_to_the_owner(conn: psycopg.Conne
 
 
 def test_several_layouts_are_reported_and_drop_removes_them(conn: psycopg.Connection) -> None:
-    rows, queries = corpus(36, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(36, LAYOUT.k, n=200)
     index = make_table(conn, LAYOUT, rows)
     other = Layout(2, (4,))  # a second layout on the column, as hand-written DDL could add
     conn.execute("ALTER TABLE docs " + ", ".join(
@@ -165,7 +166,7 @@ def test_check_and_repair_name_what_is_wrong(conn: psycopg.Connection) -> None:
 
 
 def test_repair_needs_the_table_owner(db: object, conn: psycopg.Connection) -> None:
-    rows, _ = corpus(37, LAYOUT.k, n=50)
+    rows, _ = planted_corpus(37, LAYOUT.k, n=50)
     make_table(conn, LAYOUT, rows)
     conn.execute("DROP INDEX docs_simhash_p0_idx")
     role = f"stranger_{db.name}"  # type: ignore[attr-defined]
@@ -183,7 +184,7 @@ def test_repair_needs_the_table_owner(db: object, conn: psycopg.Connection) -> N
 
 
 async def test_async_check_and_repair(db: object) -> None:
-    rows, queries = corpus(38, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(38, LAYOUT.k, n=200)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
         index = AsyncSimHashColumn(conn, "docs")
@@ -201,7 +202,7 @@ async def test_async_check_and_repair(db: object) -> None:
             "CREATE INDEX docs_simhash_p4_idx ON public.docs (simhash_p4) WITH (fillfactor = 100)",
         ]
         assert await index.check() == []
-        expected = [brute_near(rows, q, LAYOUT.k) for q in queries]
+        expected = [brute_near_numbered(rows, q, LAYOUT.k) for q in queries]
         assert [await index.near(q) for q in queries] == expected
         assert await index.near_many(queries) == expected
         await conn.execute("ALTER TABLE docs DROP COLUMN simhash_p9")
@@ -226,7 +227,7 @@ def _model(blocks: int) -> tuple[Table, object]:
 ], ids=["b-tree", "prefix column"])
 def test_sqlalchemy_check_and_repair(db: object, damage: Callable[[object], object], problems: list[str],
                                      repaired: int) -> None:
-    rows, queries = corpus(39, 3, n=200)
+    rows, queries = planted_corpus(39, 3, n=200)
     table, spec = _model(5)
     engine = create_engine(url_from_dsn(db.dsn))  # type: ignore[attr-defined]
     try:
@@ -245,7 +246,7 @@ def test_sqlalchemy_check_and_repair(db: object, damage: Callable[[object], obje
             assert spec.check(c) == []
         with psycopg.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
             index = SimHashColumn(conn, "articles")
-            assert [index.near(q) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+            assert [index.near(q) for q in queries] == [brute_near_numbered(rows, q, 3) for q in queries]
     finally:
         engine.dispose()
 

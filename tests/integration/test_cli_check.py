@@ -10,7 +10,8 @@ import pytest
 from simpg.cli import main
 from simpg.layout import Layout
 from simpg.psycopg import SimHashColumn
-from tests.integration.test_psycopg_index import brute_near, corpus, make_table
+from tests.integration.psycopg_tables import make_table
+from tests.oracles import brute_near_numbered, planted_corpus
 
 LAYOUT = Layout(3, (5,))
 
@@ -22,12 +23,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def docs(conn: psycopg.Connection, seed: int) -> tuple[SimHashColumn, list[int], list[int]]:
-    rows, queries = corpus(seed, LAYOUT.k, n=200)
+    rows, queries = planted_corpus(seed, LAYOUT.k, n=200)
     return make_table(conn, LAYOUT, rows), rows, queries
 
 
 def assert_exact(index: SimHashColumn, rows: list[int], queries: list[int]) -> None:
-    expected = [brute_near(rows, q, LAYOUT.k) for q in queries]
+    expected = [brute_near_numbered(rows, q, LAYOUT.k) for q in queries]
     assert [index.near(q) for q in queries] == expected
     assert index.near_many(queries) == expected
 

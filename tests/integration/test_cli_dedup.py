@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from pathlib import Path
@@ -11,7 +10,6 @@ import psycopg
 import pytest
 
 from simpg import bits
-from simpg.cli import main
 from simpg.fingerprint import (
     DEDUP_K,
     MAX_SKETCH_DISTANCE,
@@ -22,50 +20,8 @@ from simpg.fingerprint import (
     sketch_and_bands,
     sketch_distance,
 )
-
-CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
-
-
-def near_pairs(texts: dict[str, object], k: int, confirm: bool = True) -> dict[frozenset[str], tuple[int, int | None]]:
-    """Brute force over every pair: within k bits and, with ``confirm``, sketches within the limit.
-
-    With ``confirm``, a pair sharing a band key is a candidate too, however far apart its
-    fingerprints (the decision of simpg dedup, tests/integration/test_decision_paths.py).
-    """
-    fps = {name: fingerprint(text) for name, text in texts.items()}  # type: ignore[arg-type]
-    made = {name: sketch_and_bands(text) for name, text in texts.items()}
-    out: dict[frozenset[str], tuple[int, int | None]] = {}
-    for a, b in itertools.combinations(sorted(texts), 2):
-        (sa, ba), (sb, bb) = made[a], made[b]
-        d, sd = bits.hamming(fps[a], fps[b]), sketch_distance(sa, sb)
-        shared = ba is not None and bb is not None and any(x == y for x, y in zip(ba, bb, strict=True))
-        if (d <= k or (confirm and shared)) and (not confirm or sd <= MAX_SKETCH_DISTANCE):
-            out[frozenset((a, b))] = (d, sd if confirm else None)
-    return out
-
-
-def expected_clusters(texts: dict[str, object], k: int, confirm: bool = True) -> set[frozenset[str]]:
-    """Connected components of the brute-force near-duplicate pairs."""
-    parent = {n: n for n in texts}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for pair in near_pairs(texts, k, confirm):
-        a, b = sorted(pair)
-        parent[find(a)] = find(b)
-    groups: dict[str, set[str]] = {}
-    for n in texts:
-        groups.setdefault(find(n), set()).add(n)
-    return {frozenset(g) for g in groups.values() if len(g) > 1}
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.integration.cli import CORPUS, run
+from tests.oracles import brute_text_clusters, brute_text_pairs
 
 
 def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> None:
@@ -78,7 +34,7 @@ def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> N
     got = {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]}
     assert len(got) >= 5  # the README promises several groups of near-duplicates
     assert report["k"] == DEDUP_K and report["confirm"] == "sketch"
-    decided = near_pairs(texts, report["k"])
+    decided = brute_text_pairs(texts, report["k"])
     for cluster in report["clusters"]:
         first = cluster["documents"][0]  # the representative: the first loaded
         for d in cluster["documents"]:
@@ -99,14 +55,14 @@ def test_sample_corpus_json(db: object, capsys: pytest.CaptureFixture[str]) -> N
                          "--clusters", "components")
     assert code == 0, err
     components = {frozenset(d["source"] for d in c["documents"]) for c in json.loads(out)["clusters"]}
-    assert components == expected_clusters(texts, report["k"])
+    assert components == brute_text_clusters(texts, report["k"])
     # --confirm none: the fingerprints alone, at the reference radius
     code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--json",  # type: ignore[attr-defined]
                          "--confirm", "none")
     alone = json.loads(out)
     assert (alone["k"], alone["confirm"], alone["max_sketch_distance"]) == (4, "none", None)
     assert {frozenset((p["source_a"], p["source_b"])): (p["distance"], None) for p in alone["pairs"]} == \
-        near_pairs(texts, 4, confirm=False)
+        brute_text_pairs(texts, 4, confirm=False)
     assert all("similarity" not in p for p in alone["pairs"])
     # rows landed in the reference table, with the config identity
     with psycopg.connect(db.dsn) as conn:  # type: ignore[attr-defined]
@@ -138,7 +94,7 @@ def test_jsonl_and_csv(db: object, capsys: pytest.CaptureFixture[str], tmp_path:
     report = json.loads(out)
     assert report["skipped"] == [f"{jsonl}:4"] and "skipped 1 document" in err
     docs = {d["source"]: d for c in report["clusters"] for d in c["documents"]}
-    wanted = expected_clusters({f"{jsonl}:{i}": {"title": f"t{n}", "body": t}
+    wanted = brute_text_clusters({f"{jsonl}:{i}": {"title": f"t{n}", "body": t}
                                 for i, (n, t) in enumerate(texts.items(), start=1) if t}, DEDUP_K)
     assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == wanted
     assert all(d["title"].startswith("t") for d in docs.values())
@@ -281,7 +237,7 @@ def test_embedded_default(capsys: pytest.CaptureFixture[str], tmp_path: Path, mo
     assert code == 0, err
     report = json.loads(out)
     texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
-    assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == expected_clusters(
+    assert {frozenset(d["source"] for d in c["documents"]) for c in report["clusters"]} == brute_text_clusters(
         texts, report["k"])
     assert (home / "pgdata").is_dir()
     code, out, err = run(capsys, "near", "--file", str(CORPUS / "en-cookies-original.txt"), "--json")
@@ -342,8 +298,8 @@ def test_templates_and_separators_do_not_make_duplicates(db: object, capsys: pyt
     assert code == 0, err
     report = json.loads(out)
     assert report["pairs"] == [] and report["clusters"] == []
-    assert near_pairs(texts, DEDUP_K) == {}
-    assert near_pairs(texts, DEDUP_K, confirm=False)  # what the fingerprints alone would call duplicates
+    assert brute_text_pairs(texts, DEDUP_K) == {}
+    assert brute_text_pairs(texts, DEDUP_K, confirm=False)  # what the fingerprints alone would call duplicates
 
 
 def test_rows_stored_before_sketches_get_them(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -396,7 +352,7 @@ def test_template_pages_and_separator_only_documents(db: object, capsys: pytest.
                                                      tmp_path: Path) -> None:
     # issue 14 item 4: pages of one template with unrelated bodies are no cluster, by either
     # decision; a document of separator lines only is left out, with the reason, not clustered
-    from tests.unit.test_fingerprint_collapse import TEMPLATES
+    from tests.template_pages import TEMPLATES
 
     pages = TEMPLATES["tcl"] + TEMPLATES["zh"]
     texts = [*pages, pages[0].replace("Additional", "More"), "_" * 79 + "\n" + "-" * 79, "=" * 30]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simpg import bits
-from tests.integration.test_cli_dedup import run
+from tests.integration.cli import run
 
 
 def sample(seed: int) -> list[int]:

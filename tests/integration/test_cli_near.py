@@ -18,7 +18,7 @@ from simpg.fingerprint import (
     sketch_and_bands,
     sketch_distance,
 )
-from tests.integration.test_cli_dedup import CORPUS, run
+from tests.integration.cli import CORPUS, run
 
 
 def shares_band(text: str, keys: tuple[int, ...] | None) -> bool:

@@ -41,7 +41,7 @@ import pytest
 from psycopg import sql
 
 from simpg import bits, schema
-from tests.integration.test_cli_dedup import near_pairs
+from tests.oracles import brute_near_ids, brute_pairs, brute_text_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -229,26 +229,11 @@ def fingerprints(rng: random.Random, count: int) -> list[int]:
     return [bits.to_db(fp) for fp in found[:count]]
 
 
-def brute_near(rows: dict[int, int], query: int, k: int) -> list[int]:
-    return sorted(key for key, fp in rows.items() if bits.hamming(fp, query) <= k)
-
-
-def brute_pairs(rows: dict[int, int], k: int) -> dict[tuple[int, int], int]:
-    items = sorted(rows.items())
-    found = {}
-    for i, (key_a, fp_a) in enumerate(items):
-        for key_b, fp_b in items[i + 1:]:
-            distance = bits.hamming(fp_a, fp_b)
-            if distance <= k:
-                found[(key_a, key_b)] = distance
-    return found
-
-
 def check_lookups(conn: psycopg.Connection, rows: dict[int, int], queries: list[int], k: int) -> None:
     for query in queries:
         got = [key for (key,) in conn.execute("SELECT id FROM simpg.near(NULL::docs, %s, %s) ORDER BY id",
                                               [query, k])]
-        assert got == brute_near(rows, query, k), query
+        assert got == sorted(brute_near_ids(rows.items(), query, k)), query
     pairs = conn.execute("SELECT key_a, key_b, distance FROM simpg.pairs('docs', %s)", [k]).fetchall()
     assert len(pairs) == len(set(pairs))
     assert {(a, b): d for a, b, d in pairs} == brute_pairs(rows, k)
@@ -300,7 +285,7 @@ def test_image_serves_simpg_to_a_database_owner_and_keeps_its_data(podman: Podma
         texts: dict[str, object] = {os.fspath(p): p.read_text(encoding="utf-8") for p in sorted(CORPUS.glob("*.txt"))}
         assert report["documents"] == len(texts)
         assert {frozenset((p["source_a"], p["source_b"])): (p["distance"], p["sketch_distance"])
-                for p in report["pairs"]} == near_pairs(texts, report["k"])
+                for p in report["pairs"]} == brute_text_pairs(texts, report["k"])
         assert report["pairs"]  # the sample corpus has near-duplicates
 
         db.stop()

@@ -33,7 +33,8 @@ from simpg.sqlalchemy import (
     simhash_index,
     url_from_dsn,
 )
-from tests.integration.test_psycopg_index import corpus, make_table
+from tests.integration.psycopg_tables import make_table
+from tests.oracles import planted_corpus
 
 LAYOUT = Layout(4, (6,))  # the reference table's layout
 
@@ -46,7 +47,7 @@ def flip_bits(value: bytes, rng: random.Random, n: int) -> bytes:
 
 
 def setup(conn: psycopg.Connection, seed: int) -> tuple[SimHashColumn, list[int], list[bytes], list[tuple[int, bytes]]]:
-    rows, queries = corpus(seed, LAYOUT.k, n=300)
+    rows, queries = planted_corpus(seed, LAYOUT.k, n=300)
     index = make_table(conn, LAYOUT, rows)
     rng = random.Random(seed)
     query_sketches = [rng.randbytes(32) for _ in queries]

@@ -27,7 +27,7 @@ import simpg.alembic  # noqa: F401  (registers the operations)
 from simpg import backfill
 from simpg.layout import Layout
 from simpg.sqlalchemy import simhash_index, url_from_dsn
-from tests.integration.test_alembic_ops import operations
+from tests.integration.alembic_env import operations
 
 CONFIG = "simhash-v1 words:3"
 # long enough that index names are shortened with a hash; quotes, spaces, capitals, non-ASCII

@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from simpg import bits, cli
-from tests.integration.test_reports import adversarial_fingerprints, brute_pairs, brute_representatives
+from tests.oracles import adversarial_fingerprints, brute_pairs, brute_representatives
 
 
 @dataclass

@@ -29,15 +29,14 @@ from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, Neighbor, Pair, SimHashColumn, statements
 from simpg.sqlalchemy import SimHash, simhash_index, url_from_dsn
-from tests.integration.alembic_env import AlembicEnv
-from tests.integration.test_alembic_autogenerate import assert_clean, body_of
-from tests.integration.test_alembic_ops import operations
-from tests.integration.test_psycopg_index import (
-    brute_clusters,
+from tests.integration.alembic_env import AlembicEnv, assert_clean, body_of, operations
+from tests.oracles import (
+    brute_clusters_numbered,
     brute_near,
-    brute_pairs,
-    brute_representatives,
-    corpus,
+    brute_near_numbered,
+    brute_pairs_numbered,
+    brute_representatives_numbered,
+    planted_corpus,
 )
 
 LAYOUT = Layout(3, (5,))
@@ -129,11 +128,6 @@ def stored(conn: psycopg.Connection, table: str = "docs") -> dict[int, int]:
     return {i: bits.from_db(fp) for i, fp in conn.execute(f"SELECT id, simhash FROM {table}")}
 
 
-def brute_near_of(rows: dict[int, int], q: int, k: int) -> list[Neighbor]:
-    found = [Neighbor(i, bits.hamming(fp, q)) for i, fp in rows.items() if bits.hamming(fp, q) <= k]
-    return sorted(found, key=lambda x: (x.distance, x.id))
-
-
 def assert_catalog(conn: psycopg.Connection, partitions: list[str]) -> None:
     """simpg.indexes lists docs once; each partition holds the root's columns and a B-tree on each."""
     assert conn.execute("SELECT indexed_table::text, fingerprint_column, k, levels FROM simpg.indexes").fetchall() \
@@ -150,7 +144,7 @@ def assert_exact(conn: psycopg.Connection, index: SimHashColumn, rows: dict[int,
                  *, reports: bool = True) -> None:
     """near, near_many, SQL near, pairs and clusters (SimHashColumn and SQL) equal brute force."""
     for k in range(LAYOUT.k + 1):
-        expected = [brute_near_of(rows, q, k) for q in queries_]
+        expected = [brute_near(rows, q, k) for q in queries_]
         assert [index.near(q, k) for q in queries_] == expected
         assert index.near_many(queries_, k) == expected
         assert index.near_many(np.array(queries_, dtype=np.uint64), k) == expected
@@ -162,11 +156,12 @@ def assert_exact(conn: psycopg.Connection, index: SimHashColumn, rows: dict[int,
     ordered = [rows[i] for i in sorted(rows)]
     ids = sorted(rows)
     for k in (0, LAYOUT.k):
-        want_pairs = {Pair(ids[p.a - 1], ids[p.b - 1], p.distance) for p in brute_pairs(ordered, k)}
+        want_pairs = {Pair(ids[p.a - 1], ids[p.b - 1], p.distance) for p in brute_pairs_numbered(ordered, k)}
         pairs = list(index.pairs(k))
         assert len(pairs) == len(set(pairs)) and set(pairs) == want_pairs
-        components = [[ids[i - 1] for i in g] for g in brute_clusters(len(ordered), brute_pairs(ordered, k))]
-        representatives = [[ids[i - 1] for i in g] for g in brute_representatives(ordered, k)]
+        pairs_k = brute_pairs_numbered(ordered, k)
+        components = [[ids[i - 1] for i in g] for g in brute_clusters_numbered(len(ordered), pairs_k)]
+        representatives = [[ids[i - 1] for i in g] for g in brute_representatives_numbered(ordered, k)]
         assert sorted(index.clusters(k, method="components"), key=lambda g: (-len(g), g[0])) == components
         assert sorted(index.clusters(k), key=lambda g: (-len(g), g[0])) == representatives
         if not reports:
@@ -218,7 +213,7 @@ def assert_plans_use_partition_btrees(conn: psycopg.Connection, index: SimHashCo
 
 @pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.name)
 def test_partitioned_table_is_one_index_and_answers_exactly(conn: psycopg.Connection, strategy: Strategy) -> None:
-    rows, queries_ = corpus(18, LAYOUT.k, n=300)
+    rows, queries_ = planted_corpus(18, LAYOUT.k, n=300)
     index = build(conn, strategy, rows)
     assert_catalog(conn, [f"docs_p{p}" for p in range(PARTS)])
     # equal fingerprints (the corpus plants each query twice) land in different partitions
@@ -248,12 +243,12 @@ def test_partitioned_table_is_one_index_and_answers_exactly(conn: psycopg.Connec
     part = SimHashColumn(conn, "docs_p1", "simhash", id_column=strategy.id_column)
     assert part.check() == []
     only = stored(conn, "docs_p1")
-    assert [part.near(q, 3) for q in queries_] == [brute_near_of(only, q, 3) for q in queries_]
+    assert [part.near(q, 3) for q in queries_] == [brute_near(only, q, 3) for q in queries_]
 
 
 def test_async_handle_on_a_partitioned_table(db: object) -> None:
     conn: psycopg.Connection = db.conn  # type: ignore[attr-defined]
-    rows, queries_ = corpus(26, LAYOUT.k, n=200)
+    rows, queries_ = planted_corpus(26, LAYOUT.k, n=200)
     build(conn, STRATEGIES[2], rows)  # list: the id column named, rows of five partitions
     now = stored(conn)
     ordered = [now[i] for i in sorted(now)]
@@ -262,20 +257,20 @@ def test_async_handle_on_a_partitioned_table(db: object) -> None:
         async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as aconn:  # type: ignore[attr-defined]
             index = AsyncSimHashColumn(aconn, "docs", "simhash", id_column="id")
             for k in (0, LAYOUT.k):
-                expected = [brute_near_of(now, q, k) for q in queries_]
+                expected = [brute_near(now, q, k) for q in queries_]
                 assert [await index.near(q, k) for q in queries_] == expected
                 assert await index.near_many(queries_, k) == expected
                 pairs = [pair async for pair in index.pairs(k)]
-                assert len(pairs) == len(set(pairs)) and set(pairs) == brute_pairs(ordered, k)
+                assert len(pairs) == len(set(pairs)) and set(pairs) == brute_pairs_numbered(ordered, k)
                 assert sorted(await index.clusters(k), key=lambda g: (-len(g), g[0])) == \
-                    brute_representatives(ordered, k)
+                    brute_representatives_numbered(ordered, k)
 
     assert sorted(now) == list(range(1, len(rows) + 1))  # ids 1..n: brute force's numbering
     asyncio.run(run())
 
 
 def test_detach_attach_and_drop_keep_the_catalog_and_the_answers(conn: psycopg.Connection) -> None:
-    rows, queries_ = corpus(19, LAYOUT.k, n=300)
+    rows, queries_ = planted_corpus(19, LAYOUT.k, n=300)
     index = build(conn, STRATEGIES[1], rows)
     bounds = STRATEGIES[1].bounds(2, len(rows))
     conn.execute("ALTER TABLE docs DETACH PARTITION docs_p2 CONCURRENTLY")
@@ -287,7 +282,7 @@ def test_detach_attach_and_drop_keep_the_catalog_and_the_answers(conn: psycopg.C
     assert_exact(conn, index, stored(conn), queries_[:8])
     alone = SimHashColumn(conn, "docs_p2", "simhash")
     assert alone.check() == []
-    assert [alone.near(q, 3) for q in queries_] == [brute_near_of(stored(conn, "docs_p2"), q, 3) for q in queries_]
+    assert [alone.near(q, 3) for q in queries_] == [brute_near(stored(conn, "docs_p2"), q, 3) for q in queries_]
     # attached again: it still has the columns and B-trees, which PostgreSQL takes over
     assert conn.execute("SELECT simpg.prepare_partition('docs', 'docs_p2')").fetchall() == []
     conn.execute(f"ALTER TABLE docs ATTACH PARTITION docs_p2 {bounds}")
@@ -301,7 +296,7 @@ def test_detach_attach_and_drop_keep_the_catalog_and_the_answers(conn: psycopg.C
 
 
 def test_a_table_made_like_the_parent_attaches_with_its_own_btrees(conn: psycopg.Connection) -> None:
-    rows, queries_ = corpus(20, LAYOUT.k, n=200)
+    rows, queries_ = planted_corpus(20, LAYOUT.k, n=200)
     strategy = STRATEGIES[0]
     stage(conn, rows)
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, lang text NOT NULL, simhash bigint, note text) "
@@ -409,7 +404,7 @@ def test_a_partition_with_its_own_expression_makes_the_index_damaged(pg: object,
 
 
 def test_check_and_repair_look_into_the_partitions(conn: psycopg.Connection) -> None:
-    rows, queries_ = corpus(21, LAYOUT.k, n=200)
+    rows, queries_ = planted_corpus(21, LAYOUT.k, n=200)
     index = build(conn, STRATEGIES[0], rows)
     # a B-tree dropped from the parent goes from every partition: missing, then built again
     conn.execute("DROP INDEX docs_simhash_p3_idx")
@@ -432,7 +427,7 @@ def test_check_and_repair_look_into_the_partitions(conn: psycopg.Connection) -> 
 
 
 def test_cli_check_sees_one_index(conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]) -> None:
-    rows, _ = corpus(22, LAYOUT.k, n=100)
+    rows, _ = planted_corpus(22, LAYOUT.k, n=100)
     build(conn, STRATEGIES[0], rows)
     assert main(["check", "--dsn", conn.info.dsn, "--table", "docs", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -525,8 +520,8 @@ def test_alembic_operations_on_a_table_partitioned_on_two_levels(db: object) -> 
         assert conn.execute("SELECT * FROM simpg.check('docs')").fetchall() == []
         index = SimHashColumn(conn, "docs", id_column="id")
         for q in (5, fps[0], 1 << 63):
-            assert index.near(q, 3) == brute_near(fps, q, 3)
-        assert index.near_many([5, fps[1]], 3) == [brute_near(fps, 5, 3), brute_near(fps, fps[1], 3)]
+            assert index.near(q, 3) == brute_near_numbered(fps, q, 3)
+        assert index.near_many([5, fps[1]], 3) == [brute_near_numbered(fps, 5, 3), brute_near_numbered(fps, fps[1], 3)]
         with operations(dsn) as op:
             op.drop_simhash_index("docs", "simhash", concurrently=concurrently)
         assert conn.execute("SELECT count(*) FROM pg_attribute AS a JOIN pg_partition_tree('docs') AS m "
@@ -580,7 +575,7 @@ def assert_clean_but_for(env: AlembicEnv, tables: set[str]) -> None:
 
 
 def test_pairs_sql_plan_reads_partition_btrees(conn: psycopg.Connection) -> None:
-    rows, _ = corpus(25, LAYOUT.k, n=300)
+    rows, _ = planted_corpus(25, LAYOUT.k, n=300)
     build(conn, STRATEGIES[0], rows)
     statement = conn.execute("SELECT simpg.pairs_query('docs', 3)").fetchone()
     assert statement is not None

@@ -11,33 +11,34 @@ from simpg import bits
 from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, Fingerprint, Neighbor, _internals, register_simpg_async
-from tests.integration.test_psycopg_index import (
-    brute_clusters,
-    brute_near,
-    brute_pairs,
-    brute_representatives,
-    corpus,
+from tests.oracles import (
+    brute_clusters_numbered,
+    brute_near_numbered,
+    brute_pairs_numbered,
+    brute_representatives_numbered,
+    planted_corpus,
 )
 
 
 @pytest.mark.parametrize("layout", [Layout(3, (5,)), Layout(3, (4, 4))], ids=lambda layout: layout.name)
 async def test_async_handle_equals_brute_force(db: object, layout: Layout) -> None:
-    rows, queries = corpus(21, layout.k, n=200)
+    rows, queries = planted_corpus(21, layout.k, n=200)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
         index = AsyncSimHashColumn(conn, "docs")
         assert await index.create(layout.k, *layout.levels) == layout
         assert await index.add(np.array(rows, dtype=np.uint64)) == len(rows)
         for k in (0, layout.k):
-            expected = [brute_near(rows, q, k) for q in queries]
+            expected = [brute_near_numbered(rows, q, k) for q in queries]
             assert [await index.near(q, k) for q in queries] == expected
             assert await index.near_many(queries, k) == expected
             pairs = [p async for p in index.pairs(k)]
-            assert len(pairs) == len(set(pairs)) and set(pairs) == brute_pairs(rows, k)
+            assert len(pairs) == len(set(pairs)) and set(pairs) == brute_pairs_numbered(rows, k)
             clusters = await index.clusters(k, method="components")
-            assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_clusters(len(rows), brute_pairs(rows, k))
+            expected_clusters = brute_clusters_numbered(len(rows), brute_pairs_numbered(rows, k))
+            assert sorted(clusters, key=lambda g: (-len(g), g[0])) == expected_clusters
             clusters = await index.clusters(k)
-            assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_representatives(rows, k)
+            assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_representatives_numbered(rows, k)
         stats = await index.stats()
         assert (stats.rows, stats.layout) == (len(rows), layout)
         assert await index.layout() == layout
@@ -59,7 +60,7 @@ async def test_async_database_errors_come_out_translated_or_as_they_are(db: obje
 
 
 async def test_async_lookup_connection(db: object) -> None:
-    rows, queries = corpus(22, 3, n=200)
+    rows, queries = planted_corpus(22, 3, n=200)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")
         index = AsyncSimHashColumn(conn, "docs")
@@ -68,11 +69,11 @@ async def test_async_lookup_connection(db: object) -> None:
     async with await AsyncSimHashColumn.connect(db.dsn, "docs") as index:  # type: ignore[attr-defined]
         cur = await index.conn.execute("SHOW plan_cache_mode")
         assert await cur.fetchone() == ("force_generic_plan",)
-        expected = [brute_near(rows, q, 3) for q in queries]
+        expected = [brute_near_numbered(rows, q, 3) for q in queries]
         for _ in range(2):
             assert [await index.near(q, 3) for q in queries] == expected
         assert await index.near_many(queries, 3) == expected
-        assert set([p async for p in index.pairs(3)]) == brute_pairs(rows, 3)
+        assert set([p async for p in index.pairs(3)]) == brute_pairs_numbered(rows, 3)
         # re-created elsewhere with more, then fewer tables: the handle follows
         async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as other:  # type: ignore[attr-defined]
             for blocks in (6, 4):
@@ -119,8 +120,8 @@ async def test_register_simpg_async(db: object, bare_db: object) -> None:
 @pytest.mark.skipif(not _internals.ENABLED, reason="simpg.psycopg._internals is off")
 async def test_async_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
     # the async twin of test_near_skips_the_cursor_only_where_it_means_the_same
-    rows, queries = corpus(23, 3, n=100)
-    expected = [brute_near(rows, q, 3) for q in queries]
+    rows, queries = planted_corpus(23, 3, n=100)
+    expected = [brute_near_numbered(rows, q, 3) for q in queries]
     statements = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'simpg_near_%'"
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
         await conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint)")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import random
 import signal
 
 import numpy as np
@@ -24,6 +22,14 @@ from simpg.psycopg import (
     _internals,
     register_simpg,
 )
+from tests.integration.psycopg_tables import make_table, psycopg_notices_deallocate
+from tests.oracles import (
+    brute_clusters_numbered,
+    brute_near_numbered,
+    brute_pairs_numbered,
+    brute_representatives_numbered,
+    planted_corpus,
+)
 
 LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,))]
 
@@ -34,81 +40,12 @@ def flip(value: int, positions: list[int]) -> int:
     return value
 
 
-def corpus(seed: int, k: int, n: int = 400) -> tuple[list[int], list[int]]:
-    """Rows (random, planted neighbours at 0..k+1 bits of the queries, duplicates,
-    values >= 2**63, bit 0 and bit 63 flips) and the queries they were planted around."""
-    rng = random.Random(seed)
-    rows = [rng.getrandbits(64) for _ in range(n)]
-    queries = [rng.getrandbits(64) for _ in range(12)] + [0, 2**64 - 1, 1 << 63]
-    for q in queries:
-        for d in range(k + 2):
-            rows.append(flip(q, rng.sample(range(64), d)))
-        rows.append(q)  # a second row with distance 0: equal fingerprints in two rows
-        rows.append(flip(q, [0]))
-        rows.append(flip(q, [63]))
-    queries += rows[:3]  # some queries that are rows themselves
-    rng.shuffle(rows)
-    return rows, queries
-
-
-def make_table(conn: psycopg.Connection, layout: Layout, rows: list[int], name: str = "docs") -> SimHashColumn:
-    conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, simhash bigint, note text)")
-    index = SimHashColumn(conn, name, "simhash")
-    with conn.cursor() as cur, cur.copy(f"COPY {name} (id, simhash) FROM STDIN") as copy:
-        for i, fp in enumerate(rows, start=1):
-            copy.write_row((i, bits.to_db(fp)))
-    inner = layout.levels[1] if len(layout.levels) > 1 else None
-    assert index.create(layout.k, layout.levels[0], inner) == layout
-    return index
-
-
-def brute_near(rows: list[int], q: int, k: int) -> list[Neighbor]:
-    found = [Neighbor(i, bits.hamming(fp, q)) for i, fp in enumerate(rows, start=1) if bits.hamming(fp, q) <= k]
-    return sorted(found, key=lambda n: (n.distance, n.id))
-
-
-def brute_pairs(rows: list[int], k: int) -> set[Pair]:
-    return {Pair(i + 1, j + 1, bits.hamming(rows[i], rows[j]))
-            for i, j in itertools.combinations(range(len(rows)), 2) if bits.hamming(rows[i], rows[j]) <= k}
-
-
-def brute_clusters(n_rows: int, pairs: set[Pair]) -> list[list[int]]:
-    parent = {x: x for x in range(1, n_rows + 1)}
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for p in pairs:
-        a, b = find(p.a), find(p.b)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for x in parent:
-        groups.setdefault(find(x), []).append(x)
-    return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
-
-
-def brute_representatives(rows: list[int], k: int) -> list[list[int]]:
-    """Ids 1..n in order: each joins the earliest representative within k, else is one."""
-    reps: list[int] = []
-    groups: dict[int, list[int]] = {}
-    for id_, fp in enumerate(rows, start=1):
-        rep = next((r for r in reps if bits.hamming(rows[r - 1], fp) <= k), None)
-        if rep is None:
-            reps.append(id_)
-            rep = id_
-        groups.setdefault(rep, []).append(id_)
-    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
-
-
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
 def test_lookups_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, layout: Layout) -> None:
-    rows, queries = corpus(layout.tables, layout.k)
+    rows, queries = planted_corpus(layout.tables, layout.k)
     index = make_table(conn, layout, rows)
     for k in range(layout.k + 1):
-        expected = [brute_near(rows, q, k) for q in queries]
+        expected = [brute_near_numbered(rows, q, k) for q in queries]
         assert [index.near(q, k) for q in queries] == expected  # libpq fast path (simpg.psycopg.lookup)
         with conn.pipeline():  # psycopg's cursor
             assert [index.near(q, k) for q in queries] == expected
@@ -116,13 +53,14 @@ def test_lookups_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, 
         assert index.near_many(np.array(queries, dtype=np.uint64), k) == expected
         pairs = list(index.pairs(k))
         assert len(pairs) == len(set(pairs))
-        assert set(pairs) == brute_pairs(rows, k)
+        assert set(pairs) == brute_pairs_numbered(rows, k)
         clusters = index.clusters(k, method="components")
-        assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_clusters(len(rows), brute_pairs(rows, k))
+        expected = brute_clusters_numbered(len(rows), brute_pairs_numbered(rows, k))
+        assert sorted(clusters, key=lambda g: (-len(g), g[0])) == expected
         clusters = index.clusters(k)  # around representatives, by id
-        assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_representatives(rows, k)
+        assert sorted(clusters, key=lambda g: (-len(g), g[0])) == brute_representatives_numbered(rows, k)
     # k defaults to the index's radius
-    assert index.near(queries[0]) == brute_near(rows, queries[0], layout.k)
+    assert index.near(queries[0]) == brute_near_numbered(rows, queries[0], layout.k)
 
 
 def test_pairs_of_equal_fingerprints_and_rows_without_one(conn: psycopg.Connection) -> None:
@@ -209,7 +147,7 @@ def test_create_drop_and_refresh(conn: psycopg.Connection) -> None:
     with pytest.raises(SimpgError, match=r"no simpg index on (public\.)?docs\.simhash"):
         index.near(1, 3)
     assert index.create(2, 5) == Layout(2, (5,))
-    assert index.near(1, 2) == brute_near([1, 2, 3], 1, 2)
+    assert index.near(1, 2) == brute_near_numbered([1, 2, 3], 1, 2)
     # another handle re-creates the index with another layout; refresh() picks it up
     other = SimHashColumn(conn, "docs")
     other.drop()
@@ -300,11 +238,11 @@ def test_near_many_in_a_transaction_keeps_the_callers_settings(db: object) -> No
 
 
 def test_unprepared_handle(conn: psycopg.Connection) -> None:
-    rows, queries = corpus(9, 3, n=50)
+    rows, queries = planted_corpus(9, 3, n=50)
     make_table(conn, Layout(3, (4,)), rows)
     index = SimHashColumn(conn, "docs", prepare=False)
-    assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
-    assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+    assert index.near_many(queries, 3) == [brute_near_numbered(rows, q, 3) for q in queries]
+    assert [index.near(q, 3) for q in queries] == [brute_near_numbered(rows, q, 3) for q in queries]
 
 
 def test_register_simpg_sends_fingerprints_signed(conn: psycopg.Connection) -> None:
@@ -357,7 +295,7 @@ def test_near_many_keeps_rows_that_share_an_id(conn: psycopg.Connection) -> None
 @pytest.mark.parametrize("busy_wait", [0, 0.001])
 def test_lookup_connection(db: object, busy_wait: float) -> None:
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(11, 3, n=300)
+    rows, queries = planted_corpus(11, 3, n=300)
     with psycopg.connect(dsn, autocommit=True) as setup:
         make_table(setup, Layout(3, (5,)), rows)
     with SimHashColumn.connect(dsn, "docs", busy_wait=busy_wait) as index:
@@ -368,12 +306,12 @@ def test_lookup_connection(db: object, busy_wait: float) -> None:
             [list(LOOKUP_SETTINGS)]).fetchall())
         assert settings == LOOKUP_SETTINGS
         for _ in range(2):  # the second round runs the generic plans
-            assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+            assert [index.near(q, 3) for q in queries] == [brute_near_numbered(rows, q, 3) for q in queries]
         assert conn.execute("SELECT generic_plans FROM pg_prepared_statements "
                             "WHERE statement LIKE '%BETWEEN%' AND statement NOT LIKE '%unnest%'").fetchone()[0] > 0
-        assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+        assert index.near_many(queries, 3) == [brute_near_numbered(rows, q, 3) for q in queries]
         # whole-table reads still scan the table, whatever the session says
-        assert set(index.pairs(3)) == brute_pairs(rows, 3)
+        assert set(index.pairs(3)) == brute_pairs_numbered(rows, 3)
         with conn.transaction():
             index.fetch_all()
             assert conn.execute("SHOW enable_seqscan").fetchone() == ("off",)
@@ -382,10 +320,10 @@ def test_lookup_connection(db: object, busy_wait: float) -> None:
 
 def test_busy_wait_connection_behaves_like_psycopg(db: object) -> None:
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(12, 3, n=200)
+    rows, queries = planted_corpus(12, 3, n=200)
     with BusyWaitConnection.connect(dsn, autocommit=True) as conn:
         index = make_table(conn, Layout(3, (4,)), rows)
-        assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+        assert index.near_many(queries, 3) == [brute_near_numbered(rows, q, 3) for q in queries]
         assert index.add([5, 6], columns={"id": [10_001, 10_002]}) == 2  # COPY
         # longer than the budget: the rest of the wait is psycopg's
         conn.busy_wait = 0.0005
@@ -442,24 +380,24 @@ def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> 
     # the prefix columns keep their names but hold other permutations: the old ranges
     # would miss rows; the lookups notice (simpg.layout_is) and read the layout again
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(13, 3, n=300)
+    rows, queries = planted_corpus(13, 3, n=300)
     with psycopg.connect(dsn, autocommit=True) as other:
         make_table(other, Layout(3, (5,)), rows)
         with SimHashColumn.connect(dsn, "docs") as index, psycopg.connect(dsn) as in_tx:
             stale = SimHashColumn(in_tx, "docs")
-            assert index.near(queries[0], 3) == brute_near(rows, queries[0], 3)
+            assert index.near(queries[0], 3) == brute_near_numbered(rows, queries[0], 3)
             assert stale.layout == Layout(3, (5,))
             SimHashColumn(other, "docs").drop()
             SimHashColumn(other, "docs").create(3, 6)
-            assert [index.near(q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+            assert [index.near(q, 3) for q in queries] == [brute_near_numbered(rows, q, 3) for q in queries]
             assert index.layout == Layout(3, (6,))
             index.refresh()  # and back, for near_many
             SimHashColumn(other, "docs").drop()
             SimHashColumn(other, "docs").create(3, 4, 4)
-            assert index.near_many(queries, 3) == [brute_near(rows, q, 3) for q in queries]
+            assert index.near_many(queries, 3) == [brute_near_numbered(rows, q, 3) for q in queries]
             assert index.layout == Layout(3, (4, 4))
             # in a transaction of the caller's, near_many's savepoint keeps it usable ...
-            assert stale.near_many(queries[:3], 3) == [brute_near(rows, q, 3) for q in queries[:3]]
+            assert stale.near_many(queries[:3], 3) == [brute_near_numbered(rows, q, 3) for q in queries[:3]]
             assert stale.layout == Layout(3, (4, 4))
             in_tx.rollback()
             for blocks in (6, 5):  # more tables (simpg.layout_is fails), then fewer (columns gone)
@@ -470,17 +408,12 @@ def test_a_handle_follows_an_index_recreated_with_another_layout(db: object) -> 
                 with pytest.raises(SimpgError, match=r"docs\.simhash changed since this handle read its layout"):
                     stale.near(queries[0], 3)
                 in_tx.rollback()
-                assert stale.near(queries[0], 3) == brute_near(rows, queries[0], 3)
+                assert stale.near(queries[0], 3) == brute_near_numbered(rows, queries[0], 3)
                 assert stale.layout == Layout(3, (blocks,))
                 in_tx.rollback()
             SimHashColumn(other, "docs").drop()
             with pytest.raises(SimpgError, match="no simpg index on"):
                 index.near(queries[0], 3)
-
-
-def psycopg_notices_deallocate() -> bool:
-    """Whether psycopg forgets its prepared statements after a DEALLOCATE ALL it sends (3.3.6, psycopg#1408)."""
-    return _internals._version(psycopg.__version__) >= (3, 3, 6)
 
 
 def near_statements(conn: psycopg.Connection) -> list[str]:
@@ -493,8 +426,8 @@ def test_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
     # integer ids, autocommit or a transaction already open: simpg.psycopg.lookup sends a
     # statement prepared under its own name; anywhere else psycopg's cursor runs it
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(14, 3, n=100)
-    expected = [brute_near(rows, q, 3) for q in queries]
+    rows, queries = planted_corpus(14, 3, n=100)
+    expected = [brute_near_numbered(rows, q, 3) for q in queries]
     with psycopg.connect(dsn, autocommit=True) as conn:
         index = make_table(conn, Layout(3, (5,)), rows)
         assert [index.near(q, 3) for q in queries] == expected
@@ -553,8 +486,8 @@ def test_one_handle_shared_by_threads(conn: psycopg.Connection) -> None:
     # the fast path holds the connection's lock, as psycopg's cursor does
     from concurrent.futures import ThreadPoolExecutor
 
-    rows, queries = corpus(15, 3, n=100)
+    rows, queries = planted_corpus(15, 3, n=100)
     index = make_table(conn, Layout(3, (5,)), rows)
     work = queries * 20
     with ThreadPoolExecutor(4) as pool:
-        assert list(pool.map(lambda q: index.near(q, 3), work)) == [brute_near(rows, q, 3) for q in work]
+        assert list(pool.map(lambda q: index.near(q, 3), work)) == [brute_near_numbered(rows, q, 3) for q in work]

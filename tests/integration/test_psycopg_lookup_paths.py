@@ -18,7 +18,8 @@ from psycopg.rows import dict_row
 
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, BusyWaitConnection, Neighbor, SimHashColumn, _internals, lookup, settings
-from tests.integration.test_psycopg_index import brute_near, corpus, make_table, psycopg_notices_deallocate
+from tests.integration.psycopg_tables import make_table, psycopg_notices_deallocate
+from tests.oracles import brute_near_numbered, planted_corpus
 
 
 @pytest.fixture(params=[True, False], ids=["internals", "public"])
@@ -41,8 +42,8 @@ def prepared(conn: psycopg.Connection) -> dict[str, int]:
 
 def test_every_connection_state(db: object, internals: bool) -> None:
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(31, 3, n=150)
-    expected = [brute_near(rows, q, 3) for q in queries]
+    rows, queries = planted_corpus(31, 3, n=150)
+    expected = [brute_near_numbered(rows, q, 3) for q in queries]
     with psycopg.connect(dsn, autocommit=True) as conn:
         index = make_table(conn, Layout(3, (5,)), rows)
         info = index.info
@@ -92,7 +93,7 @@ def lookup_names(names: dict[str, int]) -> list[str]:
 
 
 def test_order_of_ids_that_are_null_repeated_or_text(db: object, internals: bool) -> None:
-    rows, queries = corpus(32, 3, n=100)
+    rows, queries = planted_corpus(32, 3, n=100)
     conn = db.conn  # type: ignore[attr-defined]
     make_table(conn, Layout(3, (5,)), rows)
     conn.execute("ALTER TABLE docs ADD COLUMN ref integer")
@@ -102,30 +103,30 @@ def test_order_of_ids_that_are_null_repeated_or_text(db: object, internals: bool
     for q in queries:
         found = near.near(by_ref.info, q, 3)
         assert found == sorted(found, key=lambda n: (n.distance, n.id is None, n.id or 0))
-        assert sorted(n.distance for n in found) == [n.distance for n in brute_near(rows, q, 3)]
+        assert sorted(n.distance for n in found) == [n.distance for n in brute_near_numbered(rows, q, 3)]
     conn.execute("CREATE TABLE named (name text PRIMARY KEY, simhash bigint)")
     conn.execute("INSERT INTO named SELECT 'row ' || id, simhash FROM docs")
     named = SimHashColumn(conn, "named")
     named.create(3, 5)
     for q in queries:
-        want = [Neighbor(f"row {n.id}", n.distance) for n in brute_near(rows, q, 3)]
+        want = [Neighbor(f"row {n.id}", n.distance) for n in brute_near_numbered(rows, q, 3)]
         # ordered by the server (C collation in these servers: byte order)
         assert near.near(named.info, q, 3) == sorted(want, key=lambda n: (n.distance, n.id))
 
 
 def test_threads_sharing_one_lookup(conn: psycopg.Connection, internals: bool) -> None:
-    rows, queries = corpus(33, 3, n=100)
+    rows, queries = planted_corpus(33, 3, n=100)
     index = make_table(conn, Layout(3, (5,)), rows)
     near = lookup.NearLookup(conn)
     work = queries * 20
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda q: near.near(index.info, q, 3), work))
-    assert got == [brute_near(rows, q, 3) for q in work]
+    assert got == [brute_near_numbered(rows, q, 3) for q in work]
 
 
 def test_lookup_connection_runs_generic_plans(db: object, internals: bool) -> None:
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(34, 3, n=200)
+    rows, queries = planted_corpus(34, 3, n=200)
     with psycopg.connect(dsn, autocommit=True) as setup:
         make_table(setup, Layout(3, (5,)), rows)
     for busy_wait in (0, 0.001):
@@ -134,7 +135,8 @@ def test_lookup_connection_runs_generic_plans(db: object, internals: bool) -> No
             conn.execute(settings.LOOKUP.statement, settings.LOOKUP.params)  # the bound form, again
             near = lookup.NearLookup(conn)
             for _ in range(2):
-                assert [near.near(index.info, q, 3) for q in queries] == [brute_near(rows, q, 3) for q in queries]
+                expected = [brute_near_numbered(rows, q, 3) for q in queries]
+                assert [near.near(index.info, q, 3) for q in queries] == expected
             assert max(prepared(conn).values()) > 0
             if busy_wait:
                 assert isinstance(conn, BusyWaitConnection)
@@ -159,8 +161,8 @@ def test_local_settings_are_bound_and_put_back(conn: psycopg.Connection) -> None
 
 
 async def test_async_lookup(db: object, internals: bool) -> None:
-    rows, queries = corpus(35, 3, n=150)
-    expected = [brute_near(rows, q, 3) for q in queries]
+    rows, queries = planted_corpus(35, 3, n=150)
+    expected = [brute_near_numbered(rows, q, 3) for q in queries]
     with psycopg.connect(db.dsn, autocommit=True) as setup:  # type: ignore[attr-defined]
         make_table(setup, Layout(3, (5,)), rows)
     async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
@@ -193,8 +195,8 @@ def test_a_rolled_back_transaction_does_not_break_the_next_lookup(db: object, in
     # fast-path statement too, and the next lookup in a transaction failed with
     # InvalidSqlStatementName, aborting the caller's transaction
     dsn = db.dsn  # type: ignore[attr-defined]
-    rows, queries = corpus(36, 3, n=100)
-    expected = [brute_near(rows, q, 3) for q in queries]
+    rows, queries = planted_corpus(36, 3, n=100)
+    expected = [brute_near_numbered(rows, q, 3) for q in queries]
     with psycopg.connect(dsn, autocommit=True) as conn:
         index = make_table(conn, Layout(3, (5,)), rows)
         near = lookup.NearLookup(conn)

@@ -9,13 +9,12 @@ that must not match, chains that join rows farther apart than k, NULL fingerprin
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import psycopg
@@ -23,99 +22,17 @@ import pytest
 
 from simpg import bits
 from simpg.allpairs import prefix_masks, segment_masks
-from simpg.layout import Layout, block_widths
+from simpg.layout import Layout
 from tests.layouts import mask_family_is_exact
+from tests.oracles import (
+    adversarial_fingerprints,
+    brute_clusters,
+    brute_pairs,
+    brute_representatives,
+    flip,
+)
 
 Key = Hashable
-
-
-def flip(fp: int, positions: Iterable[int]) -> int:
-    """fp with the given bits flipped (0 = most significant, as in simpg.layout)."""
-    for p in positions:
-        fp ^= 1 << (63 - p)
-    return fp
-
-
-def block_starts(widths: list[int]) -> list[int]:
-    return list(itertools.accumulate([0, *widths[:-1]]))
-
-
-def adversarial_fingerprints(
-    rng: random.Random, k: int, blocks: int, random_rows: int
-) -> list[int | None]:
-    """Unsigned fingerprints (None = NULL) that probe every way a pair report can go wrong."""
-    widths = block_widths(64, blocks)
-    starts = block_starts(widths)
-    bases = [0, bits.MASK, 1 << 63, (1 << 63) - 1, 0x5555555555555555] + [
-        rng.getrandbits(64) for _ in range(4)
-    ]
-    fps: list[int | None] = []
-    for base in bases:
-        fps += [base, base]  # distance 0 in two rows
-        fps += [flip(base, [0]), flip(base, [63])]  # sign bit and lowest bit
-        # k bits flipped in k different blocks, at block edges: only one table sees the pair
-        for chosen in itertools.islice(itertools.combinations(range(blocks), k), 12):
-            edge = [starts[b] + (widths[b] - 1 if (b + base) % 2 else 0) for b in chosen]
-            fps.append(flip(base, edge))
-        # k + 1 bits flipped: must not pair with base (it may pair with the k-flipped rows)
-        fps.append(flip(base, rng.sample(range(64), k + 1)))
-        # a chain base -> c1 -> c2 with each step k bits: c2 is up to 2k from base
-        c1 = flip(base, rng.sample(range(64), k))
-        fps += [c1, flip(c1, rng.sample(range(64), k))]
-    fps += [rng.getrandbits(64) for _ in range(random_rows)]
-    fps += [None, None]
-    return fps
-
-
-def brute_pairs(rows: dict[Key, int | None], k: int) -> dict[tuple[Key, Key], int]:
-    """{(key_a, key_b): distance} for key_a < key_b and distance <= k."""
-    found = {}
-    items = sorted((key, fp) for key, fp in rows.items() if fp is not None)
-    for (ka, fa), (kb, fb) in itertools.combinations(items, 2):
-        d = bits.hamming(fa, fb)
-        if d <= k:
-            found[(ka, kb)] = d
-    return found
-
-
-def brute_clusters(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
-    """{key: (smallest key of its cluster, cluster size)} for rows in clusters of 2 or more."""
-    parent = {key: key for key, fp in rows.items() if fp is not None}
-
-    def find(x: Key) -> Key:
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for a, b in brute_pairs(rows, k):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)  # type: ignore[type-var]
-    members: dict[Key, list[Key]] = {}
-    for key in parent:
-        members.setdefault(find(key), []).append(key)
-    return {
-        key: (min(group), len(group))
-        for group in members.values()
-        if len(group) > 1  # type: ignore[type-var]
-        for key in group
-    }
-
-
-def brute_representatives(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
-    """{key: (its representative's key, cluster size)} for rows in clusters of 2 or more:
-    rows in key order, each joins the earliest representative within k, else is one."""
-    reps: list[Key] = []
-    label: dict[Key, Key] = {}
-    for key in sorted(key for key, fp in rows.items() if fp is not None):  # type: ignore[type-var]
-        fp = rows[key]
-        rep = next((r for r in reps if bits.hamming(rows[r], fp) <= k), None)  # type: ignore[arg-type]
-        if rep is None:
-            reps.append(key)
-            rep = key
-        label[key] = rep
-    size = Counter(label.values())
-    return {key: (rep, size[rep]) for key, rep in label.items() if size[rep] > 1}
 
 
 def load(
@@ -647,7 +564,7 @@ def _reports(conn: psycopg.Connection, k: int) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("index_k, blocks, inner", B_TREE_LAYOUTS, ids=lambda v: str(v))
 def test_b_tree_candidates_and_the_whole_table_join_equal_brute_force(db, index_k, blocks, inner):
-    from tests.integration.test_security import login_role, role_dsn
+    from tests.integration.roles import login_role, role_dsn
 
     conn = db.conn
     rng = random.Random(1700 + index_k * 10 + blocks)

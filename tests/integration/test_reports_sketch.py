@@ -27,9 +27,9 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import MAX_SKETCH_DISTANCE
 from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
-from tests.integration.test_guard import SGML_BASE, XML_CORE, doc_row
-from tests.integration.test_reports import adversarial_fingerprints, brute_pairs
-from tests.integration.test_security import login_role, role_dsn
+from tests.integration.roles import login_role, role_dsn
+from tests.integration.sketched import SGML_BASE, XML_CORE, doc_row
+from tests.oracles import adversarial_fingerprints, brute_pairs
 
 Key = Hashable
 BAND_COLUMNS = [f"sketch_b{i}" for i in range(4)]

@@ -9,16 +9,14 @@ properties from the catalog: no SECURITY DEFINER, pinned search_path, RLS polici
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import psycopg
 import pytest
 from psycopg import sql
 
 from simpg import bits
-from tests.integration.test_reports import adversarial_fingerprints, brute_pairs, brute_representatives
+from tests.integration.roles import login_role, role_dsn
+from tests.oracles import adversarial_fingerprints, brute_pairs, brute_representatives
 
 HOSTILE = [
     ("public", 'a"b; drop table sentinel;--', "fp", "id"),
@@ -28,22 +26,6 @@ HOSTILE = [
     ("my.schema", "tbl.name", "fp.col", "key.col"),
     ("public", "t" * 63, "f" * 63, "k" * 63),  # longest identifiers: prefix column names get hashed
 ]
-
-
-@contextmanager
-def login_role(conn: psycopg.Connection, *options: str) -> Iterator[str]:
-    """A fresh LOGIN role (not superuser) that is dropped with everything it owns afterwards."""
-    name = f"simpg_role_{uuid.uuid4().hex[:10]}"
-    conn.execute(sql.SQL("CREATE ROLE {} LOGIN " + " ".join(options)).format(sql.Identifier(name)))
-    try:
-        yield name
-    finally:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-def role_dsn(db, role: str) -> str:
-    return db.pg.server.dsn(db.name, user=role)
 
 
 @pytest.mark.parametrize("schema, table, column, key", HOSTILE, ids=range(len(HOSTILE)))

@@ -26,6 +26,7 @@ from simpg.exc import SimpgError
 from simpg.psycopg import Neighbor, SimHashColumn, statements, wire
 from simpg.shards import Shard, ShardedIndex
 from tests import servers
+from tests.oracles import brute_near_arrays, brute_pairs_arrays
 
 K = 3
 BLOCKS = 5  # layout k3:5, 10 tables
@@ -120,21 +121,6 @@ def make_data(seed: int = 18) -> Data:
     queries += [int(x) for x in rng.integers(0, 2**64, size=20, dtype=np.uint64)]  # mostly no neighbour
     ids = np.arange(1, len(fps) + 1, dtype=np.int64)
     return Data(ids, np.array(fps, dtype=np.uint64), queries, list(range(first_dup, first_dup + 12)))
-
-
-def brute_near(data: Data, q: int, k: int) -> list[Neighbor]:
-    d = np.bitwise_count(data.fps ^ np.uint64(q)).astype(np.int64)
-    hit = np.nonzero(d <= k)[0]
-    return sorted((Neighbor(int(data.ids[i]), int(d[i])) for i in hit), key=lambda n: (n.distance, n.id))
-
-
-def brute_pairs(data: Data, k: int) -> set[tuple[int, int, int]]:
-    out = set()
-    for i in range(len(data.fps) - 1):
-        d = np.bitwise_count(data.fps[i + 1:] ^ data.fps[i])
-        for j in np.nonzero(d <= k)[0]:
-            out.add((int(data.ids[i]), int(data.ids[i + 1 + j]), int(d[j])))
-    return out
 
 
 def load(conn: psycopg.Connection, table: str, data: Data) -> None:
@@ -250,7 +236,7 @@ def test_lookups_are_exact_against_brute_force(sharded: Cluster, data: Data, db:
     with psycopg.connect(sharded.dsn(db), autocommit=True) as conn:
         index = ShardedIndex(conn, table, "simhash", id_column="id")
         for k in (0, 1, K):
-            expected = [brute_near(data, q, k) for q in data.queries]
+            expected = [brute_near_arrays(data, q, k) for q in data.queries]
             some = slice(None) if k == K else slice(None, None, 5)  # one lookup a statement: the slow part
             assert [index.near(q, k) for q in data.queries[some]] == expected[some]
             assert index.near_many(data.queries, k) == expected
@@ -261,7 +247,7 @@ def test_lookups_are_exact_against_brute_force(sharded: Cluster, data: Data, db:
                                         "FROM simpg.near(NULL::{}, %s, %s) AS a").format(sql.Identifier(table)),
                                 [bits.to_db(q), bits.to_db(q), K]).fetchall()
             assert [d for _, d in rows] == sorted(d for _, d in rows)
-            assert sorted(rows) == sorted((n.id, n.distance) for n in brute_near(data, q, K))
+            assert sorted(rows) == sorted((n.id, n.distance) for n in brute_near_arrays(data, q, K))
         dup = data.fps[data.duplicate_ids[0] - 1]
         assert [n.id for n in index.near(int(dup), 0)] == data.duplicate_ids
         with pytest.raises(SimpgError, match="k=4 is above the radius k=3"):
@@ -317,7 +303,7 @@ def test_pairs_and_clusters_across_shards(sharded: Cluster, data: Data) -> None:
     with psycopg.connect(sharded.dsn("coord_ext"), autocommit=True) as conn:
         index = ShardedIndex(conn, "docs", "simhash", id_column="id")
         got = {(p.a, p.b, p.distance) for p in index.pairs(K)}
-        assert got == brute_pairs(data, K)
+        assert got == brute_pairs_arrays(data, K)
         assert any(a in data.duplicate_ids and d == 0 for a, _, d in got)
         # the same rows in one plain table on one server give the same clusters
         conn.execute("CREATE TABLE local_docs (id bigint PRIMARY KEY, simhash bigint)")
@@ -464,7 +450,7 @@ def test_passwords_are_never_shown(sharded: Cluster, caplog: pytest.LogCaptureFi
 def test_a_shard_that_is_down_is_an_error_naming_it(sharded: Cluster, data: Data,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     q = data.queries[0]
-    expected = brute_near(data, q, K)
+    expected = brute_near_arrays(data, q, K)
     with psycopg.connect(sharded.dsn("coord_ext"), autocommit=True) as conn:
         index = ShardedIndex(conn, "docs", "simhash", id_column="id")
         assert index.near(q) == expected  # postgres_fdw now holds a connection to each shard
@@ -490,7 +476,7 @@ def test_a_shard_that_is_down_is_an_error_naming_it(sharded: Cluster, data: Data
         finally:
             control("start")
         assert index.near(q) == expected  # postgres_fdw connects again
-        assert index.near_many(data.queries[:20]) == [brute_near(data, x, K) for x in data.queries[:20]]
+        assert index.near_many(data.queries[:20]) == [brute_near_arrays(data, x, K) for x in data.queries[:20]]
     with psycopg.connect(sharded.dsn("coord_ext"), autocommit=True) as conn:
         conn.execute("CREATE SERVER s9 FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '/nonexistent', dbname 'app')")
         conn.execute("CREATE USER MAPPING FOR CURRENT_USER SERVER s9")

@@ -28,6 +28,7 @@ from simpg.layout import Layout
 from simpg.psycopg import Neighbor, configure_lookups
 from simpg.shards import Shard, ShardedIndex
 from tests import servers
+from tests.oracles import brute_near_arrays, brute_pairs_arrays
 
 K = 3
 BLOCKS = 5  # layout k3:5, 10 permuted tables
@@ -112,21 +113,6 @@ def make_data(seed: int = 31) -> Data:
     queries += [int(x) for x in rng.integers(0, 2**64, size=20, dtype=np.uint64)]
     ids = np.arange(1, len(fps) + 1, dtype=np.int64)
     return Data(ids, np.array(fps, dtype=np.uint64), queries, list(range(first_dup, first_dup + 12)))
-
-
-def brute_near(data: Data, q: int, k: int) -> list[Neighbor]:
-    d = np.bitwise_count(data.fps ^ np.uint64(q)).astype(np.int64)
-    hit = np.nonzero(d <= k)[0]
-    return sorted((Neighbor(int(data.ids[i]), int(d[i])) for i in hit), key=lambda n: (n.distance, n.id))
-
-
-def brute_pairs(data: Data, k: int) -> set[tuple[int, int, int]]:
-    out = set()
-    for i in range(len(data.fps) - 1):
-        d = np.bitwise_count(data.fps[i + 1:] ^ data.fps[i])
-        for j in np.nonzero(d <= k)[0]:
-            out.add((int(data.ids[i]), int(data.ids[i + 1 + j]), int(d[j])))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -250,17 +236,17 @@ def test_lookups_are_exact_against_brute_force(cluster: Cluster, data: Data) -> 
         index = ShardedIndex(conn, "docs", "simhash")
         assert index.distribution == "range"
         for k in (0, 1, K):
-            expected = [brute_near(data, q, k) for q in data.queries]
+            expected = [brute_near_arrays(data, q, k) for q in data.queries]
             some = slice(None) if k == K else slice(None, None, 4)
             assert [index.near(q, k) for q in data.queries[some]] == expected[some]
             assert index.near_many(data.queries, k) == expected
         assert index.near_many(np.array(data.queries[:5], dtype=np.uint64)) == [
-            brute_near(data, q, K) for q in data.queries[:5]]
+            brute_near_arrays(data, q, K) for q in data.queries[:5]]
         # in SQL: range_near nearest first, range_near_many by query (NULL finds nothing)
         for q in data.queries[::9]:
             rows = conn.execute("SELECT key, distance FROM simpg.range_near('docs', %s, %s)",
                                 [bits.to_db(q), K]).fetchall()
-            assert [Neighbor(*r) for r in rows] == brute_near(data, q, K)
+            assert [Neighbor(*r) for r in rows] == brute_near_arrays(data, q, K)
         some = data.queries[:150]
         rows = conn.execute("SELECT query, key, distance FROM simpg.range_near_many('docs', %s)",
                             [[bits.to_db(q) for q in some[:70]] + [None] + [bits.to_db(q) for q in some[70:]]]
@@ -268,7 +254,8 @@ def test_lookups_are_exact_against_brute_force(cluster: Cluster, data: Data) -> 
         got: list[list[Neighbor]] = [[] for _ in range(len(some) + 1)]
         for n, key, d in rows:
             got[n - 1].append(Neighbor(key, d))
-        assert got == [brute_near(data, q, K) for q in some[:70]] + [[]] + [brute_near(data, q, K) for q in some[70:]]
+        expected = [brute_near_arrays(data, q, K) for q in some]
+        assert got == expected[:70] + [[]] + expected[70:]
         dup = int(data.fps[data.duplicate_ids[0] - 1])
         assert [n.id for n in index.near(dup, 0)] == data.duplicate_ids
         with pytest.raises(SimpgError, match="k=4 is above the radius k=3 that the range shards of docs.simhash"):
@@ -332,7 +319,7 @@ def test_a_coordinator_with_the_plain_script_sends_the_same_filter(cluster: Clus
                                                                Shard("s2", cluster.shard_dsn(1))],
                                     k=K, blocks=BLOCKS, distribution="range") == []
         index = ShardedIndex(conn, "items", "simhash")
-        assert [index.near(q) for q in data.queries[::6]] == [brute_near(data, q, K) for q in data.queries[::6]]
+        assert [index.near(q) for q in data.queries[::6]] == [brute_near_arrays(data, q, K) for q in data.queries[::6]]
         q = data.queries[0]
         statement = conn.execute("SELECT simpg.range_near_query('items', %s)", [bits.to_db(q)]).fetchone()[0]
         remote = remote_sql([r[0] for r in conn.execute("EXPLAIN (VERBOSE, COSTS OFF) " + statement)])
@@ -380,7 +367,7 @@ def test_writes_keep_every_permuted_table_in_step(cluster: Cluster, data: Data) 
         conn.execute("DELETE FROM docs WHERE id >= %s", [base])
         assert index.near(80, 0) == [] and index.near(2 * base * 1000003 ^ 1, 0) == []
         in_step(conn)
-        assert index.near_many(data.queries[:40]) == [brute_near(data, q, K) for q in data.queries[:40]]
+        assert index.near_many(data.queries[:40]) == [brute_near_arrays(data, q, K) for q in data.queries[:40]]
 
 
 def test_truncate_empties_the_shards_and_a_second_table_has_its_own(cluster: Cluster) -> None:
@@ -436,8 +423,8 @@ def test_pairs_and_clusters_across_shards(cluster: Cluster, data: Data) -> None:
     with coord(cluster) as conn:
         index = ShardedIndex(conn, "docs", "simhash")
         got = [(p.a, p.b, p.distance) for p in index.pairs(K)]
-        assert len(got) == len(set(got)) and set(got) == brute_pairs(data, K)
-        assert {(p.a, p.b, p.distance) for p in index.pairs(1)} == brute_pairs(data, 1)
+        assert len(got) == len(set(got)) and set(got) == brute_pairs_arrays(data, K)
+        assert {(p.a, p.b, p.distance) for p in index.pairs(1)} == brute_pairs_arrays(data, 1)
         # the same rows in one plain table on one server give the same clusters
         conn.execute("CREATE TABLE local_docs (id bigint PRIMARY KEY, simhash bigint)")
         conn.execute("INSERT INTO local_docs SELECT id, simhash FROM docs")
@@ -544,7 +531,7 @@ def test_a_shard_that_is_down_is_an_error_naming_it(cluster: Cluster, data: Data
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     # a query whose prefixes lie on both shards: every lookup needs s2
     q = next(x for x in data.queries if {LAYOUT.permute(x, t) < 0 for t in range(LAYOUT.tables)} == {True, False})
-    expected = brute_near(data, q, K)
+    expected = brute_near_arrays(data, q, K)
     with coord(cluster) as conn:
         index = ShardedIndex(conn, "docs", "simhash")
         assert index.near(q) == expected  # postgres_fdw now holds a connection to each shard

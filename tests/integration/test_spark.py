@@ -19,7 +19,7 @@ import pytest
 from simpg import allpairs
 from simpg.layout import Layout
 from simpg.spark import engine, io
-from tests.integration.test_cli_dedup import run
+from tests.integration.cli import run
 
 Pair = tuple[int, int, int]
 

@@ -11,6 +11,7 @@ from psycopg.sql import SQL, Identifier
 from simpg import bits
 from simpg.layout import Layout
 from tests.layouts import MAX_TEST_K, one_level_layouts, two_level_layouts
+from tests.oracles import brute_near_numbered
 
 
 def flip(fp: int, positions) -> int:
@@ -35,10 +36,6 @@ def corpus_for(k: int, seed: int) -> tuple[list[int], list[int]]:
     return queries, rows
 
 
-def brute_force(rows: list[int], q: int, k: int) -> list[tuple[int, int]]:
-    return sorted((i + 1, bits.hamming(fp, q)) for i, fp in enumerate(rows) if bits.hamming(fp, q) <= k)
-
-
 def check_layout(conn: psycopg.Connection, layout: Layout, queries: list[int], rows: list[int]) -> None:
     blocks = layout.levels[0]
     inner = layout.levels[1] if len(layout.levels) > 1 else None
@@ -49,7 +46,7 @@ def check_layout(conn: psycopg.Connection, layout: Layout, queries: list[int], r
                 "SELECT id, simpg.hamming(fp, %(q)s) FROM simpg.near(NULL::corpus, %(q)s, %(k)s)",
                 {"q": bits.to_db(q), "k": k},
             ).fetchall()
-            assert sorted(got) == brute_force(rows, q, k), (layout.name, q, k)
+            assert sorted(got) == sorted(brute_near_numbered(rows, q, k)), (layout.name, q, k)
             assert [d for _, d in got] == sorted(d for _, d in got)  # nearest first
     conn.execute("SELECT simpg.drop_index('corpus', 'fp')")
 
@@ -227,7 +224,7 @@ def test_near_many_equals_brute_force_query_by_query(conn):
             "FROM simpg.near_many(NULL::corpus, %(fps)s, %(k)s) AS n",
             {"fps": fps, "k": radius}).fetchall()
         want = [(i + 1, row_id, d) for i, fp in enumerate(fps) if fp is not None
-                for row_id, d in sorted(brute_force(rows, bits.from_db(fp), radius), key=lambda r: (r[1], r[0]))]
+                for row_id, d in brute_near_numbered(rows, bits.from_db(fp), radius)]  # nearest first
         # by query, then nearest first (ties in any order)
         assert sorted(got) == sorted(want)
         assert [(q, d) for q, _, d in got] == sorted((q, d) for q, _, d in got)
@@ -246,7 +243,8 @@ def test_lateral_near_over_a_table_of_queries(conn):
     conn.cursor().executemany("INSERT INTO probes VALUES (%s, %s)", [(i, bits.to_db(q)) for i, q in enumerate(queries)])
     got = conn.execute("SELECT p.pid, n.id FROM probes AS p CROSS JOIN LATERAL simpg.near(NULL::corpus, p.fp, 2) AS n"
                        ).fetchall()
-    assert sorted(got) == sorted((i, row_id) for i, q in enumerate(queries) for row_id, _ in brute_force(rows, q, 2))
+    want = [(i, row_id) for i, q in enumerate(queries) for row_id, _ in brute_near_numbered(rows, q, 2)]
+    assert sorted(got) == sorted(want)
 
 
 def test_near_follows_every_change_of_the_index_between_calls(conn):
@@ -254,28 +252,28 @@ def test_near_follows_every_change_of_the_index_between_calls(conn):
     queries, rows = corpus_for(3, seed=3)
     load_corpus(conn, rows)
     conn.execute("SELECT simpg.create_index('corpus', 'fp', 2, 3)")
-    assert near_ids(conn, queries[0], 2) == brute_force(rows, queries[0], 2)
+    assert near_ids(conn, queries[0], 2) == sorted(brute_near_numbered(rows, queries[0], 2))
     # a wider index: k=3 was above the old radius
     conn.execute("SELECT simpg.drop_index('corpus', 'fp')")
     conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 5)")
     for q in queries:
-        assert near_ids(conn, q, 3) == brute_force(rows, q, 3)
+        assert near_ids(conn, q, 3) == sorted(brute_near_numbered(rows, q, 3))
     # another layout of the same radius: same prefix column names, other permutations
     conn.execute("SELECT simpg.drop_index('corpus', 'fp')")
     conn.execute("SELECT simpg.create_index('corpus', 'fp', 3, 4)")
     for q in queries:
-        assert near_ids(conn, q, 3) == brute_force(rows, q, 3)
+        assert near_ids(conn, q, 3) == sorted(brute_near_numbered(rows, q, 3))
     # renamed table and columns, another index on a second column
     conn.execute("ALTER TABLE corpus RENAME TO corpus2")
     conn.execute("ALTER TABLE corpus2 RENAME COLUMN fp_p0 TO first_prefix")
     for q in queries:
-        assert near_ids(conn, q, 3, "corpus2") == brute_force(rows, q, 3)
+        assert near_ids(conn, q, 3, "corpus2") == sorted(brute_near_numbered(rows, q, 3))
     conn.execute("ALTER TABLE corpus2 ADD COLUMN other bigint")
     conn.execute("SELECT simpg.create_index('corpus2', 'other', 1, 2)")
     with pytest.raises(psycopg.Error, match="has 2 simpg indexes; name the fingerprint column"):
         near_ids(conn, queries[0], 3, "corpus2")
     assert sorted(conn.execute(f"SELECT id FROM simpg.near(NULL::corpus2, {bits.to_db(queries[1])}, 3, 'fp')")
-                  .fetchall()) == [(i,) for i, _ in brute_force(rows, queries[1], 3)]
+                  .fetchall()) == [(i,) for i, _ in sorted(brute_near_numbered(rows, queries[1], 3))]
     # rows written between calls are found
     conn.execute("INSERT INTO corpus2 (fp) VALUES (%s)", [bits.to_db(queries[2] ^ 1)])
     assert (len(rows) + 1, 1) in {(i, d) for i, d in conn.execute(

@@ -9,20 +9,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from simpg import bits
 from simpg.sqlalchemy import near_duplicates_async, url_from_dsn
-from tests.integration.test_sqlalchemy_orm import (
-    CONFIG,
-    Article,
-    Base,
-    K,
-    adversarial_rows,
-    queries,
-)
+from tests.integration.models import CONFIG, Article, Base, K
+from tests.oracles import adversarial_rows_around, extreme_queries
 
 
 async def test_async_session_within_equals_brute_force(db):
     rng = random.Random(11)
-    qs = queries(rng)
-    fps = adversarial_rows(qs, rng) + [rng.getrandbits(64) for _ in range(1000)]
+    qs = extreme_queries(rng)
+    fps = adversarial_rows_around(qs, rng) + [rng.getrandbits(64) for _ in range(1000)]
     rows = list(enumerate(fps, start=1))
     engine = create_async_engine(url_from_dsn(db.dsn, async_=True))
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 
 import psycopg
 import pytest
@@ -12,21 +11,7 @@ from simpg import bits
 from simpg.cli import main
 from simpg.fingerprint import FingerprintConfig, fingerprint
 from simpg.sqlalchemy.index import PREFIX_INDEX_FILLFACTOR
-
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()
-
-
-def make_table(conn: psycopg.Connection, n: int) -> dict[int, str | None]:
-    rng = random.Random(7)
-    conn.execute("CREATE TABLE items (id bigserial PRIMARY KEY, body text)")
-    bodies: list[str | None] = [" ".join(rng.choices(WORDS, k=30)) for _ in range(n)]
-    bodies[10] = None
-    bodies[11] = ""
-    bodies[12] = bodies[13]  # duplicate texts in different rows
-    with conn.cursor() as cur:
-        cur.executemany("INSERT INTO items (body) VALUES (%s)", [(b,) for b in bodies])
-    conn.execute("ANALYZE items")
-    return dict(enumerate(bodies, start=1))
+from tests.integration.psycopg_tables import make_items_table
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -36,7 +21,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_backfill_then_index(db, capsys):
-    bodies = make_table(db.conn, 1500)
+    bodies = make_items_table(db.conn, 1500)
     config = FingerprintConfig(ngram=2)
     code, out, err = run_cli(
         capsys,
@@ -95,7 +80,7 @@ def test_backfill_then_index(db, capsys):
 
 
 def test_rerun_resumes_only_missing_rows(db, capsys):
-    make_table(db.conn, 300)
+    make_items_table(db.conn, 300)
     assert (
         run_cli(
             capsys,
@@ -135,7 +120,7 @@ def test_rerun_resumes_only_missing_rows(db, capsys):
 
 
 def test_lock_timeout_gives_up_instead_of_queueing(db, capsys):
-    make_table(db.conn, 20)
+    make_items_table(db.conn, 20)
     with psycopg.connect(db.dsn) as other:  # a long transaction reading the table
         other.execute("SELECT count(*) FROM items").fetchone()
         code, _, err = run_cli(
@@ -178,7 +163,7 @@ def test_lock_timeout_gives_up_instead_of_queueing(db, capsys):
     ],
 )
 def test_bad_arguments_are_one_line_errors(db, capsys, argv, message):
-    make_table(db.conn, 20)
+    make_items_table(db.conn, 20)
     code, _, err = run_cli(capsys, "--dsn", db.dsn, *argv)
     assert code == 1 and err.startswith(message) and err.count("\n") == 1, err
 
@@ -192,7 +177,7 @@ def test_bad_arguments_are_one_line_errors(db, capsys, argv, message):
 )
 def test_refused_arguments_change_nothing(db, capsys, argv, message):
     """Issue 13 item 8: validate first, change after (no column fp9 left behind)."""
-    make_table(db.conn, 20)
+    make_items_table(db.conn, 20)
     code, _, err = run_cli(capsys, "--dsn", db.dsn, "--table", "items", "--fp-column", "fp9", *argv)
     assert code == 1 and err.startswith(message), err
     columns = db.conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass "

@@ -12,15 +12,16 @@ from sqlalchemy.orm import Session
 
 from simpg import bits
 from simpg.sqlalchemy import async_lookup_engine, lookup_engine, url_from_dsn
-from tests.integration.test_sqlalchemy_orm import SPEC, Article, Base, K, adversarial_rows, queries
+from tests.integration.models import SPEC, Article, Base, K
+from tests.oracles import adversarial_rows_around, brute_near_ids, extreme_queries
 
 
 @pytest.fixture(scope="module")
 def loaded(pg) -> Iterator[tuple[str, list[tuple[int, int]], list[int]]]:
     """A database with the models and 3000 random + adversarial fingerprints; its DSN."""
     rng = random.Random(17)
-    qs = queries(rng)
-    fps = adversarial_rows(qs, rng) + [rng.getrandbits(64) for _ in range(3000)]
+    qs = extreme_queries(rng)
+    fps = adversarial_rows_around(qs, rng) + [rng.getrandbits(64) for _ in range(3000)]
     janitor = pg.new_db()
     with janitor:
         dsn = pg.server.dsn(janitor.dbname)
@@ -34,10 +35,6 @@ def loaded(pg) -> Iterator[tuple[str, list[tuple[int, int]], list[int]]]:
             conn.commit()
         engine.dispose()
         yield dsn, list(enumerate(fps, start=1)), qs
-
-
-def brute(rows: list[tuple[int, int]], q: int, k: int) -> set[int]:
-    return {i for i, fp in rows if bits.hamming(fp, q) <= k}
 
 
 def within_statement_plans(engine: Engine) -> list[tuple[str, str, list[str], int, int]]:
@@ -56,7 +53,7 @@ def test_lookups_equal_brute_force(loaded):
             for q in qs + [fp for _, fp in rows[:30]]:  # more than prepare_threshold: prepared plans answer too
                 with Session(engine) as session:
                     got = session.scalars(select(Article.id).where(Article.simhash.within(q, k))).all()
-                assert sorted(got) == sorted(brute(rows, q, k)), (hex(q), k)
+                assert sorted(got) == sorted(brute_near_ids(rows, q, k)), (hex(q), k)
     finally:
         engine.dispose()
 
@@ -91,7 +88,7 @@ def test_one_prepared_generic_plan_survives_the_requests(loaded):
             plan = "\n".join(conn.execute(text("EXPLAIN (COSTS OFF) " + execute)).scalars())
             found = conn.execute(text(execute)).all()
         assert "Seq Scan" not in plan and "Bitmap Index Scan" in plan, plan
-        assert {r[0] for r in found} == brute(rows, q, K)
+        assert {r[0] for r in found} == brute_near_ids(rows, q, K)
     finally:
         engine.dispose()
         plain.dispose()
@@ -104,7 +101,7 @@ async def test_async_lookup_engine_equals_brute_force(loaded):
         for q in qs * 2:
             async with AsyncSession(engine) as session:
                 got = (await session.scalars(select(Article.id).where(Article.simhash.within(q, K)))).all()
-                assert sorted(got) == sorted(brute(rows, q, K)), hex(q)
+                assert sorted(got) == sorted(brute_near_ids(rows, q, K)), hex(q)
         async with engine.connect() as conn:
             assert await conn.scalar(text("SHOW plan_cache_mode")) == "force_generic_plan"
             assert await conn.scalar(text("SHOW transaction_isolation")) == "read committed"

@@ -9,8 +9,6 @@ import pytest
 from sqlalchemy import (
     BigInteger,
     Engine,
-    ForeignKey,
-    String,
     create_engine,
     func,
     insert,
@@ -21,79 +19,24 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, aliased, mapped_column
 
 from simpg import bits
-from simpg.fingerprint import FingerprintConfig, fingerprint
+from simpg.fingerprint import fingerprint
 from simpg.sqlalchemy import (
     SimHash,
-    fingerprint_on_write,
     near_duplicates,
     near_select,
     simhash_index,
     url_from_dsn,
 )
-
-K = 3
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class Author(Base):
-    __tablename__ = "authors"
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    name: Mapped[str] = mapped_column(String)
-
-
-class Article(Base):
-    __tablename__ = "articles"
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    author_id: Mapped[int | None] = mapped_column(ForeignKey("authors.id"))
-    body: Mapped[str | None] = mapped_column(String)
-    simhash: Mapped[int | None] = mapped_column(SimHash)
-
-
-CONFIG = FingerprintConfig(ngram=2)
-SPEC = simhash_index(Article.simhash, k=K, blocks=5)
-fingerprint_on_write(Article.body, Article.simhash, CONFIG)
-
-
-def flip(fp: int, *positions: int) -> int:
-    """Flip bits by index, 0 = most significant (simpg.layout's numbering)."""
-    for p in positions:
-        fp ^= 1 << (63 - p)
-    return fp
-
-
-def adversarial_rows(queries: list[int], rng: random.Random) -> list[int]:
-    """Neighbours of each query at distances 0..k+1, on bits 0 and 63, across and inside blocks."""
-    out = []
-    for q in queries:
-        out += [q, q]  # distance 0, duplicated in two rows
-        out += [flip(q, 0), flip(q, 63), flip(q, 0, 63)]
-        out += [flip(q, 0, 13, 26), flip(q, 1, 2, 3), flip(q, 60, 61, 62), flip(q, 0, 20, 63)]  # k
-        out += [flip(q, 0, 13, 26, 39), flip(q, 1, 2, 3, 4), flip(q, 0, 20, 40, 63)]  # k + 1
-        out += [flip(q, *rng.sample(range(64), rng.randint(1, 5))) for _ in range(6)]
-    return out
-
-
-def queries(rng: random.Random) -> list[int]:
-    return [
-        0,
-        bits.MASK,
-        1 << 63,
-        1,
-        0x0123456789ABCDEF,
-        rng.getrandbits(64) | 1 << 63,
-        rng.getrandbits(64),
-    ]
+from tests.integration.models import CONFIG, SPEC, Article, Author, Base, K
+from tests.oracles import adversarial_rows_around, brute_near_ids, extreme_queries
 
 
 @pytest.fixture(scope="module")
 def loaded(pg) -> Iterator[tuple[Engine, list[tuple[int, int]], list[int]]]:
     """A database with the models created and 6000 random + adversarial fingerprints."""
     rng = random.Random(5)
-    qs = queries(rng)
-    fps = adversarial_rows(qs, rng) + [rng.getrandbits(64) for _ in range(6000)]
+    qs = extreme_queries(rng)
+    fps = adversarial_rows_around(qs, rng) + [rng.getrandbits(64) for _ in range(6000)]
     janitor = pg.new_db()
     with janitor:
         engine = create_engine(url_from_dsn(pg.server.dsn(janitor.dbname)))
@@ -116,10 +59,6 @@ def loaded(pg) -> Iterator[tuple[Engine, list[tuple[int, int]], list[int]]]:
         engine.dispose()
 
 
-def brute(rows: list[tuple[int, int]], q: int, k: int) -> set[int]:
-    return {i for i, fp in rows if bits.hamming(fp, q) <= k}
-
-
 def test_create_all_registers_the_index(loaded):
     engine, _, _ = loaded
     with engine.connect() as conn:
@@ -138,7 +77,7 @@ def test_within_equals_brute_force(loaded, k):
     with Session(engine) as session:
         for q in qs + [fp for _, fp in rows[:40]]:
             got = session.scalars(select(Article.id).where(Article.simhash.within(q, k))).all()
-            assert sorted(got) == sorted(brute(rows, q, k)), (hex(q), k)
+            assert sorted(got) == sorted(brute_near_ids(rows, q, k)), (hex(q), k)
             assert len(got) == len(set(got))  # a row found by several tables comes once
 
 
@@ -294,7 +233,7 @@ def test_within_refuses_an_index_recreated_with_another_layout(db):
 
     simhash_index(Doc.simhash, k=3, blocks=5)
     rng = random.Random(7)
-    fps = adversarial_rows([0x0123456789ABCDEF, bits.MASK], rng)
+    fps = adversarial_rows_around([0x0123456789ABCDEF, bits.MASK], rng)
     rows = list(enumerate(fps, start=1))
     engine = create_engine(url_from_dsn(db.dsn))
     GuardBase.metadata.create_all(engine)
@@ -302,7 +241,7 @@ def test_within_refuses_an_index_recreated_with_another_layout(db):
         session.execute(insert(Doc).values([{"id": i, "simhash": fp} for i, fp in rows]))
         session.commit()
         within = select(Doc.id).where(Doc.simhash.within(0x0123456789ABCDEF, 3))
-        assert set(session.scalars(within)) == brute(rows, 0x0123456789ABCDEF, 3)
+        assert set(session.scalars(within)) == brute_near_ids(rows, 0x0123456789ABCDEF, 3)
         session.execute(text("SELECT simpg.drop_index('\"guarded docs\"', 'simhash')"))
         session.execute(text("SELECT simpg.create_index('\"guarded docs\"', 'simhash', 3, 6)"))
         session.commit()
@@ -313,5 +252,5 @@ def test_within_refuses_an_index_recreated_with_another_layout(db):
         session.execute(text("SELECT simpg.drop_index('\"guarded docs\"', 'simhash')"))
         session.execute(text("SELECT simpg.create_index('\"guarded docs\"', 'simhash', 3, 5)"))
         session.commit()
-        assert set(session.scalars(within)) == brute(rows, 0x0123456789ABCDEF, 3)
+        assert set(session.scalars(within)) == brute_near_ids(rows, 0x0123456789ABCDEF, 3)
     engine.dispose()
