@@ -212,7 +212,8 @@ def test_refingerprint_refuses_to_leave_a_guards_sketches_behind(
         cur.executemany("INSERT INTO items VALUES (%s, %s, %s, %s)", rows)
     code, _, err = run(capsys, db, "--sketch-column", "sk", "--k", "3")
     assert code == 0, err
-    conn.execute("SELECT simpg.create_guard('items', 'fp', sketch_column => 'sk', bands => false)")  # no band columns here
+    # no band columns here: the guard confirms by the sketch alone
+    conn.execute("SELECT simpg.create_guard('items', 'fp', sketch_column => 'sk', bands => false)")
     code, _, err = run(capsys, db, "--refingerprint")
     assert code != 0 and "confirms with the sketches in column sk" in err and "--sketch-column sk" in err
     code, out, err = run(capsys, db, "--refingerprint", "--sketch-column", "sk")
