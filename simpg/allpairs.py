@@ -262,16 +262,7 @@ def _band_pairs(fps: np.ndarray, sketches: np.ndarray, bands: tuple[np.ndarray, 
     rows = np.flatnonzero(has)
     for b in range(keys.shape[1]):
         order = rows[np.argsort(keys[rows, b], kind="stable")]
-        ordered = keys[order, b]
-        # Pair each position p with p + d while both hold the same key (runs are
-        # contiguous, as in _table_pairs): one step per row of the longest run.
-        active = np.arange(len(order) - 1)
-        d = 1
-        while len(active):
-            active = active[active + d < len(order)]
-            active = active[ordered[active + d] == ordered[active]]
-            if not len(active):
-                break
+        for active, d in _run_steps(keys[order, b]):
             x, y = order[active], order[active + d]
             i, j = np.minimum(x, y), np.maximum(x, y)
             keep = np.bitwise_count(fps[i] ^ fps[j]).astype(np.int64) > k
@@ -283,7 +274,25 @@ def _band_pairs(fps: np.ndarray, sketches: np.ndarray, bands: tuple[np.ndarray, 
             if ok.any():
                 i, j = i[ok], j[ok]
                 yield i, j, np.bitwise_count(fps[i] ^ fps[j]).astype(np.int64), sd[ok]
-            d += 1
+
+
+def _run_steps(values: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
+    """Every pair of positions ``(p, p + d)`` of sorted ``values`` that hold the same value.
+
+    Yields ``(positions p, d)`` for d = 1, 2, ...: runs of equal values are contiguous, so
+    the positions still in a run at d are a subset of those at d - 1, and it stops after
+    one step per row of the longest run. The pass engine pairs rows of one prefix with it,
+    the band pass rows of one band key.
+    """
+    active = np.arange(len(values) - 1)
+    d = 1
+    while len(active):
+        active = active[active + d < len(values)]
+        active = active[values[active + d] == values[active]]
+        if not len(active):
+            return
+        yield active, d
+        d += 1
 
 
 def _sketch_limit(value: int | None) -> int:
@@ -521,16 +530,8 @@ def _table_pairs(fps: np.ndarray, table: _Table, k: int, ws: _Workspace,
     order = np.argsort(sub)
     rows, sub = rows[order], sub[order]
     prefix = sub >> _U64(bits.BITS - table.prefix_bits)
-    # Pair each position p with p + d while both are in the same run; runs are
-    # contiguous, so the positions still in a run at d are a subset of those at d - 1.
     out_i, out_j, out_d = [], [], []
-    active = np.arange(len(rows) - 1)
-    d = 1
-    while len(active):
-        active = active[active + d < len(rows)]
-        active = active[prefix[active + d] == prefix[active]]
-        if not len(active):
-            break
+    for active, d in _run_steps(prefix):
         dist = np.bitwise_count(sub[active] ^ sub[active + d])
         ok = dist <= k
         if ok.any():
@@ -538,7 +539,6 @@ def _table_pairs(fps: np.ndarray, table: _Table, k: int, ws: _Workspace,
             out_i.append(np.minimum(a, b))
             out_j.append(np.maximum(a, b))
             out_d.append(dist[ok])
-        d += 1
     if not out_i:
         return _EMPTY, _EMPTY, _EMPTY
     return (np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64),
