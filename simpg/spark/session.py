@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +37,9 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None, ap
             ) -> SparkSession:
     """The active SparkSession, or a new one (``master`` e.g. ``local[2]``; default: spark-submit's, else local[*]).
 
-    Settings in ``conf`` (``spark.driver.memory``, ...) apply when the session is new.
+    Settings in ``conf`` (``spark.driver.memory``, ...) apply when the session is new. On a local
+    master the workers run this interpreter (the one that has simpg and pyarrow), not PATH's
+    ``python3``, unless ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` says otherwise.
     """
     require_pyspark()
     from pyspark.sql import SparkSession
@@ -44,6 +48,9 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None, ap
     if "spark.driver.extraJavaOptions" not in settings:  # quiet logs, unless the caller set its own options
         log4j = Path(__file__).with_name("log4j2.properties")
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
+    if (master is None or master.startswith("local")) and "spark.pyspark.python" not in settings:
+        # pyspark's driver reads only this variable when it starts the workers
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)

@@ -316,3 +316,29 @@ def test_postgres_input_reads_one_snapshot(spark: Any, db: Any) -> None:
         conn.execute("DELETE FROM t WHERE id > 100")  # after the snapshot: the read sees all 5000
         rows = df.collect()
     assert sorted(r["id"] for r in rows) == list(range(1, 5001))
+
+
+def test_cli_workers_run_the_cli_interpreter(spark: Any, tmp_path: Path) -> None:
+    """``/path/to/venv/bin/simpg spark ...`` without the venv on PATH: the workers run that interpreter.
+
+    PATH starts with a ``python3`` that fails, as a system Python without simpg and pyarrow would.
+    """
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\necho 'not the driver interpreter' >&2\nexit 3\n")
+    (fake / "python3").chmod(0o755)
+    fps = adversarial(5, 2)
+    text = tmp_path / "fps.txt"
+    text.write_text("".join(f"{v}\n" for v in fps.tolist()), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    env["PATH"] = f"{fake}{os.pathsep}{env.get('PATH', '')}"
+    out = tmp_path / "p.parquet"
+    done = subprocess.run([sys.executable, "-m", "simpg", "spark", "find-all", "-d", "2", "-i", str(text),
+                           "-o", str(out), "--master", "local[1]"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _read(spark, out) == brute_force(fps, 2)
