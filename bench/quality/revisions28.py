@@ -24,7 +24,21 @@ sketch (and its band keys), :data:`SHINGLINGS`, with today's decision.
 (b), the script-aware truth, is ``SIMPG_TRUTH=script`` (:mod:`bench.quality.truth`)::
 
     SIMPG_TRUTH=script python3 -m bench.quality.revisions28 truth --part tune    # builds truth/<lang>-tune.script.npz
-    SIMPG_TRUTH=script python3 -m bench.quality.revisions28 table --part tune --variants product
+    SIMPG_TRUTH=script python3 -m bench.quality.revisions28 table --part tune --variants product,T40,rule:wc3
+    SIMPG_TRUTH=script-hangul python3 -m bench.quality.revisions28 truth --part tune   # Hangul by characters
+    SIMPG_TRUTH=script-hangul python3 -m bench.quality.revisions28 table --part tune --variants product,rule:wc3
+
+Commands behind the figures of the report (default truth)::
+
+    python3 -m bench.quality.revisions28 misses --part tune --sample 8
+    python3 -m bench.quality.revisions28 table --part tune \
+        --variants product,T40,T44,T48,two44k4,two48k4,two56k4,two48k2
+    python3 -m bench.quality.revisions28 table --part tune --variants rule:na1,rule:na05,rule:wc3,rule:c3
+
+Shinglings (``rule:``): ``product`` (reproduces ``simpg-dedup`` exactly), ``wc3`` (the product's
+elements plus the character 3-grams inside every spaced-script word), ``c3`` (character 3-grams
+of all letters and digits, every document: the mixed truth's rule), ``na1`` / ``na05``
+(``c3`` when non-ASCII letters make at least 1% / 0.5% of the letters, else the product's).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ Shingles (after NFKC and lowercasing):
   3-shingles. Text without a spaceless character gets the English rule's shingles, text of
   spaceless characters only the character 3-grams of the Chinese rule. Its truth files are
   ``truth/<lang>-<part>.script.npz`` beside the default ones (:func:`truth_path`).
+  ``SIMPG_TRUTH=script-hangul``: the same with Hangul spelled by characters, as the sketch does.
 
 Pairs: ``J = |A ∩ B| / |A ∪ B|``; duplicate ``J >= 0.8``, unrelated ``J < 0.5``, grey between.
 All pairs with ``J >= 0.5`` are found exactly with a sparse binary matrix product (rows in chunks,
@@ -44,8 +45,13 @@ DEFINITION = {"mixreal": "mixed", "revisions": "mixed", "revisions-en": "en"}
 SPACELESS = ("\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
              "\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
              "\u0e00-\u0e7f\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff")
-_SCRIPT_TOKEN = re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+")
-DEFINITIONS = ("default", "script")
+#: Hangul: ``script-hangul`` spells it by characters too (as the product's sketch does; Korean words carry particles).
+HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+_SCRIPT_TOKEN = {
+    "script": re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+"),
+    "script-hangul": re.compile(rf"(?:(?=[{SPACELESS}{HANGUL}])[^\W_])|[^\W{SPACELESS}{HANGUL}]+"),
+}
+DEFINITIONS = ("default", "script", "script-hangul")
 
 
 def definition_name() -> str:
@@ -71,8 +77,8 @@ def words(lang: str) -> bool:
 
 def tokens(text: str, lang: str) -> list[str]:
     t = unicodedata.normalize("NFKC", text).lower()
-    if definition_name() == "script":
-        return _SCRIPT_TOKEN.findall(t)
+    if definition_name() != "default":
+        return _SCRIPT_TOKEN[definition_name()].findall(t)
     if words(lang):
         return _WORD.findall(t)
     return [c for c in t if c.isalnum()]
@@ -81,7 +87,7 @@ def tokens(text: str, lang: str) -> list[str]:
 def shingles(text: str, lang: str) -> set[str]:
     """The shingle set of the truth definition (see the module docstring)."""
     toks = tokens(text, lang)
-    sep = " " if words(lang) or definition_name() == "script" else ""
+    sep = " " if words(lang) or definition_name() != "default" else ""
     if not toks:
         return set()
     if len(toks) < N:
