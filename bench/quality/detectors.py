@@ -341,7 +341,10 @@ class MinHashLSHDetector:
                 values = pool.map(_minhash_values, texts, chunksize=16)
             return {"hv": np.stack(values)}
 
-        hv = cached("minhash", f"datasketch-{version}-{lang}-{self.num_perm}-{self.seed}", docs, compute)["hv"]
+        definition = truth_mod.definition_name()  # the shingles are the truth's: SIMPG_TRUTH changes them
+        identity = f"datasketch-{version}-{lang}-{self.num_perm}-{self.seed}"
+        identity += "" if definition == "default" else f"-{definition}"
+        hv = cached("minhash", identity, docs, compute)["hv"]
         lsh = MinHashLSH(threshold=self.threshold, num_perm=self.num_perm)
         scheme = MinHash(num_perm=self.num_perm, seed=self.seed).scheme
         sketches = [LeanMinHash(seed=self.seed, hashvalues=hv[k], scheme=scheme) for k in range(len(docs))]

@@ -32,9 +32,8 @@ if __package__ in (None, ""):  # run as a script: make `bench.quality` importabl
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.quality import build_corpus, detectors, metrics  # noqa: E402
-from bench.quality.build_corpus import TRUTH  # noqa: E402
 from bench.quality.sources import REPO, log  # noqa: E402
-from bench.quality.truth import ShingleMatrix, Truth  # noqa: E402
+from bench.quality.truth import ShingleMatrix, Truth, truth_path  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 LANG_NAMES = {
@@ -63,7 +62,7 @@ def evaluate(
     for lang in langs:
         t0 = time.perf_counter()
         docs = build_corpus.load_part(lang, part)
-        t = Truth.load(str(TRUTH / f"{lang}-{part}.npz"))
+        t = Truth.load(str(truth_path(lang, part)))
         if t.n_docs != len(docs):
             raise SystemExit(f"truth of {lang}/{part} does not match the corpus: rebuild (--rebuild)")
         sm = ShingleMatrix.build([d["text"] for d in docs], lang)  # truth.DEFINITION maps issue 28's parts

@@ -8,6 +8,14 @@ Shingles (after NFKC and lowercasing):
 * A document with fewer tokens (characters) than 3 has one shingle: its whole token sequence.
 * The issue-28 parts (:data:`DEFINITION`): ``mixreal`` and ``revisions`` (several scripts each)
   the mixed-script one, ``revisions-en`` (English) the English one.
+* Opt-in, ``SIMPG_TRUTH=script`` (a study of issue 28, not the default): one script-aware rule
+  for every part. Tokens: each letter or digit of a script written without spaces (Han, kana,
+  Bopomofo, Thai, Lao, Khmer, Myanmar, Tibetan; ``SPACELESS``) alone, and each run of other
+  word characters (``\\w``: Latin, Cyrillic, Hangul, Arabic... words); shingles: token
+  3-shingles. Text without a spaceless character gets the English rule's shingles, text of
+  spaceless characters only the character 3-grams of the Chinese rule. Its truth files are
+  ``truth/<lang>-<part>.script.npz`` beside the default ones (:func:`truth_path`).
+  ``SIMPG_TRUTH=script-hangul``: the same with Hangul spelled by characters, as the sketch does.
 
 Pairs: ``J = |A ∩ B| / |A ∪ B|``; duplicate ``J >= 0.8``, unrelated ``J < 0.5``, grey between.
 All pairs with ``J >= 0.5`` are found exactly with a sparse binary matrix product (rows in chunks,
@@ -17,10 +25,12 @@ thresholds are compared in integers (``5·|A∩B| >= 4·|A∪B|``, ``2·|A∩B| 
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +41,35 @@ _WORD = re.compile(r"\w+")
 DEFINITION = {"mixreal": "mixed", "revisions": "mixed", "revisions-en": "en"}
 
 
+#: Scripts written without spaces (the script-aware truth spells them character by character).
+SPACELESS = ("\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
+             "\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+             "\u0e00-\u0e7f\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff")
+#: Hangul: ``script-hangul`` spells it by characters too (as the product's sketch does; Korean words carry particles).
+HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+_SCRIPT_TOKEN = {
+    "script": re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+"),
+    "script-hangul": re.compile(rf"(?:(?=[{SPACELESS}{HANGUL}])[^\W_])|[^\W{SPACELESS}{HANGUL}]+"),
+}
+DEFINITIONS = ("default", "script", "script-hangul")
+
+
+def definition_name() -> str:
+    """The truth definition in force: ``SIMPG_TRUTH`` (``default`` when unset)."""
+    name = os.environ.get("SIMPG_TRUTH", "default") or "default"
+    if name not in DEFINITIONS:
+        raise ValueError(f"unknown truth definition {name!r}; known: {', '.join(DEFINITIONS)}")
+    return name
+
+
+def truth_path(lang: str, part: str) -> Path:
+    """Where a part's truth is stored under the definition in force."""
+    from bench.quality.build_corpus import TRUTH
+
+    suffix = "" if definition_name() == "default" else f".{definition_name()}"
+    return TRUTH / f"{lang}-{part}{suffix}.npz"
+
+
 def words(lang: str) -> bool:
     """Whether a language's truth shingles words (else characters)."""
     return DEFINITION.get(lang, lang) == "en"
@@ -38,6 +77,8 @@ def words(lang: str) -> bool:
 
 def tokens(text: str, lang: str) -> list[str]:
     t = unicodedata.normalize("NFKC", text).lower()
+    if definition_name() != "default":
+        return _SCRIPT_TOKEN[definition_name()].findall(t)
     if words(lang):
         return _WORD.findall(t)
     return [c for c in t if c.isalnum()]
@@ -46,7 +87,7 @@ def tokens(text: str, lang: str) -> list[str]:
 def shingles(text: str, lang: str) -> set[str]:
     """The shingle set of the truth definition (see the module docstring)."""
     toks = tokens(text, lang)
-    sep = " " if words(lang) else ""
+    sep = " " if words(lang) or definition_name() != "default" else ""
     if not toks:
         return set()
     if len(toks) < N:
