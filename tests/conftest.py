@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,19 @@ from tests import servers
 ALL_SERVERS = ("pg15", "embedded")
 TEMPLATE = "simpg_tmpl"
 _counter = itertools.count()
+
+
+def _put_interpreter_first_on_path() -> None:
+    """Run as ``/path/to/venv/bin/python -m pytest`` without activating the venv, the commands
+    the tests start (``alembic``, ``simpg``, Spark's workers) are still the venv's, as activation
+    would make them."""
+    bindir = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != bindir:
+        os.environ["PATH"] = bindir + os.pathsep + path
+
+
+_put_interpreter_first_on_path()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
