@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
     from sqlalchemy import Column, Table
+    from sqlalchemy.sql.elements import CompilerElement
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +44,11 @@ def _table() -> Table:
     return Document.__table__  # type: ignore[return-value]
 
 
-def _compiled(element: object) -> str:
+def _compiled(element: CompilerElement) -> str:
     """DDL of a SQLAlchemy schema element, as PostgreSQL runs it (indented by spaces, for people too)."""
-    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.dialects.postgresql.base import PGDialect
 
-    ddl = str(element.compile(dialect=postgresql.dialect()))  # type: ignore[attr-defined]
+    ddl = str(element.compile(dialect=PGDialect()))  # type: ignore[no-untyped-call]
     return "\n".join(line.rstrip() for line in ddl.expandtabs(4).strip().splitlines())
 
 
@@ -63,7 +64,7 @@ def _index_statement() -> sql.Composed:
     from simpg.sqlalchemy.index import table_indexes
 
     (spec,) = table_indexes(_table()).values()
-    levels = dict(zip(("blocks", "inner_blocks"), spec.layout.levels))
+    levels = dict(zip(("blocks", "inner_blocks"), spec.layout.levels, strict=False))  # one or two levels
     arguments = [sql.SQL("{} => {}").format(sql.SQL(name), sql.Literal(value))
                  for name, value in {"k": spec.layout.k, **levels}.items()]
     return sql.SQL("SELECT simpg.create_index({}, {}, {})").format(
@@ -79,7 +80,7 @@ def _plain_indexes(table: Table, columns: set[str] | None = None) -> list[str]:
             and (columns is None or any(c.name in columns for c in index.columns))]
 
 
-def statements() -> list[sql.Composable]:
+def statements() -> list[sql.SQL | sql.Composed]:
     """The statements that create the reference table in an empty database, in order.
 
     ``CREATE TABLE`` and ``CREATE INDEX`` as the model renders them for PostgreSQL, without
