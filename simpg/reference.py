@@ -1,11 +1,9 @@
 """The reference schema: the ``simpg_documents`` table that ``simpg dedup`` loads.
 
-The DDL below is the one definition for raw SQL; :mod:`simpg.sqlalchemy.documents`
-and ``migrations/`` mirror it and the test suite compares them. The table is indexed
-for ``k <= DEDUP_K`` (4) with 6 blocks (15 tables): the radius ``simpg dedup`` decides
-at, so every report, lookup and guard on the table answers at it too; prefixes of 20-22
-bits keep a lookup to a few candidates a table up to a few million rows (``simpg plan
---k 4`` for bigger tables).
+The table is defined once, as the SQLAlchemy model :class:`simpg.sqlalchemy.documents.Document`;
+this module runs the DDL the model renders (:func:`statements`), so that raw psycopg code,
+the model's ``metadata.create_all`` and ``migrations/`` make the same table (the test
+suite compares them). SQLAlchemy is imported when the DDL is needed, not with this module.
 
 Example:
     >>> import psycopg
@@ -24,49 +22,92 @@ from simpg import schema
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg import sql
+    from sqlalchemy import Column, Table
+    from sqlalchemy.sql.elements import CompilerElement
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BAND_COLUMNS", "DDL", "INDEX_SQL", "TABLE", "ensure_reference_schema"]
+__all__ = ["BAND_COLUMNS", "TABLE", "ensure_reference_schema", "script", "statements"]
 
+#: The table's name (the model's ``__tablename__``).
 TABLE = "simpg_documents"
 
-DDL = """\
-CREATE TABLE simpg_documents (
-    id bigserial PRIMARY KEY,
-    collection text NOT NULL DEFAULT 'default',
-    source text NOT NULL,            -- file path, or "file.jsonl:LINE", or "file.csv:ROW"
-    title text,
-    body text NOT NULL,
-    simhash bigint NOT NULL,
-    fingerprint_config text NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    sketch bit(256),                 -- confirms candidates (simpg.fingerprint.sketch); NULL in rows of simpg < 0.2
-    sketch_b0 bigint,                -- band keys (simpg.fingerprint.sketch_and_bands): lookup candidates too;
-    sketch_b1 bigint,                -- NULL for texts of fewer than 16 shingles and rows stored before them
-    sketch_b2 bigint,
-    sketch_b3 bigint
-);
-CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
-CREATE INDEX simpg_documents_sketch_b0_idx ON simpg_documents (sketch_b0);
-CREATE INDEX simpg_documents_sketch_b1_idx ON simpg_documents (sketch_b1);
-CREATE INDEX simpg_documents_sketch_b2_idx ON simpg_documents (sketch_b2);
-CREATE INDEX simpg_documents_sketch_b3_idx ON simpg_documents (sketch_b3);
-"""
-
-#: The band key columns, in band order (``SimHashColumn.duplicates(..., bands=)``'s default names).
+#: The band key columns, in band order (``SimHashColumn.duplicates(..., bands=)``'s default names);
+#: the model declares them under these names.
 BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 
-#: The radius is the decision's (``DEDUP_K``, tests/integration/test_decision_paths.py checks
-#: it): reports, lookups and the guard on the table answer at the k ``simpg dedup`` decides at.
-INDEX_SQL = "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);  -- 15 tables\n"
+
+def _table() -> Table:
+    from simpg.sqlalchemy.documents import Document
+
+    return Document.__table__  # type: ignore[return-value]
+
+
+def _compiled(element: CompilerElement) -> str:
+    """DDL of a SQLAlchemy schema element, as PostgreSQL runs it (indented by spaces, for people too)."""
+    from sqlalchemy.dialects.postgresql.base import PGDialect
+
+    ddl = str(element.compile(dialect=PGDialect()))  # type: ignore[no-untyped-call]
+    return "\n".join(line.rstrip() for line in ddl.expandtabs(4).strip().splitlines())
+
+
+def _is_prefix(column: Column[object]) -> bool:
+    # simpg.create_index makes the prefix columns and their B-trees (simhash_index declares them for the model)
+    return "simpg_prefix_of" in column.info
+
+
+def _index_statement() -> sql.Composed:
+    """``SELECT simpg.create_index(...)`` for the model's simhash index (its column and layout)."""
+    from psycopg import sql
+
+    from simpg.sqlalchemy.index import table_indexes
+
+    (spec,) = table_indexes(_table()).values()
+    levels = dict(zip(("blocks", "inner_blocks"), spec.layout.levels, strict=False))  # one or two levels
+    arguments = [sql.SQL("{} => {}").format(sql.SQL(name), sql.Literal(value))
+                 for name, value in {"k": spec.layout.k, **levels}.items()]
+    return sql.SQL("SELECT simpg.create_index({}, {}, {})").format(
+        sql.Literal(TABLE), sql.Literal(spec.column.name), sql.SQL(", ").join(arguments))
+
+
+def _plain_indexes(table: Table, columns: set[str] | None = None) -> list[str]:
+    """``CREATE INDEX`` of the model's B-trees other than the prefix ones (only those on ``columns`` if given)."""
+    from sqlalchemy.schema import CreateIndex
+
+    return [_compiled(CreateIndex(index)) for index in sorted(table.indexes, key=lambda i: str(i.name))
+            if not any(_is_prefix(c) for c in index.columns)
+            and (columns is None or any(c.name in columns for c in index.columns))]
+
+
+def statements() -> list[sql.SQL | sql.Composed]:
+    """The statements that create the reference table in an empty database, in order.
+
+    ``CREATE TABLE`` and ``CREATE INDEX`` as the model renders them for PostgreSQL, without
+    the simhash index's prefix columns and B-trees: ``simpg.create_index`` makes those.
+    """
+    from psycopg import sql
+    from sqlalchemy.schema import CreateTable
+
+    table = _table()
+    create = CreateTable(table)
+    create.columns = [c for c in create.columns if not _is_prefix(c.element)]
+    return [sql.SQL(_compiled(create)), *map(sql.SQL, _plain_indexes(table)), _index_statement()]
+
+
+def _missing_columns(conn: psycopg.Connection) -> list[Column[object]]:
+    """The model's columns (prefix columns aside) that the existing table lacks, in table order."""
+    has = {r[0] for r in conn.execute(
+        "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass "
+        "AND attnum > 0 AND NOT attisdropped", [TABLE])}
+    return [c for c in _table().columns if not _is_prefix(c) and c.name not in has]
 
 
 def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     """Create ``simpg_documents`` and its simpg index unless the table exists.
 
-    A table made by an earlier simpg gets its ``sketch`` and band key columns (and the
-    keys' B-trees).
+    A table made by an earlier simpg gets the columns of the model it lacks (``sketch``
+    and the band keys), and the model's B-trees on them.
 
     The connection's database must have simpg installed (ExtensionNotInstalled
     otherwise). The table is looked up on the connection's search_path.
@@ -75,29 +116,34 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
         True if the table was created now, False if it was there already.
     """
     from psycopg import sql
+    from sqlalchemy.schema import CreateColumn
 
     schema.require_installed(conn)
     row = conn.execute("SELECT pg_catalog.to_regclass(%s)", [TABLE]).fetchone()
     if row and row[0] is not None:
-        # A table of an earlier simpg (migrations/versions/0003 and 0004 add them too).
+        # A table of an earlier simpg (migrations/versions/0003 and 0004 add the same).
         # Looked up first: ALTER TABLE would lock the table, and needs its owner.
-        has = {r[0] for r in conn.execute(
-            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass "
-            "AND attname = ANY(%s) AND NOT attisdropped", [TABLE, ["sketch", *BAND_COLUMNS]])}
-        missing = [c for c in ("sketch", *BAND_COLUMNS) if c not in has]
+        missing = _missing_columns(conn)
         if missing:
             with conn.transaction():
                 for column in missing:
-                    kind = sql.SQL("bit(256)" if column == "sketch" else "bigint")
-                    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
-                        sql.Identifier(TABLE), sql.Identifier(column), kind))
-                    if column != "sketch":
-                        conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
-                            sql.Identifier(f"{TABLE}_{column}_idx"), sql.Identifier(TABLE), sql.Identifier(column)))
-            logger.info("added %s to %s", ", ".join(missing), TABLE)
+                    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {}").format(
+                        sql.Identifier(TABLE), sql.SQL(_compiled(CreateColumn(column)))))
+                for index in _plain_indexes(_table(), {c.name for c in missing}):
+                    conn.execute(sql.SQL(index))
+            logger.info("added %s to %s", ", ".join(c.name for c in missing), TABLE)
         return False
     with conn.transaction():
-        conn.execute(DDL.encode())  # bytes: several statements, no placeholders
-        conn.execute(INDEX_SQL.encode())
+        for statement in statements():
+            conn.execute(statement)
     logger.info("created the reference table %s", TABLE)
     return True
+
+
+def script() -> str:
+    """:func:`statements` as one SQL script (what ``python -m simpg.reference`` prints)."""
+    return "".join(statement.as_string() + ";\n" for statement in statements())
+
+
+if __name__ == "__main__":
+    print(script(), end="")

@@ -1,28 +1,16 @@
-"""The reference schema as a model: the ``simpg_documents`` table the CLI (``simpg dedup``) uses.
+"""The reference schema: the ``simpg_documents`` table that ``simpg dedup`` and ``simpg load`` write.
 
-It must stay identical to the DDL the CLI runs and to ``migrations/`` (the test suite
-compares all three on a real server):
+This model is the one definition of the table. :func:`simpg.reference.ensure_reference_schema`
+runs the DDL it renders (``CREATE TABLE`` and ``CREATE INDEX`` compiled for PostgreSQL, then
+``simpg.create_index`` with the declared layout) and moves a table of an earlier simpg
+forward by adding the columns it lacks; ``migrations/`` must migrate to the same table
+(tests/integration/test_migrations.py compares them with Alembic's autogenerate and on the
+server's catalog). ``python -m simpg.reference`` prints the DDL.
 
-.. code-block:: sql
-
-    CREATE TABLE simpg_documents (
-        id bigserial PRIMARY KEY,
-        collection text NOT NULL DEFAULT 'default',
-        source text NOT NULL,
-        title text,
-        body text NOT NULL,
-        simhash bigint NOT NULL,
-        fingerprint_config text NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        sketch bit(256),
-        sketch_b0 bigint,
-        sketch_b1 bigint,
-        sketch_b2 bigint,
-        sketch_b3 bigint
-    );
-    CREATE INDEX simpg_documents_collection_idx ON simpg_documents (collection);
-    CREATE INDEX simpg_documents_sketch_b0_idx ON simpg_documents (sketch_b0);  -- and b1, b2, b3
-    SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6);
+The simhash index is declared for ``k <= DEDUP_K`` (4) with 6 blocks (15 tables): the
+radius ``simpg dedup`` decides at, so every report, lookup and guard on the table answers
+at it too; prefixes of 20-22 bits keep a lookup to a few candidates in a table of up to a
+few million rows (``simpg plan --k 4`` for bigger tables).
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, DateTime, Index, MetaData, Text, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from simpg.reference import BAND_COLUMNS, TABLE
 from simpg.sqlalchemy.index import simhash_index
 from simpg.sqlalchemy.types import SimHash, Sketch
 
@@ -47,10 +36,10 @@ class DocumentsBase(DeclarativeBase):
 class Document(DocumentsBase):
     """One stored document and its fingerprint."""
 
-    __tablename__ = "simpg_documents"
+    __tablename__ = TABLE
     __table_args__ = (
-        Index("simpg_documents_collection_idx", "collection"),
-        *(Index(f"simpg_documents_sketch_b{i}_idx", f"sketch_b{i}") for i in range(4)),
+        Index(f"{TABLE}_collection_idx", "collection"),
+        *(Index(f"{TABLE}_{column}_idx", column) for column in BAND_COLUMNS),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -61,8 +50,11 @@ class Document(DocumentsBase):
     simhash: Mapped[int] = mapped_column(SimHash)
     fingerprint_config: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    sketch: Mapped[bytes | None] = mapped_column(Sketch)  # confirms candidates; NULL before simpg 0.2
-    # band keys (simpg.fingerprint.sketch_and_bands), signed as stored; NULL for short texts
+    # Columns added after the first release are nullable: ensure_reference_schema adds them
+    # to a table of an earlier simpg, whose rows have no value for them.
+    sketch: Mapped[bytes | None] = mapped_column(Sketch)  # confirms candidates; NULL in rows of simpg < 0.2
+    # band keys (simpg.fingerprint.sketch_and_bands), signed as stored: lookup candidates too;
+    # NULL for texts of fewer than 16 shingles and in rows stored before them
     sketch_b0: Mapped[int | None] = mapped_column(BigInteger)
     sketch_b1: Mapped[int | None] = mapped_column(BigInteger)
     sketch_b2: Mapped[int | None] = mapped_column(BigInteger)

@@ -128,7 +128,7 @@ def test_the_reference_schema_shown_is_the_one_built() -> None:
     from simpg import reference
 
     shown = [b.code for b in blocks(ROOT / "docs" / "python.md") if "CREATE TABLE simpg_documents" in b.code]
-    assert shown == [reference.DDL + reference.INDEX_SQL]
+    assert shown == [reference.script()]
 
 
 # -- running the blocks ------------------------------------------------------------

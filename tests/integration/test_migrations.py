@@ -1,7 +1,10 @@
 """migrations/: simpg's reference schema, upgraded and downgraded on a real server.
 
-The migrated schema must equal both the reference DDL (what the CLI runs) and
-``metadata.create_all`` of simpg.sqlalchemy.documents, object for object.
+The one definition of the table is the model simpg.sqlalchemy.documents.Document. The
+migrated schema must equal what Alembic's autogenerate compares it with (the model), and
+on the server's catalog, object for object, both ``metadata.create_all`` and
+``simpg.reference.ensure_reference_schema`` (what the CLI runs: the model's DDL and
+``simpg.create_index``), also when it moves a table of an earlier revision forward.
 """
 
 from __future__ import annotations
@@ -14,19 +17,18 @@ from pathlib import Path
 import psycopg
 import pytest
 from alembic import command
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 
+import simpg.alembic
 from simpg import reference, schema
 from simpg.sqlalchemy import url_from_dsn
 from simpg.sqlalchemy.documents import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 INI = ROOT / "migrations" / "alembic.ini"
-
-# The reference schema as the CLI creates it (simpg.reference): the migrations and the
-# SQLAlchemy model must give exactly the same table.
-REFERENCE_DDL = reference.DDL + reference.INDEX_SQL
 
 
 def snapshot(conn: psycopg.Connection) -> dict[str, object]:
@@ -92,7 +94,7 @@ def test_upgrade_downgrade_and_equal_schemas(pg, bare_db, db):
     migrated = snapshot(bare_db.conn)
     assert schema.installed_version(bare_db.conn) == schema.default_version()
 
-    db.conn.execute(REFERENCE_DDL)
+    assert reference.ensure_reference_schema(db.conn) is True
     assert snapshot(db.conn) == migrated
 
     janitor = pg.new_db()
@@ -119,3 +121,46 @@ def test_no_database_is_a_clear_error(tmp_path, monkeypatch):
     cfg.attributes["configure_logger"] = False
     with pytest.raises(Exception, match="no database: pass -x dsn="):
         command.upgrade(cfg, "head")
+
+
+def autogenerate_differences(dsn: str) -> list[object]:
+    """What Alembic's autogenerate finds between the database and the model, types and defaults included."""
+    engine = create_engine(url_from_dsn(dsn))
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={
+                "compare_type": True, "compare_server_default": True, "include_name": simpg.alembic.include_name})
+            return list(compare_metadata(context, metadata))
+    finally:
+        engine.dispose()
+
+
+def test_the_migrations_head_is_the_model(bare_db):
+    cfg = alembic_config(bare_db.dsn)
+    command.upgrade(cfg, "0003")
+    assert autogenerate_differences(bare_db.dsn)  # the comparison sees a revision behind (no band keys)
+    command.upgrade(cfg, "head")
+    assert autogenerate_differences(bare_db.dsn) == []
+
+
+@pytest.mark.parametrize("revision", ["0002", "0003"])
+def test_ensure_reference_schema_moves_an_earlier_table_to_the_head(pg, bare_db, revision):
+    command.upgrade(alembic_config(bare_db.dsn), "head")
+    head = snapshot(bare_db.conn)
+
+    janitor = pg.new_db(template=None)
+    with janitor:
+        dsn = pg.server.dsn(janitor.dbname)
+        command.upgrade(alembic_config(dsn), revision)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("INSERT INTO simpg_documents (source, body, simhash, fingerprint_config) "
+                         "VALUES ('a.txt', 'stored before', 42, 'c')")
+            assert snapshot(conn) != head
+            assert reference.ensure_reference_schema(conn) is False
+            assert snapshot(conn) == head
+            assert conn.execute("SELECT source, sketch, sketch_b0 FROM simpg_documents").fetchall() == [
+                ("a.txt", None, None)]
+            before = snapshot(conn)
+            assert reference.ensure_reference_schema(conn) is False  # nothing left to add
+            assert snapshot(conn) == before
+        assert autogenerate_differences(dsn) == []
