@@ -53,18 +53,37 @@ def quantize(weight: float) -> int:
     return round(w * QUANTUM)
 
 
-# _BYTE_BITS[v, j] is bit j of the byte value v.
-_BYTE_BITS: Final = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+# Bit j of every byte of a hash: eight byte-wide counters in one uint64.
+_LOW_BITS: Final = np.uint64(0x0101010101010101)
+_SHIFTS: Final = tuple(np.uint64(j) for j in range(8))
+# Hashes summed per byte-wide counter: 255 ones at most, so no counter carries into the next.
+_COUNTER_BLOCK: Final = 255
 
 
 def bit_counts(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     """How many of ``hashes`` have bit i set, for i = 0..63 (LSB first).
 
-    One ``bincount`` per byte of the hashes, then a 256x8 table lookup: about eight times
-    faster than unpacking every bit.
+    Counted eight bits at a time: ``(h >> j) & 0x0101010101010101`` keeps bit j of each
+    byte, and summing blocks of 255 such values counts each byte's bit j in its own byte
+    (at most 255, so no carry). Eight shifts and block sums over the hashes: about three
+    times faster than one ``bincount`` per hash byte, and ten than unpacking every bit.
     """
-    as_bytes = np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    return np.concatenate([np.bincount(as_bytes[:, i], minlength=256) @ _BYTE_BITS for i in range(8)])
+    values = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
+    n = len(values)
+    blocks = -(-n // _COUNTER_BLOCK)
+    padded = np.zeros(blocks * _COUNTER_BLOCK, dtype=np.uint64)  # zeros past the end count nothing
+    kept = padded[:n]
+    grid = padded.reshape(blocks, _COUNTER_BLOCK)
+    sums = np.empty((8, blocks), dtype=np.uint64)
+    for j, shift in enumerate(_SHIFTS):
+        np.right_shift(values, shift, out=kept)
+        kept &= _LOW_BITS
+        np.add.reduce(grid, axis=1, out=sums[j])
+    # counts[j, byte]: hashes with bit j of that byte set, i.e. bit 8 * byte + j
+    # (byte k of a sum is its counter k: the little-endian bytes, on any machine)
+    counts = sums.astype("<u8", copy=False).view(np.uint8).reshape(8, blocks, 8).sum(axis=1, dtype=np.int64)
+    out: npt.NDArray[np.int64] = counts.T.reshape(64)
+    return out
 
 
 def quantize_array(weights: npt.ArrayLike) -> npt.NDArray[np.int64]:
