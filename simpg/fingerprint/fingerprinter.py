@@ -44,7 +44,7 @@ from simpg.fingerprint import minhash
 from simpg.fingerprint.chinese import ChineseTerms
 from simpg.fingerprint.config import FingerprintConfig
 from simpg.fingerprint.errors import DecodeError, EmptyDocument, FingerprintError, InvalidDocument, NoFeatures
-from simpg.fingerprint.hashes import hash_function, hash_spans
+from simpg.fingerprint.hashes import hash_function, hash_spans, hash_windows
 from simpg.fingerprint.normalize import (
     cut_runs,
     join_han,
@@ -223,17 +223,21 @@ class _WordStream:
             prior += 1
         buf = canonical.encode("utf-8")
         n = self.n
-        if canonical.isascii():
+        hashes: _U64 | None = None
+        if canonical.isascii():  # one byte a character: the n-grams are the n-byte windows
             count = len(buf)
-            starts = np.arange(count, dtype=np.intp)
+            if count >= n:
+                hashes = hash_windows(self.hash, buf, n, self.prefix)
         else:
             raw = np.frombuffer(buf, dtype=np.uint8)
             starts = np.flatnonzero((raw & 0xC0) != 0x80).astype(np.intp)
             count = len(starts)
+            if count >= n:
+                bounds = np.append(starts, len(buf))
+                hashes = hash_spans(self.hash, buf, bounds[: count - n + 1], bounds[n:], self.prefix)
         self.tokens += count - prior
-        if count >= n:
-            bounds = np.append(starts, len(buf))
-            self._emit(hash_spans(self.hash, buf, bounds[: count - n + 1], bounds[n:], self.prefix))
+        if hashes is not None:
+            self._emit(hashes)
         if n > 1:
             keep = min(n - 1, count)
             self.tail = canonical[len(canonical) - keep :]

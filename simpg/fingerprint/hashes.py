@@ -26,7 +26,8 @@ Example:
     True
 
 The ``hash_spans`` function hashes many byte ranges of one buffer at once (all shingles of a
-document), vectorised with numpy ``uint64`` arithmetic for the FNV variants.
+document), vectorised with numpy ``uint64`` arithmetic for the FNV variants;
+``hash_windows`` the same for every window of ``n`` bytes (ASCII character n-grams).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ __all__ = [
     "fnv1a64",
     "hash_function",
     "hash_spans",
+    "hash_windows",
     "murmur3_64",
 ]
 
@@ -159,6 +161,33 @@ def hash_spans(
         hash_function(name)  # raises InvalidConfig naming the value
         raise AssertionError("unreachable")
     return _fnv_spans(buf, starts, ends, init, xor_first)
+
+
+def hash_windows(name: str, buf: bytes, n: int, prefix: bytes = b"") -> U64Array:
+    """:func:`hash_spans` of every ``n``-byte window of ``buf``, in order: ``prefix + buf[i:i + n]``.
+
+    For FNV, byte ``j`` of every window is the slice ``buf[j:j + count]``: no index arrays
+    and no sorting, about twice as fast as the same spans through :func:`hash_spans`.
+    """
+    count = len(buf) - n + 1
+    if count <= 0:
+        return np.empty(0, dtype=np.uint64)
+    if name not in ("fnv1a", "fnv1"):
+        starts = np.arange(count, dtype=np.intp)
+        return hash_spans(name, buf, starts, starts + n, prefix)
+    xor_first = name == "fnv1a"
+    init = (_fnv1a_from if xor_first else _fnv1_from)(FNV64_OFFSET, prefix)
+    h = np.full(count, init, dtype=np.uint64)
+    data = np.frombuffer(buf, dtype=np.uint8).astype(np.uint64)
+    prime = np.uint64(FNV64_PRIME)
+    for j in range(n):
+        if xor_first:
+            h ^= data[j:j + count]
+            h *= prime
+        else:
+            h *= prime
+            h ^= data[j:j + count]
+    return h
 
 
 def _fnv_spans(buf: bytes, starts: IntArray, ends: IntArray, init: int, xor_first: bool) -> U64Array:

@@ -402,18 +402,21 @@ _MM_HIGH: Final = np.array([(1 << 8 * max(n - 8, 0)) - 1 for n in range(16)], dt
 _MM_BLOCK: Final = 16
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    out: np.ndarray = (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-    return out
+def _rotl_in_place(x: np.ndarray, r: int, scratch: np.ndarray) -> None:
+    """Rotate each uint64 of ``x`` left by ``r`` bits, in place (``scratch``: an array of its size)."""
+    np.right_shift(x, np.uint64(64 - r), out=scratch)
+    x <<= np.uint64(r)
+    x |= scratch
 
 
-def _fmix(k: np.ndarray) -> np.ndarray:
-    k ^= k >> _S33
-    k *= _MM_F1
-    k ^= k >> _S33
-    k *= _MM_F2
-    k ^= k >> _S33
-    return k
+def _fmix_in_place(k: np.ndarray, scratch: np.ndarray) -> None:
+    """MurmurHash3's 64-bit finaliser of each uint64 of ``k``, in place."""
+    for factor in (_MM_F1, _MM_F2):
+        np.right_shift(k, _S33, out=scratch)
+        k ^= scratch
+        k *= factor
+    np.right_shift(k, _S33, out=scratch)
+    k ^= scratch
 
 
 def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -421,33 +424,42 @@ def _ascii_word_hashes(separated: bytes) -> tuple[np.ndarray, np.ndarray, np.nda
 
     ``mmh3.hash64(word)[0]`` of each run of non-space bytes, in order. Words shorter than
     16 bytes (all but a few) are hashed together in numpy (MurmurHash3's tail and
-    finalisation: no block); the longer ones one by one.
+    finalisation: no block, arithmetic in place); the longer ones one by one.
     """
-    raw = np.frombuffer(separated, dtype=np.uint8)
-    word = raw != 0x20
-    edges = np.flatnonzero(np.diff(word, prepend=False, append=False))
+    size = len(separated)
+    # which bytes are word bytes, between two non-word bytes: a word starts or ends where they change
+    flags = np.zeros(size + 2, dtype=np.bool_)
+    word = flags[1:-1]
+    np.not_equal(np.frombuffer(separated, dtype=np.uint8), 0x20, out=word)
+    edges = np.flatnonzero(flags[1:] != flags[:-1])
     starts, ends = edges[0::2], edges[1::2]
     lengths = ends - starts
-    padded = np.frombuffer(separated + bytes(_MM_BLOCK), dtype=np.uint8)
     short = lengths < _MM_BLOCK
     every = bool(short.all())
     s, n = (starts, lengths) if every else (starts[short], lengths[short])
-    blocks = np.lib.stride_tricks.sliding_window_view(padded, _MM_BLOCK)[s].view("<u8")
+    # row i: bytes i .. i + 15 as two little-endian uint64 (overlapping rows of the padded text)
+    padded = separated + bytes(_MM_BLOCK)
+    rows = np.ndarray((size, 2), dtype="<u8", buffer=padded, strides=(1, 8))
+    blocks = rows[s]
     k1 = blocks[:, 0] & _MM_LOW[n]
     k2 = blocks[:, 1] & _MM_HIGH[n]
+    scratch = np.empty_like(k1)
     k1 *= _MM_C1
-    k1 = _rotl(k1, 31)
+    _rotl_in_place(k1, 31, scratch)
     k1 *= _MM_C2
     k2 *= _MM_C2  # a word of at most 8 bytes has k2 = 0, which leaves h2 as it is
-    k2 = _rotl(k2, 33)
+    _rotl_in_place(k2, 33, scratch)
     k2 *= _MM_C1
-    size = n.astype(np.uint64)
-    h1 = k1 ^ size
-    h2 = k2 ^ size
+    length = n.astype(np.uint64)
+    h1 = k1
+    h1 ^= length
+    h2 = k2
+    h2 ^= length
     h1 += h2
     h2 += h1
-    h1 = _fmix(h1)
-    h1 += _fmix(h2)
+    _fmix_in_place(h1, scratch)
+    _fmix_in_place(h2, scratch)
+    h1 += h2
     if every:
         return h1, word, lengths
     out = np.empty(len(starts), dtype=np.uint64)
@@ -706,19 +718,21 @@ def _batch_minima(hashes: np.ndarray, owners: np.ndarray, docs: int,
     document); only those at or below their bin's minimum among the shingles (every copy
     of an empty bin) go to the slow ``np.minimum.at``: the same minima and filled bins.
     """
-    keys = owners * SKETCH_BITS + (hashes >> _SHIFT).astype(np.int64)
+    # a bin (the top 8 bits, below 256) is a small uint64: read as int64 without a copy
+    keys = (hashes >> _SHIFT).view(np.int64)
+    keys += owners * SKETCH_BITS
     flat = np.full(docs * SKETCH_BITS, _M64, dtype=np.uint64)
     np.minimum.at(flat, keys, hashes)
     counts = np.bincount(keys, minlength=docs * SKETCH_BITS)
     if copies is not None and len(copies[0]):
         grid, counted, rows = copies
-        grid_keys = (grid >> _SHIFT).astype(np.int64)
+        grid_keys = (grid >> _SHIFT).view(np.int64)
         grid_keys += (rows * SKETCH_BITS)[:, None]
-        near = grid <= flat[grid_keys]
+        near = np.less_equal(grid, flat.take(grid_keys))
         near &= counted
-        shingle, copy = np.nonzero(near)
-        values = grid[shingle, copy]
-        more_keys = grid_keys[shingle, copy]
+        at = np.flatnonzero(near)  # flat positions: much faster than the (row, column) pairs of np.nonzero
+        values = grid.ravel()[at]
+        more_keys = grid_keys.ravel()[at]
         np.minimum.at(flat, more_keys, values)
         counts += np.bincount(more_keys, minlength=docs * SKETCH_BITS)
     minima = flat.reshape(docs, SKETCH_BITS)

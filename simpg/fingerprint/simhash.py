@@ -53,18 +53,38 @@ def quantize(weight: float) -> int:
     return round(w * QUANTUM)
 
 
-# _BYTE_BITS[v, j] is bit j of the byte value v.
-_BYTE_BITS: Final = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+# Bit j of every byte of a hash: eight byte-wide counters in one uint64.
+_LOW_BITS: Final = np.uint64(0x0101010101010101)
+_SHIFTS: Final = np.arange(8, dtype=np.uint64)[:, None]
+# Hashes summed per byte-wide counter: 255 ones at most, so no counter carries into the next.
+_COUNTER_BLOCK: Final = 255
+# Hashes counted at a time: the (8, _PIECE) scratch stays at 2 MB for any document.
+_PIECE: Final = 128 * _COUNTER_BLOCK
 
 
 def bit_counts(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     """How many of ``hashes`` have bit i set, for i = 0..63 (LSB first).
 
-    One ``bincount`` per byte of the hashes, then a 256x8 table lookup: about eight times
-    faster than unpacking every bit.
+    Counted eight bits at a time: ``(h >> j) & 0x0101010101010101`` keeps bit j of each
+    byte, and summing blocks of 255 such values counts each byte's bit j in its own byte
+    (at most 255, so no carry). The eight shifts are one numpy call over an (8, n) array:
+    a few calls per document, about three times faster than one ``bincount`` per hash byte.
     """
-    as_bytes = np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    return np.concatenate([np.bincount(as_bytes[:, i], minlength=256) @ _BYTE_BITS for i in range(8)])
+    values = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
+    counts = np.zeros((8, 8), dtype=np.int64)  # [j, byte k]: hashes with bit 8 * k + j set
+    for lo in range(0, len(values), _PIECE):
+        piece = values[lo : lo + _PIECE]
+        n = len(piece)
+        blocks = -(-n // _COUNTER_BLOCK)
+        scratch = np.empty((8, blocks * _COUNTER_BLOCK), dtype=np.uint64)
+        scratch[:, n:] = 0  # zeros past the end count nothing
+        np.right_shift(piece[None, :], _SHIFTS, out=scratch[:, :n])
+        scratch &= _LOW_BITS
+        sums = np.add.reduce(scratch.reshape(8, blocks, _COUNTER_BLOCK), axis=2)
+        # byte k of a sum is its counter k: its little-endian bytes, on any machine
+        counts += sums.astype("<u8", copy=False).view(np.uint8).reshape(8, blocks, 8).sum(axis=1, dtype=np.int64)
+    out: npt.NDArray[np.int64] = counts.T.reshape(64)
+    return out
 
 
 def quantize_array(weights: npt.ArrayLike) -> npt.NDArray[np.int64]:

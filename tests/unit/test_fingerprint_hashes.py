@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from simpg.fingerprint import InvalidConfig
-from simpg.fingerprint.hashes import fnv1_64, fnv1a64, hash_function, hash_spans, murmur3_64
+from simpg.fingerprint.hashes import fnv1_64, fnv1a64, hash_function, hash_spans, hash_windows, murmur3_64
 
 # Official FNV test vectors (Landon Curt Noll's FNV reference test suite, 64-bit).
 FNV1_64 = {
@@ -119,3 +119,16 @@ def test_hash_spans_equal_lengths_and_empty() -> None:
     got = hash_spans("fnv1a", buf, starts, starts + 3)
     assert [int(v) for v in got] == [fnv1a64(buf[i : i + 3]) for i in range(5)]
     assert len(hash_spans("fnv1a", buf, starts[:0], starts[:0])) == 0
+
+
+@pytest.mark.parametrize("name", ["fnv1a", "fnv1", "murmur3"])
+@pytest.mark.parametrize("prefix", [b"", b"title:"])
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_hash_windows_equals_scalar_hash(name: str, prefix: bytes, n: int) -> None:
+    buf = bytes(random.Random(n).randrange(256) for _ in range(300))
+    fn = hash_function(name)
+    for size in (0, n - 1, n, n + 1, 300):
+        got = hash_windows(name, buf[:size], n, prefix)
+        assert got.dtype == np.uint64
+        assert [int(v) for v in got] == [fn(prefix + buf[i : i + n]) for i in range(size - n + 1)]
+

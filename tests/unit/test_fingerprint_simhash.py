@@ -55,6 +55,15 @@ def test_bit_counts_matches_unpacked_bits() -> None:
     assert bit_counts(hashes).tolist() == expected
 
 
+@pytest.mark.parametrize("size", [0, 1, 254, 255, 256, 511, 70_000])
+def test_bit_counts_at_block_edges(size: int) -> None:
+    # all ones: every byte-wide counter reaches 255 in a full block of 255 hashes
+    ones = np.full(size, 2**64 - 1, dtype=np.uint64)
+    assert bit_counts(ones).tolist() == [size] * 64
+    hashes = np.random.default_rng(size).integers(0, 2**64, size=size, dtype=np.uint64)
+    assert bit_counts(hashes).tolist() == [sum((int(h) >> i) & 1 for h in hashes) for i in range(64)]
+
+
 def test_tally_uniform_equals_weighted() -> None:
     rng = np.random.default_rng(4)
     hashes = rng.integers(0, 2**63, size=1000, dtype=np.uint64)
