@@ -424,9 +424,9 @@ class SimHashColumn:
                                                bands, columns)
             key = f"duplicates {sketch_column} {columns}"  # composed once per layout and columns, as near's
             if key not in self._statements:  # the condition is simpg.lookup_where's, asked once
+                asked = statements.duplicates_condition_params(info, sketch_column, columns)
                 with self.conn.cursor() as cur:
-                    cur.execute(statements.DUPLICATES_CONDITION_SQL,
-                                statements.duplicates_condition_params(info, sketch_column, columns))
+                    cur.execute(statements.DUPLICATES_CONDITION_SQL, asked)
                     row = cur.fetchone()
                 assert row is not None
                 self._statements[key] = statements.duplicates_sql(info, sketch_column, row[0]).as_bytes(self.conn)
