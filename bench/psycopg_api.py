@@ -60,7 +60,7 @@ class InternalNear:
 
     def __init__(self, conn: psycopg.Connection, info: Any, name: bytes = b"bench_internal_near") -> None:
         self.conn, self.info, self.name = conn, info, name
-        self.query = statements.near_sql(info, numbered=True).as_bytes(conn)
+        self.query = statements.near_sql(info).as_bytes(conn)
         self.prepared = False
         self.int8 = struct.Struct(">q")
 
@@ -86,6 +86,16 @@ class InternalNear:
         params = [self.int8.pack(bits.to_db(q)), self.info.ranges.lows_array(q).payload, self.int8.pack(k)]
         with self.conn.lock:
             return self.conn.wait(self.gen(params))  # type: ignore[no-any-return]
+
+
+def named(statement: bytes) -> bytes:
+    """near_sql's ``$1..$3`` as psycopg's named placeholders, for the variants run by a plain cursor."""
+    return statement.replace(b"$1", b"%(q)s").replace(b"$2", b"%(lows)s").replace(b"$3", b"%(k)s")
+
+
+def named_params(info: Any, q: int) -> dict[str, Any]:
+    """near_params as the ``q``, ``lows``, ``k`` of :func:`named`."""
+    return dict(zip(("q", "lows", "k"), statements.near_params(info, q, 3), strict=True))
 
 
 def make_table(conn: psycopg.Connection, name: str, rows: int) -> None:
@@ -209,13 +219,13 @@ def lookup_paths(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> Non
         return lambda q: statement.near(q, 3)
 
     def cursor(stable: bool) -> Any:
-        statement = statements.near_sql(info).as_bytes(handle.conn)
+        statement = named(statements.near_sql(info, ordered=True).as_bytes(handle.conn))
         if stable:
             statement = statement.replace(b"simpg.layout_is(", f"public.{STABLE_GUARD}(".encode())
 
         def run(q: int) -> list[Neighbor]:
             with handle.conn.cursor(binary=True) as cur:
-                cur.execute(statement, statements.near_params(info, q, 3), prepare=True)
+                cur.execute(statement, named_params(info, q), prepare=True)
                 return [Neighbor(i, d) for i, d in cur.fetchall()]
         return run
 
@@ -267,10 +277,9 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
     conn = handle.conn
     prewarm(conn, name)
     info = handle.info
-    ordered = statements.near_sql(info).as_bytes(conn)
-    numbered = statements.near_sql(info, numbered=True)  # $1..$3, no ORDER BY
-    unordered = numbered.as_bytes(conn).replace(b"$1", b"%(q)s").replace(b"$2", b"%(lows)s").replace(b"$3", b"%(k)s")
-    raw_query = numbered.as_bytes(conn)
+    ordered = named(statements.near_sql(info, ordered=True).as_bytes(conn))
+    raw_query = statements.near_sql(info).as_bytes(conn)  # $1..$3, no ORDER BY
+    unordered = named(raw_query)
 
     def by_distance(rows: list[Any]) -> list[Neighbor]:
         found = [Neighbor(i, d) for i, d in rows]
@@ -279,23 +288,23 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
 
     def cursor_ordered(q: int) -> list[Neighbor]:
         with conn.cursor(binary=True) as cur:
-            cur.execute(ordered, statements.near_params(info, q, 3), prepare=True)
+            cur.execute(ordered, named_params(info, q), prepare=True)
             return [Neighbor(i, d) for i, d in cur.fetchall()]
 
     def cursor_unordered(q: int) -> list[Neighbor]:
         with conn.cursor(binary=True) as cur:
-            cur.execute(unordered, statements.near_params(info, q, 3), prepare=True)
+            cur.execute(unordered, named_params(info, q), prepare=True)
             return by_distance(cur.fetchall())
 
     def pipelined(q: int) -> list[Neighbor]:
         with conn.pipeline(), conn.cursor(binary=True) as cur:
-            cur.execute(unordered, statements.near_params(info, q, 3), prepare=True)
+            cur.execute(unordered, named_params(info, q), prepare=True)
             return by_distance(cur.fetchall())
 
     kept_cursor = conn.cursor(binary=True)
 
     def cursor_kept(q: int) -> list[Neighbor]:
-        kept_cursor.execute(unordered, statements.near_params(info, q, 3), prepare=True)
+        kept_cursor.execute(unordered, named_params(info, q), prepare=True)
         return by_distance(kept_cursor.fetchall())
 
     internal = InternalNear(conn, info)
@@ -341,12 +350,12 @@ def public_apis(dsn: str, name: str, qs: list[int], all_fps: np.ndarray) -> None
             p = statements.near_params(info, q, 3)
             with psycopg.RawCursor(conn) as cur:
                 cur.format = psycopg.pq.Format.BINARY
-                cur.execute(raw_query, [p["q"], p["lows"], p["k"]], prepare=True)
+                cur.execute(raw_query, p, prepare=True)
                 return by_distance(cur.fetchall())
 
         def raw_kept(q: int) -> list[Neighbor]:
             p = statements.near_params(info, q, 3)
-            kept.execute(raw_query, [p["q"], p["lows"], p["k"]], prepare=True)
+            kept.execute(raw_query, p, prepare=True)
             return by_distance(kept.fetchall())
 
         variants["public: RawCursor ($1..$3), binary, prepared, sorted in Python"] = raw_new

@@ -124,10 +124,14 @@ class Banded:
         register_dumpers(self.conn)
         self.info = _common.with_ids(self.handle.info) if self.handle else None
         # what explain shows: the product's statement, or the bands-only prototype's
-        self.statement = (statements.duplicates_sql(self.info, "sketch", self.columns) if self.info
-                          else bands_only_sql(table, nb)).as_bytes(self.conn)
+        if self.info is not None:  # $1..$6, run with a RawCursor
+            condition = self.conn.execute(statements.DUPLICATES_CONDITION_SQL, statements.duplicates_condition_params(
+                self.info, "sketch", self.columns)).fetchone()[0]
+            self.statement = statements.duplicates_sql(self.info, "sketch", condition).as_bytes(self.conn)
+        else:
+            self.statement = bands_only_sql(table, nb).as_bytes(self.conn)
 
-    def params(self, q: int, sketch: bytes, bands: list[int]) -> dict[str, Any]:
+    def params(self, q: int, sketch: bytes, bands: list[int]) -> Any:
         if self.info is not None:
             return _common.duplicates_params(self.info, q, self.k or 0, sketch, 256, bands, self.columns)
         return {"s": "x" + sketch.hex(), "t": 256, "bands": Int8Array(np.array(bands, dtype=np.int64))}
@@ -255,8 +259,8 @@ def main() -> None:
         for v, h in zip(variants, handles, strict=True):
             if v["kind"] == "banded":
                 params = h.params(queries[0], q_sketches[0], q_bands[0][: v["bands"]])
-                with h.conn.cursor(binary=True) as cur:
-                    cur.execute(b"EXPLAIN (ANALYZE, COSTS OFF) " + h.statement, params)
+                with (psycopg.RawCursor(h.conn) if h.info is not None else h.conn.cursor()) as cur:
+                    cur.execute(b"EXPLAIN (ANALYZE, COSTS OFF) " + h.statement, params, binary=True)
                     print(f"-- {v['name']}\n" + "\n".join(r[0] for r in cur.fetchall()), file=sys.stderr)
     times: list[list[float]] = [[] for _ in variants]
     found = [0] * len(variants)

@@ -34,6 +34,7 @@ RENAMES = {
     "AsyncSimHashColumn": "SimHashColumn",
     "AsyncConnection": "Connection",
     "AsyncNearLookup": "NearLookup",
+    "AsyncRawCursor": "RawCursor",
     "AsyncIterator": "Iterator",
     "configure_lookups_async": "configure_lookups",
     "__aenter__": "__enter__",

@@ -83,13 +83,15 @@ class Duplicate(NamedTuple):
 
 
 def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any,
-                      bands: Any = None, band_columns: Sequence[str] = ()) -> dict[str, Any]:
-    """Parameters of :func:`~simpg.psycopg.statements.duplicates_sql`, checked (errors name the value)."""
+                      bands: Any = None, band_columns: Sequence[str] = ()) -> list[Any]:
+    """``$1..$6`` of :func:`~simpg.psycopg.statements.duplicates_sql`, checked (errors name the value).
+
+    Without ``bands`` there is no ``$6``: the statement has no band columns to compare.
+    """
     limit = checked_max_distance(max_sketch_distance)
-    params = near_params(info, fp, k)
-    params.update(s=to_sql(sketch), t=Int8(limit))
+    params = [*near_params(info, fp, k), to_sql(sketch), Int8(limit)]
     if bands is not None:
-        params["bands"] = band_keys(bands, band_columns)
+        params.append(band_keys(bands, band_columns))
     return params
 
 

@@ -137,7 +137,7 @@ class NearStatement:
     def __init__(self, info: IndexInfo, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
                  prepare: bool) -> None:
         self.info = info
-        self.query = near_sql(info, numbered=True).as_bytes(conn)
+        self.query = near_sql(info).as_bytes(conn)
         self.name = b""  # b"": the unnamed statement, parsed with each call
         self.prepared = False  # on the server; cleared when the server says it has not got it
         if prepare:

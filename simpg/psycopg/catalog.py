@@ -36,10 +36,14 @@ __all__ = [
     "regclass_text",
 ]
 
-#: The simpg.indexes row of (table, column), with the table's schema and name.
+#: The simpg.indexes row of (table, column), with the table's schema and name, and the
+#: condition of its lookups as simpg.lookup_where writes it, with the parameters of
+#: :func:`~simpg.psycopg.statements.near_sql` ($1 the fingerprint, $2 the range starts
+#: computed here, $3 k).
 CATALOG_SQL = """
 SELECT n.nspname, c.relname, i.fingerprint_column, i.k, i.levels, i.prefix_columns,
-       i.index_names, i.fingerprint_config
+       i.index_names, i.fingerprint_config,
+       simpg.lookup_where(i.fingerprint_column, i.prefix_columns, '$1', '$3', i.k, i.levels, lows => '$2')
 FROM simpg.index_layout(%s::regclass, %s) AS i
 JOIN pg_catalog.pg_class AS c ON c.oid = i.indexed_table
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -108,13 +112,15 @@ class IndexInfo:
     prefix_columns: tuple[str, ...]
     index_names: tuple[str, ...]
     fingerprint_config: str | None
+    #: the lookups' condition (``simpg.lookup_where``): ``$1`` fingerprint, ``$2`` range starts, ``$3`` k
+    condition: str
 
     @classmethod
     def from_rows(cls, catalog: Sequence[Any], id_column: str | None, id_type: str | None) -> IndexInfo:
         """Build from a :data:`CATALOG_SQL` row and the id column."""
-        schema, table, column, k, levels, prefix_columns, index_names, config = catalog
+        schema, table, column, k, levels, prefix_columns, index_names, config, condition = catalog
         return cls(schema, table, column, id_column, id_type, Layout(k, tuple(levels)),
-                   tuple(prefix_columns), tuple(index_names), config)
+                   tuple(prefix_columns), tuple(index_names), config, condition)
 
     @property
     def relation(self) -> sql.Identifier:

@@ -423,12 +423,17 @@ class SimHashColumn:
             params = _common.duplicates_params(info, fp, _common.radius(k, info), sketch, max_sketch_distance,
                                                bands, columns)
             key = f"duplicates {sketch_column} {columns}"  # composed once per layout and columns, as near's
-            if key not in self._statements:
-                self._statements[key] = statements.duplicates_sql(info, sketch_column, columns).as_bytes(self.conn)
+            if key not in self._statements:  # the condition is simpg.lookup_where's, asked once
+                asked = statements.duplicates_condition_params(info, sketch_column, columns)
+                with self.conn.cursor() as cur:
+                    cur.execute(statements.DUPLICATES_CONDITION_SQL, asked)
+                    row = cur.fetchone()
+                assert row is not None
+                self._statements[key] = statements.duplicates_sql(info, sketch_column, row[0]).as_bytes(self.conn)
             statement = self._statements[key]
-            with self.conn.cursor(binary=True) as cur:
+            with psycopg.RawCursor(self.conn) as cur:  # $n placeholders
                 try:
-                    cur.execute(statement, params, prepare=self.prepare)
+                    cur.execute(statement, params, prepare=self.prepare, binary=True)
                 except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as err:
                     raise _common.sketch_column_error(err, self.table, sketch_column, columns) from err
                 return [Duplicate(*row) for row in cur.fetchall()]

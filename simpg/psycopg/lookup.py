@@ -49,7 +49,7 @@ __all__ = ["AsyncNearLookup", "NearLookup", "NearStatement", "near_gen", "usable
 
 def near_query(info: IndexInfo, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bytes:
     """The statement a lookup sends: ``$1..$3``, ordered by the server unless the ids are integers."""
-    return near_sql(info, numbered=True, ordered=not info.integer_ids).as_bytes(conn)
+    return near_sql(info, ordered=not info.integer_ids).as_bytes(conn)
 
 
 def near_args(info: IndexInfo, fp: int, k: int) -> list[Any]:

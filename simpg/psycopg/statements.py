@@ -10,7 +10,8 @@ arithmetic in :mod:`simpg.psycopg.ranges`, the binary formats in
 The lookups (docs/python.md shows their plans on a 10M-row table):
 
 * ``near``: one statement, an OR of the index's prefix ranges plus the exact
-  ``simpg.hamming(...) <= k`` filter; PostgreSQL turns the OR into a BitmapOr of one
+  ``simpg.hamming(...) <= k`` filter, the condition ``simpg.lookup_where`` writes for
+  every lookup (SQL and Python); PostgreSQL turns the OR into a BitmapOr of one
   B-tree range scan per table, which also de-duplicates rows found through several
   tables. Each table's range start is computed here (Python) and all of them are
   sent as one binary ``bigint[]`` (3 parameters in all, not 23: half the Python
@@ -50,9 +51,11 @@ from simpg.psycopg.wire import Int8Array
 from simpg.sqlnames import with_parameters
 
 __all__ = [
+    "DUPLICATES_CONDITION_SQL",
     "FETCH_BLOCKS",
     "FETCH_PARTS_SQL",
     "copy_in_sql",
+    "duplicates_condition_params",
     "duplicates_sql",
     "fetch_ranges",
     "fetch_sql",
@@ -71,73 +74,58 @@ def _id(info: IndexInfo) -> str:
     return info.id_column
 
 
-def _prefix_condition(info: IndexInfo, lows: sql.Composable) -> sql.Composed:
-    """Each table's prefix range, ORed: the index scans of a lookup."""
-    return sql.SQL(" OR ").join(
-        sql.SQL("t.{col} BETWEEN {lows}[{i}] AND {lows}[{i}] + {ones}").format(
-            col=sql.Identifier(col), lows=lows, i=sql.Literal(t + 1), ones=sql.Literal(info.ranges.ones(t)))
-        for t, col in enumerate(info.prefix_columns))
+def near_sql(info: IndexInfo, *, ordered: bool = False) -> sql.Composed:
+    """One lookup: ``$1`` the fingerprint, ``$2`` the range starts, ``$3`` k (see :func:`near_params`).
 
-
-def near_sql(info: IndexInfo, *, numbered: bool = False, ordered: bool | None = None) -> sql.Composed:
-    """One lookup: named parameters ``q``, ``lows`` and ``k`` (see :func:`near_params`).
-
-    Table ``t``'s range is ``lows[t + 1]`` plus the layout's constant width, so a
-    lookup sends three parameters whatever the number of tables. ``numbered``: libpq's
-    ``$1, $2, $3`` for ``q, lows, k`` (a :class:`psycopg.RawCursor`'s form, what
-    :mod:`simpg.psycopg.lookup` sends). ``ordered`` (default: not ``numbered``) adds
-    ``ORDER BY distance, id``; without it the rows come unordered, and
-    :mod:`simpg.psycopg.lookup` sorts integer ids itself, cheaper than a Sort node.
+    The condition is the index's, as ``simpg.lookup_where`` wrote it when the handle read
+    the catalog (:attr:`IndexInfo.condition`): table ``t``'s range is ``$2[t + 1]``
+    plus the layout's constant width, so a lookup sends three parameters whatever the
+    number of tables. Run it with a :class:`psycopg.RawCursor` (``$n`` placeholders).
+    ``ordered`` adds ``ORDER BY distance, id``; without it the rows come unordered,
+    and :mod:`simpg.psycopg.lookup` sorts integer ids itself, cheaper than a Sort node.
     """
-    q, lows, k = ((sql.SQL("$1"), sql.SQL("$2"), sql.SQL("$3")) if numbered
-                  else (sql.Placeholder("q"), sql.Placeholder("lows"), sql.Placeholder("k")))
-    cond = _prefix_condition(info, lows)
-    order = (sql.SQL(" ORDER BY distance, t.{id}").format(id=sql.Identifier(_id(info)))
-             if (not numbered if ordered is None else ordered) else sql.SQL(""))
-    statement = sql.SQL(
-        "SELECT t.{id}, simpg.hamming(t.{fp}, {q}) AS distance FROM {rel} AS t "
-        "WHERE ({cond}) AND simpg.hamming(t.{fp}, {q}) <= {k} AND {guard}{order}"
+    order = (sql.SQL(" ORDER BY distance, t.{id}").format(id=sql.Identifier(_id(info))) if ordered
+             else sql.SQL(""))
+    # $n placeholders: psycopg reads no % in the text, so the names stay as they are
+    return sql.SQL(
+        "SELECT t.{id}, simpg.hamming(t.{fp}, $1) AS distance FROM {rel} AS t "
+        "WHERE {cond} AND {guard}{order}"
     ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
-             cond=cond, q=q, k=k, guard=layout_guard(info), order=order)
-    # a RawCursor's $n placeholders: psycopg reads no % in the text, so the names stay as they are
-    return statement if numbered else with_parameters(statement)
+             cond=sql.SQL(info.condition), guard=layout_guard(info), order=order)
 
 
-def duplicates_sql(info: IndexInfo, sketch_column: str, band_columns: Sequence[str] = ()) -> sql.Composed:
-    """:func:`near_sql` confirmed by sketches: named parameters ``q``, ``lows``, ``k``, ``s``, ``t``.
+#: The condition of :func:`duplicates_sql` from ``simpg.lookup_where``: near's
+#: (:attr:`IndexInfo.condition`), then ``$4`` the sketch, ``$5`` the largest sketch
+#: distance, ``$6`` the band keys. Parameters: :func:`duplicates_condition_params`.
+DUPLICATES_CONDITION_SQL = (
+    "SELECT simpg.lookup_where(%s, %s::name[], '$1', '$3', %s, %s::integer[], lows => '$2', "
+    "sketch_column => %s, sketch => '$4::bit(256)', max_sketch => '$5', band_columns => %s::name[], "
+    "bands => '$6')")
 
-    ``s`` is the query's sketch (``'x' + hex``), ``t`` the largest sketch distance. The
-    sketch is read from the rows the prefix indexes found (the heap rows the fingerprint
-    check reads anyway), so it needs no index of its own. Rows come back as
-    ``(id, distance, sketch distance)``, nearest sketch first.
 
-    With ``band_columns`` (parameter ``bands``, a ``bigint[]`` of the query's keys in
-    their order) a row is also a candidate when it shares a band key: the prefix ranges
-    and ``band_i = bands[i]`` are one OR, which PostgreSQL makes a BitmapOr of the
-    B-trees of both; the radius filter is ORed with the same equalities, so a row found
-    through a band may be more than ``k`` bits away. Rows without a fingerprint are left
-    out (a band would find them, with no distance to report).
+def duplicates_condition_params(info: IndexInfo, sketch_column: str, band_columns: Sequence[str]) -> list[Any]:
+    """Parameters of :data:`DUPLICATES_CONDITION_SQL`."""
+    return [info.column, list(info.prefix_columns), info.layout.k, list(info.layout.levels), sketch_column,
+            list(band_columns)]
+
+
+def duplicates_sql(info: IndexInfo, sketch_column: str, condition: str) -> sql.Composed:
+    """:func:`near_sql` confirmed by sketches: ``$1..$3`` as near's, ``$4`` the sketch, ``$5`` the limit, ``$6`` bands.
+
+    ``condition`` is :data:`DUPLICATES_CONDITION_SQL`'s answer. ``$4`` is the query's
+    sketch (``'x' + hex``), ``$5`` the largest sketch distance, ``$6`` the query's band
+    keys (a ``bigint[]`` in band order; any value when the condition has no band
+    columns). The sketch is read from the rows the indexes found (the heap rows the
+    fingerprint check reads anyway), so it needs no index of its own. With band columns
+    a row sharing a band key is a candidate too, at any fingerprint distance (rows
+    without a fingerprint are left out). Rows come back as ``(id, distance, sketch
+    distance)``, nearest sketch first. Run it with a :class:`psycopg.RawCursor`.
     """
-    q, k = sql.Placeholder("q"), sql.Placeholder("k")
-    sketch = sql.SQL("bit_count(t.{sk} # {s}::bit(256))").format(
-        sk=sql.Identifier(sketch_column), s=sql.Placeholder("s"))
-    ham = sql.SQL("simpg.hamming(t.{fp}, {q})").format(fp=sql.Identifier(info.column), q=q)
-    cond = _prefix_condition(info, sql.Placeholder("lows"))
-    within = sql.SQL("{ham} <= {k}").format(ham=ham, k=k)
-    if band_columns:
-        shared = sql.SQL(" OR ").join(
-            sql.SQL("t.{col} = {bands}[{i}]").format(col=sql.Identifier(col), bands=sql.Placeholder("bands"),
-                                                      i=sql.Literal(i + 1))
-            for i, col in enumerate(band_columns))
-        cond = sql.SQL("{cond} OR {shared}").format(cond=cond, shared=shared)
-        within = sql.SQL("t.{fp} IS NOT NULL AND ({within} OR {shared})").format(
-            fp=sql.Identifier(info.column), within=within, shared=shared)
-    return with_parameters(sql.SQL(
-        "SELECT t.{id}, {ham} AS distance, {sketch} AS sketch_distance FROM {rel} AS t "
-        "WHERE ({cond}) AND {within} AND {sketch} <= {t} AND {guard} "
-        "ORDER BY sketch_distance, distance, t.{id}"
-    ).format(id=sql.Identifier(_id(info)), ham=ham, rel=info.relation, cond=cond, within=within,
-             sketch=sketch, t=sql.Placeholder("t"), guard=layout_guard(info)))
+    return sql.SQL(
+        "SELECT t.{id}, simpg.hamming(t.{fp}, $1) AS distance, bit_count(t.{sk} # $4::bit(256)) AS sketch_distance "
+        "FROM {rel} AS t WHERE {cond} AND {guard} ORDER BY sketch_distance, distance, t.{id}"
+    ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), sk=sql.Identifier(sketch_column),
+             rel=info.relation, cond=sql.SQL(condition), guard=layout_guard(info))
 
 
 def layout_guard(info: IndexInfo) -> sql.Composed:
@@ -156,13 +144,13 @@ def layout_guard(info: IndexInfo) -> sql.Composed:
         sql.Literal(levels))
 
 
-def near_params(info: IndexInfo, fp: int, k: int) -> dict[str, Any]:
-    """Parameters of :func:`near_sql` for an unsigned fingerprint.
+def near_params(info: IndexInfo, fp: int, k: int) -> list[Any]:
+    """``$1..$3`` of :func:`near_sql` for an unsigned fingerprint.
 
     The handles register :class:`Int8ArrayBinaryDumper` on their connection
-    (:func:`register_dumpers`), which ``lows`` needs.
+    (:func:`register_dumpers`), which the range starts need.
     """
-    return {"q": Int8(bits.to_db(fp)), "lows": info.ranges.lows_array(fp), "k": Int8(k)}
+    return [Int8(bits.to_db(fp)), info.ranges.lows_array(fp), Int8(k)]
 
 
 def near_many_sql(info: IndexInfo) -> sql.Composed:

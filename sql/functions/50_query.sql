@@ -130,8 +130,9 @@ COMMENT ON FUNCTION simpg.layout_is(regclass, name, integer, integer[]) IS
 
 -- near_query: the statement simpg.near runs, for EXPLAIN and for reports that want it.
 -- Contract: raises for a NULL fingerprint, k < 0, k above the layout's radius, or a
--- column with no simpg index. The prefix ranges are literals, so each table's
--- condition is a plain B-tree range scan; the OR of them becomes a BitmapOr, which
+-- column with no simpg index. The prefix ranges are simpg.prefix_lo/prefix_hi of
+-- literals, which PostgreSQL folds when it plans, so each table's condition is a plain
+-- B-tree range scan; the OR of them becomes a BitmapOr, which
 -- also removes rows found through several tables.
 CREATE FUNCTION simpg.near_query(rel regclass, fp bigint, k integer, col name DEFAULT NULL)
     RETURNS text
@@ -140,28 +141,18 @@ CREATE FUNCTION simpg.near_query(rel regclass, fp bigint, k integer, col name DE
 AS $$
 DECLARE
     v_row simpg.indexes;
-    v_ranges text[] := '{}';
-    v_order record;     -- table t's bit_order and prefix_bits: one table_order call a table
-    v_permuted bigint;
-    v_low_mask bigint;  -- the bits after table t's prefix
+    v_fp text := format('%L::bigint', fp);
 BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     v_row := simpg.checked_layout(rel, k, col);
-    FOR t IN 0 .. cardinality(v_row.prefix_columns) - 1 LOOP
-        v_order := simpg.table_order(v_row.k, v_row.levels, t);
-        v_permuted := simpg.apply_segments(fp, simpg.order_segments(v_order.bit_order));
-        v_low_mask := ~(-1::bigint << (64 - v_order.prefix_bits));
-        v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_row.prefix_columns[t + 1],
-                                       v_permuted & ~v_low_mask, v_permuted | v_low_mask);
-    END LOOP;
     -- every literal typed: an untyped 5 would be an integer, and a function or operator
     -- taking (bigint, integer) that someone adds could then be chosen over simpg's
-    RETURN format('SELECT t.* FROM %s AS t WHERE (%s) AND simpg.hamming(t.%I, %L::bigint) <= %s::integer '
-                  'ORDER BY simpg.hamming(t.%I, %L::bigint)',
-                  rel, array_to_string(v_ranges, ' OR '),
-                  v_row.fingerprint_column, fp, k, v_row.fingerprint_column, fp);
+    RETURN format('SELECT t.* FROM %s AS t WHERE ', rel)
+        || simpg.lookup_where(v_row.fingerprint_column, v_row.prefix_columns, v_fp, format('%s::integer', k),
+                              v_row.k, v_row.levels)
+        || format(' ORDER BY simpg.hamming(t.%I, %s)', v_row.fingerprint_column, v_fp);
 END
 $$;
 
@@ -225,6 +216,71 @@ CREATE FUNCTION simpg.lookup_parameters(kind text) RETURNS text
 COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
     'The parameter types of the statement a kind of lookup prepares, as PREPARE states them';
 
+-- lookup_where: the condition of every lookup, written here only: the OR of the index's
+-- prefix ranges (with band_columns, ORed with the band keys' equalities), the Hamming
+-- check against the radius, and with sketch_column the sketch confirmation. Every SQL
+-- statement that finds rows near a fingerprint (lookup_statement's kinds, near_query,
+-- the guard, insert_or_get) and the Python handles' statements take it from here.
+-- fp, radius, sketch, max_sketch and bands are SQL expressions (a parameter such as $1,
+-- a typed literal, a column of a join such as q.fp); names are quoted here (%I). sketch
+-- and max_sketch are read only with sketch_column, bands only with band_columns.
+-- The ranges are computed from fp (k and levels: simpg.prefix_lo/prefix_hi, which
+-- PostgreSQL folds when it plans with constant layout arguments), or given (lows: a
+-- bigint[] expression whose element t + 1 is table t's range start, computed by the
+-- client; the range is lows[t + 1] .. lows[t + 1] + the mask of the bits after the
+-- prefix, whose width is prefix_bits[t + 1], or the layout's if k and levels are given).
+-- A row found through a band may be any number of bits away; it needs a fingerprint.
+CREATE FUNCTION simpg.lookup_where(col name, prefix_columns name[], fp text, radius text,
+                                   k integer DEFAULT NULL, levels integer[] DEFAULT NULL,
+                                   lows text DEFAULT NULL, prefix_bits integer[] DEFAULT NULL,
+                                   sketch_column name DEFAULT NULL, sketch text DEFAULT NULL,
+                                   max_sketch text DEFAULT NULL, band_columns name[] DEFAULT '{}',
+                                   bands text DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_levels text := quote_literal(levels::text);
+    v_ranges text := '';
+    v_shared text;
+    v_within text;
+BEGIN
+    IF col IS NULL OR fp IS NULL OR radius IS NULL OR cardinality(prefix_columns) IS NULL
+       OR (lows IS NULL AND levels IS NULL)
+       OR (levels IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM cardinality(prefix_columns))
+       OR (sketch_column IS NOT NULL AND (sketch IS NULL OR max_sketch IS NULL))
+       OR (cardinality(band_columns) > 0 AND bands IS NULL) THEN
+        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, the ranges as k and levels or as lows and prefix_bits, and each optional column with its expressions'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR v_t IN 1 .. cardinality(prefix_columns) LOOP
+        v_ranges := v_ranges || CASE WHEN v_t > 1 THEN ' OR ' ELSE '' END
+            || CASE WHEN lows IS NULL
+                    THEN format('t.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer) '
+                                'AND simpg.prefix_hi(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer)',
+                                prefix_columns[v_t], fp, k, v_levels, v_t - 1)
+                    ELSE format('t.%1$I BETWEEN %2$s[%3$s] AND %2$s[%3$s] + %4$L::bigint',
+                                prefix_columns[v_t], lows, v_t,
+                                ~(-1::bigint << (64 - coalesce(prefix_bits[v_t], simpg.prefix_bits(k, levels, v_t - 1)))))
+               END;
+    END LOOP;
+    v_within := format('simpg.hamming(t.%I, %s) <= %s', col, fp, radius);
+    IF cardinality(band_columns) > 0 THEN
+        SELECT string_agg(format('t.%I = %s[%s]', b.c, bands, b.i), ' OR ' ORDER BY b.i) INTO v_shared
+        FROM unnest(band_columns) WITH ORDINALITY AS b(c, i);
+        v_ranges := v_ranges || ' OR ' || v_shared;
+        v_within := format('t.%I IS NOT NULL AND (%s OR %s)', col, v_within, v_shared);
+    END IF;
+    RETURN format('(%s) AND %s', v_ranges, v_within)
+        || CASE WHEN sketch_column IS NULL THEN ''
+                ELSE format(' AND bit_count(t.%I # %s) <= %s', sketch_column, sketch, max_sketch) END;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text) IS
+    'Internal: the condition of every lookup statement (prefix ranges and band keys ORed, the Hamming check, the sketch confirmation), given its expressions';
+
 -- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the
 -- fingerprint, $2 k) or simpg.near_many (kind 'many': $1 the fingerprints, $2 k)
 -- prepares for an index of this layout. The ranges are simpg.prefix_lo/prefix_hi of
@@ -246,7 +302,6 @@ DECLARE
     v_fp text := CASE WHEN kind IN ('near', 'duplicates', 'banded') THEN '$1' WHEN kind = 'many' THEN 'q.fp' END;
     v_levels text := quote_literal(levels::text);
     v_text text;
-    v_shared text;  -- kind banded: the band equalities, ORed
 BEGIN
     IF v_fp IS NULL THEN
         RAISE EXCEPTION 'kind must be near, many, duplicates or banded, got %', coalesce(kind, 'null')
@@ -255,32 +310,21 @@ BEGIN
     -- simpg.near checks a prepared statement against this text at every call
     -- (prepared_lookup), so it is built in one pass of plain string operations
     v_text := simpg.lookup_lead(kind, rel)
-        || format('%L::name, %s, %s::integer[], %L::name[], %s) AND (', col, k, v_levels, prefix_columns,
+        || format('%L::name, %s, %s::integer[], %L::name[], %s) AND ', col, k, v_levels, prefix_columns,
                   CASE WHEN sole THEN 'true' ELSE 'false' END);
-    FOR v_t IN 1 .. cardinality(prefix_columns) LOOP
-        v_text := v_text || CASE WHEN v_t > 1 THEN ' OR ' ELSE '' END
-            || format('t.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s, %4$s::integer[], %5$s) '
-                      'AND simpg.prefix_hi(%2$s, %3$s, %4$s::integer[], %5$s)',
-                      prefix_columns[v_t], v_fp, k, v_levels, v_t - 1);
-    END LOOP;
     IF kind IN ('duplicates', 'banded') THEN
-        IF kind = 'banded' THEN
-            SELECT string_agg(format('t.%I = $4[%s]', b.band_column, b.i), ' OR ' ORDER BY b.i) INTO v_shared
-            FROM simpg.band_columns(sketch_column) AS b;
-            v_text := v_text || ' OR ' || v_shared;
-        END IF;
-        -- a row found through a band needs a fingerprint (its distance is reported) and may
-        -- be any number of bits away
         RETURN v_text
-            || CASE WHEN kind = 'banded'
-                    THEN format(') AND t.%I IS NOT NULL AND (simpg.hamming(t.%I, $1) <= $2 OR %s)', col, col, v_shared)
-                    ELSE format(') AND simpg.hamming(t.%I, $1) <= $2', col) END
-            || format(' AND bit_count(t.%1$I # $3) <= $5 ORDER BY bit_count(t.%1$I # $3), simpg.hamming(t.%2$I, $1)',
-                      sketch_column, col);
+            || simpg.lookup_where(col, prefix_columns, '$1', '$2', k, levels, sketch_column => sketch_column,
+                                  sketch => '$3', max_sketch => '$5',
+                                  band_columns => CASE WHEN kind = 'banded' THEN ARRAY(
+                                      SELECT b.band_column FROM simpg.band_columns(sketch_column) AS b
+                                      ORDER BY b.i) ELSE '{}' END,
+                                  bands => '$4')
+            || format(' ORDER BY bit_count(t.%1$I # $3), simpg.hamming(t.%2$I, $1)', sketch_column, col);
     END IF;
     RETURN v_text
-        || format(') AND simpg.hamming(t.%I, %s) <= $2 ORDER BY ', col, v_fp)
-        || CASE kind WHEN 'many' THEN 'q.i, ' ELSE '' END
+        || simpg.lookup_where(col, prefix_columns, v_fp, '$2', k, levels)
+        || ' ORDER BY ' || CASE kind WHEN 'many' THEN 'q.i, ' ELSE '' END
         || format('simpg.hamming(t.%I, %s)', col, v_fp);
 END
 $$;

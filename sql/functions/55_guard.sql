@@ -121,10 +121,7 @@ DECLARE
     v_mask bigint;
     v_slots integer[] := '{}';
     v_locked bigint;
-    v_ranges text[] := '{}';
-    v_shared text[] := '{}';
-    v_within text;
-    v_confirmed text := 'true';
+    v_lows bigint[] := '{}';  -- each table's range start: the new row's prefix, low bits cleared
     v_hit record;
 BEGIN
     -- the guarded table: the top of the chain of clones this trigger belongs to
@@ -218,14 +215,12 @@ BEGIN
         v_prefix := v_prefixes[t + 1];
         v_mask := -1::bigint << (64 - v_prefix_bits[t + 1]);  -- as simpg.prefix_lo / prefix_hi
         v_slots := v_slots || (hashint8extended(v_prefix & v_mask, t) & 65535)::integer;
-        v_ranges := v_ranges || format('t.%I BETWEEN %L::bigint AND %L::bigint', v_prefix_columns[t + 1],
-                                       v_prefix & v_mask, v_prefix | ~v_mask);
+        v_lows := v_lows || (v_prefix & v_mask);
     END LOOP;
     -- a row sharing a band key is a candidate too; its slot is as simpg.guard_lock_keys'
     FOR i IN 1 .. cardinality(v_band_columns) LOOP
         CONTINUE WHEN v_bands[i] IS NULL;
         v_slots := v_slots || (hashint8extended(v_bands[i], 65536 - i) & 65535)::integer;
-        v_shared := v_shared || format('t.%I = %L::bigint', v_band_columns[i], v_bands[i]);
     END LOOP;
     -- in ascending order, the order of simpg.guard_lock_keys: every writer takes them alike.
     -- A slot's row is made by the first writer that needs it; another inserting it at the
@@ -242,21 +237,21 @@ BEGIN
             quote_ident(v_col), v_locked, cardinality(v_slots)
             USING ERRCODE = 'serialization_failure', HINT = 'retry the transaction';
     END IF;
-    v_within := format('simpg.hamming(t.%I, $1) <= $2', v_col);
-    IF v_shared <> '{}' THEN  -- found through a band, a row may be more than k bits away
-        v_within := format('t.%I IS NOT NULL AND (%s OR %s)', v_col, v_within, array_to_string(v_shared, ' OR '));
-    END IF;
-    IF v_sketch_col IS NOT NULL THEN
-        v_confirmed := format('bit_count(t.%I # $4) <= $5', v_sketch_col);
-    END IF;
     -- a new statement after the locks: at READ COMMITTED, a new snapshot. The look is the
-    -- guarded table's, all its partitions included.
+    -- guarded table's, all its partitions included; its condition is every lookup's
+    -- (simpg.lookup_where), with the ranges of the new row's stored prefixes. A band key
+    -- that is NULL matches nothing.
     EXECUTE format('SELECT format(''%%s'', t.%I) AS key, simpg.hamming(t.%I, $1) AS distance FROM %s AS t '
-                   'WHERE (%s) AND %s AND %s AND format(''%%s'', t.%I) IS DISTINCT FROM $3 '
+                   'WHERE %s AND format(''%%s'', t.%I) IS DISTINCT FROM $3 '
                    'ORDER BY 2, 1 LIMIT 1',
-                   v_key_col, v_col, v_guarded, array_to_string(v_ranges || v_shared, ' OR '), v_within,
-                   v_confirmed, v_key_col)
-        INTO v_hit USING v_fp, v_k, v_key, v_sketch, v_max_sketch;
+                   v_key_col, v_col, v_guarded,
+                   simpg.lookup_where(v_col, v_prefix_columns, '$1', '$2', lows => '$6', prefix_bits => v_prefix_bits,
+                                      sketch_column => v_sketch_col,
+                                      sketch => CASE WHEN v_sketch_col IS NOT NULL THEN '$4' END,
+                                      max_sketch => CASE WHEN v_sketch_col IS NOT NULL THEN '$5' END,
+                                      band_columns => v_band_columns, bands => '$7'),
+                   v_key_col)
+        INTO v_hit USING v_fp, v_k, v_key, v_sketch, v_max_sketch, v_lows, v_bands;
     IF v_hit.key IS NOT NULL THEN
         RAISE EXCEPTION 'near-duplicate row in %: its % is within % bits of a stored row''s%', v_guarded,
             quote_ident(v_col), v_k,
@@ -486,8 +481,7 @@ DECLARE
     v_columns text;
     v_unknown text;
     v_constraint text;
-    v_rows text;
-    v_confirmed text := 'true';
+    v_layout simpg.indexes;
 BEGIN
     SELECT * INTO v_guard FROM simpg.table_guards(rel) AS g WHERE col IS NULL OR g.fingerprint_column = col;
     IF NOT FOUND THEN
@@ -526,19 +520,18 @@ BEGIN
     END;
     -- refused: the nearest stored row the guard counts, through the index (and the band
     -- keys' B-trees), in the trigger's order, so it names the row the refusal named
-    v_rows := format('(%s)', simpg.near_query(rel, (new_row ->> v_guard.fingerprint_column)::bigint, v_guard.k,
-                                               v_guard.fingerprint_column));
-    IF v_guard.sketch_column IS NOT NULL THEN
-        v_rows := v_rows || coalesce((SELECT string_agg(format(' UNION ALL (SELECT t.* FROM %s AS t WHERE t.%I = %L::bigint)',
-                                                              rel, c, new_row ->> c), '')
-                                      FROM unnest(v_guard.band_columns) AS c WHERE new_row ->> c IS NOT NULL), '');
-        v_confirmed := format('t.%I IS NOT NULL AND bit_count(t.%I # $2) <= %s', v_guard.fingerprint_column,
-                              v_guard.sketch_column, v_guard.max_sketch_distance);
-    END IF;
-    EXECUTE format('SELECT format(''%%s'', t.%I), simpg.hamming(t.%I, $1) FROM (%s) AS t WHERE %s ORDER BY 2, 1 LIMIT 1',
-                   v_guard.key_column, v_guard.fingerprint_column, v_rows, v_confirmed)
-        INTO key, distance USING (new_row ->> v_guard.fingerprint_column)::bigint,
-                                 (new_row ->> v_guard.sketch_column)::bit(256);
+    v_layout := simpg.checked_layout(rel, v_guard.k, v_guard.fingerprint_column);
+    EXECUTE format('SELECT format(''%%s'', t.%I), simpg.hamming(t.%I, $1) FROM %s AS t WHERE %s ORDER BY 2, 1 LIMIT 1',
+                   v_guard.key_column, v_guard.fingerprint_column, rel,
+                   simpg.lookup_where(v_guard.fingerprint_column, v_layout.prefix_columns, '$1', '$2', v_layout.k,
+                                      v_layout.levels, sketch_column => v_guard.sketch_column,
+                                      sketch => CASE WHEN v_guard.sketch_column IS NOT NULL THEN '$3' END,
+                                      max_sketch => CASE WHEN v_guard.sketch_column IS NOT NULL THEN '$4' END,
+                                      band_columns => coalesce(v_guard.band_columns, '{}'), bands => '$5'))
+        INTO key, distance
+        USING (new_row ->> v_guard.fingerprint_column)::bigint, v_guard.k, (new_row ->> v_guard.sketch_column)::bit(256),
+              v_guard.max_sketch_distance,
+              ARRAY(SELECT (new_row ->> c)::bigint FROM unnest(v_guard.band_columns) WITH ORDINALITY AS u(c, n) ORDER BY n);
     inserted := false;
     RETURN NEXT;
 END

@@ -312,11 +312,14 @@ def test_banded_lookup_is_one_bitmap_or_never_a_seq_scan(conn: psycopg.Connectio
     index.create(LAYOUT.k, LAYOUT.levels[0])
     conn.execute("ANALYZE docs")
     info = with_ids(index.info)
-    statement = q_sql.duplicates_sql(info, "sketch", BAND_COLUMNS).as_bytes(conn)
+    row = conn.execute(q_sql.DUPLICATES_CONDITION_SQL,
+                       q_sql.duplicates_condition_params(info, "sketch", BAND_COLUMNS)).fetchone()
+    assert row is not None
+    statement = q_sql.duplicates_sql(info, "sketch", row[0]).as_bytes(conn)
     params = duplicates_params(info, 12345, LAYOUT.k, sketch("some text"), None, [7, 8, 9, 10], BAND_COLUMNS)
-    assert isinstance(params["bands"], type(band_keys([1, 2, 3, 4], BAND_COLUMNS)))
-    with conn.cursor(binary=True) as cur:
-        cur.execute(b"EXPLAIN " + statement, params)
+    assert isinstance(params[5], type(band_keys([1, 2, 3, 4], BAND_COLUMNS)))
+    with psycopg.RawCursor(conn) as cur:
+        cur.execute(b"EXPLAIN " + statement, params, binary=True)
         plan = "\n".join(r[0] for r in cur.fetchall())
     assert "Seq Scan" not in plan, plan
     assert plan.count("BitmapOr") == 1, plan

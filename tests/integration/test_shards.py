@@ -283,12 +283,15 @@ def test_ranges_and_distance_filter_go_to_every_shard_at_once(sharded: Cluster, 
         index = ShardedIndex(conn, table, "simhash", id_column="id")
         info = index.index.info
         wire.register_dumpers(conn)
-        plan = [r[0] for r in conn.execute(sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + statements.near_sql(info),
-                                           statements.near_params(info, q, K))]
+        with psycopg.RawCursor(conn) as cur:  # near_sql's $n placeholders
+            cur.execute((sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + statements.near_sql(info)).as_bytes(conn),
+                        statements.near_params(info, q, K))
+            plan = [r[0] for r in cur.fetchall()]
         assert sum("Async Foreign Scan" in line for line in plan) == 2
         assert all("bit_count(" in text and "simhash_p9 >= " in text for text in remote_sql(plan))
         statement, params = index._near_many_sql(data.queries[:3], K)
-        plan = [r[0] for r in conn.execute(sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + statement, params)]
+        with psycopg.RawCursor(conn) as cur:
+            plan = [r[0] for r in cur.execute(b"EXPLAIN (VERBOSE, COSTS OFF) " + statement, params).fetchall()]
         assert sum("Async Foreign Scan" in line for line in plan) == 2  # one query a shard for the batch
         for text in remote_sql(plan):
             for q in data.queries[:3]:  # each lookup's distance filter and ranges
