@@ -31,6 +31,7 @@ from sqlalchemy.types import TypeDecorator
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint.minhash import from_sql, to_sql
+from simpg.layout import check_radius
 from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
@@ -146,14 +147,7 @@ def _operand(other: Any) -> Any:
 
 
 def _check_k(k: Any, spec: SimHashIndex) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise SimpgError(f"k must be a non-negative integer, got {k!r}")
-    if k > spec.layout.k:
-        raise SimpgError(
-            f"k={k} is above the radius k={spec.layout.k} that the simhash index on "
-            f"{spec.table.name}.{spec.column.name} guarantees"
-        )
-    return k
+    return check_radius(k, spec.layout.k, what=f"the simhash index on {spec.table.name}.{spec.column.name}")
 
 
 #: The type of within()'s ranges parameter, one instance: SQLAlchemy's cache key of a new
