@@ -119,7 +119,7 @@ def duplicates_sql(info: IndexInfo, sketch_column: str, band_columns: Sequence[s
     out (a band would find them, with no distance to report).
     """
     q, k = sql.Placeholder("q"), sql.Placeholder("k")
-    sketch = sql.SQL("bit_count(t.{sk} # {s}::bit(256))").format(
+    sketch = sql.SQL("simpg.sketch_distance(t.{sk}, {s}::bit(256))").format(
         sk=sql.Identifier(sketch_column), s=sql.Placeholder("s"))
     ham = sql.SQL("simpg.hamming(t.{fp}, {q})").format(fp=sql.Identifier(info.column), q=q)
     cond = _prefix_condition(info, sql.Placeholder("lows"))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from psycopg.types.numeric import Int8
-from sqlalchemy import BigInteger, Boolean, Integer, and_, bindparam, func, or_, type_coerce
+from sqlalchemy import BigInteger, Boolean, and_, bindparam, or_, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -32,7 +32,7 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint.minhash import from_sql, to_sql
 from simpg.layout import check_radius
-from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
+from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo, sketch_distance
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
 __all__ = ["SimHash", "Sketch", "within_clause"]
@@ -44,7 +44,7 @@ class Sketch(TypeDecorator[bytes]):
     """A document's 256-bit sketch (:mod:`simpg.fingerprint.minhash`) in a PostgreSQL ``bit(256)``.
 
     Python sees the 32 bytes :func:`simpg.fingerprint.sketch` returns; SQL compares with
-    ``bit_count(a # b)``. Columns of this type get ``.sketch_distance(other)``.
+    ``simpg.sketch_distance(a, b)``. Columns of this type get ``.sketch_distance(other)``.
     """
 
     impl = BIT(256)
@@ -54,10 +54,10 @@ class Sketch(TypeDecorator[bytes]):
         """``sketch_distance`` on Sketch columns."""
 
         def sketch_distance(self, other: Any) -> ColumnElement[int]:
-            """``bit_count(column # other)``: bits in which two sketches differ."""
+            """``simpg.sketch_distance(column, other)``: bits in which two sketches differ."""
             if isinstance(other, (bytes, bytearray)):
                 other = type_coerce(bindparam(None, bytes(other), type_=Sketch()), Sketch())
-            return func.bit_count(self.expr.op("#")(other), type_=Integer)
+            return sketch_distance(self.expr, other)
 
     comparator_factory = Comparator
 

@@ -39,9 +39,10 @@ COMMENT ON FUNCTION simpg.snapshot_sees_table(regclass) IS
     'Raises serialization_failure (40001) when rel was rewritten after the transaction''s snapshot, which would then see it empty';
 
 -- checked_layout: the catalog row a query or report reads, after checking k against it.
--- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
--- a column with no simpg index (simpg.index_layout's error), or a snapshot older than
--- a rewrite of the table (simpg.snapshot_sees_table's serialization_failure).
+-- Contract: raises for a NULL table, a snapshot older than a rewrite of the table
+-- (simpg.snapshot_sees_table's serialization_failure), a column with no simpg index
+-- (simpg.index_layout's error), or k NULL, negative or above the index's radius
+-- (simpg.check_radius), in that order.
 CREATE FUNCTION simpg.checked_layout(rel regclass, k integer, col name DEFAULT NULL)
     RETURNS simpg.indexes
     LANGUAGE plpgsql STABLE
@@ -50,18 +51,11 @@ AS $$
 DECLARE
     v_row simpg.indexes;
 BEGIN
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     PERFORM simpg.snapshot_sees_table(rel);  -- before the catalog, which it may contradict
     v_row := simpg.index_layout(rel, col);
-    IF k > v_row.k THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
-            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'drop and re-create the index with a larger k';
-    END IF;
+    PERFORM simpg.check_radius(k, v_row.k,
+                               format('the simpg index on %s.%s', rel, quote_ident(v_row.fingerprint_column)),
+                               'drop and re-create the index with a larger k');
     RETURN v_row;
 END
 $$;
@@ -275,7 +269,7 @@ BEGIN
             || CASE WHEN kind = 'banded'
                     THEN format(') AND t.%I IS NOT NULL AND (simpg.hamming(t.%I, $1) <= $2 OR %s)', col, col, v_shared)
                     ELSE format(') AND simpg.hamming(t.%I, $1) <= $2', col) END
-            || format(' AND bit_count(t.%1$I # $3) <= $5 ORDER BY bit_count(t.%1$I # $3), simpg.hamming(t.%2$I, $1)',
+            || format(' AND simpg.sketch_distance(t.%1$I, $3) <= $5 ORDER BY simpg.sketch_distance(t.%1$I, $3), simpg.hamming(t.%2$I, $1)',
                       sketch_column, col);
     END IF;
     RETURN v_text
@@ -513,12 +507,10 @@ BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     v_lookup := simpg.session_lookup('near', tbl, col);
-    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
+    -- a k the prepared statement does not answer: prepare_lookup checks it against the
+    -- index (which may be wider now) and raises or prepares again
+    IF v_lookup.radius IS NULL OR simpg.radius_error(k, v_lookup.radius, 'the prepared lookup') IS NOT NULL THEN
         v_lookup.statement_name := (simpg.prepare_lookup('near', v_lookup.rel, k, col)).statement_name;
     END IF;
     BEGIN
@@ -553,12 +545,10 @@ BEGIN
     IF fps IS NULL THEN
         RAISE EXCEPTION 'fingerprints must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     v_lookup := simpg.session_lookup('many', tbl, col);
-    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN
+    -- a k the prepared statement does not answer: prepare_lookup checks it against the
+    -- index (which may be wider now) and raises or prepares again
+    IF v_lookup.radius IS NULL OR simpg.radius_error(k, v_lookup.radius, 'the prepared lookup') IS NOT NULL THEN
         v_lookup.statement_name := (simpg.prepare_lookup('many', v_lookup.rel, k, col)).statement_name;
     END IF;
     BEGIN

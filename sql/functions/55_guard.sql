@@ -247,7 +247,7 @@ BEGIN
         v_within := format('t.%I IS NOT NULL AND (%s OR %s)', v_col, v_within, array_to_string(v_shared, ' OR '));
     END IF;
     IF v_sketch_col IS NOT NULL THEN
-        v_confirmed := format('bit_count(t.%I # $4) <= $5', v_sketch_col);
+        v_confirmed := format('simpg.sketch_distance(t.%I, $4) <= $5', v_sketch_col);
     END IF;
     -- a new statement after the locks: at READ COMMITTED, a new snapshot. The look is the
     -- guarded table's, all its partitions included.
@@ -330,11 +330,8 @@ BEGIN
                   HINT = 'a guard promises that no two rows of the whole table are near; create it as a role that '
                          'row-level security does not apply to (the table''s owner without FORCE ROW LEVEL SECURITY)';
     END IF;
-    IF v_k < 0 OR v_k > v_row.k THEN
-        RAISE EXCEPTION 'a guard on %.% needs k from 0 to %, the radius of its simpg index, got %', rel,
-            quote_ident(v_row.fingerprint_column), v_row.k, v_k
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM simpg.check_radius(v_k, v_row.k,
+                               format('the simpg index on %s.%s', rel, quote_ident(v_row.fingerprint_column)));
     IF sketch_column IS NULL AND (max_sketch_distance IS NOT NULL OR bands) THEN
         RAISE EXCEPTION 'a guard on %.% takes %, got %, only with a sketch_column to confirm by', rel,
             quote_ident(v_row.fingerprint_column),
@@ -532,7 +529,7 @@ BEGIN
         v_rows := v_rows || coalesce((SELECT string_agg(format(' UNION ALL (SELECT t.* FROM %s AS t WHERE t.%I = %L::bigint)',
                                                               rel, c, new_row ->> c), '')
                                       FROM unnest(v_guard.band_columns) AS c WHERE new_row ->> c IS NOT NULL), '');
-        v_confirmed := format('t.%I IS NOT NULL AND bit_count(t.%I # $2) <= %s', v_guard.fingerprint_column,
+        v_confirmed := format('t.%I IS NOT NULL AND simpg.sketch_distance(t.%I, $2) <= %s', v_guard.fingerprint_column,
                               v_guard.sketch_column, v_guard.max_sketch_distance);
     END IF;
     EXECUTE format('SELECT format(''%%s'', t.%I), simpg.hamming(t.%I, $1) FROM (%s) AS t WHERE %s ORDER BY 2, 1 LIMIT 1',

@@ -125,7 +125,8 @@ def test_guard_refuses_near_duplicates_in_every_kind_of_write(conn: psycopg.Conn
 
 def test_bad_calls_name_the_problem(conn: psycopg.Connection) -> None:
     make(conn)
-    with pytest.raises(errors.InvalidParameterValue, match="k=4 is above the radius k=3 that the simpg index on public.docs.simhash guarantees"):
+    with pytest.raises(errors.InvalidParameterValue,
+                       match="k=4 is above the radius k=3 that the simpg index on public.docs.simhash guarantees"):
         conn.execute("SELECT simpg.create_guard('docs', 'simhash', 4)")
     conn.execute("SELECT simpg.create_guard('docs', 'simhash', 2)")
     with pytest.raises(errors.DuplicateObject, match="already has the guard simhash_simpg_guard"):
