@@ -164,7 +164,7 @@ def test_bad_arguments_name_the_value(conn: psycopg.Connection) -> None:
     with pytest.raises(SimpgError, match=r"column nope of table docs does not exist \(the sketches"):
         index.duplicates(q, qs, sketch_column="nope")
     with pytest.raises(SimpgError, match=r"column note of table docs must be bit\(256\) \(sketches\), got: "
-                                         "operator does not exist: text # bit"):
+                                         r"function simpg.sketch_distance\(text, bit\) does not exist"):
         index.duplicates(q, qs, sketch_column="note")
     assert index.near(q) is not None  # the handle still works
 
