@@ -40,16 +40,17 @@ COMMENT ON FUNCTION simpg.narrowest_prefix(integer, integer, integer) IS
 -- Contract: never raises; the one decision on a radius in SQL (simpg.check_radius raises
 -- it; simpg.layout.check_radius in Python decides the same with the same messages).
 -- Without what, radius is the largest of any layout; with it, the radius that what (an
--- index, range shards) answers exactly. Plain SQL, so its callers' plans inline it.
+-- index, range shards) answers exactly. Plain SQL of immutable parts only (|| on text,
+-- not the stable format()), so that the planner inlines it: near() asks it every call.
 CREATE FUNCTION simpg.radius_error(k integer, radius integer DEFAULT 16, what text DEFAULT NULL) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE
         WHEN what IS NULL AND (k IS NULL OR k < 0 OR k > radius)
-            THEN pg_catalog.format('k must be an integer from 0 to %s, got %s', radius, coalesce(k::text, 'null'))
+            THEN 'k must be an integer from 0 to ' || radius::text || ', got ' || coalesce(k::text, 'null')
         WHEN k IS NULL OR k < 0
-            THEN pg_catalog.format('k must be a non-negative integer, got %s', coalesce(k::text, 'null'))
+            THEN 'k must be a non-negative integer, got ' || coalesce(k::text, 'null')
         WHEN k > radius
-            THEN pg_catalog.format('k=%s is above the radius k=%s that %s guarantees', k, radius, what)
+            THEN 'k=' || k::text || ' is above the radius k=' || radius::text || ' that ' || what || ' guarantees'
     END;
 
 COMMENT ON FUNCTION simpg.radius_error(integer, integer, text) IS
