@@ -48,7 +48,7 @@ import numpy as np
 from simpg import bits
 from simpg.exc import InvalidFingerprint, InvalidLayout
 from simpg.fingerprint.minhash import BANDS, SKETCH_BYTES, checked_max_distance
-from simpg.layout import MAX_K, Layout, Permutation
+from simpg.layout import Layout, Permutation, check_radius
 
 logger = logging.getLogger(__name__)
 
@@ -357,8 +357,7 @@ def pairs_layout(k: int, rows: int) -> Layout:
     estimated cost (:func:`_pass_cost`): a pass per table, the rows whose key
     repeats, and the candidate pairs compared.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
-        raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
+    check_radius(k)
     best: tuple[float, Layout] | None = None
     for m in range(k + 1, bits.BITS + 1):
         try:
@@ -461,13 +460,10 @@ def pair_tables(fps: Any, k: int) -> tuple[_Table, ...]:
 
 
 def _check_k(k: int, layout: Layout | None) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise InvalidLayout(f"k must be a non-negative integer, got {k!r}")
     if layout is None:
-        if k > MAX_K:
-            raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
-    elif k > layout.k:
-        raise InvalidLayout(f"k={k} is above the radius k={layout.k} that layout {layout.name} guarantees")
+        check_radius(k)
+    else:
+        layout.check_radius(k)
 
 
 class _Workspace:

@@ -45,7 +45,16 @@ from functools import cached_property, lru_cache
 from simpg import bits
 from simpg.exc import InvalidLayout
 
-__all__ = ["MAX_K", "MAX_TABLES", "Layout", "Permutation", "Segment", "block_widths", "default_blocks"]
+__all__ = [
+    "MAX_K",
+    "MAX_TABLES",
+    "Layout",
+    "Permutation",
+    "Segment",
+    "block_widths",
+    "check_radius",
+    "default_blocks",
+]
 
 #: Largest radius the layouts support (C(m, m-k) tables grow fast beyond it).
 MAX_K = 16
@@ -53,6 +62,32 @@ MAX_K = 16
 MAX_TABLES = 256
 #: Most contiguous segments one table's permutation may move (simpg.permute's body).
 MAX_SEGMENTS = 12
+
+
+def check_radius(k: object, limit: int = MAX_K, *, what: str | None = None, hint: str | None = None) -> int:
+    """``k`` if it is a radius from 0 to ``limit``, else :class:`InvalidLayout` naming the value.
+
+    The one check of a radius in Python (``simpg.check_radius`` in SQL, same messages).
+    Without ``what``, ``limit`` is the largest radius of any layout; with it, the radius
+    that ``what`` (an index, a layout, range shards) answers exactly, and ``hint`` says
+    what to do about a larger ``k``.
+
+    Example:
+        >>> check_radius(3, 4, what="the simpg index on docs.simhash")
+        3
+        >>> check_radius(5, 4, what="the simpg index on docs.simhash")
+        Traceback (most recent call last):
+        ...
+        simpg.exc.InvalidLayout: k=5 is above the radius k=4 that the simpg index on docs.simhash guarantees
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0 or (what is None and k > limit):
+        if what is None:
+            raise InvalidLayout(f"k must be an integer from 0 to {limit}, got {k!r}")
+        raise InvalidLayout(f"k must be a non-negative integer, got {k!r}")
+    if k > limit:
+        hint = f"; {hint}" if hint else ""
+        raise InvalidLayout(f"k={k} is above the radius k={limit} that {what} guarantees{hint}")
+    return k
 
 
 def block_widths(nbits: int, m: int) -> list[int]:
@@ -173,9 +208,7 @@ class Layout:
     levels: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        k, levels = self.k, self.levels
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
-            raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
+        k, levels = check_radius(self.k), self.levels
         if not isinstance(levels, tuple) or not 1 <= len(levels) <= 2:
             raise InvalidLayout(f"levels must be a tuple of one or two block counts, got {levels!r}")
         remaining = bits.BITS
@@ -193,6 +226,10 @@ class Layout:
                 f"layout k={k} blocks={'x'.join(map(str, levels))} needs {self.tables} tables, "
                 f"more than {MAX_TABLES}"
             )
+
+    def check_radius(self, k: object) -> int:
+        """``k`` if this layout answers it exactly (``0 <= k <= self.k``), else InvalidLayout naming it."""
+        return check_radius(k, self.k, what=f"layout {self.name}")
 
     @classmethod
     def one_level(cls, k: int, blocks: int) -> Layout:

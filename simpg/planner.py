@@ -53,7 +53,7 @@ from fractions import Fraction
 
 from simpg import bits
 from simpg.exc import InvalidLayout
-from simpg.layout import MAX_K, MAX_TABLES, Layout
+from simpg.layout import MAX_TABLES, Layout, check_radius
 
 __all__ = [
     "CANDIDATES_PER_PROBE",
@@ -197,11 +197,10 @@ def _scored(k: int) -> tuple[tuple[Layout, Counter[int], int], ...]:
 
 
 def _check(k: object, rows: object) -> tuple[int, int]:
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
-        raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
+    radius = check_radius(k)
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise InvalidLayout(f"rows must be a non-negative integer, got {rows!r}")
-    return k, rows
+    return radius, rows
 
 
 def plan(k: int, rows: int, *, everything: bool = False) -> list[Design]:

@@ -43,7 +43,7 @@ from psycopg.types.numeric import Int8
 
 from simpg import bits, schema
 from simpg.exc import SimpgError
-from simpg.layout import Layout
+from simpg.layout import Layout, check_radius
 from simpg.psycopg import Neighbor, Pair, SimHashColumn, _common
 from simpg.psycopg._common import translate, translated
 from simpg.sqlnames import with_parameters
@@ -636,13 +636,8 @@ class ShardedIndex:
     def _radius(self, k: int | None) -> int:
         assert self.range is not None
         limit = self.range.layout.k
-        radius = limit if k is None else k
-        if not isinstance(radius, int) or isinstance(radius, bool) or radius < 0:
-            raise SimpgError(f"k must be a non-negative integer, got {k!r}")
-        if radius > limit:
-            raise SimpgError(f"k={radius} is above the radius k={limit} that the range shards of "
-                             f"{self.table}.{self.range.column} guarantee")
-        return radius
+        return check_radius(limit if k is None else k, limit,
+                            what=f"the range shards of {self.table}.{self.range.column}")
 
     def near(self, fingerprint: int, k: int | None = None) -> list[Neighbor]:
         """Rows within ``k`` of ``fingerprint``, nearest first (then by id)."""
@@ -670,9 +665,8 @@ class ShardedIndex:
                 out_range[n - 1].append(Neighbor(id_, distance))
             return out_range
         info = self.index.info
-        radius = info.layout.k if k is None else k
-        if not isinstance(radius, int) or isinstance(radius, bool) or not 0 <= radius <= info.layout.k:
-            raise SimpgError(f"k must be an integer from 0 to the index's radius {info.layout.k}, got {k!r}")
+        radius = check_radius(info.layout.k if k is None else k, info.layout.k,
+                              what=f"the simpg index on {info.label}")
         out: list[list[Neighbor]] = [[] for _ in fps]
         # at most 100 queries and about 20,000 parameters a statement
         step = max(1, min(100, 20_000 // (2 * info.layout.tables + 2)))

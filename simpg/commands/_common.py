@@ -16,7 +16,8 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from simpg.exc import SimpgError
+from simpg import layout
+from simpg.exc import InvalidLayout, SimpgError
 from simpg.fingerprint import SKETCH_BITS
 
 logger = logging.getLogger(__name__)
@@ -72,11 +73,15 @@ def add_radius(p: argparse.ArgumentParser, *, default: int | None = None, requir
 
 
 def check_radius(args: argparse.Namespace, limit: int, what: str = "") -> int:
-    """``args.k``, refused outside ``0..limit``; the error names the flag as typed."""
-    k: int = args.k
-    if not 0 <= k <= limit:
-        raise SimpgError(f"{args.k_flag} must be from 0 to {limit}{what}, got {k}")
-    return k
+    """``args.k``, refused outside ``0..limit`` (:func:`simpg.layout.check_radius`).
+
+    The error names the flag as typed and the allowed range: whoever runs the command may
+    not manage the index.
+    """
+    try:
+        return layout.check_radius(args.k, limit)
+    except InvalidLayout:
+        raise SimpgError(f"{args.k_flag} must be from 0 to {limit}{what}, got {args.k}") from None
 
 
 def add_common_arguments(p: argparse.ArgumentParser, k_default: int | None, k_help: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from simpg import planner
 from simpg.commands._common import parse_rows
-from simpg.exc import SimpgError
+from simpg.layout import check_radius
 
 
 def register(subparsers: Any) -> None:
@@ -45,9 +45,10 @@ def register(subparsers: Any) -> None:
 
 def _k(text: str) -> int:
     try:
-        return int(text)
+        value: object = int(text)
     except ValueError:
-        raise SimpgError(f"k must be an integer from 0 to 16, got {text!r}") from None
+        value = text  # not a number: check_radius refuses it, naming the text as typed
+    return check_radius(value)
 
 
 def _create_call(design: planner.Design) -> str:

@@ -4,7 +4,7 @@ A 64-bit SimHash within a few bits finds *candidates*; on real text (shared temp
 licence texts, separator lines) it also pairs unrelated documents. The sketch confirms a
 candidate: it is a b-bit MinHash (b = 1) of the document's shingle *set*, so two sketches
 differ in about ``(1 - J) / 2`` of their bits, where J is the Jaccard similarity of the two
-shingle sets. ``bit_count(a # b) <= 36`` (:data:`MAX_SKETCH_DISTANCE`) in SQL keeps pairs whose
+shingle sets. ``simpg.sketch_distance(a, b) <= 36`` (:data:`MAX_SKETCH_DISTANCE`) in SQL keeps pairs whose
 estimated J is at least 0.72. Two documents that share half their shingles (J = 0.5, the
 truth's bound for "unrelated") differ in 64 bits on average with a standard deviation of 6.9:
 36 is 4 standard deviations below. Measured on 16,000 real documents in ``bench/quality``
@@ -831,7 +831,7 @@ def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
 
 
 def sketch_distance(a: bytes, b: bytes) -> int:
-    """Number of differing bits of two sketches (``bit_count(a # b)`` in SQL)."""
+    """Number of differing bits of two sketches (``simpg.sketch_distance(a, b)`` in SQL)."""
     if len(a) != len(b):
         raise ValueError(f"sketches of different sizes: {len(a)} and {len(b)} bytes")
     return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).bit_count()

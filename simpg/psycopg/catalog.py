@@ -16,8 +16,7 @@ from typing import Any
 
 from psycopg import sql
 
-from simpg.exc import InvalidLayout
-from simpg.layout import Layout
+from simpg.layout import Layout, check_radius
 from simpg.psycopg.ranges import RangeMaker
 
 __all__ = [
@@ -150,11 +149,5 @@ def regclass_text(info: IndexInfo) -> str:
 
 def check_k(k: Any, info: IndexInfo) -> int:
     """``k`` if the index answers it exactly, else an error naming the value."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise InvalidLayout(f"k must be a non-negative integer, got {k!r}")
-    if k > info.layout.k:
-        raise InvalidLayout(
-            f"k={k} is above the radius k={info.layout.k} that the simpg index on {info.label} "
-            "guarantees; re-create the index with a larger k"
-        )
-    return k
+    return check_radius(k, info.layout.k, what=f"the simpg index on {info.label}",
+                        hint="re-create the index with a larger k")

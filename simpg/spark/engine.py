@@ -42,7 +42,7 @@ import numpy as np
 
 from simpg import bits, planner
 from simpg.exc import InvalidLayout, SimpgError
-from simpg.layout import MAX_K, Layout
+from simpg.layout import Layout, check_radius
 from simpg.spark import kernels
 
 if TYPE_CHECKING:
@@ -87,8 +87,7 @@ def spark_layout(k: int, rows: int) -> Layout:
     candidates), the one with the lowest Spark cost: every table is a shuffle of every
     fingerprint, every candidate a comparison in a task.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
-        raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
+    check_radius(k)
     designs = planner.plan(k, max(rows, 2), everything=True)
 
     def cost(d: planner.Design) -> float:
@@ -230,13 +229,6 @@ def _equal_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                                          names=["id_a", "id_b", "distance"])
 
 
-def _check_k(k: int, layout: Layout) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
-        raise InvalidLayout(f"k must be an integer from 0 to {MAX_K}, got {k!r}")
-    if k > layout.k:
-        raise InvalidLayout(f"k={k} is above the radius k={layout.k} that layout {layout.name} guarantees")
-
-
 def fingerprint_pairs(prepared: Prepared, k: int, layout: Layout | None = None, *,
                       block_size: int = BLOCK_SIZE, partitions: int | None = None) -> DataFrame:
     """Pairs of distinct fingerprints within ``k``: ``a, b, distance`` with ``a < b`` (signed).
@@ -251,7 +243,7 @@ def fingerprint_pairs(prepared: Prepared, k: int, layout: Layout | None = None, 
     from pyspark.sql import functions as F
 
     layout = layout or spark_layout(k, prepared.distinct_count)
-    _check_k(k, layout)
+    layout.check_radius(k)
     masks = [perm.source_mask for perm in layout.permutations]
     spark = prepared.rows.sparkSession
     fps = prepared.distinct.select("fp")

@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 from simpg.sqlalchemy.engines import async_lookup_engine, lookup_engine
-from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo
+from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo, sketch_distance
 from simpg.sqlalchemy.index import (
     NearDuplicateError,
     SimHashGuard,
@@ -76,6 +76,7 @@ __all__ = [
     "register",
     "simhash_guard",
     "simhash_index",
+    "sketch_distance",
     "table_guards",
     "table_indexes",
     "url_from_dsn",

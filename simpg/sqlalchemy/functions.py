@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, Integer, literal_column
 from sqlalchemy.sql.functions import Function
 
-__all__ = ["hamming", "layout_is", "permute", "prefix_hi", "prefix_lo"]
+__all__ = ["hamming", "layout_is", "permute", "prefix_hi", "prefix_lo", "sketch_distance"]
 
 
 def _levels(levels: tuple[int, ...]) -> str:
@@ -28,6 +28,11 @@ def _levels(levels: tuple[int, ...]) -> str:
 def hamming(a: Any, b: Any) -> Function[int]:
     """``simpg.hamming(a, b)``: the number of differing bits, an integer."""
     return Function("hamming", a, b, packagenames=("simpg",), type_=Integer())
+
+
+def sketch_distance(a: Any, b: Any) -> Function[int]:
+    """``simpg.sketch_distance(a, b)``: the number of differing bits of two ``bit(256)`` sketches."""
+    return Function("sketch_distance", a, b, packagenames=("simpg",), type_=Integer())
 
 
 def _layout_function(name: str, fp: Any, k: int, levels: tuple[int, ...], t: int) -> Function[int]:

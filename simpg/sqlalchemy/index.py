@@ -62,7 +62,7 @@ from sqlalchemy.sql.elements import ColumnElement, TextClause
 from simpg.exc import NearDuplicate, SimpgError
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.fingerprint.minhash import checked_max_distance
-from simpg.layout import Layout, default_blocks
+from simpg.layout import Layout, check_radius, default_blocks
 from simpg.psycopg._common import IndexProblem
 from simpg.psycopg._common import near_duplicate as _psycopg_near_duplicate
 from simpg.sqlalchemy.functions import _levels, layout_is
@@ -447,8 +447,7 @@ def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None =
     spec = index_for(col)
     radius = spec.layout.k if k is None else k
     where = f"a guard on {col.table.name}.{col.name}"
-    if isinstance(radius, bool) or not isinstance(radius, int) or not 0 <= radius <= spec.layout.k:
-        raise SimpgError(f"{where} needs k from 0 to {spec.layout.k}, the radius of its simhash index, got {k!r}")
+    check_radius(radius, spec.layout.k, what=f"the simhash index on {col.table.name}.{col.name}")
     sketch = _sketch_column_name(col.table, sketch_column, where)
     if sketch is None and (max_sketch_distance is not None or bands):
         name, value = ("bands", bands) if bands else ("max_sketch_distance", max_sketch_distance)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from psycopg.types.numeric import Int8
-from sqlalchemy import BigInteger, Boolean, Integer, and_, bindparam, func, or_, type_coerce
+from sqlalchemy import BigInteger, Boolean, and_, bindparam, or_, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -31,7 +31,8 @@ from sqlalchemy.types import TypeDecorator
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint.minhash import from_sql, to_sql
-from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo
+from simpg.layout import check_radius
+from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo, sketch_distance
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
 __all__ = ["SimHash", "Sketch", "within_clause"]
@@ -43,7 +44,7 @@ class Sketch(TypeDecorator[bytes]):
     """A document's 256-bit sketch (:mod:`simpg.fingerprint.minhash`) in a PostgreSQL ``bit(256)``.
 
     Python sees the 32 bytes :func:`simpg.fingerprint.sketch` returns; SQL compares with
-    ``bit_count(a # b)``. Columns of this type get ``.sketch_distance(other)``.
+    ``simpg.sketch_distance(a, b)``. Columns of this type get ``.sketch_distance(other)``.
     """
 
     impl = BIT(256)
@@ -53,10 +54,10 @@ class Sketch(TypeDecorator[bytes]):
         """``sketch_distance`` on Sketch columns."""
 
         def sketch_distance(self, other: Any) -> ColumnElement[int]:
-            """``bit_count(column # other)``: bits in which two sketches differ."""
+            """``simpg.sketch_distance(column, other)``: bits in which two sketches differ."""
             if isinstance(other, (bytes, bytearray)):
                 other = type_coerce(bindparam(None, bytes(other), type_=Sketch()), Sketch())
-            return func.bit_count(self.expr.op("#")(other), type_=Integer)
+            return sketch_distance(self.expr, other)
 
     comparator_factory = Comparator
 
@@ -146,14 +147,7 @@ def _operand(other: Any) -> Any:
 
 
 def _check_k(k: Any, spec: SimHashIndex) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise SimpgError(f"k must be a non-negative integer, got {k!r}")
-    if k > spec.layout.k:
-        raise SimpgError(
-            f"k={k} is above the radius k={spec.layout.k} that the simhash index on "
-            f"{spec.table.name}.{spec.column.name} guarantees"
-        )
-    return k
+    return check_radius(k, spec.layout.k, what=f"the simhash index on {spec.table.name}.{spec.column.name}")
 
 
 #: The type of within()'s ranges parameter, one instance: SQLAlchemy's cache key of a new

@@ -36,6 +36,50 @@ CREATE FUNCTION simpg.narrowest_prefix(nbits integer, m integer, k integer) RETU
 COMMENT ON FUNCTION simpg.narrowest_prefix(integer, integer, integer) IS
     'Bits in the m - k narrowest of m blocks splitting nbits';
 
+-- radius_error: why k is not a radius from 0 to radius, or NULL when it is one.
+-- Contract: never raises; the one decision on a radius in SQL (simpg.check_radius raises
+-- it; simpg.layout.check_radius in Python decides the same with the same messages).
+-- Without what, radius is the largest of any layout; with it, the radius that what (an
+-- index, range shards) answers exactly. Plain SQL of immutable parts only (|| on text,
+-- not the stable format()), so that the planner inlines it: near() asks it every call.
+CREATE FUNCTION simpg.radius_error(k integer, radius integer DEFAULT 16, what text DEFAULT NULL) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE
+        WHEN what IS NULL AND (k IS NULL OR k < 0 OR k > radius)
+            THEN 'k must be an integer from 0 to ' || radius::text || ', got ' || coalesce(k::text, 'null')
+        WHEN k IS NULL OR k < 0
+            THEN 'k must be a non-negative integer, got ' || coalesce(k::text, 'null')
+        WHEN k > radius
+            THEN 'k=' || k::text || ' is above the radius k=' || radius::text || ' that ' || what || ' guarantees'
+    END;
+
+COMMENT ON FUNCTION simpg.radius_error(integer, integer, text) IS
+    'Internal: why k is not a radius from 0 to radius (of what), or NULL when it is one';
+
+-- check_radius: k, when simpg.radius_error finds nothing wrong with it.
+-- Contract: raises radius_error's message (invalid_parameter_value), with hint for a k
+-- above the radius when one is given.
+CREATE FUNCTION simpg.check_radius(k integer, radius integer DEFAULT 16, what text DEFAULT NULL,
+                                   hint text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_error text := simpg.radius_error(k, radius, what);
+BEGIN
+    IF v_error IS NULL THEN
+        RETURN k;
+    END IF;
+    IF hint IS NOT NULL AND k > radius THEN
+        RAISE EXCEPTION '%', v_error USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
+    RAISE EXCEPTION '%', v_error USING ERRCODE = 'invalid_parameter_value';
+END
+$$;
+
+COMMENT ON FUNCTION simpg.check_radius(integer, integer, text, text) IS
+    'Internal: k if it is a radius from 0 to radius (of what), else an error naming it';
+
 -- layout_error: why (k, levels) is not a valid layout, or NULL when it is one.
 -- Contract: never raises; its messages match simpg.layout.Layout's. The catalog view
 -- asks it of every generated column it reads, where an error would hide the rest.
@@ -47,9 +91,10 @@ DECLARE
     v_remaining integer := 64;
     v_tables numeric := 1;  -- a product of two binomials can pass bigint (k=16, blocks=40x32)
     v_m integer;
+    v_error text := simpg.radius_error(k);
 BEGIN
-    IF k IS NULL OR k < 0 OR k > 16 THEN
-        RETURN format('k must be an integer from 0 to 16, got %s', coalesce(k::text, 'null'));
+    IF v_error IS NOT NULL THEN
+        RETURN v_error;
     END IF;
     IF levels IS NULL OR cardinality(levels) NOT IN (1, 2) OR array_position(levels, NULL) IS NOT NULL THEN
         RETURN format('levels must be one or two block counts, got %s', coalesce(levels::text, 'null'));

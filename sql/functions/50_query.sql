@@ -39,9 +39,10 @@ COMMENT ON FUNCTION simpg.snapshot_sees_table(regclass) IS
     'Raises serialization_failure (40001) when rel was rewritten after the transaction''s snapshot, which would then see it empty';
 
 -- checked_layout: the catalog row a query or report reads, after checking k against it.
--- Contract: raises for a NULL table, k NULL or negative, k above the index's radius,
--- a column with no simpg index (simpg.index_layout's error), or a snapshot older than
--- a rewrite of the table (simpg.snapshot_sees_table's serialization_failure).
+-- Contract: raises for a NULL table, a snapshot older than a rewrite of the table
+-- (simpg.snapshot_sees_table's serialization_failure), a column with no simpg index
+-- (simpg.index_layout's error), or k NULL, negative or above the index's radius
+-- (simpg.check_radius), in that order.
 CREATE FUNCTION simpg.checked_layout(rel regclass, k integer, col name DEFAULT NULL)
     RETURNS simpg.indexes
     LANGUAGE plpgsql STABLE
@@ -50,18 +51,11 @@ AS $$
 DECLARE
     v_row simpg.indexes;
 BEGIN
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     PERFORM simpg.snapshot_sees_table(rel);  -- before the catalog, which it may contradict
     v_row := simpg.index_layout(rel, col);
-    IF k > v_row.k THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the simpg index on %.% guarantees',
-            k, v_row.k, rel, quote_ident(v_row.fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'drop and re-create the index with a larger k';
-    END IF;
+    PERFORM simpg.check_radius(k, v_row.k,
+                               format('the simpg index on %s.%s', rel, quote_ident(v_row.fingerprint_column)),
+                               'drop and re-create the index with a larger k');
     RETURN v_row;
 END
 $$;
@@ -274,7 +268,7 @@ BEGIN
     END IF;
     RETURN format('(%s) AND %s', v_ranges, v_within)
         || CASE WHEN sketch_column IS NULL THEN ''
-                ELSE format(' AND bit_count(t.%I # %s) <= %s', sketch_column, sketch, max_sketch) END;
+                ELSE format(' AND simpg.sketch_distance(t.%I, %s) <= %s', sketch_column, sketch, max_sketch) END;
 END
 $$;
 
@@ -320,7 +314,7 @@ BEGIN
                                       SELECT b.band_column FROM simpg.band_columns(sketch_column) AS b
                                       ORDER BY b.i) ELSE '{}' END,
                                   bands => '$4')
-            || format(' ORDER BY bit_count(t.%1$I # $3), simpg.hamming(t.%2$I, $1)', sketch_column, col);
+            || format(' ORDER BY simpg.sketch_distance(t.%1$I, $3), simpg.hamming(t.%2$I, $1)', sketch_column, col);
     END IF;
     RETURN v_text
         || simpg.lookup_where(col, prefix_columns, v_fp, '$2', k, levels)
@@ -557,12 +551,10 @@ BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     v_lookup := simpg.session_lookup('near', tbl, col);
-    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
+    -- a k the prepared statement does not answer: prepare_lookup checks it against the
+    -- index (which may be wider now) and raises or prepares again
+    IF v_lookup.radius IS NULL OR simpg.radius_error(k, v_lookup.radius, 'the prepared lookup') IS NOT NULL THEN
         v_lookup.statement_name := (simpg.prepare_lookup('near', v_lookup.rel, k, col)).statement_name;
     END IF;
     BEGIN
@@ -597,12 +589,10 @@ BEGIN
     IF fps IS NULL THEN
         RAISE EXCEPTION 'fingerprints must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     v_lookup := simpg.session_lookup('many', tbl, col);
-    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN
+    -- a k the prepared statement does not answer: prepare_lookup checks it against the
+    -- index (which may be wider now) and raises or prepares again
+    IF v_lookup.radius IS NULL OR simpg.radius_error(k, v_lookup.radius, 'the prepared lookup') IS NOT NULL THEN
         v_lookup.statement_name := (simpg.prepare_lookup('many', v_lookup.rel, k, col)).statement_name;
     END IF;
     BEGIN

@@ -128,10 +128,6 @@ BEGIN
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fingerprint must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k IS NULL OR k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', coalesce(k::text, 'null')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     IF sketch IS NULL THEN
         RAISE EXCEPTION 'sketch must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -159,7 +155,9 @@ BEGIN
         bands := bands[:];  -- subscripts from 1, whatever the array's own lower bound
     END IF;
     v_lookup := simpg.session_lookup(v_kind, tbl, col, sketch_column);
-    IF v_lookup.radius IS NULL OR k > v_lookup.radius THEN  -- k > radius: the index may be wider now
+    -- a k the prepared statement does not answer: prepare_lookup checks it against the
+    -- index (which may be wider now) and raises or prepares again
+    IF v_lookup.radius IS NULL OR simpg.radius_error(k, v_lookup.radius, 'the prepared lookup') IS NOT NULL THEN
         v_lookup.statement_name := (simpg.prepare_lookup(v_kind, v_lookup.rel, k, col, sketch_column)).statement_name;
     END IF;
     v_arguments := format('(%L::bigint, %s::integer, %L::bit(256), %L::bigint[], %s::integer)',

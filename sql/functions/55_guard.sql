@@ -325,11 +325,8 @@ BEGIN
                   HINT = 'a guard promises that no two rows of the whole table are near; create it as a role that '
                          'row-level security does not apply to (the table''s owner without FORCE ROW LEVEL SECURITY)';
     END IF;
-    IF v_k < 0 OR v_k > v_row.k THEN
-        RAISE EXCEPTION 'a guard on %.% needs k from 0 to %, the radius of its simpg index, got %', rel,
-            quote_ident(v_row.fingerprint_column), v_row.k, v_k
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM simpg.check_radius(v_k, v_row.k,
+                               format('the simpg index on %s.%s', rel, quote_ident(v_row.fingerprint_column)));
     IF sketch_column IS NULL AND (max_sketch_distance IS NOT NULL OR bands) THEN
         RAISE EXCEPTION 'a guard on %.% takes %, got %, only with a sketch_column to confirm by', rel,
             quote_ident(v_row.fingerprint_column),

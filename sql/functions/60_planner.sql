@@ -99,10 +99,7 @@ DECLARE
     v_front jsonb := '[]';
     v_n integer := 0;
 BEGIN
-    IF k < 0 OR k > 16 THEN
-        RAISE EXCEPTION 'k must be an integer from 0 to 16, got %', k
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM simpg.check_radius(k);
     IF row_count < 0 THEN
         RAISE EXCEPTION 'rows must be a non-negative integer, got %', row_count
             USING ERRCODE = 'invalid_parameter_value';

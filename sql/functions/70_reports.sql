@@ -238,7 +238,7 @@ CREATE FUNCTION simpg.band_passes(rel regclass, k integer, fingerprint_column na
             'FROM %2$s AS s WHERE s.%1$I = v.band AND s.%4$I IS NOT NULL AND s.%5$I IS NOT NULL OFFSET 0) AS x) '
             'SELECT a.key::%7$s AS key_a, b.key::%7$s AS key_b, simpg.hamming(a.fp, b.fp) AS distance '
             'FROM r AS a JOIN r AS b ON b.b%8$s = a.b%8$s AND a.key < b.key '
-            'WHERE %9$ssimpg.hamming(a.fp, b.fp) > %10$L::integer AND bit_count(a.sk # b.sk) <= %11$L::integer)',
+            'WHERE %9$ssimpg.hamming(a.fp, b.fp) > %10$L::integer AND simpg.sketch_distance(a.sk, b.sk) <= %11$L::integer)',
             c.band_column, rel, key_column, fingerprint_column, sketch_column,
             (SELECT string_agg(format('s.%I AS b%s', e.band_column, e.i), ', ' ORDER BY e.i)
              FROM simpg.band_columns(sketch_column) AS e),
@@ -281,8 +281,8 @@ DECLARE
     v_max integer := simpg.report_sketch_distance(rel, sketch_column, max_sketch_distance, bands);
     v_cols text := format('s.%I AS key, s.%I AS fp', v_key.column_name, v_row.fingerprint_column) ||
         CASE WHEN v_max IS NULL THEN '' ELSE format(', s.%I AS sk', sketch_column) END;
-    -- a NULL sketch confirms nothing: bit_count of NULL is not <= anything
-    v_confirmed text := CASE WHEN v_max IS NULL THEN '' ELSE format(' AND bit_count(a.sk # b.sk) <= %L::integer', v_max) END;
+    -- a NULL sketch confirms nothing: its sketch_distance is NULL, not <= anything
+    v_confirmed text := CASE WHEN v_max IS NULL THEN '' ELSE format(' AND simpg.sketch_distance(a.sk, b.sk) <= %L::integer', v_max) END;
     v_bands text[] := CASE WHEN v_max IS NOT NULL AND simpg.with_bands(sketch_column, bands)
                            THEN simpg.band_passes(rel, k, v_row.fingerprint_column, v_key.column_name, v_type,
                                                   sketch_column, v_max)
@@ -322,7 +322,7 @@ BEGIN
         'SELECT q.key_a, q.key_b, q.distance FROM (%s) AS q WHERE q.sketch_distance <= %L::integer',
         v_key.column_name, v_row.fingerprint_column, sketch_column,
         simpg.mask_select(v_row.fingerprint_column, v_masks), rel, v_row.fingerprint_column, sketch_column,
-        simpg.prefix_join(v_select || ', bit_count(a.sk # b.sk) AS sketch_distance', cardinality(v_masks), k, 'key'),
+        simpg.prefix_join(v_select || ', simpg.sketch_distance(a.sk, b.sk) AS sketch_distance', cardinality(v_masks), k, 'key'),
         v_max)] || v_bands;
 END
 $$;

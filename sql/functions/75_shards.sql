@@ -12,9 +12,9 @@
 -- the rows are: postgres_fdw sends DEFAULT for a generated column on INSERT, and the
 -- shard's own generated columns (its simpg index, made by the statements of
 -- simpg.shard_ddl) compute them. A lookup through the parent sends each shard the
--- prefix ranges and the distance filter (simpg.hamming is a SQL function that
--- PostgreSQL inlines into bit_count(a # b), which postgres_fdw ships on either install
--- path); each shard answers from its own B-trees.
+-- prefix ranges and the distance filter (simpg.hamming and simpg.sketch_distance are SQL
+-- functions that PostgreSQL inlines into bit_count(a # b), which postgres_fdw ships on
+-- either install path); each shard answers from its own B-trees.
 --
 -- postgres_fdw runs no DDL on the remote side, so a shard's table and index are made
 -- by statements that simpg.shard_ddl writes and a client runs on the shard (the

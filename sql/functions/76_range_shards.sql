@@ -163,14 +163,8 @@ CREATE FUNCTION simpg.range_radius(base regclass, fingerprint_column name, radiu
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF k < 0 THEN
-        RAISE EXCEPTION 'k must be a non-negative integer, got %', k USING ERRCODE = 'invalid_parameter_value';
-    ELSIF k > radius THEN
-        RAISE EXCEPTION 'k=% is above the radius k=% that the range shards of %.% guarantees',
-            k, radius, base, quote_ident(fingerprint_column)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    RETURN coalesce(k, radius);
+    RETURN simpg.check_radius(coalesce(k, radius), radius,
+                              format('the range shards of %s.%s', base, quote_ident(fingerprint_column)));
 END
 $$;
 

@@ -90,7 +90,7 @@ def test_duplicates_equal_brute_force(conn: psycopg.Connection) -> None:
 
 
 def test_sql_and_sqlalchemy_confirm_the_same_rows(conn: psycopg.Connection, db: object) -> None:
-    """The documented raw SQL (simpg.near plus bit_count) and SQLAlchemy give the same rows."""
+    """The documented raw SQL (simpg.near plus simpg.sketch_distance) and SQLAlchemy give the same rows."""
     index, rows, sketches, queries = setup(conn, 42)
     docs = Table("docs", MetaData(), Column("id", BigInteger, primary_key=True), Column("simhash", SimHash()),
                  Column("sketch", Sketch()))
@@ -101,9 +101,9 @@ def test_sql_and_sqlalchemy_confirm_the_same_rows(conn: psycopg.Connection, db: 
             for q, qs in queries:
                 want = {(d.id, d.distance, d.sketch_distance) for d in index.duplicates(q, qs)}
                 sql_rows = conn.execute(
-                    "SELECT n.id, simpg.hamming(n.simhash, %(q)s), bit_count(n.sketch # %(s)s::bit(256)) "
+                    "SELECT n.id, simpg.hamming(n.simhash, %(q)s), simpg.sketch_distance(n.sketch, %(s)s::bit(256)) "
                     "FROM simpg.near(NULL::docs, %(q)s, %(k)s) AS n "
-                    "WHERE bit_count(n.sketch # %(s)s::bit(256)) <= %(t)s",
+                    "WHERE simpg.sketch_distance(n.sketch, %(s)s::bit(256)) <= %(t)s",
                     {"q": bits.to_db(q), "s": to_sql(qs), "k": LAYOUT.k, "t": MAX_SKETCH_DISTANCE}).fetchall()
                 assert set(sql_rows) == want
                 stmt = (select(docs.c.id, docs.c.simhash.distance(q), docs.c.sketch.sketch_distance(qs))
@@ -164,7 +164,7 @@ def test_bad_arguments_name_the_value(conn: psycopg.Connection) -> None:
     with pytest.raises(SimpgError, match=r"column nope of table docs does not exist \(the sketches"):
         index.duplicates(q, qs, sketch_column="nope")
     with pytest.raises(SimpgError, match=r"column note of table docs must be bit\(256\) \(sketches\), got: "
-                                         "operator does not exist: text # bit"):
+                                         r"function simpg.sketch_distance\(text, bit\) does not exist"):
         index.duplicates(q, qs, sketch_column="note")
     assert index.near(q) is not None  # the handle still works
 
@@ -188,9 +188,9 @@ def test_sql_report_pairs_confirmed_equal_dedup_engine(conn: psycopg.Connection)
     index.drop()
     index.create(DEDUP_K, 8)  # the reports answer up to the index's radius
     got = set(conn.execute(
-        "SELECT p.key_a, p.key_b, p.distance, bit_count(x.sketch # y.sketch) "
+        "SELECT p.key_a, p.key_b, p.distance, simpg.sketch_distance(x.sketch, y.sketch) "
         "FROM simpg.pairs('docs', %s) AS p JOIN docs AS x ON x.id = p.key_a JOIN docs AS y ON y.id = p.key_b "
-        "WHERE bit_count(x.sketch # y.sketch) <= %s", [DEDUP_K, MAX_SKETCH_DISTANCE]).fetchall())
+        "WHERE simpg.sketch_distance(x.sketch, y.sketch) <= %s", [DEDUP_K, MAX_SKETCH_DISTANCE]).fetchall())
     fps = np.array(rows, dtype=np.uint64)
     want = {(int(i) + 1, int(j) + 1, int(d), int(s))
             for a, b, c, e in allpairs.confirmed_pair_chunks(fps, sketches, DEDUP_K)
@@ -393,14 +393,14 @@ def test_sketch_and_bands_find_an_edited_text_beyond_k(conn: psycopg.Connection)
 
 #: The documented SQL for band keys (docs/fingerprinting.md, "Band keys from SQL and SQLAlchemy").
 BANDED_SQL = """
-SELECT n.id, simpg.hamming(n.simhash, %(q)s), bit_count(n.sketch # %(s)s::bit(256))
+SELECT n.id, simpg.hamming(n.simhash, %(q)s), simpg.sketch_distance(n.sketch, %(s)s::bit(256))
 FROM docs AS n
 JOIN (SELECT id FROM simpg.near(NULL::docs, %(q)s, %(k)s)
       UNION
       SELECT id FROM docs
       WHERE sketch_b0 = %(b)s[1] OR sketch_b1 = %(b)s[2] OR sketch_b2 = %(b)s[3] OR sketch_b3 = %(b)s[4]
      ) AS c USING (id)
-WHERE n.simhash IS NOT NULL AND bit_count(n.sketch # %(s)s::bit(256)) <= %(t)s
+WHERE n.simhash IS NOT NULL AND simpg.sketch_distance(n.sketch, %(s)s::bit(256)) <= %(t)s
 """
 
 
@@ -436,7 +436,7 @@ def test_banded_sql_and_sqlalchemy_recipes_equal_duplicates(conn: psycopg.Connec
 
 # -- simpg.duplicates (SQL) and duplicates_select (SQLAlchemy): the same lookup as functions --
 
-DUPLICATES_SQL = ("SELECT id, simpg.hamming(simhash, %(q)s), bit_count(sketch # %(s)s::bit(256)) "
+DUPLICATES_SQL = ("SELECT id, simpg.hamming(simhash, %(q)s), simpg.sketch_distance(sketch, %(s)s::bit(256)) "
                   "FROM simpg.duplicates(NULL::docs, %(q)s, %(k)s, %(s)s::bit(256), %(b)s, "
                   "max_sketch_distance => %(t)s)")
 

@@ -252,7 +252,7 @@ def test_lookups_are_exact_against_brute_force(sharded: Cluster, data: Data, db:
         assert [n.id for n in index.near(int(dup), 0)] == data.duplicate_ids
         with pytest.raises(SimpgError, match="k=4 is above the radius k=3"):
             index.near(5, K + 1)
-        with pytest.raises(SimpgError, match="got 4"):
+        with pytest.raises(SimpgError, match=f"k=4 is above the radius k=3 that the simpg index on {table}.simhash"):
             index.near_many([5], K + 1)
         with pytest.raises(SimpgError, match="2\\*\\*64|fingerprint"):
             index.near_many([2**64])
@@ -279,6 +279,11 @@ def test_ranges_and_distance_filter_go_to_every_shard_at_once(sharded: Cluster, 
             assert re.search(r"bit_count\(\(simhash # \(?-?\d+\)?::bigint\)::bit\(64\)\)::integer <= 3\)", text), text
             for t in range(10):  # every table's prefix range
                 assert re.search(rf"\(simhash_p{t} >= \(?-?\d+\)?::bigint\) AND \(simhash_p{t} <= ", text), text
+        # simpg.sketch_distance is inlined the same way, so a sketch filter is sent to the shards too
+        plan = [r[0] for r in conn.execute(f"EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM {table} "
+                                           "WHERE simpg.sketch_distance(simhash::bit(64), B'1'::bit(64)) <= 3")]
+        assert [text for text in remote_sql(plan) if "bit_count((simhash::bit(64) # " in text] == remote_sql(plan)
+        assert len(remote_sql(plan)) == 2, plan
         # SimHashColumn's prepared lookup (parameters, not literals) and ShardedIndex.near_many
         index = ShardedIndex(conn, table, "simhash", id_column="id")
         info = index.index.info

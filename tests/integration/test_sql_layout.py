@@ -1,7 +1,9 @@
 """SQL and Python agree bit for bit on the layout math, for every table of every supported layout."""
 
+import itertools
 import random
 
+import psycopg
 import pytest
 
 from simpg import bits
@@ -86,6 +88,24 @@ def test_invalid_layouts_raise_the_same_messages_as_python(conn, k, levels, mess
     with pytest.raises(psycopg.errors.InvalidParameterValue) as err:
         conn.execute("SELECT simpg.table_count(%s, %s::int[])", [k, levels])
     assert err.value.diag.message_primary == message
+
+
+def test_radius_error_decides_like_python(conn):
+    """simpg.radius_error and simpg.layout.check_radius: the same radii pass, with the same messages."""
+    from simpg.exc import InvalidLayout
+    from simpg.layout import check_radius
+
+    for k, limit, what in itertools.product([None, -1, 0, 3, 4, 16, 17], [0, 3, 16], [None, "the simpg index on d.fp"]):
+        try:
+            expected = None if check_radius(k, limit, what=what) == k else "wrong value"
+        except InvalidLayout as err:
+            expected = str(err).replace("None", "null")
+        assert conn.execute("SELECT simpg.radius_error(%s, %s, %s)", [k, limit, what]).fetchone()[0] == expected
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as err:
+        conn.execute("SELECT simpg.check_radius(4, 3, 'the simpg index on d.fp', 'make it wider')")
+    assert (err.value.diag.message_primary, err.value.diag.message_hint) == (
+        "k=4 is above the radius k=3 that the simpg index on d.fp guarantees", "make it wider")
+    assert conn.execute("SELECT simpg.check_radius(3, 3, 'x'), simpg.check_radius(16)").fetchone() == (3, 16)
 
 
 def test_layout_error_never_raises_and_agrees_with_python(conn):

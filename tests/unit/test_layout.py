@@ -7,7 +7,7 @@ import pytest
 
 from simpg import bits
 from simpg.exc import InvalidLayout
-from simpg.layout import Layout, block_widths, default_blocks
+from simpg.layout import Layout, block_widths, check_radius, default_blocks
 from tests.layouts import one_level_layouts, two_level_layouts
 
 
@@ -105,3 +105,27 @@ def test_table_out_of_range():
 @pytest.mark.parametrize("k, rows, blocks", [(3, 1_000_000, 4), (3, 10_000_000, 5), (0, 10, 1), (7, 10**9, 9)])
 def test_default_blocks(k, rows, blocks):
     assert default_blocks(k, rows) == blocks
+
+
+@pytest.mark.parametrize("k, limit, what, message", [
+    (17, 16, None, "k must be an integer from 0 to 16, got 17"),
+    (-1, 16, None, "k must be an integer from 0 to 16, got -1"),
+    (True, 16, None, "k must be an integer from 0 to 16, got True"),
+    ("3", 16, None, "k must be an integer from 0 to 16, got '3'"),
+    (-1, 3, "the simpg index on docs.fp", "k must be a non-negative integer, got -1"),
+    (None, 3, "the simpg index on docs.fp", "k must be a non-negative integer, got None"),
+    (4, 3, "the simpg index on docs.fp", "k=4 is above the radius k=3 that the simpg index on docs.fp guarantees"),
+])
+def test_check_radius_names_the_value(k, limit, what, message):
+    with pytest.raises(InvalidLayout) as err:
+        check_radius(k, limit, what=what)
+    assert str(err.value) == message
+
+
+def test_check_radius_passes_a_radius_within_the_limit_and_adds_the_hint_above_it():
+    assert [check_radius(k, 3, what="x") for k in range(4)] == [0, 1, 2, 3]
+    assert check_radius(16) == 16
+    with pytest.raises(InvalidLayout, match="^k=4 is above the radius k=3 that x guarantees; make it wider$"):
+        check_radius(4, 3, what="x", hint="make it wider")
+    with pytest.raises(InvalidLayout, match="^k=4 is above the radius k=3 that layout k3:5 guarantees$"):
+        Layout(3, (5,)).check_radius(4)

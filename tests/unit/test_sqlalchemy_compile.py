@@ -12,11 +12,13 @@ from simpg import bits
 from simpg.exc import InvalidFingerprint, SimpgError
 from simpg.sqlalchemy import (
     SimHash,
+    Sketch,
     hamming,
     index_for,
     object_name,
     permute,
     simhash_index,
+    sketch_distance,
     url_from_dsn,
 )
 
@@ -59,6 +61,19 @@ def test_function_factories_are_schema_qualified():
         sql(select(permute(t.c.simhash, 3, (4, 4), 7)))
         == "SELECT simpg.permute(articles.simhash, 3, '{4,4}'::integer[], 7) AS permute_1 "
         "FROM articles"
+    )
+
+
+def test_sketch_distance_is_the_sql_function():
+    t = Table("pages", MetaData(), Column("id", BigInteger), Column("sketch", Sketch), Column("other", Sketch))
+    assert (
+        sql(select(sketch_distance(t.c.sketch, t.c.other)))
+        == "SELECT simpg.sketch_distance(pages.sketch, pages.other) AS sketch_distance_1 FROM pages"
+    )
+    assert (
+        sql(select(t.c.id).where(t.c.sketch.sketch_distance(bytes(32)) <= 36))
+        == "SELECT pages.id FROM pages WHERE simpg.sketch_distance(pages.sketch, %(param_1)s::BIT(256)) "
+        "<= %(sketch_distance_1)s::INTEGER"
     )
 
 

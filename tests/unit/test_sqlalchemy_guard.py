@@ -18,7 +18,7 @@ def test_guard_needs_the_index_and_a_k_within_its_radius() -> None:
     with pytest.raises(SimpgError, match="column g1.simhash has no simhash index"):
         simhash_guard(t.c.simhash)
     simhash_index(t.c.simhash, k=3, blocks=5)
-    with pytest.raises(SimpgError, match="needs k from 0 to 3, the radius of its simhash index, got 4"):
+    with pytest.raises(SimpgError, match="k=4 is above the radius k=3 that the simhash index on g1.simhash guarantees"):
         simhash_guard(t.c.simhash, k=4)
     guard = simhash_guard(t.c.simhash)
     assert guard == table_guards(t)["simhash"] and isinstance(guard, SimHashGuard)
