@@ -122,7 +122,8 @@ def duplicates_sql(info: IndexInfo, sketch_column: str, condition: str) -> sql.C
     distance)``, nearest sketch first. Run it with a :class:`psycopg.RawCursor`.
     """
     return sql.SQL(
-        "SELECT t.{id}, simpg.hamming(t.{fp}, $1) AS distance, simpg.sketch_distance(t.{sk}, $4::bit(256)) AS sketch_distance "
+        "SELECT t.{id}, simpg.hamming(t.{fp}, $1) AS distance, "
+        "simpg.sketch_distance(t.{sk}, $4::bit(256)) AS sketch_distance "
         "FROM {rel} AS t WHERE {cond} AND {guard} ORDER BY sketch_distance, distance, t.{id}"
     ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), sk=sql.Identifier(sketch_column),
              rel=info.relation, cond=sql.SQL(condition), guard=layout_guard(info))
