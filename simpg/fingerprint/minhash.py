@@ -155,13 +155,14 @@ _SPACELESS: Final = (
     # wrapping (fold -w) cuts them; by characters, as the mixed-script truth (issue 28)
     "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 )
-#: A document whose words are mostly prose of a spaced language other than English is
-#: shingled by the character 3-grams of all its letters and digits (SKETCH_VERSION 3, issue
-#: 28): the truth of those languages, whose inflections and compounds make a revision's word
-#: 3-shingles drift (J 0.68) while its character 3-grams stay (J >= 0.8). "Mostly": the
-#: function words of :data:`_FOREIGN_WORDS` make at least FOREIGN_SHARE percent of its word
-#: tokens and outnumber those of :data:`_ENGLISH_WORDS` (chosen on bench/quality's tuning
-#: parts; no English document there reaches 5 percent, French and German man pages 15 to 25).
+#: A document (with a character other than ASCII) whose words are mostly prose of a spaced
+#: language other than English is shingled by the character 3-grams of all its letters and
+#: digits (SKETCH_VERSION 3, issue 28), as the truth of those languages: a revision's
+#: inflections and compounds move its word 3-shingles (J 0.68) more than its character
+#: 3-grams (J >= 0.8). "Mostly": function words of :data:`_FOREIGN_WORDS` make at least
+#: FOREIGN_SHARE percent of its words and outnumber those of :data:`_ENGLISH_WORDS` (chosen on
+#: bench/quality's tuning parts: no English document there reaches 5 percent, French and
+#: German man pages 15 to 25).
 FOREIGN_SHARE: Final = 5
 # Frequent function words (folded) of the spaced languages of bench/quality's parts: French,
 # German, Spanish, Italian, Portuguese, Dutch, Catalan, Romanian, Polish, Czech, Slovak,
@@ -362,13 +363,13 @@ _FUNCTION_HASHES, _FUNCTION_FOREIGN = _function_word_table()
 def _language_gate(tokens: Tokens, folded: str | list[str]) -> Tokens:
     """A document's tokens, or all its letters and digits as characters if its words are foreign prose.
 
-    Foreign prose: function words of :data:`_FOREIGN_WORDS` make at least
-    :data:`FOREIGN_SHARE` percent of its words and outnumber :data:`_ENGLISH_WORDS`'s.
-    Decided on the word hashes the sketch has already; ``folded`` (the folded text, or its
-    fields joined by newlines) is read only then.
+    Foreign prose: a text with a character other than ASCII (so ASCII text, most English,
+    pays nothing) whose words are at least :data:`FOREIGN_SHARE` percent function words of
+    :data:`_FOREIGN_WORDS`, more than of :data:`_ENGLISH_WORDS`. Decided on the word hashes
+    the sketch has already; ``folded`` is the folded text, or its fields (joined by newlines).
     """
     words = tokens[0]
-    if not len(words):
+    if not len(words) or (folded.isascii() if isinstance(folded, str) else all(f.isascii() for f in folded)):
         return tokens
     at = np.searchsorted(_FUNCTION_HASHES, words)
     np.minimum(at, len(_FUNCTION_HASHES) - 1, out=at)
