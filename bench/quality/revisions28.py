@@ -38,7 +38,18 @@ Commands behind the figures of the report (default truth)::
 Shinglings (``rule:``): ``product`` (reproduces ``simpg-dedup`` exactly), ``wc3`` (the product's
 elements plus the character 3-grams inside every spaced-script word), ``c3`` (character 3-grams
 of all letters and digits, every document: the mixed truth's rule), ``na1`` / ``na05``
-(``c3`` when non-ASCII letters make at least 1% / 0.5% of the letters, else the product's).
+(``c3`` when non-ASCII letters make at least 1% / 0.5% of the letters, else the product's);
+``lang<X>``: ``c3`` when function words of spaced non-English languages (:data:`FOREIGN_LATIN`,
+:data:`FOREIGN_OTHER`) make at least X% of the sketch's words and outnumber the English ones
+(:data:`ENGLISH`), else the product's; ``latin<X>``: the same with the Latin-script languages
+only; ``langw<X>``: the spaced-script words' letters as a character stream of their own;
+``langna<X>``: ``lang<X>`` for texts with a character other than ASCII only (SKETCH_VERSION 3
+is ``langna05``)::
+
+    python3 -m bench.quality.revisions28 table --part tune \
+        --variants product,rule:lang05,rule:lang10,rule:lang15,rule:lang20,rule:latin05,rule:latin10,rule:langw05
+    python3 -m bench.quality.revisions28 table --part tune --variants rule:lang03,rule:latin03
+    python3 -m bench.quality.revisions28 table --part tune --variants product,rule:lang05,rule:langna05,rule:langna03
 """
 
 from __future__ import annotations
@@ -163,17 +174,19 @@ def _foreign_prose(words: np.ndarray, share: float, foreign: np.ndarray) -> bool
     return theirs >= share * len(words) and theirs > int(np.isin(words, _ENGLISH).sum())
 
 
-def _gate_language(share: float, foreign: np.ndarray, separate: bool = False) -> Callable[[str], np.ndarray]:
+def _gate_language(share: float, foreign: np.ndarray, separate: bool = False,
+                   ascii_too: bool = True) -> Callable[[str], np.ndarray]:
     """``c3`` for a document whose (sketch) words are mostly non-English prose, else the product's elements.
 
     ``separate``: the spaced-script words' letters as a stream of their own, beside the product's
-    character stream (spaceless scripts), instead of all letters in one stream.
+    character stream (spaceless scripts), instead of all letters in one stream. ``ascii_too``
+    False: a text of ASCII characters only keeps the product's elements (no cost for English).
     """
 
     def rule(text: str) -> np.ndarray:
         folded = minhash._fold(minhash._text(text))
         tokens = minhash._tokens(folded)
-        if not _foreign_prose(tokens[0], share, foreign):
+        if (not ascii_too and folded.isascii()) or not _foreign_prose(tokens[0], share, foreign):
             return minhash._token_shingles(*tokens)
         if not separate or not len(tokens[2]):
             return _letters_c3(text)
@@ -194,6 +207,7 @@ SHINGLINGS: dict[str, Callable[[str], np.ndarray]] = {
     **{f"lang{x:02d}": _gate_language(x / 100, _FOREIGN_ALL) for x in (3, 5, 10, 15, 20)},
     **{f"latin{x:02d}": _gate_language(x / 100, _FOREIGN_LATIN) for x in (3, 5, 10, 15, 20)},
     **{f"langw{x:02d}": _gate_language(x / 100, _FOREIGN_ALL, separate=True) for x in (5, 10)},
+    **{f"langna{x:02d}": _gate_language(x / 100, _FOREIGN_ALL, ascii_too=False) for x in (3, 5)},
 }
 
 

@@ -10,7 +10,7 @@ truth's bound for "unrelated") differ in 64 bits on average with a standard devi
 36 is 4 standard deviations below. Measured on 16,000 real documents in ``bench/quality``
 (docs/fingerprinting.md).
 
-Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 2,
+Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 3,
 issue 28): each script by its own rule, decided word by word from its neighbourhood, so that
 a few characters of another script move a document a few bits, not half the sketch:
 
@@ -32,6 +32,10 @@ a few characters of another script move a document a few bits, not half the sket
 * a line break between two letters of a spaced script in hard-wrapped spaceless text (both
   lines hold spaceless characters) is dropped first: it cut a word in two;
 * a stream shorter than its n is one shingle (a two-word text still has a sketch).
+* a text of a spaced language other than English (with a character other than ASCII, and
+  words at least :data:`FOREIGN_SHARE` percent function words of that language, more than
+  English ones: :func:`_language_gate`) is shingled by the character 3-grams of all its
+  letters and digits, as those languages' truth: a revision's inflections move its words more.
 
 Each shingle is hashed to 64 bits (MurmurHash3 of each word, splitmix64 to combine); the
 top 8 bits choose one of 256 bins, each bin keeps its smallest hash, an empty bin borrows
