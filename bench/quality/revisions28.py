@@ -38,7 +38,18 @@ Commands behind the figures of the report (default truth)::
 Shinglings (``rule:``): ``product`` (reproduces ``simpg-dedup`` exactly), ``wc3`` (the product's
 elements plus the character 3-grams inside every spaced-script word), ``c3`` (character 3-grams
 of all letters and digits, every document: the mixed truth's rule), ``na1`` / ``na05``
-(``c3`` when non-ASCII letters make at least 1% / 0.5% of the letters, else the product's).
+(``c3`` when non-ASCII letters make at least 1% / 0.5% of the letters, else the product's);
+``lang<X>``: ``c3`` when function words of spaced non-English languages (:data:`FOREIGN_LATIN`,
+:data:`FOREIGN_OTHER`) make at least X% of the sketch's words and outnumber the English ones
+(:data:`ENGLISH`), else the product's; ``latin<X>``: the same with the Latin-script languages
+only; ``langw<X>``: the spaced-script words' letters as a character stream of their own;
+``langna<X>``: ``lang<X>`` for texts with a character other than ASCII only (SKETCH_VERSION 3
+is ``langna05``)::
+
+    python3 -m bench.quality.revisions28 table --part tune \
+        --variants product,rule:lang05,rule:lang10,rule:lang15,rule:lang20,rule:latin05,rule:latin10,rule:langw05
+    python3 -m bench.quality.revisions28 table --part tune --variants rule:lang03,rule:latin03
+    python3 -m bench.quality.revisions28 table --part tune --variants product,rule:lang05,rule:langna05,rule:langna03
 """
 
 from __future__ import annotations
@@ -104,12 +115,99 @@ def _gate_nonascii(share: float) -> Callable[[str], np.ndarray]:
     return rule
 
 
+# -- language gate (issue 28): non-English prose of a spaced script by character 3-grams ----------
+
+#: Frequent function words of the spaced non-English languages of the parts (folded), none of them an
+#: English word or a frequent token of English technical text (de, die, in, is, per, non, con... left out).
+FOREIGN_LATIN: str = """
+le la les des du un une et est sont pour dans que qui pas sur avec par au aux ce cette ces il elle ils sa son
+ses leur mais où plus peut être été fait comme tous très sans entre aussi vous nous
+der das und ist nicht mit für dem ein eine einen einer von auf sich werden wird sind auch oder wenn kann bei
+aus nach wie noch nur durch über zum zur im vom diese dieser wurde zu
+el los las del y una es para su lo más pero sus este esta ser son también entre puede
+il di della dei delle che è sono questo questa anche più nel nella alla gli degli può essere
+os das dos em não com uma são foi também ao pelo pela
+het een en van dat zijn voor met niet aan ook bij door naar wordt worden deze kan
+els amb és per però són
+și în este sunt care pentru să din
+się nie że jest jak dla przez lub oraz czy jego może przy na
+je jsou nebo které který při také jako že
+sa ako alebo sú pre
+ki pa ili kao što su
+och att det som på är av för med till inte ett
+og ikke til skal vil jeg af
+ir yra kad iš į tai kaip arba buvo nuo apie
+és hogy nem egy vagy csak már mint van az
+"""
+FOREIGN_OTHER: str = """
+и в не на что с по как это для он из от к за то же или у бы а но так все вы его если при о до может быть
+і що з та як це від або й
+је да се су од са као
+και το της την του η να ο με για τα που δεν από σε είναι οι στο στην
+של את על הוא לא זה עם כי גם אם או
+في من على إلى أن عن هذا هذه التي الذي مع لا ما هو كان أو
+و در به از که این را با است برای آن یا
+"""
+ENGLISH: str = """
+the of and to a in is it that for on with as this be are by or not from at an was which can will if you your
+has have these when all its
+"""
+
+
+def _hash_table(words: str) -> np.ndarray:
+    import unicodedata
+
+    folded = {unicodedata.normalize("NFKC", w).casefold() for w in words.split()}
+    return np.array(sorted(minhash._word_hash(w) for w in folded), dtype=np.uint64)
+
+
+_FOREIGN_LATIN = _hash_table(FOREIGN_LATIN)
+_FOREIGN_ALL = _hash_table(FOREIGN_LATIN + FOREIGN_OTHER)
+_ENGLISH = _hash_table(ENGLISH)
+
+
+def _foreign_prose(words: np.ndarray, share: float, foreign: np.ndarray) -> bool:
+    """Whether function words of ``foreign`` make >= ``share`` of the word tokens and outnumber English's."""
+    if not len(words):
+        return False
+    theirs = int(np.isin(words, foreign).sum())
+    return theirs >= share * len(words) and theirs > int(np.isin(words, _ENGLISH).sum())
+
+
+def _gate_language(share: float, foreign: np.ndarray, separate: bool = False,
+                   ascii_too: bool = True) -> Callable[[str], np.ndarray]:
+    """``c3`` for a document whose (sketch) words are mostly non-English prose, else the product's elements.
+
+    ``separate``: the spaced-script words' letters as a stream of their own, beside the product's
+    character stream (spaceless scripts), instead of all letters in one stream. ``ascii_too``
+    False: a text of ASCII characters only keeps the product's elements (no cost for English).
+    """
+
+    def rule(text: str) -> np.ndarray:
+        folded = minhash._fold(minhash._text(text))
+        tokens = minhash._tokens(folded)
+        if (not ascii_too and folded.isascii()) or not _foreign_prose(tokens[0], share, foreign):
+            return minhash._token_shingles(*tokens)
+        if not separate or not len(tokens[2]):
+            return _letters_c3(text)
+        words, _, chars = minhash._script_runs(folded)
+        spelled = minhash._alnum_codes("".join(words))
+        return np.concatenate([minhash._ngrams(minhash._mix_in_place(c + minhash._GOLD), 3, minhash._TAG_CHAR)
+                               for c in (chars, spelled) if len(c)])
+
+    return rule
+
+
 SHINGLINGS: dict[str, Callable[[str], np.ndarray]] = {
     "product": _product,
     "wc3": _word_chars,
     "c3": _letters_c3,
     "na1": _gate_nonascii(0.01),
     "na05": _gate_nonascii(0.005),
+    **{f"lang{x:02d}": _gate_language(x / 100, _FOREIGN_ALL) for x in (3, 5, 10, 15, 20)},
+    **{f"latin{x:02d}": _gate_language(x / 100, _FOREIGN_LATIN) for x in (3, 5, 10, 15, 20)},
+    **{f"langw{x:02d}": _gate_language(x / 100, _FOREIGN_ALL, separate=True) for x in (5, 10)},
+    **{f"langna{x:02d}": _gate_language(x / 100, _FOREIGN_ALL, ascii_too=False) for x in (3, 5)},
 }
 
 

@@ -8,7 +8,7 @@ more than one FILE is given (like ``sha256sum``; ``-:LINE`` for a line of stdin)
 JSON object with ``--json``::
 
     {"source": "a.txt", "fingerprint": 1234, "hex": "00000000000004d2",
-     "bigint": 1234, "config": "simpg-fp3:..."}
+     "bigint": 1234, "config": "simpg-fp4:..."}
 
 (``bigint`` is the signed value PostgreSQL stores; ``line`` is added for stdin lines.)
 

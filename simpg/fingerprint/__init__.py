@@ -5,7 +5,7 @@ Example:
     >>> fp = fingerprint("Near-duplicate documents get nearby fingerprints.")
     >>> 0 <= fp < 2**64
     True
-    >>> FingerprintConfig().identity.startswith("simpg-fp3:")
+    >>> FingerprintConfig().identity.startswith("simpg-fp4:")
     True
 """
 

@@ -657,11 +657,13 @@ class Fingerprinter:
                 chunks.append((field, [_Normalized(norm, made)]))
         fp = _attempt(self._fingerprint_fields, chunks, doc)
         if spaceless:
-            return fp, minhash._tokens("\n".join(folded_fields))
-        if len(words) == 1:
-            return fp, (words[0], lengths[0], minhash._NO_CHARS)
-        return fp, (np.concatenate(words) if words else minhash._NO_CHARS,
-                    np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64), minhash._NO_CHARS)
+            tokens = minhash._tokens("\n".join(folded_fields))
+        elif len(words) == 1:
+            tokens = (words[0], lengths[0], minhash._NO_CHARS)
+        else:
+            tokens = (np.concatenate(words) if words else minhash._NO_CHARS,
+                      np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64), minhash._NO_CHARS)
+        return fp, minhash._language_gate(tokens, folded_fields)
 
     def _whole_fields(self, doc: Any) -> list[tuple[str, str]] | None:
         """``(field, text)`` of a document of one chunk per field, in the sketch's field order.

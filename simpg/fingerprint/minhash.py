@@ -10,7 +10,7 @@ truth's bound for "unrelated") differ in 64 bits on average with a standard devi
 36 is 4 standard deviations below. Measured on 16,000 real documents in ``bench/quality``
 (docs/fingerprinting.md).
 
-Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 2,
+Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 3,
 issue 28): each script by its own rule, decided word by word from its neighbourhood, so that
 a few characters of another script move a document a few bits, not half the sketch:
 
@@ -32,6 +32,10 @@ a few characters of another script move a document a few bits, not half the sket
 * a line break between two letters of a spaced script in hard-wrapped spaceless text (both
   lines hold spaceless characters) is dropped first: it cut a word in two;
 * a stream shorter than its n is one shingle (a two-word text still has a sketch).
+* a text of a spaced language other than English (with a character other than ASCII, and
+  words at least :data:`FOREIGN_SHARE` percent function words of that language, more than
+  English ones: :func:`_language_gate`) is shingled by the character 3-grams of all its
+  letters and digits, as those languages' truth: a revision's inflections move its words more.
 
 Each shingle is hashed to 64 bits (MurmurHash3 of each word, splitmix64 to combine); the
 top 8 bits choose one of 256 bins, each bin keeps its smallest hash, an empty bin borrows
@@ -93,7 +97,7 @@ SKETCH_BITS: Final = 256
 SKETCH_BYTES: Final = SKETCH_BITS // 8
 #: Bumped whenever a sketch or band keys of the same text could change; stored sketches
 #: and band keys of another version are not comparable.
-SKETCH_VERSION: Final = 2
+SKETCH_VERSION: Final = 3
 #: Band keys per document (online lookups' second candidate source, docs/fingerprinting.md).
 BANDS: Final = 4
 #: Consecutive bins hashed into one band key: two documents share a band with probability
@@ -155,6 +159,51 @@ _SPACELESS: Final = (
     # wrapping (fold -w) cuts them; by characters, as the mixed-script truth (issue 28)
     "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 )
+#: A document (with a character other than ASCII) whose words are mostly prose of a spaced
+#: language other than English is shingled by the character 3-grams of all its letters and
+#: digits (SKETCH_VERSION 3, issue 28), as the truth of those languages: a revision's
+#: inflections and compounds move its word 3-shingles (J 0.68) more than its character
+#: 3-grams (J >= 0.8). "Mostly": function words of :data:`_FOREIGN_WORDS` make at least
+#: FOREIGN_SHARE percent of its words and outnumber those of :data:`_ENGLISH_WORDS` (chosen on
+#: bench/quality's tuning parts: no English document there reaches 5 percent, French and
+#: German man pages 15 to 25).
+FOREIGN_SHARE: Final = 5
+# Frequent function words (folded) of the spaced languages of bench/quality's parts: French,
+# German, Spanish, Italian, Portuguese, Dutch, Catalan, Romanian, Polish, Czech, Slovak,
+# South Slavic, Scandinavian, Lithuanian, Hungarian, Russian, Ukrainian, Serbian, Greek,
+# Hebrew, Arabic, Persian; none an English word or a frequent token of English technical text
+# (de, die, in, is, per, non, con and the like are left out).
+_FOREIGN_WORDS: Final = """
+le la les des du un une et est sont pour dans que qui pas sur avec par au aux ce cette ces il elle ils sa son
+ses leur mais où plus peut être été fait comme tous très sans entre aussi vous nous
+der das und ist nicht mit für dem ein eine einen einer von auf sich werden wird sind auch oder wenn kann bei
+aus nach wie noch nur durch über zum zur im vom diese dieser wurde zu
+el los las del y una es para su lo más pero sus este esta ser son también entre puede
+il di della dei delle che è sono questo questa anche più nel nella alla gli degli può essere
+os das dos em não com uma são foi também ao pelo pela
+het een en van dat zijn voor met niet aan ook bij door naar wordt worden deze kan
+els amb és per però són
+și în este sunt care pentru să din
+się nie że jest jak dla przez lub oraz czy jego może przy na
+je jsou nebo které který při také jako že
+sa ako alebo sú pre
+ki pa ili kao što su
+och att det som på är av för med till inte ett
+og ikke til skal vil jeg af
+ir yra kad iš į tai kaip arba buvo nuo apie
+és hogy nem egy vagy csak már mint van az
+и в не на что с по как это для он из от к за то же или у бы а но так все вы его если при о до может быть
+і що з та як це від або й
+је да се су од са као
+και το της την του η να ο με για τα που δεν από σε είναι οι στο στην
+של את על הוא לא זה עם כי גם אם או
+في من على إلى أن عن هذا هذه التي الذي مع لا ما هو كان أو
+و در به از که این را با است برای آن یا
+"""
+_ENGLISH_WORDS: Final = """
+the of and to a in is it that for on with as this be are by or not from at an was which can will if you your
+has have these when all its
+"""
 _WORDS: Final = re.compile(rf"[^\W{_SPACELESS}]+")
 _SPACELESS_CHARS: Final = re.compile(rf"[{_SPACELESS}]")
 # A spaceless letter or digit (group 1), or a word (group 2).
@@ -301,6 +350,39 @@ def _tokens(folded: str) -> Tokens:
         return _word_hashes(words), _lengths(words), _NO_CHARS
     words, lengths, chars = _script_runs(folded)
     return _word_hashes(words), lengths, chars
+
+
+def _function_word_table() -> tuple[np.ndarray, np.ndarray]:
+    """The hashes of the function words, sorted, and whether each is a foreign one (not English)."""
+    foreign = {unicodedata.normalize("NFKC", w).casefold() for w in _FOREIGN_WORDS.split()}
+    english = {unicodedata.normalize("NFKC", w).casefold() for w in _ENGLISH_WORDS.split()}
+    pairs = sorted({_word_hash(w): w in foreign for w in foreign | english}.items())
+    return (np.array([h for h, _ in pairs], dtype=np.uint64),
+            np.array([f for _, f in pairs], dtype=bool))
+
+
+_FUNCTION_HASHES, _FUNCTION_FOREIGN = _function_word_table()
+
+
+def _language_gate(tokens: Tokens, folded: str | list[str]) -> Tokens:
+    """A document's tokens, or all its letters and digits as characters if its words are foreign prose.
+
+    Foreign prose: a text with a character other than ASCII (so ASCII text, most English,
+    pays nothing) whose words are at least :data:`FOREIGN_SHARE` percent function words of
+    :data:`_FOREIGN_WORDS`, more than of :data:`_ENGLISH_WORDS`. Decided on the word hashes
+    the sketch has already; ``folded`` is the folded text, or its fields (joined by newlines).
+    """
+    words = tokens[0]
+    if not len(words) or (folded.isascii() if isinstance(folded, str) else all(f.isascii() for f in folded)):
+        return tokens
+    at = np.searchsorted(_FUNCTION_HASHES, words)
+    np.minimum(at, len(_FUNCTION_HASHES) - 1, out=at)
+    found = _FUNCTION_HASHES[at] == words
+    foreign = int(np.count_nonzero(found & _FUNCTION_FOREIGN[at]))
+    if 100 * foreign < FOREIGN_SHARE * len(words) or 2 * foreign <= int(np.count_nonzero(found)):
+        return tokens
+    text = folded if isinstance(folded, str) else "\n".join(folded)
+    return _NO_CHARS, np.zeros(0, dtype=np.int64), _alnum_codes(text)
 
 
 def _lengths(words: list[str]) -> np.ndarray:
@@ -548,7 +630,8 @@ def _token_shingles(words: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -
 
 def _shingles(doc: Any) -> np.ndarray:
     """The 64-bit hashes of a document's sketch elements (:func:`_token_shingles`), in no order, repeats included."""
-    return _token_shingles(*_tokens(_fold(_text(doc))))
+    folded = _fold(_text(doc))
+    return _token_shingles(*_language_gate(_tokens(folded), folded))
 
 
 def shingle_hashes(doc: Any) -> np.ndarray:
@@ -635,7 +718,8 @@ def _band_keys(minima: np.ndarray, bands: int = BANDS, rows: int = BAND_ROWS) ->
 def _sorted_shingles(doc: Any) -> tuple[np.ndarray, Tokens]:
     """The sorted sketch elements (repeats kept) of a document with any, and its tokens; EmptyDocument otherwise."""
     text = _text(doc)
-    tokens = _tokens(_fold(text))
+    folded = _fold(text)
+    tokens = _language_gate(_tokens(folded), folded)
     hashes = np.sort(_token_shingles(*tokens))  # a repeated shingle changes no minimum: no need to drop it
     if not len(hashes):
         short = " ".join(text.split())  # named as the fingerprinter names a document

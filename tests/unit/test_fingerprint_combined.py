@@ -30,6 +30,10 @@ PIECES = ["The", "quick", "ＦＵＬＬ", "ﬁne", "Straße", "ΑΣ", "İstanbul
           "zzzzzzz", "1000000", "2.0",
           "c++", "www.debian.org", "\n", "  ", "\t", "。", "，", "!", "𠀀𠀁", "〇", "々", "ー", "ㄅㄆ", "\u3000", "Ⅻ",
           "①", "ǅ", "ﬀ", "x" * 40, "\u00a0", "\x85", "\u2028", "é", "ß", "word", "words", "of", "a", "text"]
+#: Prose of other languages: sketched by its letters (issue 28).
+FOREIGN_PROSE = ["Le fichier de configuration est lu au démarrage, et les options données sur la ligne de commande "
+                 "sont prises en compte avant celles du fichier. " * 3,
+                 "Die Datei wird beim Start gelesen und ist für alle Benutzer gültig, wenn sie nicht geändert wird."]
 CONFIGS = [FingerprintConfig(), FingerprintConfig(unit="word"), FingerprintConfig(lang="zh"),
            FingerprintConfig(lang="en", unit="word", anchored=True)]
 
@@ -38,6 +42,7 @@ def corpus() -> list[Any]:
     rng = random.Random(14)
     texts = [("" if rng.random() < 0.5 else " ").join(rng.choice(PIECES) for _ in range(rng.randint(0, 80)))
              for _ in range(150)]
+    texts += FOREIGN_PROSE  # whole or cut into fields below
     for name in ("en", "zh"):
         path = QUALITY / f"{name}.jsonl"
         if path.exists():
@@ -147,6 +152,7 @@ def batch_corpus() -> list[Any]:
     docs += [" ".join(f"w{i}" for i in range(n)) for n in (1, 2, 3, 17, 18, 19, 40)]  # 1 to 38 word 3-shingles
     docs += ["词 " * n for n in (1, 5, 40)]  # one repeated shingle
     docs += ["".join(rng.choice(PIECES) for _ in range(6_000)), " ".join(rng.choice(PIECES) for _ in range(8_000))]
+    docs += FOREIGN_PROSE
     for name in ("en", "zh"):
         path = QUALITY / f"{name}.jsonl"
         if path.exists():

@@ -20,7 +20,7 @@ def test_defaults() -> None:
         "tf",
         "fnv1a",
     )
-    assert cfg.top_n == 256 and cfg.anchored is False and cfg.version == 3
+    assert cfg.top_n == 256 and cfg.anchored is False and cfg.version == 4
     assert cfg.field_weights == {"body": 1.0, "headings": 1.5, "title": 2.0}
     assert FingerprintConfig(unit="word").ngram == 3
     assert FingerprintConfig().replace(unit="word").ngram == 3
@@ -31,7 +31,7 @@ def test_identity_is_sha256_of_canonical_json_without_path(tmp_path: Path) -> No
     settings = json.loads(cfg.to_json())
     del settings["idf_path"]
     canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
-    expected = "simpg-fp3:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    expected = "simpg-fp4:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
     assert cfg.identity == expected
     assert cfg.to_json() == json.dumps(json.loads(cfg.to_json()), sort_keys=True, separators=(",", ":"))
 
@@ -69,11 +69,11 @@ def test_json_round_trip() -> None:
     [
         ("[]", "must be an object"),
         ("{not json", "invalid fingerprint config json"),
-        ('{"version": 3, "colour": "red"}', "unknown fingerprint config keys: colour"),
+        ('{"version": 4, "colour": "red"}', "unknown fingerprint config keys: colour"),
         ('{"lang": "en"}', "has no 'version'"),
-        ('{"version": 1}', "unsupported fingerprint format version 1; this simpg writes version 3"),
-        ('{"version": 2}', "unsupported fingerprint format version 2; this simpg writes version 3"),
-        ('{"version": 4}', "unsupported fingerprint format version 4"),
+        ('{"version": 1}', "unsupported fingerprint format version 1; this simpg writes version 4"),
+        ('{"version": 3}', "unsupported fingerprint format version 3; this simpg writes version 4"),
+        ('{"version": 5}', "unsupported fingerprint format version 5"),
     ],
 )
 def test_from_json_errors(data: str, message: str) -> None:

@@ -32,8 +32,9 @@ def jaccard(a: str, b: str) -> float:
 
 
 def test_pinned_value() -> None:
-    """Sketches are stored: the same text must give the same bits in every release of SKETCH_VERSION 2."""
-    assert minhash.SKETCH_VERSION == 2
+    """Sketches are stored: the same text must give the same bits in every release of SKETCH_VERSION 3
+    (English text: the same bits as SKETCH_VERSION 2)."""
+    assert minhash.SKETCH_VERSION == 3
     assert sketch("The quick brown fox jumps over the lazy dog").hex() == (
         "60a7fd63d22ae9e454e0abd8812f919f9563f2efd75f5b15c51dc539f1cac4fe")
 
@@ -108,6 +109,74 @@ def test_hard_wrapped_spaceless_text_is_joined() -> None:
     # elsewhere a line break stays a word boundary
     assert minhash._join_wrapped("first line\nsecond 中文") == "first line\nsecond 中文"
     assert minhash._join_wrapped("中文 word\n 中文") == "中文 word\n 中文"
+
+
+FRENCH = ("Cette commande affiche la liste des fichiers qui sont dans le répertoire courant. Si l'option est "
+          "donnée, les fichiers cachés sont aussi affichés avec leur taille et la date de leur dernière "
+          "modification. Le résultat est trié par nom, sauf si une autre clé de tri est demandée sur la ligne "
+          "de commande. Les liens symboliques sont suivis pour les répertoires donnés en argument, mais pas pour "
+          "ceux que la commande trouve elle-même. En cas d'erreur, un message est écrit sur la sortie d'erreur "
+          "et le code de retour est différent de zéro.")
+
+
+def letter_grams(text: str) -> np.ndarray:
+    """The character 3-grams of all letters and digits (the sketch's character stream of the whole text)."""
+    codes = minhash._alnum_codes(minhash._fold(text))
+    return np.unique(minhash._ngrams(minhash._mix_in_place(codes + minhash._GOLD), 3, minhash._TAG_CHAR))
+
+
+def test_foreign_prose_is_sketched_by_its_letters() -> None:
+    """Issue 28: a revision of a French man page changes inflections and articles, which moves its word
+    3-shingles (here 53 bits by words) more than its character 3-grams, the truth of those languages."""
+    revised = (FRENCH.replace("la liste des fichiers", "la liste de fichiers").replace("cachés", "masqués")
+               .replace("leur dernière modification", "leurs dernières modifications")
+               .replace("est trié", "sera trié").replace("suivis", "suivies")
+               .replace("un message est écrit", "un message sera écrit"))
+    assert np.array_equal(shingle_hashes(FRENCH), letter_grams(FRENCH))
+    assert sketch_distance(sketch(FRENCH), sketch(revised)) <= MAX_SKETCH_DISTANCE
+
+    def by_words(text: str) -> bytes:
+        return minhash._sketch_bits(minhash._minima(np.sort(minhash._token_shingles(*minhash._tokens(
+            minhash._fold(text))))))
+
+    assert sketch_distance(by_words(FRENCH), by_words(revised)) > MAX_SKETCH_DISTANCE
+    # English, English quoting French, and ASCII text keep their word shingles
+    for kept in (ENGLISH, ENGLISH + " « " + FRENCH[:60] + " »", "il file di configurazione della rete"):
+        assert not np.array_equal(shingle_hashes(kept), letter_grams(kept)), kept[-30:]
+
+
+def test_language_gate_equals_the_rule_written_plainly() -> None:
+    """minhash._language_gate (hashes, numpy) against the rule over the words themselves, random texts."""
+    import re
+    import unicodedata
+
+    def fold_all(words: str) -> set[str]:
+        return {unicodedata.normalize("NFKC", w).casefold() for w in words.split()}
+
+    foreign, english = fold_all(minhash._FOREIGN_WORDS), fold_all(minhash._ENGLISH_WORDS)
+    assert not foreign & english
+    pool = [sorted(foreign), sorted(english), ["fichier", "datei", "réseau", "w1", "option", "x_y", "2.0"]]
+    rng = random.Random(28)
+    for _ in range(400):
+        weights = [rng.random() ** 3, rng.random() ** 3, rng.random()]
+        words = [rng.choice(rng.choices(pool, weights)[0]) for _ in range(rng.randint(0, 60))]
+        folded = minhash._fold(" ".join(words).upper() if rng.random() < 0.2 else " ".join(words))
+        tokens = re.findall(r"\w+", folded)
+        theirs, ours = sum(w in foreign for w in tokens), sum(w in english for w in tokens)
+        gated = not folded.isascii() and 100 * theirs >= minhash.FOREIGN_SHARE * len(tokens) > 0 and theirs > ours
+        words_h, lengths, codes = minhash._language_gate(minhash._tokens(folded), folded)
+        if gated:
+            assert len(words_h) == 0 and len(lengths) == 0, folded
+            assert codes.tolist() == minhash._alnum_codes(folded).tolist()
+        else:
+            assert np.array_equal(words_h, minhash._tokens(folded)[0]), folded
+        # a document of several fields is decided on all of them
+        cut = folded.find(" ", len(folded) // 2)
+        fields = [folded[:cut], folded[cut + 1:]] if cut > 0 else [folded]
+        whole = minhash._tokens("\n".join(fields))
+        assert all(np.array_equal(a, b) for a, b in zip(minhash._language_gate(whole, fields),
+                                                          minhash._language_gate(minhash._tokens(folded), folded),
+                                                          strict=True))
 
 
 def test_latin_words_in_chinese_text_weigh_by_their_characters() -> None:
