@@ -5,9 +5,11 @@ as one *collection*, replacing what an earlier run loaded into it unless ``appen
 Two documents are near-duplicates when their fingerprints differ in at most k bits or
 (with ``bands``) they share a band key, *and*, with ``confirm``, their sketches agree
 (:mod:`simpg.fingerprint.minhash`): :class:`Decision`, the decision of every path that a
-sketch confirms (docs/fingerprinting.md, "One decision on every path"). The
-clusters come from the table in one read (one snapshot, so the clusters and the pairs
-listed are of the same rows): around representatives, or connected components.
+sketch confirms (docs/fingerprinting.md, "One decision on every path"). The path is
+straight: the values computed per document are stored (for later lookups and ``--append``)
+and paired as they are, in memory, by :func:`simpg.allpairs.decide`, which also makes the
+clusters (around representatives, or connected components); only ``--append`` reads rows
+back, those stored by earlier runs.
 
 The command line (:mod:`simpg.commands.dedup`) reads the documents, shows progress and
 prints; everything else is here, usable from Python::

@@ -13,7 +13,6 @@ import pytest
 from simpg import allpairs, bits
 from simpg.fingerprint.minhash import sketch_distance
 
-
 Bands = list[tuple[int, ...] | None]
 
 
