@@ -4,7 +4,7 @@
 key, and its sketches confirm it (``simpg.dedup.Decision()``: k = 4, bands on). Before
 issue 28 it decided at k = 7 without band keys. The per-document work is the same for
 both (fingerprint, sketch and band keys in one pass, stored either way), so this compares
-what differs: the decision (``simpg.dedup._decide``, in memory) and the whole command
+what differs: the decision (``simpg.allpairs.decide``, in memory, as dedup calls it) and the whole command
 after fingerprinting (``simpg.dedup.deduplicate``: load, index, decide, cluster, report
 with every pair), rounds interleaved so the machine's noise hits both alike.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from simpg import dedup  # noqa: E402
+from simpg import allpairs, dedup  # noqa: E402
 from simpg.corpus import Document, read_documents  # noqa: E402
 from simpg.fingerprint import FingerprintConfig  # noqa: E402
 
@@ -71,10 +71,10 @@ def main() -> None:
     print(f"{len(docs):,} documents; fingerprint + sketch + band keys: {per_document:.1f} s (the same for every "
           "variant)", file=sys.stderr)
     kept = [i for i, fp in enumerate(fps) if fp is not None]
-    ids = np.arange(1, len(kept) + 1, dtype=np.int64)
     kept_fps = np.array([fps[i] for i in kept], dtype=np.uint64)
     kept_sketches = [sketches[i] for i in kept]
     kept_bands = [bands[i] for i in kept]
+    with_sketch = [i for i, sk in enumerate(kept_sketches) if sk is not None]  # the rows dedup pairs
 
     if args.dsn:
         dsn = args.dsn
@@ -92,8 +92,10 @@ def main() -> None:
             for name in names:
                 d = VARIANTS[name]
                 t0 = time.perf_counter()
-                found, _ = dedup._decide(ids, kept_fps, kept_sketches, d.k, d.max_sketch_distance,
-                                         kept_bands if d.bands else None)
+                found = allpairs.decide(kept_fps[with_sketch], d.k, sketches=[kept_sketches[i] for i in with_sketch],
+                                        max_sketch_distance=d.max_sketch_distance,
+                                        bands=[kept_bands[i] for i in with_sketch] if d.bands else None)
+                list(found.pair_chunks())
                 decide[name].append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 report = dedup.deduplicate(conn, "bench-dedup-bands", docs, fps, sketches, bands=bands,

@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CLUSTER_METHODS",
+    "Decided",
     "as_bands",
     "as_fingerprints",
     "as_sketches",
@@ -61,6 +62,7 @@ __all__ = [
     "band_pair_chunks",
     "component_labels",
     "confirmed_pair_chunks",
+    "decide",
     "pair_chunks",
     "pair_tables",
     "pairs_layout",
@@ -641,13 +643,116 @@ def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray
     return labels
 
 
+class Decided:
+    """Every decided pair of a set of rows, found once per distinct row, and their clusters.
+
+    Rows equal in fingerprint (and sketch and band keys, when given) are one *key*: they
+    are near-duplicates of each other and of exactly the same other rows, so only keys
+    are paired (n copies of one licence cost one row, not n * (n - 1) / 2 pairs), and
+    :meth:`pair_chunks` hands the copies their pairs back. Made by :func:`decide`.
+    """
+
+    def __init__(self, n: int, key_of_row: np.ndarray, keys: int, chunks: list[tuple[np.ndarray, ...]],
+                 sketched: bool) -> None:
+        self.n = n
+        self.key_of_row = key_of_row
+        self.keys = keys
+        self.sketched = sketched
+        self.key_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
+        self.key_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY
+        self.key_d = np.concatenate([c[2] for c in chunks]) if chunks else _EMPTY
+        self.key_sd = np.concatenate([c[3] for c in chunks]) if chunks else _EMPTY
+        # rows grouped by key: rows_by_key[start[q]:start[q] + count[q]] are key q's rows, in row order
+        self.rows_by_key = np.argsort(key_of_row, kind="stable")
+        self.count = np.bincount(key_of_row, minlength=keys)
+        self.start = np.cumsum(self.count) - self.count
+
+    def clusters(self, method: str = "representative", rank: Any = None) -> list[np.ndarray]:
+        """Clusters of two or more rows (see :data:`CLUSTER_METHODS`), as :func:`clusters` returns them."""
+        if method not in CLUSTER_METHODS:
+            raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
+        n, inverse = self.n, self.key_of_row
+        if n < 2:
+            return []
+        if method == "components":
+            comp = component_labels(self.keys, self.key_i, self.key_j)[inverse]
+        else:
+            # A key arrives with its earliest row, and takes that row as its label.
+            row_rank = np.arange(n) if rank is None else np.unique(np.asarray(rank), return_inverse=True)[1].reshape(-1)
+            order = np.lexsort((np.arange(n), row_rank))
+            first_row = order[np.unique(inverse[order], return_index=True)[1]]
+            rep = representative_labels(self.keys, self.key_i, self.key_j, row_rank[first_row])
+            comp = first_row[rep][inverse]
+        # Rows sorted by cluster label; a label with two or more rows is a cluster.
+        order = np.argsort(comp, kind="stable")
+        comp_sorted = comp[order]
+        starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
+        sizes = np.diff(np.r_[starts, n])
+        groups = [order[s:s + size] for s, size in zip(starts, sizes, strict=True) if size > 1]
+        groups.sort(key=lambda g: (-len(g), int(g[0])))
+        return groups
+
+    def pair_chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]:
+        """Every decided pair of rows, copies included, in chunks.
+
+        Yields:
+            ``(i, j, distance, sketch_distance)`` int64 arrays with ``i < j``, each pair
+            once; ``sketch_distance`` is None without sketches. Copies of one key are
+            pairs at distance 0 (and sketch distance 0).
+        """
+        count, start, rows = self.count, self.start, self.rows_by_key
+        if len(self.key_i):
+            # every row of key p with every row of key q
+            p, q = self.key_i, self.key_j
+            each = count[p] * count[q]
+            pair = np.repeat(np.arange(len(p)), each)
+            offset = np.arange(int(each.sum())) - np.repeat(np.cumsum(each) - each, each)
+            a = rows[start[p][pair] + offset // count[q][pair]]
+            b = rows[start[q][pair] + offset % count[q][pair]]
+            yield (np.minimum(a, b), np.maximum(a, b), self.key_d[pair],
+                   self.key_sd[pair] if self.sketched else None)
+        # the copies of each key among themselves: each row with the rows after it in its key
+        pos = np.arange(self.n)
+        after = np.repeat(start + count, count) - pos - 1
+        if after.any():
+            left = np.repeat(pos, after)
+            right = left + 1 + np.arange(int(after.sum())) - np.repeat(np.cumsum(after) - after, after)
+            a, b = rows[left], rows[right]
+            zeros = np.zeros(len(a), dtype=np.int64)
+            yield np.minimum(a, b), np.maximum(a, b), zeros, zeros.copy() if self.sketched else None
+
+
+def decide(fps: Any, k: int, layout: Layout | None = None, sketches: Any = None,
+           max_sketch_distance: int | None = None, bands: Any = None) -> Decided:
+    """The near-duplicate pairs of ``fps`` (confirmed by ``sketches``, with ``bands`` as candidates too).
+
+    The decision of :func:`confirmed_pair_chunks` (of :func:`pair_chunks` without
+    sketches), made once per distinct row (:class:`Decided`); :func:`clusters`, ``simpg
+    find-all``, ``simpg dedup`` and the handles' ``clusters()`` group what it decides.
+    Arguments as :func:`clusters`.
+    """
+    fps = as_fingerprints(fps)
+    n = len(fps)
+    _check_k(k, layout)
+    sk = None if sketches is None else as_sketches(sketches)
+    limit = _sketch_limit(max_sketch_distance)
+    if bands is not None and sk is None:
+        raise InvalidFingerprint("band keys are candidates only with sketches to confirm them; pass sketches")
+    keys = None if bands is None else as_bands(bands, n)
+    unique, inverse, key_sketches, key_bands = _keys(fps, sk, keys)
+    chunks: list[tuple[np.ndarray, ...]] = list(_confirmed(pair_chunks(unique, k, layout), key_sketches, limit))
+    if key_bands is not None and key_sketches is not None:
+        chunks += list(_band_pairs(unique, key_sketches, key_bands, k, limit))
+    return Decided(n, inverse, len(unique), chunks, sk is not None)
+
+
 def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "representative",
              rank: Any = None, sketches: Any = None, max_sketch_distance: int | None = None,
              bands: Any = None) -> list[np.ndarray]:
     """Clusters of rows within ``k`` (see :data:`CLUSTER_METHODS`), each of two or more rows.
 
     Equal fingerprints are folded together first, so a fingerprint repeated in many
-    rows costs one comparison, not one per pair of rows.
+    rows costs one comparison, not one per pair of rows (:func:`decide`).
 
     Args:
         fps: fingerprints (see :func:`as_fingerprints`); the row number is the position.
@@ -669,36 +774,4 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
     """
     if method not in CLUSTER_METHODS:
         raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
-    fps = as_fingerprints(fps)
-    n = len(fps)
-    _check_k(k, layout)
-    sk = None if sketches is None else as_sketches(sketches)
-    limit = _sketch_limit(max_sketch_distance)
-    if bands is not None and sk is None:
-        raise InvalidFingerprint("band keys are candidates only with sketches to confirm them; pass sketches")
-    keys = None if bands is None else as_bands(bands, n)
-    if n < 2:
-        return []
-    unique, inverse, key_sketches, key_bands = _keys(fps, sk, keys)
-    chunks = list(_confirmed(pair_chunks(unique, k, layout), key_sketches, limit))
-    if key_bands is not None and key_sketches is not None:
-        chunks += list(_band_pairs(unique, key_sketches, key_bands, k, limit))
-    edges_i = np.concatenate([c[0] for c in chunks]) if chunks else _EMPTY
-    edges_j = np.concatenate([c[1] for c in chunks]) if chunks else _EMPTY
-    if method == "components":
-        comp = component_labels(len(unique), edges_i, edges_j)[inverse]
-    else:
-        # A key arrives with its earliest row, and takes that row as its label.
-        row_rank = np.arange(n) if rank is None else np.unique(np.asarray(rank), return_inverse=True)[1].reshape(-1)
-        order = np.lexsort((np.arange(n), row_rank))
-        first_row = order[np.unique(inverse[order], return_index=True)[1]]
-        rep = representative_labels(len(unique), edges_i, edges_j, row_rank[first_row])
-        comp = first_row[rep][inverse]
-    # Rows sorted by cluster label; a label with two or more rows is a cluster.
-    order = np.argsort(comp, kind="stable")
-    comp_sorted = comp[order]
-    starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
-    sizes = np.diff(np.r_[starts, n])
-    groups = [order[s:s + size] for s, size in zip(starts, sizes, strict=True) if size > 1]
-    groups.sort(key=lambda g: (-len(g), int(g[0])))
-    return groups
+    return decide(fps, k, layout, sketches, max_sketch_distance, bands).clusters(method, rank)

@@ -5,9 +5,11 @@ as one *collection*, replacing what an earlier run loaded into it unless ``appen
 Two documents are near-duplicates when their fingerprints differ in at most k bits or
 (with ``bands``) they share a band key, *and*, with ``confirm``, their sketches agree
 (:mod:`simpg.fingerprint.minhash`): :class:`Decision`, the decision of every path that a
-sketch confirms (docs/fingerprinting.md, "One decision on every path"). The
-clusters come from the table in one read (one snapshot, so the clusters and the pairs
-listed are of the same rows): around representatives, or connected components.
+sketch confirms (docs/fingerprinting.md, "One decision on every path"). The path is
+straight: the values computed per document are stored (for later lookups and ``--append``)
+and paired as they are, in memory, by :func:`simpg.allpairs.decide`, which also makes the
+clusters (around representatives, or connected components); only ``--append`` reads rows
+back, those stored by earlier runs.
 
 The command line (:mod:`simpg.commands.dedup`) reads the documents, shows progress and
 prints; everything else is here, usable from Python::
@@ -21,7 +23,6 @@ prints; everything else is here, usable from Python::
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -146,13 +147,16 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 stage: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
     """Load ``docs`` (those with a fingerprint) as ``collection``, then pair and cluster it.
 
-    ``bands`` (from :func:`sketch_and_band_documents`) are stored for ``simpg near``'s
-    lookups and, with ``decision.bands``, are candidates here too; without them the rows
-    have none (rows stored earlier keep theirs) and are found through fingerprints only.
-    ``conn`` must be in autocommit mode. Returns the report: the collection, its
-    document count, the clusters (largest first, each document with its bits from the
-    cluster's first document and sketch similarity), and with ``with_pairs`` every pair
-    decided (ids, sources, distance, sketch distance and similarity).
+    The rows are stored (for ``simpg near``'s lookups and ``append``) and paired from the
+    values given here, in memory (:func:`simpg.allpairs.decide`); only with ``append`` are
+    the rows stored earlier read back, as they were not computed here. ``bands`` (from
+    :func:`sketch_and_band_documents`) are stored and, with ``decision.bands``, are
+    candidates too; without them the rows have none (rows stored earlier keep theirs) and
+    are found through fingerprints only. ``conn`` must be in autocommit mode. Returns the
+    report: the collection, its document count, the clusters (largest first, each
+    document with its bits from the cluster's first document and sketch similarity), and
+    with ``with_pairs`` every pair decided (ids, sources, distance, sketch distance and
+    similarity).
     """
     config = config or FingerprintConfig()
     identity = config.identity
@@ -161,6 +165,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
             if fp is not None]
     ensure_reference_schema(conn)
     index = SimHashColumn(conn, TABLE, "simhash")
+    earlier = _Rows([], [], [], [])
     with conn.transaction():
         if append:
             others = [r[0] for r in conn.execute(
@@ -169,12 +174,18 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
             if others:
                 raise SimpgError(f"collection {collection!r} holds fingerprints made with config "
                                  f"{others[0]}, not {identity}; drop --append to replace it")
+            earlier = _earlier_rows(conn, collection, decision.confirm)
         else:
             conn.execute("DELETE FROM simpg_documents WHERE collection = %s", [collection])
-        chunks = [kept[i:i + LOAD_CHUNK] for i in range(0, len(kept), LOAD_CHUNK)]
+        # the ids the rows get, in load order: the report names rows by id without reading them back
+        ids = sorted(r[0] for r in conn.execute(
+            sql.SQL("SELECT nextval(pg_get_serial_sequence({}, 'id')) FROM generate_series(1, %s)").format(
+                sql.Literal(TABLE)), [len(kept)]))
+        chunks = [(ids[i:i + LOAD_CHUNK], kept[i:i + LOAD_CHUNK]) for i in range(0, len(kept), LOAD_CHUNK)]
         # loading is indexing too: the prefix columns and their B-trees fill as rows go in
-        for chunk in progress(chunks, len(kept), "loading and indexing", len):
+        for chunk_ids, chunk in progress(chunks, len(kept), "loading and indexing", lambda c: len(c[1])):
             index.add([fp for _, fp, _, _ in chunk], columns={
+                "id": chunk_ids,
                 "collection": [collection] * len(chunk),
                 "source": [d.source for d, _, _, _ in chunk],
                 "title": [d.title for d, _, _, _ in chunk],
@@ -183,176 +194,111 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 "sketch": [None if sk is None else to_sql(sk) for _, _, sk, _ in chunk],
                 **{col: [None if b is None else b[i] for _, _, _, b in chunk] for i, col in enumerate(BAND_COLUMNS)},
             })
-    where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
+    rows = _Rows(earlier.ids + ids, earlier.fingerprints + [fp for _, fp, _, _ in kept],
+                 earlier.sketches + [sk for _, _, sk, _ in kept], earlier.bands + [b for _, _, _, b in kept])
     how = ("or sharing a band key, " if decision.confirm and decision.bands else "") + (
         "confirmed by sketches" if decision.confirm else "fingerprints only")
     documents = f"{len(kept)} document{'' if len(kept) == 1 else 's'}"
     stage(f"pairing {documents} within {decision.k} bits, {how} ({decision.method})")
-    # one snapshot: the clusters and the listed pairs come from the same rows
-    with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        stored_ids, stored_fps = index.fetch_all(where)
-        stored_sketches, stored_bands = (_stored_sketches(conn, collection, stored_ids) if decision.confirm
-                                         else (None, None))
-    decided, copies = _decide(stored_ids, stored_fps, stored_sketches, decision.k, decision.max_sketch_distance,
-                              stored_bands if decision.bands else None)
-    clusters = _clusters(stored_ids, decided, decision.method, copies)
-    if with_pairs:  # every pair, copies included: as many as the report asks for
-        decided = _all_pairs(decided, copies, decision.confirm)
-    total = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s", [collection]).fetchone()
-    members = sorted({i for c in clusters for i in c} | ({i for p in decided for i in p[:2]} if with_pairs
-                                                           else set()))
-    rows = {r[0]: r for r in conn.execute(
-        "SELECT id, source, title, left(body, 300), simhash, sketch::text FROM simpg_documents "
-        "WHERE id = ANY(%s)", [np.array(members, dtype=np.int64).tolist()])}
-    report = _report(collection, int(total[0]) if total else 0, decision.k, clusters, rows, list(skipped))
+    clusters, decided = _decide(rows, decision, with_pairs)
+    members = sorted({i for c in clusters for i in c} | {i for p in decided for i in p[:2]})
+    new = {id_: (d.source, d.title, d.body[:300], fp, sk) for id_, (d, fp, sk, _) in zip(ids, kept, strict=True)}
+    shown = {i: new[i] for i in members if i in new}
+    shown.update(_earlier_display(conn, [i for i in members if i not in new]))
+    report = _report(collection, len(rows.ids), decision.k, clusters, shown, list(skipped))
     report["method"] = decision.method
     report["confirm"] = "sketch" if decision.confirm else "none"
     report["max_sketch_distance"] = decision.max_sketch_distance if decision.confirm else None
     report["bands"] = decision.confirm and decision.bands
     if with_pairs:
         # every pair the clusters were made from, so an evaluation scores what users get
-        report["pairs"] = [_pair_json(a, b, d, sd, rows, decision.confirm) for a, b, d, sd in decided]
+        report["pairs"] = [_pair_json(a, b, d, sd, shown, decision.confirm) for a, b, d, sd in decided]
     return report
 
 
-def _stored_sketches(conn: Any, collection: str, ids: Any,
-                     ) -> tuple[list[bytes | None], list[tuple[int, ...] | None]]:
-    """The stored sketches and band keys of ``ids``, in that order.
+@dataclass
+class _Rows:
+    """The collection's rows to pair: ids, unsigned fingerprints, sketches and band keys (None where absent)."""
 
-    Rows stored before sketches get theirs (and band keys) now.
+    ids: list[int]
+    fingerprints: list[int]
+    sketches: list[bytes | None]
+    bands: list[tuple[int, ...] | None]
+
+
+def _decide(rows: _Rows, decision: Decision, with_pairs: bool,
+            ) -> tuple[list[list[int]], list[tuple[int, int, int, int | None]]]:
+    """The clusters (sorted id lists, largest first) and, with ``with_pairs``, every pair decided.
+
+    Pairs are ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted. With
+    sketches, a document without one (no words to sketch) is nobody's duplicate.
     """
-    found: dict[int, tuple[bytes | None, tuple[int, ...] | None]] = {}
-    for id_, sketch_text, *keys in conn.execute(
-            "SELECT id, sketch::text, sketch_b0, sketch_b1, sketch_b2, sketch_b3 FROM simpg_documents "
-            "WHERE collection = %s AND sketch IS NOT NULL", [collection]):
-        found[id_] = (from_sql(sketch_text), None if None in keys else tuple(keys))
+    by_id = np.argsort(np.array(rows.ids, dtype=np.int64), kind="stable")  # representatives come in id order
+    if decision.confirm:
+        by_id = by_id[[rows.sketches[r] is not None for r in by_id.tolist()]]
+    if not len(by_id):
+        return [], []
+    picked = by_id.tolist()
+    ids = np.array(rows.ids, dtype=np.int64)[by_id]
+    decided = allpairs.decide(
+        allpairs.as_fingerprints([rows.fingerprints[r] for r in picked]), decision.k,
+        sketches=[rows.sketches[r] for r in picked] if decision.confirm else None,
+        max_sketch_distance=decision.max_sketch_distance,
+        bands=allpairs.as_bands([rows.bands[r] for r in picked]) if decision.confirm and decision.bands else None)
+    clusters = [ids[c].tolist() for c in decided.clusters(decision.method)]
+    pairs: list[tuple[int, int, int, int | None]] = []
+    if with_pairs:  # every pair, copies included: as many as the report asks for
+        for i, j, d, sd in decided.pair_chunks():
+            sds = [None] * len(i) if sd is None else sd.tolist()
+            pairs += zip(ids[i].tolist(), ids[j].tolist(), d.tolist(), sds, strict=True)
+        pairs.sort()
+    return clusters, pairs
+
+
+def _earlier_rows(conn: Any, collection: str, confirm: bool) -> _Rows:
+    """The rows ``collection`` holds already (``append``), in id order.
+
+    With ``confirm``, rows stored before sketches (simpg 0.1, or by hand) get theirs (and
+    band keys) now, from their text.
+    """
+    out = _Rows([], [], [], [])
+    for id_, simhash, sketch_text, *keys in conn.execute(
+            "SELECT id, simhash, sketch::text, sketch_b0, sketch_b1, sketch_b2, sketch_b3 FROM simpg_documents "
+            "WHERE collection = %s ORDER BY id", [collection]):
+        out.ids.append(id_)
+        out.fingerprints.append(bits.from_db(simhash))
+        out.sketches.append(from_sql(sketch_text))
+        out.bands.append(None if None in keys else tuple(keys))
     missing = conn.execute("SELECT id, title, body FROM simpg_documents WHERE collection = %s "
-                           "AND sketch IS NULL", [collection]).fetchall()
+                           "AND sketch IS NULL", [collection]).fetchall() if confirm else []
+    position = {id_: n for n, id_ in enumerate(out.ids)}
     updates = []
-    for id_, title, body in missing:  # stored by simpg 0.1, or by hand: the text is there
+    for id_, title, body in missing:  # the text is there
         try:
             made, band_keys = sketch_and_bands({"title": title, "body": body} if title else body)
         except ValueError:
-            found[id_] = (None, None)
             continue
-        found[id_] = (made, band_keys)
+        out.sketches[position[id_]], out.bands[position[id_]] = made, band_keys
         updates.append((to_sql(made), *(band_keys or [None] * len(BAND_COLUMNS)), id_))
     if updates:
         with conn.cursor() as cur:
             cur.executemany("UPDATE simpg_documents SET sketch = %s::bit(256), sketch_b0 = %s, sketch_b1 = %s, "
                             "sketch_b2 = %s, sketch_b3 = %s WHERE id = %s", updates)
-    made_rows = [found.get(int(i), (None, None)) for i in ids]
-    return [m[0] for m in made_rows], [m[1] for m in made_rows]
-
-
-def _copies(ids: np.ndarray, fps: np.ndarray, sketches: np.ndarray | None,
-            bands: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, dict[int, list[int]]]:
-    """The rows to pair (positions in ``ids``) and the copies each of them stands for.
-
-    Rows with the same fingerprint (and, with sketches, the same sketch, and with band keys
-    the same keys) are near-duplicates of each other and of exactly the same other rows,
-    so only the one with the smallest id is paired; ``copies`` maps its id to every id of
-    its group, sorted (groups of two or more only). Without this, n copies of one document
-    (a licence, a templated page) made n * (n - 1) / 2 pairs: 6,000 copies took 53 s and
-    5 GB. ``sketches``: an :func:`allpairs.as_sketches` array of the same rows, or None;
-    ``bands``: an :func:`allpairs.as_bands` pair of the same rows, or None.
-    """
-    key = fps.astype(np.uint64).reshape(-1, 1)
-    if sketches is not None:
-        key = np.hstack([key, sketches])
-    if bands is not None:
-        key = np.hstack([key, bands[0].view(np.uint64), bands[1].astype(np.uint64).reshape(-1, 1)])
-    by_id = np.argsort(ids, kind="stable")  # np.unique's first index of a group is then its smallest id
-    _, first, group = np.unique(key[by_id], axis=0, return_index=True, return_inverse=True)
-    group = group.reshape(-1)
-    in_groups = np.argsort(group, kind="stable")  # by group, each in id order
-    member_ids = ids[by_id][in_groups]
-    starts = np.flatnonzero(np.r_[True, np.diff(group[in_groups]) != 0])
-    ends = np.r_[starts[1:], len(group)]
-    copies = {int(member_ids[a]): member_ids[a:b].tolist()
-              for a, b in zip(starts.tolist(), ends.tolist(), strict=True) if b - a > 1}
-    return by_id[np.sort(first)], copies
-
-
-def _decide(ids: Any, fps: Any, sketches: list[bytes | None] | None, k: int, max_sketch_distance: int,
-            bands: Sequence[tuple[int, ...] | None] | None = None,
-            ) -> tuple[list[tuple[int, int, int, int | None]], dict[int, list[int]]]:
-    """Every near-duplicate pair among the rows that stand for their copies, and the copies.
-
-    Pairs are ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted; the copies
-    are :func:`_copies`'. With sketches, a document without one (no words to sketch) is
-    nobody's duplicate; with ``bands`` (one tuple or None per row, sketches required),
-    rows sharing a band key are candidates too (:func:`allpairs.confirmed_pair_chunks`).
-    """
-    rows = np.arange(len(ids)) if sketches is None else np.flatnonzero([sk is not None for sk in sketches])
-    if not len(rows):
-        return [], {}
-    sk = None if sketches is None else allpairs.as_sketches([sketches[r] for r in rows.tolist()])
-    keys = None if bands is None or sk is None else allpairs.as_bands([bands[r] for r in rows.tolist()])
-    reps, copies = _copies(np.asarray(ids, dtype=np.int64)[rows], np.asarray(fps)[rows], sk, keys)
-    rows = rows[reps]
-    chunks: list[tuple[Any, Any, Any, Any]]
-    if sk is None:
-        chunks = [(rows[i], rows[j], d, None) for i, j, d in allpairs.pair_chunks(fps[rows], k)]
-    else:
-        rep_bands = None if keys is None else (keys[0][reps], keys[1][reps])
-        chunks = [(rows[i], rows[j], d, sd) for i, j, d, sd in
-                  allpairs.confirmed_pair_chunks(fps[rows], sk[reps], k, max_sketch_distance, bands=rep_bands)]
-    out: list[tuple[int, int, int, int | None]] = []
-    for i, j, d, sd in chunks:
-        a, b = ids[i].tolist(), ids[j].tolist()
-        sds = [None] * len(a) if sd is None else sd.tolist()
-        out += [(min(x, y), max(x, y), dd, s) for x, y, dd, s in zip(a, b, d.tolist(), sds, strict=True)]
-    out.sort()
-    return out, copies
-
-
-def _all_pairs(decided: list[tuple[int, int, int, int | None]], copies: dict[int, list[int]],
-               confirm: bool) -> list[tuple[int, int, int, int | None]]:
-    """The pairs of :func:`_decide` for every copy, and the copies' pairs among themselves.
-
-    Copies are 0 bits apart, and 0 sketch bits when sketches confirm.
-    """
-    out = [(min(x, y), max(x, y), d, sd) for a, b, d, sd in decided
-           for x in copies.get(a, [a]) for y in copies.get(b, [b])]
-    out += [(x, y, 0, 0 if confirm else None) for members in copies.values()
-            for x, y in itertools.combinations(members, 2)]
-    out.sort()
     return out
 
 
-def _clusters(ids: Any, pairs: list[tuple[int, int, int, int | None]], method: str,
-              copies: Mapping[int, list[int]] | None = None) -> list[list[int]]:
-    """Clusters (size >= 2) of the decided pairs, as sorted id lists, largest first.
-
-    Representatives are taken in id order (load order). A row's copies (:func:`_copies`)
-    join its cluster: taken in id order, each would join the representative the row
-    joined, or the row itself, as it shares every pair of the row's and has one with it.
-    """
-    order = np.sort(np.asarray(ids, dtype=np.int64))
-    copies = copies or {}
-    if not pairs and not copies:
-        return []
-    i = np.searchsorted(order, np.array([p[0] for p in pairs], dtype=np.int64))
-    j = np.searchsorted(order, np.array([p[1] for p in pairs], dtype=np.int64))
-    if method == "components":
-        labels = allpairs.component_labels(len(order), i, j)
-    else:
-        labels = allpairs.representative_labels(len(order), i, j)
-    for first, members in copies.items():
-        labels[np.searchsorted(order, np.array(members, dtype=np.int64))] = labels[np.searchsorted(order, first)]
-    groups: dict[int, list[int]] = {}
-    for row, label in enumerate(labels.tolist()):
-        groups.setdefault(label, []).append(int(order[row]))
-    out = [g for g in groups.values() if len(g) > 1]
-    out.sort(key=lambda g: (-len(g), g[0]))
-    return out
+def _earlier_display(conn: Any, ids: list[int]) -> dict[int, tuple[str, str | None, str, int, bytes | None]]:
+    """Source, title, preview, fingerprint and sketch of rows stored earlier, for the report."""
+    if not ids:
+        return {}
+    return {r[0]: (r[1], r[2], r[3], bits.from_db(r[4]), from_sql(r[5])) for r in conn.execute(
+        "SELECT id, source, title, left(body, 300), simhash, sketch::text FROM simpg_documents "
+        "WHERE id = ANY(%s)", [ids])}
 
 
 def _pair_json(a: int, b: int, d: int, sd: int | None, rows: Mapping[Any, Sequence[Any]],
                confirm: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"a": a, "b": b, "source_a": rows[a][1], "source_b": rows[b][1], "distance": d}
+    out: dict[str, Any] = {"a": a, "b": b, "source_a": rows[a][0], "source_b": rows[b][0], "distance": d}
     if confirm and sd is not None:
         out["sketch_distance"] = sd
         out["similarity"] = round(similarity(sd), 3)
@@ -363,13 +309,10 @@ def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
             rows: Mapping[Any, Sequence[Any]], skipped: list[str]) -> dict[str, Any]:
     out = []
     for ids in clusters:
-        first = bits.from_db(rows[ids[0]][4])
-        first_sketch = from_sql(rows[ids[0]][5])
+        first, first_sketch = rows[ids[0]][3], rows[ids[0]][4]
         docs = []
         for id_ in ids:
-            _, source, title, preview, simhash, sketch_text = rows[id_]
-            fp = bits.from_db(simhash)
-            sk = from_sql(sketch_text)
+            source, title, preview, fp, sk = rows[id_]
             sim = (round(similarity(sketch_distance(first_sketch, sk)), 3)
                    if sk is not None and first_sketch is not None else None)
             docs.append({"id": id_, "source": source, "title": title, "simhash": fp,

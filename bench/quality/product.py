@@ -98,7 +98,7 @@ class Dedup:
             chosen = [(k, t) for k, t, b in self.settings if b == banded]
             kmax = max(k for k, _ in chosen)
             tmax = max(t for _, t in chosen)
-            # the library call simpg dedup makes (simpg.dedup._decide), on every row at once
+            # the decision simpg dedup makes (simpg.allpairs.decide), on every row at once
             parts = list(confirmed_pair_chunks(fps[rows], sk[rows], kmax, tmax,
                                                bands=(keys[rows], has_keys[rows]) if banded else None))
             i = rows[np.concatenate([p[0] for p in parts])] if parts else np.zeros(0, dtype=np.int64)

@@ -9,7 +9,8 @@ Two documents are near-duplicates when their fingerprints differ in at most k bi
 leaves those out), *and* their sketches confirm it (:mod:`simpg.fingerprint.minhash`:
 estimated Jaccard similarity of their shingle sets at least 0.72): the decision every
 path that a sketch confirms makes. ``--confirm none`` uses the fingerprints alone. The
-clusters are found from the table in one read: by default around representatives (in load order, each document joins
+clusters are found in memory from the values just computed (and, with ``--append``, the
+collection's earlier rows): by default around representatives (in load order, each document joins
 the earliest cluster leader it is a near-duplicate of, else leads one), or with
 ``--clusters components`` as connected components (seed 004), which chain neighbours.
 

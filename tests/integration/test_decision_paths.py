@@ -224,6 +224,46 @@ def test_every_path_decides_the_same_pairs(db: Any, tmp_path: Path, capsys: pyte
     assert {frozenset(doc_of[i] for i in c) for c in index.clusters(sketch_column="sketch")} == by_report
 
 
+def test_append_decides_as_one_run(db: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   documents: tuple[list[str], list[Any], int]) -> None:
+    """The corpus loaded in two runs (the second with --append) gives the pairs and clusters of one run.
+
+    The second run pairs what it computed with the rows the first one stored, read back
+    (the only rows ``simpg dedup`` reads): every pair across the two halves counts too.
+    """
+    texts, made, _ = documents
+    expected = brute_force(made)
+    half = len(texts) // 2
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[:half]), encoding="utf-8")
+    second.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[half:]), encoding="utf-8")
+    doc = {f"{first}:{n}": n - 1 for n in range(1, half + 1)}
+    doc.update({f"{second}:{n}": half + n - 1 for n in range(1, len(texts) - half + 1)})
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text(first.read_text(encoding="utf-8") + second.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["dedup", str(whole), "--dsn", db.dsn, "--json", "--collection", "one-run"]) == 0
+    one_run = json.loads(capsys.readouterr().out)
+    doc.update({f"{whole}:{n}": n - 1 for n in range(1, len(texts) + 1)})
+    for path, extra in ((first, []), (second, ["--append"])):
+        assert main(["dedup", str(path), "--dsn", db.dsn, "--json", "--collection", "two-runs", *extra]) == 0
+        appended = json.loads(capsys.readouterr().out)
+    assert appended["documents"] == one_run["documents"] == len(texts)
+
+    def pairs(report: dict[str, Any]) -> set[tuple[int, int, int, int]]:
+        return {(*sorted((doc[p["source_a"]], doc[p["source_b"]])), p["distance"], p["sketch_distance"])
+                for p in report["pairs"]}  # type: ignore[misc]
+
+    def clusters(report: dict[str, Any]) -> list[list[tuple[int, int, float]]]:
+        return [[(doc[m["source"]], m["distance"], m["similarity"]) for m in c["documents"]]
+                for c in report["clusters"]]
+
+    assert {p[:2] for p in pairs(appended)} == expected
+    assert pairs(appended) == pairs(one_run)
+    assert clusters(appended) == clusters(one_run) and len(appended["clusters"]) > 10
+    assert any(doc[m["source"]] < half <= doc[n["source"]] for c in appended["clusters"]  # across the runs
+               for m in c["documents"] for n in c["documents"])
+
+
 def test_the_guard_refuses_what_is_decided(conn: psycopg.Connection,
                                            documents: tuple[list[str], list[Any], int]) -> None:
     """Inserted in order, a document is refused exactly when it has a decided pair with a stored one."""
