@@ -102,8 +102,10 @@ def from_collection(conn: Any, collection: str, decision: Any = None,
     from simpg import dedup
 
     decision = decision or dedup.Decision()
-    row = conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s", [collection]).fetchone()
-    if not row[0]:
+    table = conn.execute("SELECT to_regclass('simpg_documents')").fetchone()[0]
+    row = (conn.execute("SELECT count(*) FROM simpg_documents WHERE collection = %s", [collection]).fetchone()
+           if table is not None else (0,))
+    if not row[0]:  # no such collection, or no table at all
         raise SimpgError(f"collection {collection!r} has no documents in simpg_documents")
     clusters, pairs = dedup.decide_stored(conn, collection, decision)
     ids = {i for c in clusters for i in c} | {i for p in pairs for i in p[:2]}
