@@ -76,7 +76,7 @@ def histogram_svg(sizes: Sequence[Sequence[int]]) -> str:
     bars = _buckets(sizes)
     if not bars:
         return ""
-    width, height, top, bottom, slot = 40 * len(bars) + 20, 150, 18, 32, 40
+    width, height, top, bottom, slot = max(40 * len(bars) + 20, 180), 150, 18, 32, 40  # room for the axis label
     peak = max(count for _, count in bars) or 1
     parts = [f'<svg id="histogram" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="clusters by size">']

@@ -171,9 +171,10 @@ def _screenshot(driver: webdriver.Chrome, name: str, tmp_path: Path) -> None:
 
 
 def test_report_of_a_dedup_run(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                               browser: tuple[webdriver.Chrome, Path]) -> None:
+                               monkeypatch: pytest.MonkeyPatch, browser: tuple[webdriver.Chrome, Path]) -> None:
     driver, downloads = browser
-    folder = tmp_path / "corpus"
+    monkeypatch.chdir(tmp_path)  # sources are then corpus/NAME, as a user in their folder sees them
+    folder = Path("corpus")
     folder.mkdir()
     for name, text in FILES.items():
         (folder / name).write_text(text, encoding="utf-8")

@@ -155,8 +155,8 @@
     var box = el("div", { "class": "diff", "data-a": a, "data-b": b });
     renderDiff(box, docs[a].text, docs[b].text);
     var cell = el("td", { colspan: "9" }, [
-      el("div", { "class": "recorded", text: "changes from " + docs[a].source + " (struck out) to " +
-                                             docs[b].source + " (underlined)" }), box]);
+      el("div", { "class": "recorded", text: "changes from " + docs[a].source + " (struck out, red) to " +
+                                             docs[b].source + " (green)" }), box]);
     row.after(el("tr", { "class": "diff-row" }, [cell]));
     button.setAttribute("aria-expanded", "true");
   }
