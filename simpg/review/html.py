@@ -2,11 +2,11 @@
 
 The page (:func:`render`) carries everything it needs: the report data as JSON in a
 ``<script type="application/json">`` (texts once per document), the CSS and the
-JavaScript of ``simpg/review/assets`` inlined, among them jsdiff (the ``diff`` npm
-package, BSD-3-Clause, its licence shipped beside it and shown in the page) for the
-differences. A Content-Security-Policy forbids every network request. The summary
-and the cluster-size histogram (inline SVG) are written here; the clusters are drawn by
-the page's script, one page at a time.
+JavaScript of ``simpg/review/assets`` inlined, among them jsdiff 9.0.0 (the ``diff`` npm
+package's ``dist/diff.min.js``, BSD-3-Clause, its licence shipped beside it as
+``diff.LICENSE`` and shown in the page) for the differences. A Content-Security-Policy
+forbids every network request. The summary and the cluster-size histogram (inline SVG)
+are written here; the clusters are drawn by the page's script, one page at a time.
 
 Nothing from the data reaches the page as markup: the JSON is written with ``<``, ``>``
 and ``&`` escaped (a text holding ``</script>`` cannot close its element), the page's

@@ -329,6 +329,14 @@ def test_report_of_a_dedup_run(db: object, capsys: pytest.CaptureFixture[str], t
     assert (code, out, err) == (0, f"{again}\n", "")
     assert _embedded(again) == carried
 
+    # a new run replaces the rows (new ids): the page's decisions of the old ids are kept aside, not exported
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn,  # type: ignore[attr-defined]
+                         "--collection", "planted", "--html", str(page))
+    assert code == 0 and out.endswith(f"simpg: review report written to {page}\n"), err
+    _open(driver, page)
+    assert driver.find_element(By.ID, "decision-count").text == \
+        "0 decisions (2 of an earlier report, for other documents, not exported)"
+
 
 def test_report_errors(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = run(capsys, "report", "--collection", "nowhere", "--html", str(tmp_path / "r.html"),

@@ -21,7 +21,10 @@
 
   var state = { matches: [], page: 0, selected: 0, expanded: {} };
   var lowered = {};  // document id -> [source, title + text] lowercased, made when first searched
-  var decisions = loadDecisions();  // "a:b" -> {a, b, verdict, source_a, source_b}
+  // "a:b" -> {a, b, verdict, source_a, source_b}; stale: those of an earlier report of the collection
+  // whose documents are not this report's (a new dedup run gives new ids): kept, never exported
+  var stale = {};
+  var decisions = loadDecisions();
   var recorded = {};  // "a:b" -> {a, b, verdict, who, at}: decisions stored before this report
   data.decisions.forEach(function (d) { recorded[pairKey(d.a, d.b)] = d; });
 
@@ -56,15 +59,25 @@
   function loadDecisions() {
     try {
       var saved = JSON.parse(window.localStorage.getItem(storageKey) || "{}");
-      return saved && typeof saved === "object" ? saved : {};
+      var out = {};
+      Object.keys(saved && typeof saved === "object" ? saved : {}).forEach(function (key) {
+        var d = saved[key];
+        var here = d && docs[d.a] && docs[d.b] && docs[d.a].source === d.source_a && docs[d.b].source === d.source_b;
+        if (here) { out[key] = d; } else { stale[key] = d; }
+      });
+      return out;
     } catch (err) {
       return {};
     }
   }
 
   function saveDecisions() {
-    try { window.localStorage.setItem(storageKey, JSON.stringify(decisions)); } catch (err) { /* private mode */ }
-    $("decision-count").textContent = Object.keys(decisions).length + " decisions";
+    try {
+      window.localStorage.setItem(storageKey, JSON.stringify(Object.assign({}, stale, decisions)));
+    } catch (err) { /* storage off: the decisions live as long as the page */ }
+    var staleCount = Object.keys(stale).length;
+    $("decision-count").textContent = Object.keys(decisions).length + " decisions" +
+      (staleCount ? " (" + staleCount + " of an earlier report, for other documents, not exported)" : "");
   }
 
   function decide(a, b, verdict) {
@@ -264,7 +277,12 @@
 
   function toggle(index) {
     if (state.expanded[index]) { delete state.expanded[index]; } else { state.expanded[index] = true; }
-    render();
+    var node = document.querySelector('.cluster[data-index="' + index + '"]');
+    if (node) {  // only this cluster is redrawn: the others keep their open differences
+      node.replaceWith(clusterNode(index, Number(node.getAttribute("data-position"))));
+    } else {
+      render();
+    }
     scrollToSelected();
   }
 
