@@ -89,6 +89,25 @@ def ensure_debian_packages(major: int = 15) -> None:
         missing.append("make")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         missing.append("default-jre-headless")
+    _apt_install(missing)
+
+
+#: Debian's chromium and its WebDriver (package chromium-driver), for the review report's browser test.
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def ensure_chromium() -> None:
+    """Install Debian's chromium and chromium-driver when missing and we are root (else fail naming them).
+
+    tests/integration/test_review_report.py drives the report in it, headless.
+    """
+    _apt_install([pkg for pkg, path in (("chromium", CHROMIUM), ("chromium-driver", CHROMEDRIVER))
+                  if not Path(path).exists()])
+
+
+def _apt_install(missing: list[str]) -> None:
+    """apt-get install ``missing`` as root (updating the lists if the first try fails), else fail naming them."""
     if not missing:
         return
     if not _is_root() or not shutil.which("apt-get"):

@@ -44,7 +44,15 @@ from simpg.commands._common import (
     shown,
     stage,
 )
-from simpg.corpus import DEFAULT_GLOB, ERRORS, Document, UnreadableText, count_inputs, read_documents
+from simpg.corpus import (
+    DEFAULT_GLOB,
+    ERRORS,
+    Document,
+    UnreadableText,
+    cannot_write,
+    count_inputs,
+    read_documents,
+)
 from simpg.exc import SimpgError
 from simpg.fingerprint import DEDUP_K, DEFAULT_K, MAX_SKETCH_DISTANCE, SKETCH_BITS
 from simpg.fingerprint.batch import PARALLEL_FROM
@@ -90,6 +98,8 @@ def register(subparsers: Any) -> None:
                         "one it is a near-duplicate of that leads a cluster, so every member is within "
                         "k of its cluster's first document; components: connected components, which "
                         "chain neighbours of neighbours")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the review report: one self-contained HTML page (simpg.review)")
     p.set_defaults(func=run)
 
 
@@ -125,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     from simpg.fingerprint import FingerprintConfig
 
     k = check_dedup_args(args)
+    if args.html and not Path(args.html).absolute().parent.is_dir():  # refused before the work, not after
+        raise cannot_write(args.html, "no such folder")
     collection = args.collection or os.fspath(Path(args.path))
     docs, unreadable = _read(args)
     if unreadable:
@@ -148,9 +160,14 @@ def run(args: argparse.Namespace) -> int:
                               method=args.method, bands=args.bands and args.confirm == "sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         report = dedup.deduplicate(conn, collection, docs, fps, sketches, bands=bands, decision=decision, config=config,
-                                   append=args.append, with_pairs=args.json,
+                                   append=args.append, with_pairs=args.json or bool(args.html),
                                    skipped=sorted([u["source"] for u in unreadable] + empty), progress=bar,
                                    stage=lambda text: stage(args, text))
+        if args.html:  # the review report: texts, fingerprints and sketches as stored, ids as in the table
+            from simpg.review import data, html
+
+            page = html.write(data.from_dedup_report(report, data.read_documents(conn, data.report_ids(report))),
+                              args.html)
     report["unreadable"] = unreadable  # left out by --errors skip, with the reason
     report["featureless"] = featureless  # left out always: no text to fingerprint, with the reason
     if args.json:
@@ -158,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(report))
+    if args.html:
+        print(f"simpg: review report written to {page}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -22,3 +22,6 @@ def test_wheel_carries_the_sql_files(tmp_path):
             assert zf.read(packaged) == source.read_bytes()
         assert "simpg/schema.py" in names
         assert "simpg/py.typed" in names  # PEP 561: type checkers read simpg's annotations
+        # the review report's page, styles, scripts and jsdiff with its licence (issue 32)
+        for asset in sorted((ROOT / "simpg" / "review" / "assets").iterdir()):
+            assert zf.read(f"simpg/review/assets/{asset.name}") == asset.read_bytes()
