@@ -324,24 +324,18 @@ def _report(collection: str, documents: int, k: int, clusters: list[list[int]],
             "clustered_documents": sum(len(c) for c in clusters), "clusters": out, "skipped": skipped}
 
 
-# --- the review report's read of a stored collection (simpg report, issue 32) ---
 def decide_stored(conn: psycopg.Connection[Any], collection: str, decision: Decision = Decision(),
                   ) -> tuple[list[list[int]], list[tuple[int, int, int, int | None]]]:
     """The clusters and every decided pair of a collection already in ``simpg_documents``.
 
-    The decision :func:`deduplicate` makes after loading, on the stored rows as they
-    are (one snapshot): clusters as sorted id lists, largest first, and the pairs as
-    ``(id a, id b, distance, sketch distance)``, ``a < b``, copies included.
-    ``conn`` must be in autocommit mode.
+    The decision :func:`deduplicate` makes after loading, on the stored rows as they are
+    (one snapshot, nothing written: a row stored without a sketch stays nobody's
+    duplicate): clusters as sorted id lists, largest first, and the pairs as ``(id a, id
+    b, distance, sketch distance)``, ``a < b``, copies included. ``conn`` must be in
+    autocommit mode.
     """
     ensure_reference_schema(conn)
-    index = SimHashColumn(conn, TABLE, "simhash")
-    where = sql.SQL("t.collection = {}").format(sql.Literal(collection))
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        stored_ids, stored_fps = index.fetch_all(where)
-        stored_sketches, stored_bands = (_stored_sketches(conn, collection, stored_ids) if decision.confirm
-                                         else (None, None))
-    decided, copies = _decide(stored_ids, stored_fps, stored_sketches, decision.k, decision.max_sketch_distance,
-                              stored_bands if decision.bands else None)
-    return _clusters(stored_ids, decided, decision.method, copies), _all_pairs(decided, copies, decision.confirm)
+        rows = _earlier_rows(conn, collection, confirm=False)
+    return _decide(rows, decision, with_pairs=True)
