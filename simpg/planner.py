@@ -17,11 +17,10 @@ build time. The planner lists the designs worth considering and recommends one:
   ``rows / 2^prefix_bits`` (rows found through several tables count once per table,
   so this is an upper bound).
 * **Recommendation**: the design with the lowest lookup cost ``tables + candidates /
-  4``, in units of one B-tree probe. Measured with prepared statements (generic
-  plans) on 1M rows in shared buffers (bench/index_bench.py, docs/benchmarks.md), a
-  lookup costs about 14 microseconds per table and 3 per candidate row: a probe is
-  worth about 4 candidates (a candidate that is not cached costs a random heap read,
-  so more). The effect is the seeds' rule (seed 001): prefix bits close to
+  4``, in units of one B-tree probe: measured with prepared statements (generic plans)
+  on rows in shared buffers (bench/index_bench.py), a probe is worth about 4 candidates
+  (a candidate that is not cached costs a random heap read, so more). The effect is the
+  seeds' rule (seed 001): prefix bits close to
   ``log2(rows)``, about one candidate per table, e.g. ``k3:5`` (10 tables, 25-26 bit
   prefixes) from about 400k to 200M rows for k=3, then k3:4x4 and k3:6.
 * **Bytes per row**: 8 bytes of heap per table (a stored bigint column; measured

@@ -3,7 +3,7 @@
 Every statement in simpg that holds a table, schema or column name is built with
 ``psycopg.sql`` (``sql.SQL("... {} ...").format(sql.Identifier(name))``), never with
 ``str.format``, f-strings or ``%``, which would read the braces, percent signs or quotes
-of a name as their own syntax (issue 27, class 6: a table named ``t{hi}`` read another
+of a name as their own syntax (a table named ``t{hi}`` read another
 table). ``tests/unit/test_sql_composition.py`` keeps it so.
 
 One gap of psycopg is closed here. psycopg finds its placeholders (``%s``,

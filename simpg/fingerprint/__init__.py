@@ -1,4 +1,4 @@
-"""64-bit SimHash fingerprints of documents (issue 3).
+"""64-bit SimHash fingerprints of documents.
 
 Example:
     >>> from simpg.fingerprint import FingerprintConfig, fingerprint

@@ -46,20 +46,19 @@ __all__ = [
 
 #: Bumped whenever the same settings could give another fingerprint or sketch, so values
 #: of two versions never compare. 2: separators (``_`` included) and runs of more than four
-#: identical characters no longer make features (issue 14). 3: the sketch shingles each
-#: script by its own rule (``minhash.SKETCH_VERSION`` 2, issue 28); fingerprints are those
+#: identical characters no longer make features. 3: the sketch shingles each
+#: script by its own rule (``minhash.SKETCH_VERSION`` 2); fingerprints are those
 #: of version 2, sketches and band keys change. 4: a document whose words are mostly prose of
 #: a spaced language other than English is sketched by the character 3-grams of its letters
-#: (``minhash.SKETCH_VERSION`` 3, issue 28); fingerprints are those of version 2.
+#: (``minhash.SKETCH_VERSION`` 3); fingerprints are those of version 2.
 FORMAT_VERSION: Final = 4
-#: Default radius: chosen by bench/eval_quality.py (held-out F1 0.930 English, 0.897 Chinese
-#: at k = 4, against 0.877 and 0.829 at k = 3; no unrelated pair within 4 bits).
+#: Default radius: chosen on bench/eval_quality.py's tuning part (docs/benchmarks.md,
+#: "Fingerprints alone on a small, clean set").
 DEFAULT_K: Final = 4
 #: The fingerprint radius of the decision every sketch-confirmed path makes (``simpg dedup``,
 #: reports, lookups, the guard): pairs within 4 bits or sharing a band key, confirmed by the
-#: sketch. Chosen on bench/quality's tuning part (issue 28: F1 0.992 English, 0.993 Chinese,
-#: 0.986 mixed script, no unrelated pair; k = 7 with bands 0.999 / 0.996 / 0.987 needs an
-#: index of 36 prefix tables; docs/fingerprinting.md, "One decision").
+#: sketch. Chosen on bench/quality's tuning part: a larger k gains little with band keys
+#: and needs many more prefix tables (docs/fingerprinting.md, "One decision").
 DEDUP_K: Final = 4
 LANGS: Final = ("auto", "zh", "en")
 WEIGHTINGS: Final = ("tf", "binary")

@@ -10,8 +10,8 @@ truth's bound for "unrelated") differ in 64 bits on average with a standard devi
 36 is 4 standard deviations below. Measured on 16,000 real documents in ``bench/quality``
 (docs/fingerprinting.md).
 
-Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 3,
-issue 28): each script by its own rule, decided word by word from its neighbourhood, so that
+Shingles, from the text alone (any language), after NFKC and case folding (SKETCH_VERSION 3):
+each script by its own rule, decided word by word from its neighbourhood, so that
 a few characters of another script move a document a few bits, not half the sketch:
 
 * words (maximal runs of word characters of the other scripts), in document order across
@@ -113,13 +113,13 @@ MAX_SKETCH_DISTANCE: Final = 36
 
 #: A word is shingled by its letters, with the spaceless characters, when those make at
 #: least SPACELESS_SHARE percent of the letters within SPACELESS_WINDOW tokens of it (chosen
-#: on bench/quality's tuning part and a tuning set of real-like mixing, issue 28).
+#: on bench/quality's tuning part and a tuning set of real-like mixing).
 SPACELESS_WINDOW: Final = 128
 SPACELESS_SHARE: Final = 15
 #: Most elements per word shingle: a word 3-shingle is hashed with salted copies of itself,
 #: one element per letter of its words' mean length (rounded, 1 to WORD_COPIES), so a word
 #: weighs about what its letters weigh as character 3-grams, and a list of numbers or
-#: one-letter tokens weighs little, as in the truth's character 3-grams (issue 28).
+#: one-letter tokens weighs little, as in the truth's character 3-grams.
 WORD_COPIES: Final = 6
 _WORD_N: Final = 3
 _CHAR_N: Final = 3
@@ -156,12 +156,12 @@ _SPACELESS: Final = (
     "\u1000-\u109f"  # Myanmar
     "\u1780-\u17ff"  # Khmer
     # Hangul: Korean is written with spaces, but its words carry their particles, and hard
-    # wrapping (fold -w) cuts them; by characters, as the mixed-script truth (issue 28)
+    # wrapping (fold -w) cuts them; by characters, as the mixed-script truth
     "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 )
 #: A document (with a character other than ASCII) whose words are mostly prose of a spaced
 #: language other than English is shingled by the character 3-grams of all its letters and
-#: digits (SKETCH_VERSION 3, issue 28), as the truth of those languages: a revision's
+#: digits (SKETCH_VERSION 3), as the truth of those languages: a revision's
 #: inflections and compounds move its word 3-shingles (J 0.68) more than its character
 #: 3-grams (J >= 0.8). "Mostly": function words of :data:`_FOREIGN_WORDS` make at least
 #: FOREIGN_SHARE percent of its words and outnumber those of :data:`_ENGLISH_WORDS` (chosen on

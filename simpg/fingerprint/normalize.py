@@ -11,7 +11,7 @@ Normalisation of any text, in this order:
 
 Steps 3 and 4 keep separator lines (``_____``, ``-----``, ``=====``) and runs such as
 ``xxxxxxxx`` from deciding a fingerprint: a line of 79 underscores used to be 75
-occurrences of one feature, more weight than all the words of a short page (issue 14).
+occurrences of one feature, more weight than all the words of a short page.
 
 ASCII text takes a fast path (``str.lower`` and a translation table), which gives exactly
 the same result as the general path.

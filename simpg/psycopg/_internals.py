@@ -9,14 +9,13 @@ was measured (``bench/psycopg_api.py``):
    with ``PQsendQueryPrepared`` and read with psycopg's own protocol generator, under
    the connection's lock and through its ``wait()``, skipping the cursor. Against the
    best that psycopg's public API does (:class:`~simpg.psycopg.lookup.NearLookup`: a
-   kept ``RawCursor``, binary, prepared), ``SimHashColumn.near`` takes 0.85-0.91 times the
-   p50 latency and 0.71-0.74 times the client CPU (1M rows, lookup connection,
-   ``bench/psycopg_api.py --public-apis``, psycopg 3.2.0 and 3.3.9). Only where it
+   kept ``RawCursor``, binary, prepared), ``SimHashColumn.near`` takes less latency and
+   client CPU (``bench/psycopg_api.py --public-apis``, docs/benchmarks.md). Only where it
    means exactly what the cursor would (:func:`usable`): integer ids, autocommit,
    outside transaction blocks (what lookup connections are).
 2. **Polling for the answer** (:func:`poll_wait`, behind
    :class:`~simpg.psycopg.busywait.BusyWaitConnection`): psycopg has no public hook
-   for how it waits; 0.80-0.82 times the latency with the server on other CPUs.
+   for how it waits; it shortens lookups with the server on other CPUs.
 
 Both are accelerators over a public path that gives the same answers, and both are
 on only for the psycopg versions this module was tested with (:data:`ENABLED`):

@@ -2,15 +2,13 @@
 
 A single ``near`` is a round trip of a few hundred microseconds. psycopg waits for
 the answer in ``poll()``, so the client thread sleeps and the kernel wakes it when the
-bytes arrive; on the 2-core virtual machines of docs/benchmarks.md that wake-up is a
-large part of a round trip (a prepared ``SELECT 1`` took 0.101 ms so, 0.064 polled).
+bytes arrive; on small virtual machines that wake-up is a large part of a round trip.
 :class:`BusyWaitConnection` polls the socket without sleeping for up to
 :attr:`~BusyWaitConnection.busy_wait` seconds, then falls back to psycopg's own wait.
 
 Use it where the server does not run on the client's CPUs (another host, or processes
-pinned apart): there a lookup took 0.80-0.82 times as long at 1M rows. Where client
-and server share two CPUs it gained only with lookups back to back (0.81), and lost
-5% with lookups 0.5 or 2 ms apart (docs/python.md). The client's CPU is busy
+pinned apart). Where client and server share their CPUs it gains only with lookups back
+to back, and loses with lookups apart (docs/python.md, docs/benchmarks.md). The client's CPU is busy
 meanwhile. There is no async twin: spinning would block the event loop.
 
 psycopg has no public hook for how a connection waits: the polling itself
@@ -37,8 +35,8 @@ from simpg.psycopg import _internals
 
 __all__ = ["DEFAULT_BUSY_WAIT", "BusyWaitConnection", "check_busy_wait"]
 
-#: Seconds polled before sleeping: a single lookup at 10M rows answers within
-#: 0.2-0.4 ms, so 1 ms covers nearly all of them and bounds the CPU burnt on others.
+#: Seconds polled before sleeping: a single lookup answers well within it, and it bounds
+#: the CPU burnt on slower answers.
 DEFAULT_BUSY_WAIT = 0.001
 
 

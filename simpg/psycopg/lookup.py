@@ -11,12 +11,11 @@ no ``ORDER BY``: Python sorts the handful of rows (cheaper than the server's Sor
 other ids are ordered by the server, whose collation decides). A lock per handle keeps
 the cursor to one lookup at a time when threads (or tasks) share a handle.
 
-Side by side on one lookup connection (``bench/psycopg_api.py --public-apis``, 1M rows,
-psycopg 3.2.0 and 3.3.9), that is the best public form: a ``RawCursor`` made per lookup
-took 1.18-1.21 times as long as a kept one, a cursor in pipeline mode 1.9-2.0 times.
-Still, skipping the cursor altogether (:mod:`simpg.psycopg._internals`:
-``PQsendQueryPrepared`` driven by psycopg's private protocol generator) took
-``SimHashColumn.near`` 0.85-0.91 times the p50 latency and 0.71-0.74 times the client CPU; so
+Side by side on one lookup connection (``bench/psycopg_api.py --public-apis``), that is
+the best public form: a ``RawCursor`` made per lookup, or a cursor in pipeline mode, is
+slower than a kept one. Still, skipping the cursor altogether
+(:mod:`simpg.psycopg._internals`: ``PQsendQueryPrepared`` driven by psycopg's private
+protocol generator) is faster and uses less client CPU (docs/benchmarks.md); so
 for integer ids on a connection in autocommit mode, on the psycopg versions that module
 was tested with, :class:`NearLookup` takes that path, and this public one everywhere
 else (in transactions, pipelines, for other ids, on other psycopg versions).

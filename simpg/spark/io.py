@@ -251,7 +251,7 @@ def _copy_statement(names: tuple[str, str, str, str], lo: int, hi: int) -> Any:
     """COPY of the ids and fingerprints in pages ``[lo, hi)``; ``names``: schema, table, id and fingerprint columns.
 
     Composed by psycopg.sql in the task itself, names and bounds at once: a statement
-    text formatted again would read the braces of a name (issue 27: ``t{hi}``).
+    text formatted again would read the braces of a name (``t{hi}``).
     """
     from psycopg import sql
 

@@ -347,7 +347,7 @@ COMMENT ON FUNCTION simpg.prefix_range(bigint, integer, integer[], integer) IS
 -- prefix_ranges: prefix_range of every fingerprint of fps for every table t of the
 -- layout (n: the 1-based position in fps; NULL elements give no rows), each table's
 -- permutation worked out once: prefix_range works it out at every call unless its
--- arguments are constants (1,000 calls took 0.3 s, this 1 ms). PL/pgSQL so that its
+-- arguments are constants. PL/pgSQL so that its
 -- query is planned once per session, not at every call as a SQL function's is.
 CREATE FUNCTION simpg.prefix_ranges(fps bigint[], k integer, levels integer[])
     RETURNS TABLE (n integer, t integer, lo bigint, hi bigint)

@@ -1,4 +1,4 @@
--- near-unique guard (issue 16): no two committed rows of a table within k bits, under
+-- near-unique guard: no two committed rows of a table within k bits, under
 -- any number of concurrent writers, without serialising them.
 --
 -- Two fingerprints within the index's k share the full prefix of at least one of its
@@ -12,7 +12,7 @@
 -- writer it cannot see makes one of the two fail with 40001 (retry). REPEATABLE READ has
 -- neither and is refused.
 
--- The locks (issue 27, class 4d). Advisory locks would do, but their keys are public:
+-- The locks. Advisory locks would do, but their keys are public:
 -- any role, even one that may not read the table, could compute a guard's keys from the
 -- catalogs (or read them in pg_locks) and hold them, blocking every guarded write. So a
 -- guarded write locks rows of simpg.guard_locks instead: one row per (guarded table,

@@ -18,8 +18,8 @@
 
 -- layout_masks: table t's mask, for each t of layout (k, levels): the fingerprint bits
 -- that simpg.permute moves into the table's prefix, the source bits of its leading
--- positions. One table_order per table (every report calls this, twice or more: 64
--- prefix_lo calls per table took 80-150 ms).
+-- positions. One table_order per table (every report calls this, twice or more, and 64
+-- prefix_lo calls per table are slow).
 CREATE FUNCTION simpg.layout_masks(k integer, levels integer[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN ARRAY(
@@ -108,8 +108,8 @@ COMMENT ON FUNCTION simpg.pass_cost(bigint[], bigint[], float8, float8) IS
 -- an index (layout: its row of simpg.indexes, one candidate plan; see the top of this
 -- file). Reads a sample of at most about 3,000 fingerprints (all of them in a small
 -- table; SYSTEM sampling with a fixed seed otherwise, so the same data gets the same
--- plan: it reads only the sampled pages, where BERNOULLI read the whole table, about
--- 70 ms at 1M rows), estimates each candidate plan's work as rows hashed plus
+-- plan: it reads only the sampled pages, where BERNOULLI reads the whole table),
+-- estimates each candidate plan's work as rows hashed plus
 -- pairs compared, and returns the cheapest. Works on plain and partitioned tables; an empty table gets the
 -- layout's masks.
 CREATE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint[]
@@ -118,7 +118,7 @@ CREATE FUNCTION simpg.pair_masks(layout simpg.indexes, k integer) RETURNS bigint
 AS $$
 DECLARE
     -- estimated cost of hashing one row into a pass, in units of one pair compared
-    -- (bench/pairs_skew.py on PostgreSQL 15: 651 ns per row and pass, 86 ns per pair)
+    -- (measured with bench/pairs_skew.py)
     c_row CONSTANT float8 := 7.5;
     c_sample CONSTANT integer := 3000;
     v_rows float8;
@@ -187,7 +187,7 @@ $$;
 COMMENT ON FUNCTION simpg.pair_masks(simpg.indexes, integer) IS
     'The masks the pair reports within k join on, for an index''s table and column: the layout''s, or segments fitted to a sample of the data';
 
--- Candidate rows from the index's B-trees (issue 17). With the layout's masks, table
+-- Candidate rows from the index's B-trees. With the layout's masks, table
 -- t's mask is exactly the prefix_bits(t) leading bits of its stored prefix column, and
 -- that column's B-tree holds the table in prefix order. So the rows that share table
 -- t's mask with another row (the only rows pass t can pair) sit next to each other in

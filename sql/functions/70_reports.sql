@@ -375,8 +375,8 @@ COMMENT ON FUNCTION simpg.report_work_mem(regclass) IS
 -- NOTICE after each pass shows a long run's progress. STABLE: every pass reads the
 -- calling query's snapshot. Settings: no hash aggregate (grouping a B-tree's
 -- presorted prefixes is a cheap sort, hashing a million groups is not); no merge join
--- or JIT (the planner knows nothing of the masked columns; a hash join without JIT was
--- 2.1-2.4x faster than its merge join on 100k rows, bench/reports.py).
+-- or JIT (the planner knows nothing of the masked columns; a hash join without JIT is
+-- faster than its merge join, bench/reports.py).
 -- With sketch_column (and bands) the pairs are confirmed by their sketches: see pairs_query.
 CREATE FUNCTION simpg.pairs(rel regclass, k integer, col name DEFAULT NULL, key_column name DEFAULT NULL,
                             sketch_column name DEFAULT NULL, max_sketch_distance integer DEFAULT NULL,
