@@ -8,6 +8,11 @@ superuser DSN; the suite creates and drops its own databases there).
 
 Each test database is cloned from a template that already has simpg installed
 (pytest-postgresql's DatabaseJanitor), so a test costs one CREATE DATABASE.
+
+Layers: ``tests/unit`` needs nothing but Python (no server, Spark or browser; a lint in
+tests/unit/test_test_layout.py holds it); ``tests/integration`` starts what it needs (the
+servers, Spark, Debian's Chromium, podman, a wheel build); ``@pytest.mark.slow`` marks the
+larger corpora. Oracles live in tests/oracles.py; no test module imports another.
 """
 
 from __future__ import annotations

@@ -63,3 +63,16 @@ def test_the_scan_sees_every_form_of_import() -> None:
         assert module in [m for m in imported_modules(source, "tests.integration") if is_test_module(m)], source
     helpers = "from tests.oracles import brute_pairs\nfrom tests.integration import scenes\nimport tests.layouts\n"
     assert [m for m in imported_modules(helpers, "tests.integration") if is_test_module(m)] == []
+
+
+#: What the integration layer provides: real servers, Spark, browsers (tests/conftest.py).
+SERVER_FIXTURES = {"pg", "db", "bare_db", "conn", "spark", "pg15", "embedded", "scene"}
+
+
+def test_unit_tests_need_no_server():
+    """tests/unit runs without a database, Spark or a browser: those are integration tests."""
+    for path in sorted((TESTS / "unit").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                asked = {a.arg for a in node.args.args}
+                assert not asked & SERVER_FIXTURES, f"{path.name}::{node.name} asks for {asked & SERVER_FIXTURES}"
