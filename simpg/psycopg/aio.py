@@ -11,9 +11,10 @@ twice; here each method is written once, as plain code, and the sync one reads a
 plain code too. Where the two really differ (``info`` is a property of the sync
 handle, ``connect`` polls on request, pairs stream eagerly checked), an
 ``if True:  # ASYNC`` block holds the async code and its ``else:`` the sync code.
-SQL comes from :mod:`simpg.psycopg.statements` and :mod:`simpg.psycopg.catalog`, checks from
-:mod:`simpg.psycopg._common`, result types from :mod:`simpg.results`; the in-memory work of fingerprinting, pairs and
-clusters runs in a worker thread in the async handle, off the event loop.
+SQL comes from :mod:`simpg.psycopg.statements` and :mod:`simpg.psycopg.catalog`, checks
+from :mod:`simpg.psycopg._common`, result types from :mod:`simpg.results`; the in-memory
+work of fingerprinting, pairs and clusters runs in a worker thread in the async handle,
+off the event loop.
 
 Example:
     >>> import psycopg
