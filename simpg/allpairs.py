@@ -46,9 +46,10 @@ from typing import Any
 import numpy as np
 
 from simpg import bits
-from simpg.exc import InvalidFingerprint, InvalidLayout
+from simpg.exc import InvalidFingerprint, InvalidLayout, SimpgError
 from simpg.fingerprint.minhash import BANDS, SKETCH_BYTES, checked_max_distance
 from simpg.layout import Layout, Permutation, check_radius
+from simpg.results import Pair
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +61,15 @@ __all__ = [
     "as_sketches",
     "clusters",
     "band_pair_chunks",
+    "cluster_method",
+    "clusters_of",
     "component_labels",
     "confirmed_pair_chunks",
     "decide",
+    "pair_arrays",
     "pair_chunks",
     "pair_tables",
+    "pairs_from_arrays",
     "pairs_layout",
     "permute",
     "prefix_masks",
@@ -775,3 +780,56 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
     if method not in CLUSTER_METHODS:
         raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
     return decide(fps, k, layout, sketches, max_sketch_distance, bands).clusters(method, rank)
+
+
+# -- rows with ids: what the handles (simpg.psycopg, simpg.shards) return ---------------
+
+def pair_arrays(ids: np.ndarray, fps: np.ndarray, k: int,
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Chunks of ``(ids a, ids b, distances)`` over every pair within ``k``."""
+    numeric = ids.dtype != object
+    for i, j, d in pair_chunks(fps, k):
+        a, b = ids[i], ids[j]
+        if numeric:
+            a, b = np.minimum(a, b), np.maximum(a, b)
+        yield a, b, d
+
+
+def pairs_from_arrays(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[Pair]:
+    """One chunk of :func:`pair_arrays` as Pair tuples of Python values."""
+    a, b, d = chunk
+    return [Pair(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), d.tolist(), strict=True)]
+
+
+def cluster_method(value: Any) -> str:
+    """clusters()'s ``method``, or SimpgError naming it."""
+    if value not in CLUSTER_METHODS:
+        raise SimpgError(f"method must be one of {', '.join(map(repr, CLUSTER_METHODS))}, got {value!r}")
+    return str(value)
+
+
+def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "representative") -> list[list[Any]]:
+    """Clusters (size >= 2) as lists of ids, largest first.
+
+    ``"representative"`` takes rows in id order (the table's order for ids that have
+    none), so the representative is the smallest id of its cluster.
+    """
+    rank = None
+    if method == "representative" and ids.dtype != object:
+        rank = ids
+    elif method == "representative":
+        try:
+            rank = np.argsort(np.array(sorted(range(len(ids)), key=ids.__getitem__)), kind="stable")
+        except TypeError:  # ids without an order: the table's
+            rank = None
+    groups = clusters(fps, k, method=method, rank=rank)
+    out = []
+    for rows in groups:
+        members = ids[rows].tolist()
+        try:
+            members.sort()
+        except TypeError:  # ids without an order: keep the table's
+            pass
+        out.append(members)
+    out.sort(key=lambda c: -len(c))
+    return out

@@ -69,6 +69,7 @@ __all__ = [
     "build_index",
     "check_config_matches_index",
     "check_source",
+    "column_type",
     "create_guard",
     "existing_layout",
     "guard_sketches",
@@ -146,6 +147,15 @@ def _table(conn: Connection, table: str) -> _Table:
         )
     ]
     return _Table(oid, qualified, schema, name, pk)
+
+
+def column_type(conn: Connection, table: str, column: str) -> str | None:
+    """The type of ``table.column`` as ``format_type`` writes it (e.g. ``bit(256)``); None if it is missing.
+
+    Raises:
+        SimpgError: the table does not exist.
+    """
+    return _column_type(conn, _table(conn, table).oid, column)
 
 
 def _column_type(conn: Connection, oid: int, column: str) -> str | None:

@@ -41,11 +41,10 @@ import psycopg
 from psycopg import sql
 from psycopg.types.numeric import Int8
 
-from simpg import bits, schema
-from simpg.exc import SimpgError
+from simpg import allpairs, bits, schema
+from simpg.exc import SimpgError, translate, translated
 from simpg.layout import Layout, check_radius
-from simpg.psycopg import Neighbor, Pair, SimHashColumn, _common
-from simpg.psycopg._common import translate, translated
+from simpg.psycopg import Neighbor, Pair, SimHashColumn
 from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
@@ -713,16 +712,16 @@ class ShardedIndex:
         """Every pair within ``k`` across all shards (the rows are read once, the pairs found in memory)."""
         if self.range is None:
             return self.index.pairs(k)
-        chunks = _common.pair_arrays(*self._fetch_range(k))
-        return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
+        chunks = allpairs.pair_arrays(*self._fetch_range(k))
+        return (pair for chunk in chunks for pair in allpairs.pairs_from_arrays(chunk))
 
     def clusters(self, k: int | None = None, method: str = "representative") -> list[list[Any]]:
         """Clusters across all shards (as SimHashColumn.clusters)."""
         if self.range is None:
             return self.index.clusters(k, method=method)
-        method = _common.cluster_method(method)
+        method = allpairs.cluster_method(method)
         ids, fps, radius = self._fetch_range(k)
-        return _common.clusters_of(ids, fps, radius, method)
+        return allpairs.clusters_of(ids, fps, radius, method)
 
     def fetch_all(self) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, fingerprints)`` of every row with a fingerprint, as int64 and uint64 arrays.

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``simpg backfill``."""
     # Measured reason for a local import: see __getattr__ (simpg --help should not pay for it).
     from simpg import backfill
-    from simpg.psycopg import _common
+    from simpg.fingerprint import minhash
 
     if not args.dsn:
         raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             sketch_added = backfill.add_sketch_column(conn, args.table, args.sketch_column,
                                                       lock_timeout=args.lock_timeout)
             # the names SimHashColumn.duplicates looks for by default
-            band_columns = _common.band_columns(args.sketch_column, None) if args.bands else None
+            band_columns = minhash.band_columns(args.sketch_column, None) if args.bands else None
             if band_columns:
                 backfill.add_band_columns(conn, args.table, band_columns, lock_timeout=args.lock_timeout)
             sketches = backfill.backfill_sketches(conn, args.table, args.text_column, args.sketch_column,

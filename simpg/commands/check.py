@@ -23,8 +23,9 @@ from dataclasses import asdict
 from typing import Any
 
 from simpg.commands._common import add_dsn_argument
-from simpg.exc import SimpgError
+from simpg.exc import SimpgError, translated
 from simpg.layout import Layout
+from simpg.results import IndexProblem
 
 #: Problems simpg.repair puts right (the last by dropping the damaged index's columns).
 REPAIRED = ("missing b-tree", "invalid index", "missing prefix column")
@@ -71,30 +72,42 @@ def _connect(args: argparse.Namespace) -> Any:
 
 def _run(conn: Any, statement: str, params: list[Any]) -> list[Any]:
     """Rows of one statement; simpg's clear database errors become SimpgError."""
-    from simpg.psycopg import _common
-
-    with _common.translated():
+    with translated():
         rows: list[Any] = conn.execute(statement, params).fetchall()
     return rows
 
 
-def _problems(conn: Any, table: str, column: str | None, verify_rows: bool) -> list[Any]:
-    from simpg.psycopg import IndexProblem, catalog
+def _indexes(conn: Any, table: str, column: str | None) -> list[Any]:
+    """Every simpg index of the table (of the column), complete or not (``simpg.table_indexes``).
 
-    return [IndexProblem(*row) for row in _run(conn, catalog.CHECK_SQL, [table, column, verify_rows])]
-
-
-def _indexes(conn: Any, table: str, column: str | None) -> list[dict[str, Any]]:
-    """The complete simpg indexes of the table (of the column), as JSON-ready dicts."""
-    # simpg.table_indexes, not the view, which leaves out the partitions of a partitioned table
-    rows = _run(conn, "SELECT i.fingerprint_column, i.k, i.levels, i.prefix_columns, i.index_names "
+    Rows of ``(column, k, levels, prefix columns, index names)``, by column then layout;
+    a damaged index has NULL among its prefix columns. simpg.table_indexes, not the
+    simpg.indexes view, which leaves out the partitions of a partitioned table.
+    """
+    return _run(conn, "SELECT i.fingerprint_column, i.k, i.levels, i.prefix_columns, i.index_names "
                       "FROM simpg.table_indexes(%s::regclass) AS i "
-                      "WHERE pg_catalog.array_position(i.prefix_columns, NULL) IS NULL "
-                      "AND (%s::name IS NULL OR i.fingerprint_column = %s::name) "
+                      "WHERE %s::name IS NULL OR i.fingerprint_column = %s::name "
                       "ORDER BY i.fingerprint_column, i.k, i.levels", [table, column, column])
+
+
+def _columns(indexes: list[Any]) -> list[str]:
+    """The fingerprint columns of the indexes, in their order."""
+    return list(dict.fromkeys(row[0] for row in indexes))
+
+
+def _complete(indexes: list[Any]) -> list[dict[str, Any]]:
+    """The complete indexes (every prefix column there), as JSON-ready dicts."""
     return [{"column": c, "layout": Layout(k, tuple(levels)).name, "k": k, "levels": list(levels),
              "prefix_columns": list(prefixes), "index_names": list(names)}
-            for c, k, levels, prefixes, names in rows]
+            for c, k, levels, prefixes, names in indexes if None not in prefixes]
+
+
+def _problems(conn: Any, table: str, columns: list[str], verify_rows: bool) -> list[IndexProblem]:
+    """What SimHashColumn.check finds, column by column (simpg.check's own order)."""
+    from simpg.psycopg import SimHashColumn  # not at import: simpg --help loads every command
+
+    return [problem for column in columns
+            for problem in SimHashColumn(conn, table, column).check(verify_rows=verify_rows)]
 
 
 def _table_name(conn: Any, table: str) -> str:
@@ -131,10 +144,11 @@ def run_check(args: argparse.Namespace) -> int:
     """Print the problems of the table's simpg indexes; 1 if there are any."""
     with _connect(args) as conn:
         table = _table_name(conn, args.table)
-        problems = _problems(conn, args.table, args.column, args.verify_rows)
-        indexes = _indexes(conn, args.table, args.column)
-    if not problems and not indexes:
-        raise _no_index(table, args.column)
+        found = _indexes(conn, args.table, args.column)
+        if not found:
+            raise _no_index(table, args.column)
+        problems = _problems(conn, args.table, _columns(found), args.verify_rows)
+    indexes = _complete(found)
     if args.json:
         json.dump({"table": table, "column": args.column, "verify_rows": args.verify_rows,
                    "indexes": indexes, "problems": [asdict(p) for p in problems]},
@@ -158,18 +172,22 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_repair(args: argparse.Namespace) -> int:
     """Run simpg.repair, print its statements; 1 if problems are left that it cannot put right."""
-    from simpg.psycopg import catalog
+    from simpg.psycopg import SimHashColumn
 
     with _connect(args) as conn:
         table = _table_name(conn, args.table)
-        before = _problems(conn, args.table, args.column, False)
-        if not before and not _indexes(conn, args.table, args.column):
+        columns = _columns(_indexes(conn, args.table, args.column))
+        if not columns:
             raise _no_index(table, args.column)
+        before = _problems(conn, args.table, columns, False)
         with conn.transaction():
             _run(conn, "SELECT pg_catalog.set_config('lock_timeout', %s, true)", [args.lock_timeout])
-            statements = [row[0] for row in _run(conn, catalog.REPAIR_SQL, [args.table, args.column])]
-        left = _problems(conn, args.table, args.column, False)
-        indexed = {index["column"] for index in _indexes(conn, args.table, args.column)}
+            # one transaction: all of the table's repairs, or none when a lock is not had in time
+            statements = [statement for column in columns
+                          for statement in SimHashColumn(conn, args.table, column).repair()]
+        after = _indexes(conn, args.table, args.column)
+        left = _problems(conn, args.table, _columns(after), False)
+        indexed = {index["column"] for index in _complete(after)}
     removed = sorted({p.column for p in before if p.problem == "missing prefix column"} - indexed)
     if args.json:
         json.dump({"table": table, "column": args.column, "statements": statements, "removed": removed,

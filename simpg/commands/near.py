@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     """Look the queries up and print the neighbours."""
     import psycopg
 
+    from simpg.fingerprint.minhash import band_columns
     from simpg.psycopg import SimHashColumn
-    from simpg.psycopg._common import band_columns
 
     queries = _queries(args)
     check_max_sketch_distance(args.max_sketch_distance)
@@ -149,11 +149,12 @@ def run(args: argparse.Namespace) -> int:
 def _check_config(conn: Any, index: Any, args: argparse.Namespace) -> None:
     """Texts are compared only with fingerprints of their config (a new simpg default is a new one)."""
     from simpg.fingerprint import FingerprintConfig
-    from simpg.psycopg import _common
+    from simpg.fingerprint.config import config_for_index
 
     config = FingerprintConfig(lang=args.lang)
     if args.table != "simpg_documents":
-        _common.text_config(config, index.info)  # raises, naming both, when the index records another
+        # raises, naming both, when the index records another
+        config_for_index(config, index.info.fingerprint_config, index.info.label)
         return
     row = conn.execute("SELECT fingerprint_config, count(*) FROM simpg_documents WHERE fingerprint_config <> %s "
                        "GROUP BY 1 ORDER BY 2 DESC LIMIT 1", [config.identity]).fetchone()
@@ -164,6 +165,6 @@ def _check_config(conn: Any, index: Any, args: argparse.Namespace) -> None:
 
 
 def _has_column(conn: Any, table: str, column: str) -> bool:
-    row = conn.execute("SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s "
-                       "AND attnum > 0 AND NOT attisdropped", [table, column]).fetchone()
-    return row is not None
+    from simpg.backfill import column_type
+
+    return column_type(conn, table, column) is not None

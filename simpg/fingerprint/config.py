@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from simpg.exc import SimpgError
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.fingerprint.hashes import HASH_NAMES
 
@@ -41,7 +42,9 @@ __all__ = [
     "UNITS",
     "WEIGHTINGS",
     "FingerprintConfig",
+    "config_for_index",
     "identity_of",
+    "stored_config",
 ]
 
 #: Bumped whenever the same settings could give another fingerprint or sketch, so values
@@ -304,3 +307,55 @@ class FingerprintConfig:
         digest, so the same file at another path gives the same identity).
         """
         return _identity(self.to_dict())
+
+
+def stored_config(text: str | None) -> tuple[FingerprintConfig | None, str | None]:
+    """An index's recorded fingerprint config (``simpg.indexes.fingerprint_config``) and its identity.
+
+    The config is None when none is recorded, or when the record is an identity string or
+    a config of an older format (its identity is still given).
+    """
+    if not text:
+        return None, None
+    try:
+        config = FingerprintConfig.from_json(text)
+    except InvalidConfig:
+        return None, identity_of(text)  # an identity string, or a config of an older format
+    return config, config.identity
+
+
+def config_for_index(config: Any, stored: str | None, label: str) -> FingerprintConfig:
+    """The config to fingerprint texts with for an index: the given one or the index's, never a mismatch.
+
+    Args:
+        config: a FingerprintConfig, or None for the one the index records.
+        stored: what the index records (``simpg.indexes.fingerprint_config``), or None.
+        label: ``table.column`` of the index, for messages.
+
+    Raises:
+        SimpgError: ``config`` differs from the index's, or is None and the index's is
+            of another format.
+    """
+    recorded, identity = stored_config(stored)
+    if config is None:
+        if identity is not None and recorded is None:
+            if not identity.startswith(f"simpg-fp{FORMAT_VERSION}:"):
+                raise SimpgError(
+                    f"the simpg index on {label} was made with fingerprint config {identity}, of an "
+                    f"older format than this simpg's ({FORMAT_VERSION}); move the table to a new config "
+                    "with simpg backfill --refingerprint (docs/fingerprinting.md)"
+                )
+            raise SimpgError(
+                f"the simpg index on {label} was made with fingerprint config {identity}; "
+                "pass that config to fingerprint texts"
+            )
+        return recorded or FingerprintConfig()
+    if not isinstance(config, FingerprintConfig):
+        raise SimpgError(f"expected FingerprintConfig, got {config!r}")
+    if identity is not None and config.identity != identity:
+        raise SimpgError(
+            f"fingerprint config {config.identity} differs from {identity}, "
+            f"the one the simpg index on {label} was made with; fingerprint texts with that one, "
+            "or move the table to this one with simpg backfill --refingerprint"
+        )
+    return config

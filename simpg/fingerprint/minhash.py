@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Final
@@ -73,6 +73,7 @@ from typing import Any, Final
 import mmh3
 import numpy as np
 
+from simpg.exc import SimpgError
 from simpg.fingerprint.errors import DecodeError, EmptyDocument, InvalidConfig, InvalidDocument
 
 __all__ = [
@@ -83,6 +84,8 @@ __all__ = [
     "SKETCH_BITS",
     "SKETCH_BYTES",
     "SKETCH_VERSION",
+    "band_columns",
+    "band_keys",
     "checked_max_distance",
     "from_sql",
     "shingle_hashes",
@@ -956,3 +959,29 @@ def from_sql(value: str | None) -> bytes | None:
     if len(value) != SKETCH_BITS or set(value) - {"0", "1"}:
         raise InvalidDocument(f"expected a bit({SKETCH_BITS}) string, got {value!r}")
     return int(value, 2).to_bytes(SKETCH_BYTES, "big")
+
+
+# -- band key columns: the names and values lookups compare ------------------------------
+
+def band_columns(sketch_column: str, columns: Any) -> tuple[str, ...]:
+    """The band key columns: ``columns``, or ``<sketch_column>_b0 ..`` one per band by default."""
+    if columns is None:
+        return tuple(f"{sketch_column}_b{i}" for i in range(BANDS))
+    if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns or not all(
+            isinstance(c, str) and c for c in columns):
+        raise SimpgError(f"expected band_columns as a list of column names, got {columns!r}")
+    return tuple(columns)
+
+
+def band_keys(bands: Any, columns: Sequence[str]) -> np.ndarray:
+    """A document's band keys (signed 64-bit, as stored) checked, as ``int64``, one per column."""
+    if isinstance(bands, (str, bytes)) or not isinstance(bands, (Sequence, np.ndarray)):
+        raise SimpgError(f"expected a sequence of band keys, got {bands!r}")
+    keys = list(bands)
+    if len(keys) != len(columns):
+        raise SimpgError(f"expected {len(columns)} band keys (one per band column), got {len(keys)}: {keys!r}")
+    for key in keys:
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)) or not (
+                -(1 << 63) <= int(key) < 1 << 63):
+            raise SimpgError(f"expected a signed 64-bit band key, got {key!r}")
+    return np.array([int(key) for key in keys], dtype=np.int64)

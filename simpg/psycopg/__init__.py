@@ -1,7 +1,8 @@
 """simpg for psycopg 3: handles on a table's fingerprint column (sync and async), Fingerprint.
 
 ``SimHashColumn`` is a live handle on one indexed fingerprint column, as against the
-SQLAlchemy column type ``SimHash`` and index declaration ``SimHashIndex``.
+SQLAlchemy column type ``SimHash`` and index declaration ``SimHashIndex``. The result
+types (:mod:`simpg.results`) and ``near_duplicate`` (:mod:`simpg.exc`) are re-exported here.
 
 Example:
     >>> from simpg.psycopg import SimHashColumn
@@ -12,12 +13,13 @@ Example:
 
 from __future__ import annotations
 
-from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, near_duplicate
+from simpg.exc import near_duplicate
 from simpg.psycopg.aio import AsyncSimHashColumn, configure_lookups_async
 from simpg.psycopg.busywait import BusyWaitConnection
 from simpg.psycopg.index import SimHashColumn, configure_lookups
 from simpg.psycopg.register import Fingerprint, register_simpg, register_simpg_async
 from simpg.psycopg.settings import LOOKUP_SETTINGS
+from simpg.results import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
 
 __all__ = [
     "LOOKUP_SETTINGS",

@@ -1,17 +1,13 @@
-"""What the sync and async handles share: result types, input checks, error translation.
+"""What the sync and async handles share: input checks and the shaping of their results.
 
-Everything here is free of I/O except :func:`translated`, a context manager that
-wraps I/O: sync and async code alike (it does no I/O itself, so it needs no
-``async with``).
+Free of I/O. The result types are :mod:`simpg.results`', the error translation
+:mod:`simpg.exc`'s, the in-memory pairs and clusters :mod:`simpg.allpairs`'.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -19,67 +15,14 @@ from psycopg import errors
 from psycopg.types.numeric import Int8
 
 from simpg import allpairs, bits
-from simpg.exc import ExtensionNotInstalled, InvalidFingerprint, NearDuplicate, SimpgError
-from simpg.fingerprint import FingerprintConfig, InvalidConfig, fingerprint_many
-from simpg.fingerprint.config import FORMAT_VERSION, identity_of
-from simpg.fingerprint.minhash import BANDS, checked_max_distance, similarity, to_sql
-from simpg.layout import Layout
-from simpg.psycopg.catalog import DAMAGED, INTEGER_TYPES, LAYOUT_CHANGED, IndexInfo, check_k
+from simpg.exc import LAYOUT_CHANGED, InvalidFingerprint, SimpgError, translate
+from simpg.fingerprint import FingerprintConfig, fingerprint_many, minhash
+from simpg.fingerprint.config import config_for_index, stored_config
+from simpg.fingerprint.minhash import checked_max_distance, to_sql
+from simpg.psycopg.catalog import INTEGER_TYPES, IndexInfo, check_k
 from simpg.psycopg.statements import near_params
 from simpg.psycopg.wire import Int8Array
-
-__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "near_duplicate"]
-
-
-class Neighbor(NamedTuple):
-    """A row found by a lookup: its id and its Hamming distance to the query."""
-
-    id: Any
-    distance: int
-
-
-class Guard(NamedTuple):
-    """A simpg guard of a table (``simpg.table_guards``); the sketch settings None if it has none."""
-
-    name: str
-    column: str
-    k: int
-    key_column: str
-    sketch_column: str | None = None
-    max_sketch_distance: int | None = None
-    band_columns: tuple[str, ...] | None = None
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> Guard:
-        """A row of ``simpg.table_guards``."""
-        name, column, k, key_column, sketch_column, max_sketch_distance, band_columns = row
-        return cls(name, column, k, key_column, sketch_column, max_sketch_distance,
-                   None if band_columns is None else tuple(band_columns))
-
-
-class Inserted(NamedTuple):
-    """What ``insert_or_get`` did.
-
-    Either ``inserted`` the row (``key`` is its key), or found the stored row ``key``
-    within ``distance`` bits and inserted nothing.
-    """
-
-    inserted: bool
-    key: str
-    distance: int | None
-
-
-class Duplicate(NamedTuple):
-    """A row a lookup found and its sketch confirmed: id, fingerprint distance, sketch distance."""
-
-    id: Any
-    distance: int
-    sketch_distance: int
-
-    @property
-    def similarity(self) -> float:
-        """The estimated Jaccard similarity of the two documents (from the sketch distance)."""
-        return similarity(self.sketch_distance)
+from simpg.results import IndexStats, Neighbor
 
 
 def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any,
@@ -95,28 +38,9 @@ def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_
     return params
 
 
-def band_columns(sketch_column: str, columns: Any) -> tuple[str, ...]:
-    """The band key columns: ``columns``, or ``<sketch_column>_b0 ..`` one per band by default."""
-    if columns is None:
-        return tuple(f"{sketch_column}_b{i}" for i in range(BANDS))
-    if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns or not all(
-            isinstance(c, str) and c for c in columns):
-        raise SimpgError(f"expected band_columns as a list of column names, got {columns!r}")
-    return tuple(columns)
-
-
 def band_keys(bands: Any, columns: Sequence[str]) -> Int8Array:
     """A document's band keys (signed 64-bit, as stored) as the ``bigint[]`` parameter, one per column."""
-    if isinstance(bands, (str, bytes)) or not isinstance(bands, (Sequence, np.ndarray)):
-        raise SimpgError(f"expected a sequence of band keys, got {bands!r}")
-    keys = list(bands)
-    if len(keys) != len(columns):
-        raise SimpgError(f"expected {len(columns)} band keys (one per band column), got {len(keys)}: {keys!r}")
-    for key in keys:
-        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)) or not (
-                -(1 << 63) <= int(key) < 1 << 63):
-            raise SimpgError(f"expected a signed 64-bit band key, got {key!r}")
-    return Int8Array(np.array([int(key) for key in keys], dtype=np.int64))
+    return Int8Array(minhash.band_keys(bands, columns))
 
 
 def sketch_column_error(err: psycopg.Error, table: str, column: str, bands: Sequence[str] = ()) -> Exception:
@@ -136,122 +60,7 @@ def sketch_column_error(err: psycopg.Error, table: str, column: str, bands: Sequ
     return translate(err)
 
 
-class Pair(NamedTuple):
-    """Two rows within distance ``k`` of each other (``a < b`` for integer ids)."""
-
-    a: Any
-    b: Any
-    distance: int
-
-
-@dataclass(frozen=True)
-class IndexProblem:
-    """One problem that ``simpg.check`` found in a simpg index (see docs/security.md).
-
-    ``problem`` is one of ``'missing prefix column'`` (the index cannot answer exactly;
-    queries refuse it), ``'missing b-tree'`` (exact but slow), ``'invalid index'`` (an
-    interrupted ``CREATE INDEX CONCURRENTLY``), ``'several layouts'`` and ``'stale prefix
-    values'``; ``detail`` names the object.
-    """
-
-    column: str  # the fingerprint column
-    problem: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.column}: {self.problem}: {self.detail}"
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    """What :meth:`SimHashColumn.stats` reports about one indexed column."""
-
-    table: str
-    column: str
-    id_column: str | None
-    layout: Layout
-    rows: int
-    rows_exact: bool
-    table_bytes: int
-    index_bytes: dict[str, int]
-    prefix_columns: tuple[str, ...]
-    fingerprint_config: str | None
-
-    @property
-    def total_index_bytes(self) -> int:
-        """Size of all prefix indexes together."""
-        return sum(self.index_bytes.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "table": self.table, "column": self.column, "id_column": self.id_column,
-            "layout": self.layout.name, "k": self.layout.k, "levels": list(self.layout.levels),
-            "tables": self.layout.tables, "rows": self.rows, "rows_exact": self.rows_exact,
-            "table_bytes": self.table_bytes, "index_bytes": self.index_bytes,
-            "total_index_bytes": self.total_index_bytes, "prefix_columns": list(self.prefix_columns),
-            "fingerprint_config": self.fingerprint_config,
-        }
-
-
 # -- errors ---------------------------------------------------------------------------
-
-# simpg's SQL functions raise these with messages meant for people; pass them on as
-# SimpgError so callers (and the CLI) need to catch one family only.
-_CLEAR_SQLSTATES = (errors.InvalidParameterValue, errors.UndefinedObject, errors.UndefinedColumn,
-                    errors.UndefinedTable, errors.DuplicateObject, errors.DatatypeMismatch,
-                    errors.NullValueNotAllowed, errors.AmbiguousColumn, errors.InsufficientPrivilege,
-                    errors.InvalidObjectDefinition)
-
-
-def near_duplicate(err: psycopg.Error) -> NearDuplicate | None:
-    """The :class:`~simpg.exc.NearDuplicate` a simpg guard's refusal means, else None.
-
-    For your own INSERTs: ``except psycopg.errors.ExclusionViolation as err:
-    dup = near_duplicate(err)``.
-    """
-    if not isinstance(err, errors.ExclusionViolation):
-        return None
-    found = re.fullmatch(r"Key \((?:.+)\)=\((.*)\) is within (\d+) bits of the new row, key \(.+\)=\(.*\)\.",
-                         err.diag.message_detail or "", re.S)
-    if found is None:
-        return None  # an EXCLUDE constraint's, not a guard's
-    message = (err.diag.message_primary or str(err)) + f" ({err.diag.message_detail})"
-    return NearDuplicate(message, key=found.group(1), distance=int(found.group(2)), guard=err.diag.constraint_name)
-
-
-def translate(err: psycopg.Error) -> Exception:
-    """A SimpgError for the database errors whose message says it all, else ``err``."""
-    duplicate = near_duplicate(err)
-    if duplicate is not None:
-        return duplicate
-    if isinstance(err, (errors.UndefinedFunction, errors.InvalidSchemaName)) and "simpg" in str(err):
-        return ExtensionNotInstalled()
-    if isinstance(err, _CLEAR_SQLSTATES) or err.sqlstate in (LAYOUT_CHANGED, DAMAGED):
-        diag = err.diag
-        message = diag.message_primary or str(err)
-        if diag.message_hint:
-            message += f"; {diag.message_hint}"
-        return SimpgError(message)
-    return err
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Database errors raised inside come out as :func:`translate` gives them.
-
-    The one place that says how: ``with translated(): cur.execute(...)``, in sync
-    and async code alike. A psycopg error that :func:`translate` keeps is re-raised
-    as it is, with its traceback.
-    """
-    try:
-        yield
-    except psycopg.Error as err:
-        clear = translate(err)
-        if clear is err:
-            raise
-        raise clear from err
-
 
 def layout_changed(err: psycopg.Error) -> bool:
     """Whether ``err`` says the index may have another layout than a handle read.
@@ -338,43 +147,9 @@ def extra_columns(columns: Mapping[str, Sequence[Any]] | None, n: int) -> tuple[
     return names, values
 
 
-def stored_config(info: IndexInfo) -> tuple[Any, str | None]:
-    """The index's fingerprint config (a FingerprintConfig when stored as JSON) and identity."""
-    text = info.fingerprint_config
-    if not text:
-        return None, None
-    try:
-        config = FingerprintConfig.from_json(text)
-    except InvalidConfig:
-        return None, identity_of(text)  # an identity string, or a config of an older format
-    return config, config.identity
-
-
-def text_config(config: Any, info: IndexInfo) -> Any:
+def text_config(config: Any, info: IndexInfo) -> FingerprintConfig:
     """The config to fingerprint texts with: the given one or the index's, never a mismatch."""
-    stored, identity = stored_config(info)
-    if config is None:
-        if identity is not None and stored is None:
-            if not identity.startswith(f"simpg-fp{FORMAT_VERSION}:"):
-                raise SimpgError(
-                    f"the simpg index on {info.label} was made with fingerprint config {identity}, of an "
-                    f"older format than this simpg's ({FORMAT_VERSION}); move the table to a new config "
-                    "with simpg backfill --refingerprint (docs/fingerprinting.md)"
-                )
-            raise SimpgError(
-                f"the simpg index on {info.label} was made with fingerprint config {identity}; "
-                "pass that config to fingerprint texts"
-            )
-        return stored or FingerprintConfig()
-    if not isinstance(config, FingerprintConfig):
-        raise SimpgError(f"expected FingerprintConfig, got {config!r}")
-    if identity is not None and config.identity != identity:
-        raise SimpgError(
-            f"fingerprint config {config.identity} differs from {identity}, "
-            f"the one the simpg index on {info.label} was made with; fingerprint texts with that one, "
-            "or move the table to this one with simpg backfill --refingerprint"
-        )
-    return config
+    return config_for_index(config, info.fingerprint_config, info.label)
 
 
 def fingerprint_texts(docs: list[Any], config: Any, workers: int | None) -> np.ndarray:
@@ -422,61 +197,10 @@ def join_parts(parts: list[tuple[np.ndarray, np.ndarray]], integer: bool) -> tup
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def pair_arrays(ids: np.ndarray, fps: np.ndarray, k: int,
-                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Chunks of ``(ids a, ids b, distances)`` over every pair within ``k``."""
-    numeric = ids.dtype != object
-    for i, j, d in allpairs.pair_chunks(fps, k):
-        a, b = ids[i], ids[j]
-        if numeric:
-            a, b = np.minimum(a, b), np.maximum(a, b)
-        yield a, b, d
-
-
-def pairs_from_arrays(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[Pair]:
-    """One chunk of :func:`pair_arrays` as Pair tuples of Python values."""
-    a, b, d = chunk
-    return [Pair(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), d.tolist(), strict=True)]
-
-
-def cluster_method(value: Any) -> str:
-    """clusters()'s ``method``, or SimpgError naming it."""
-    if value not in allpairs.CLUSTER_METHODS:
-        raise SimpgError(f"method must be one of {', '.join(map(repr, allpairs.CLUSTER_METHODS))}, got {value!r}")
-    return str(value)
-
-
-def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "representative") -> list[list[Any]]:
-    """Clusters (size >= 2) as lists of ids, largest first.
-
-    ``"representative"`` takes rows in id order (the table's order for ids that have
-    none), so the representative is the smallest id of its cluster.
-    """
-    rank = None
-    if method == "representative" and ids.dtype != object:
-        rank = ids
-    elif method == "representative":
-        try:
-            rank = np.argsort(np.array(sorted(range(len(ids)), key=ids.__getitem__)), kind="stable")
-        except TypeError:  # ids without an order: the table's
-            rank = None
-    groups = allpairs.clusters(fps, k, method=method, rank=rank)
-    out = []
-    for rows in groups:
-        members = ids[rows].tolist()
-        try:
-            members.sort()
-        except TypeError:  # ids without an order: keep the table's
-            pass
-        out.append(members)
-    out.sort(key=lambda c: -len(c))
-    return out
-
-
 def make_stats(info: IndexInfo, row: Sequence[Any], exact: bool) -> IndexStats:
     """IndexStats from a :func:`~simpg.psycopg.statements.stats_query` row."""
     rows, table_bytes, index_sizes = row
-    _, identity = stored_config(info)
+    _, identity = stored_config(info.fingerprint_config)
     return IndexStats(
         table=f"{info.schema}.{info.table}", column=info.column, id_column=info.id_column,
         layout=info.layout, rows=int(rows), rows_exact=exact, table_bytes=int(table_bytes),

@@ -45,9 +45,10 @@ from psycopg.pq import ExecStatus, Format, PipelineStatus, TransactionStatus
 from psycopg.waiting import Ready, Wait
 
 from simpg import bits
-from simpg.psycopg._common import Neighbor, nearest_first
+from simpg.psycopg._common import nearest_first
 from simpg.psycopg.catalog import IndexInfo
 from simpg.psycopg.statements import near_sql
+from simpg.results import Neighbor
 
 __all__ = [
     "ENABLED",

@@ -11,9 +11,10 @@ twice; here each method is written once, as plain code, and the sync one reads a
 plain code too. Where the two really differ (``info`` is a property of the sync
 handle, ``connect`` polls on request, pairs stream eagerly checked), an
 ``if True:  # ASYNC`` block holds the async code and its ``else:`` the sync code.
-SQL comes from :mod:`simpg.psycopg.statements` and :mod:`simpg.psycopg.catalog`, checks and results from
-:mod:`simpg.psycopg._common`; the in-memory work of fingerprinting, pairs and
-clusters runs in a worker thread in the async handle, off the event loop.
+SQL comes from :mod:`simpg.psycopg.statements` and :mod:`simpg.psycopg.catalog`, checks
+from :mod:`simpg.psycopg._common`, result types from :mod:`simpg.results`; the in-memory
+work of fingerprinting, pairs and clusters runs in a worker thread in the async handle,
+off the event loop.
 
 Example:
     >>> import psycopg
@@ -47,13 +48,14 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from simpg import bits
-from simpg.exc import SimpgError
+from simpg import allpairs, bits
+from simpg.exc import SimpgError, translate, translated
+from simpg.fingerprint import minhash
 from simpg.layout import Layout
 from simpg.psycopg import _common, catalog, lookup, settings, statements, wire
-from simpg.psycopg._common import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair, translated
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
+from simpg.results import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
 from simpg.sqlnames import with_parameters
 
 if True:  # ASYNC
@@ -441,7 +443,7 @@ class AsyncSimHashColumn:
             max_sketch_distance: the largest sketch distance that confirms a row.
         """
         fp = _common.fingerprint(fingerprint)
-        columns = _common.band_columns(sketch_column, band_columns) if bands is not None else ()
+        columns = minhash.band_columns(sketch_column, band_columns) if bands is not None else ()
 
         async def run(info: IndexInfo) -> list[Duplicate]:
             params = _common.duplicates_params(info, fp, _common.radius(k, info), sketch, max_sketch_distance,
@@ -501,10 +503,10 @@ class AsyncSimHashColumn:
             return await run(_common.with_ids(await self._current()))
         except psycopg.Error as err:
             if not _common.layout_changed(err):
-                raise _common.translate(err) from err
+                raise translate(err) from err
             stale, self._info = self._info, None
             if _common.aborted(self.conn):
-                raise (_common.layout_changed_error(stale) if stale else _common.translate(err)) from err
+                raise (_common.layout_changed_error(stale) if stale else translate(err)) from err
             logger.info("simpg index on %s.%s changed its layout; reading it again", self.table, self.column)
         info = _common.with_ids(await self.refresh())
         with translated():
@@ -569,7 +571,7 @@ class AsyncSimHashColumn:
         async def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
                               ) -> AsyncIterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
             """:meth:`pairs` as numpy chunks ``(ids a, ids b, distances)``, each computed in a worker thread."""
-            chunks = _common.pair_arrays(*await self._rows_within(k, where))
+            chunks = allpairs.pair_arrays(*await self._rows_within(k, where))
             while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
                 yield chunk
 
@@ -582,7 +584,7 @@ class AsyncSimHashColumn:
                     yield Pair(*row)
                 return
             async for chunk in self.pair_arrays(k, where):
-                for pair in _common.pairs_from_arrays(chunk):
+                for pair in allpairs.pairs_from_arrays(chunk):
                     yield pair
     else:
         def pair_arrays(self, k: int | None = None, where: sql.Composable | None = None,
@@ -591,7 +593,7 @@ class AsyncSimHashColumn:
 
             Checks ``k`` and reads the rows at once; the pairs are computed as you iterate.
             """
-            return _common.pair_arrays(*self._rows_within(k, where))
+            return allpairs.pair_arrays(*self._rows_within(k, where))
 
         def pairs(self, k: int | None = None, where: sql.Composable | None = None, *,
                   sketch_column: str | None = None, max_sketch_distance: int | None = None,
@@ -624,7 +626,7 @@ class AsyncSimHashColumn:
                 rows = self._confirmed("pairs", k, where, sketch_column, max_sketch_distance, bands)
                 return (Pair(*row) for row in rows)
             chunks = self.pair_arrays(k, where)
-            return (pair for chunk in chunks for pair in _common.pairs_from_arrays(chunk))
+            return (pair for chunk in chunks for pair in allpairs.pairs_from_arrays(chunk))
 
     async def clusters(self, k: int | None = None, where: sql.Composable | None = None,
                        method: str = "representative", *, sketch_column: str | None = None,
@@ -642,7 +644,7 @@ class AsyncSimHashColumn:
         a sketch column) the clusters are made of the pairs :meth:`pairs` confirms with
         them, by ``simpg.clusters`` in the database: every member is a confirmed near-duplicate of its representative.
         """
-        method = _common.cluster_method(method)
+        method = allpairs.cluster_method(method)
         if sketch_column is not None or max_sketch_distance is not None or bands:
             rows = await self._confirmed("clusters", k, where, sketch_column, max_sketch_distance, bands, method)
             groups: dict[Any, list[Any]] = {}
@@ -650,7 +652,7 @@ class AsyncSimHashColumn:
                 groups.setdefault(cluster_id, []).append(key)
             return sorted(groups.values(), key=len, reverse=True)
         ids, fps, k = await self._rows_within(k, where)
-        return await asyncio.to_thread(_common.clusters_of, ids, fps, k, method)
+        return await asyncio.to_thread(allpairs.clusters_of, ids, fps, k, method)
 
     async def stats(self, exact: bool = True) -> IndexStats:
         """Rows, layout, sizes and fingerprint config of the index.

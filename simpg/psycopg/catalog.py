@@ -2,9 +2,9 @@
 
 :class:`IndexInfo` is read once per handle from ``simpg.indexes`` (:data:`CATALOG_SQL`)
 and the table's primary key (:func:`id_column_sql`); every statement of
-:mod:`simpg.psycopg.statements` is built from it. The SQLSTATEs of simpg's lookups
-(:data:`LAYOUT_CHANGED`, :data:`DAMAGED`) and the check of ``k`` against the index's
-radius (:func:`check_k`) live here too.
+:mod:`simpg.psycopg.statements` is built from it. The check of ``k`` against the
+index's radius (:func:`check_k`) lives here too, and the SQLSTATEs of simpg's lookups
+(:data:`LAYOUT_CHANGED`, :data:`DAMAGED`) are re-exported from :mod:`simpg.exc`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from psycopg import sql
 
+from simpg.exc import DAMAGED, LAYOUT_CHANGED  # the SQLSTATEs of simpg's own errors
 from simpg.layout import Layout, check_radius
 from simpg.psycopg.ranges import RangeMaker
 
@@ -86,11 +87,6 @@ WHERE a.attrelid = %s::regclass AND a.attname = %s AND a.attnum > 0 AND NOT a.at
 #: Types fetched as int8 on the fast binary paths (lookups sorted in Python, fetch_all).
 INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
 
-#: SQLSTATE of simpg.layout_is: the index no longer has the layout a statement was made for.
-LAYOUT_CHANGED = "SPG01"
-#: SQLSTATE of simpg.index_layout and the queries: the index lost a prefix column and
-#: cannot answer exactly (simpg.check says which; simpg.repair removes it).
-DAMAGED = "SPG02"
 
 
 def id_column_sql() -> tuple[str, str]:

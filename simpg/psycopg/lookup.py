@@ -38,10 +38,11 @@ from psycopg.types.numeric import Int8
 
 from simpg import bits
 from simpg.psycopg import _internals
-from simpg.psycopg._common import Neighbor, nearest_first
+from simpg.psycopg._common import nearest_first
 from simpg.psycopg._internals import NearStatement, near_gen, usable  # 0.1.1's names, importable here
 from simpg.psycopg.catalog import IndexInfo
 from simpg.psycopg.statements import near_sql
+from simpg.results import Neighbor
 
 __all__ = ["AsyncNearLookup", "NearLookup", "NearStatement", "near_gen", "usable"]
 

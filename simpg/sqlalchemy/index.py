@@ -60,11 +60,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from simpg.exc import NearDuplicate, SimpgError
+from simpg.exc import near_duplicate as _psycopg_near_duplicate
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.fingerprint.minhash import checked_max_distance
 from simpg.layout import Layout, check_radius, default_blocks
-from simpg.psycopg._common import IndexProblem
-from simpg.psycopg._common import near_duplicate as _psycopg_near_duplicate
+from simpg.results import IndexProblem
 from simpg.sqlalchemy.functions import _levels, layout_is
 from simpg.sqlnames import quoted_name
 

@@ -18,9 +18,8 @@ from sqlalchemy import Select, and_, event, inspect, not_, or_, select, type_coe
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint
-from simpg.fingerprint.minhash import checked_max_distance, to_sql
-from simpg.psycopg._common import band_columns as default_band_columns
-from simpg.psycopg._common import band_keys
+from simpg.fingerprint.minhash import band_columns as default_band_columns
+from simpg.fingerprint.minhash import band_keys, checked_max_distance, to_sql
 from simpg.sqlalchemy.index import SimHashIndex, _resolve_column, index_for
 from simpg.sqlalchemy.types import Sketch
 

@@ -9,6 +9,7 @@ import pytest
 
 from simpg import backfill
 from simpg.cli import main
+from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint, minhash, sketch_and_bands
 from simpg.layout import Layout
 from simpg.psycopg import SimHashColumn
@@ -133,3 +134,16 @@ def test_bands_need_a_sketch_column(db: object, capsys: pytest.CaptureFixture[st
                  "--fp-column", "fp", "--bands"])
     assert (code, capsys.readouterr().err) == (
         1, "simpg: --bands needs --sketch-column: the band keys come from the same minima as the sketch\n")
+
+
+def test_column_type_names_the_type_or_none(db: object) -> None:
+    conn = db.conn  # type: ignore[attr-defined]
+    make_table(conn, "bigint")
+    conn.execute(f'ALTER TABLE {QUALIFIED} ADD COLUMN "sk etch" bit(256), ADD COLUMN gone bigint')
+    conn.execute(f"ALTER TABLE {QUALIFIED} DROP COLUMN gone")
+    assert backfill.column_type(conn, QUALIFIED, "sk etch") == "bit(256)"
+    assert backfill.column_type(conn, QUALIFIED, "Key Col") == "bigint"
+    assert backfill.column_type(conn, QUALIFIED, "gone") is None  # dropped columns are not there
+    assert backfill.column_type(conn, QUALIFIED, "ctid") is None  # nor system columns
+    with pytest.raises(SimpgError, match="^table no_such_table does not exist$"):
+        backfill.column_type(conn, "no_such_table", "x")

@@ -20,10 +20,9 @@ from sqlalchemy.orm import DeclarativeBase, Session, mapped_column
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch
-from simpg.fingerprint.minhash import BANDS, to_sql
+from simpg.fingerprint.minhash import BANDS, band_columns, to_sql
 from simpg.layout import Layout
 from simpg.psycopg import AsyncSimHashColumn, Duplicate, SimHashColumn, configure_lookups
-from simpg.psycopg._common import band_columns
 from simpg.sqlalchemy import (
     SimHash,
     Sketch,

@@ -201,7 +201,7 @@ def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
 
 
 def test_database_errors_come_out_translated_or_as_they_are(conn: psycopg.Connection) -> None:
-    # one context translates for every method (simpg.psycopg._common.translated)
+    # one context translates for every method (simpg.exc.translated)
     index = make_table(conn, Layout(3, (5,)), [1, 2, 3])
     with pytest.raises(SimpgError, match='relation "missing" does not exist') as clear:
         SimHashColumn(conn, "missing").stats()
