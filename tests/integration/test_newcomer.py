@@ -1,0 +1,89 @@
+"""Issue 32's newcomer findings: what a first run on a real folder met, each fixed and held here."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from simpg.fingerprint import fingerprint
+from tests.integration.cli import CORPUS, run
+
+PARAGRAPH = ("The committee met on Tuesday to review the annual budget and agreed to fund the new library "
+             "wing, the repairs to the swimming pool and a study of traffic on the main road through town.")
+
+
+def _mixed_folder(root: Path) -> Path:
+    """Two near-duplicate .txt files, a licence without extension, a gzipped man page, source code."""
+    folder = root / "mixed"
+    (folder / "man1").mkdir(parents=True)
+    (folder / "notes-a.txt").write_text(PARAGRAPH, encoding="utf-8")
+    (folder / "notes-b.txt").write_text(PARAGRAPH.replace("Tuesday", "Tuesday morning"), encoding="utf-8")
+    (folder / "LICENSE").write_text("Permission is hereby granted, free of charge, to any person.", encoding="utf-8")
+    (folder / "man1" / "ls.1.gz").write_bytes(gzip.compress(PARAGRAPH.encode("utf-8")))
+    (folder / "tool.py").write_text("def main() -> None:\n    print('hello')\n", encoding="utf-8")
+    (folder / ".hidden.txt").write_text("not a document", encoding="utf-8")
+    return folder
+
+
+def test_skipped_files_are_counted_and_gz_is_read(db: object, capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
+    folder = _mixed_folder(tmp_path)
+    dsn = db.dsn  # type: ignore[attr-defined]
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json")
+    assert code == 0, err
+    assert ("simpg: read 2 files matching **/*.txt; skipped 3 other files (1 .gz, 1 .py, 1 no extension; "
+            "use --glob '**/*' to read them, .gz decompressed)") in err.splitlines()
+    assert json.loads(out)["documents"] == 2
+
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", dsn, "--json", "--glob", "**/*")
+    assert code == 0, err
+    assert "skipped" not in err  # the glob takes every file: nothing to say
+    report = json.loads(out)
+    assert report["documents"] == 5
+    # the gzipped page is read as the text it holds: an exact copy of notes-a, in its cluster
+    gz = os.fspath(folder / "man1" / "ls.1.gz")
+    cluster = next(c for c in report["clusters"] if any(d["source"] == gz for d in c["documents"]))
+    assert {Path(d["source"]).name for d in cluster["documents"]} >= {"notes-a.txt", "ls.1.gz"}
+    rows = dict(db.conn.execute(  # type: ignore[attr-defined]
+        "SELECT source, body FROM simpg_documents WHERE source = %s", [gz]).fetchall())
+    assert rows == {gz: PARAGRAPH}
+
+
+def test_bad_gzip_names_the_file(db: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "a.txt.gz").write_bytes(b"not gzip at all")
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn, "--glob", "*.gz")  # type: ignore[attr-defined]
+    assert code == 1 and out == ""
+    assert err.startswith(f"simpg: cannot read '{folder / 'a.txt.gz'}': not a valid gzip file")
+
+
+def test_files_get_their_name_as_title_not_in_the_fingerprint(db: object, capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    folder = _mixed_folder(tmp_path)
+    code, out, err = run(capsys, "dedup", str(folder), "--dsn", db.dsn, "--json")  # type: ignore[attr-defined]
+    assert code == 0, err
+    rows = db.conn.execute(  # type: ignore[attr-defined]
+        "SELECT source, title, simhash FROM simpg_documents ORDER BY source").fetchall()
+    assert [(Path(s).name, t) for s, t, _ in rows] == [("notes-a.txt", "notes-a"), ("notes-b.txt", "notes-b")]
+    # the name is shown, not fingerprinted: the fingerprint is the body's alone
+    from simpg import bits
+    assert bits.from_db(rows[0][2]) == fingerprint(PARAGRAPH)
+    documents = [d for c in json.loads(out)["clusters"] for d in c["documents"]]
+    assert {d["title"] for d in documents} == {"notes-a", "notes-b"}
+    # the README's report query (docs/reports.md) shows both titles
+    pairs = db.conn.execute(  # type: ignore[attr-defined]
+        "SELECT a.title, b.title FROM simpg.pairs('simpg_documents', 4) AS p "
+        "JOIN simpg_documents a ON a.id = p.key_a JOIN simpg_documents b ON b.id = p.key_b").fetchall()
+    assert pairs == [("notes-a", "notes-b")]
+
+
+def test_sample_corpus_titles(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "dedup", str(CORPUS), "--dsn", db.dsn, "--json")  # type: ignore[attr-defined]
+    assert code == 0, err
+    titles = dict(db.conn.execute("SELECT source, title FROM simpg_documents").fetchall())  # type: ignore[attr-defined]
+    assert titles and all(t == Path(s).stem for s, t in titles.items())
