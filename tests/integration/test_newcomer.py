@@ -5,6 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from simpg.fingerprint import fingerprint
 from tests.integration.cli import CORPUS, run
 
+ROOT = Path(__file__).resolve().parents[2]
 PARAGRAPH = ("The committee met on Tuesday to review the annual budget and agreed to fund the new library "
              "wing, the repairs to the swimming pool and a study of traffic on the main road through town.")
 
@@ -87,3 +91,51 @@ def test_sample_corpus_titles(db: object, capsys: pytest.CaptureFixture[str]) ->
     assert code == 0, err
     titles = dict(db.conn.execute("SELECT source, title FROM simpg_documents").fetchall())  # type: ignore[attr-defined]
     assert titles and all(t == Path(s).stem for s, t in titles.items())
+
+
+def _readme_block(contains: str) -> str:
+    """The README's Python block holding ``contains``, as a reader would paste it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (code,) = [c for c in re.findall(r"^```python\n(.*?)^```$", text, re.MULTILINE | re.DOTALL) if contains in c]
+    return code
+
+
+def _python(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    # a timeout: the bug was a hang (spawn workers re-running the script, for ever)
+    return subprocess.run([sys.executable, *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_readme_fingerprint_many_in_a_script_on_stdin_and_in_a_repl(tmp_path: Path) -> None:
+    code = _readme_block("fingerprint_many(texts, workers=2)")
+    script = tmp_path / "snippet.py"
+    script.write_text(code, encoding="utf-8")
+    # saved as a script without a guard, and piped to python -: one process, one warning, the answer
+    for args, stdin, where in ((["snippet.py"], None, f"{script}:4"), (["-"], code, "<stdin>:4")):
+        result = _python(args, tmp_path, stdin)
+        assert (result.returncode, result.stdout) == (0, "True\n"), result.stderr
+        assert result.stderr.startswith(f"{where}: RuntimeWarning: simpg: workers=2 ignored, running in this "
+                                        "process: "), result.stderr
+        assert result.stderr.count("RuntimeWarning") == 1 and "Traceback" not in result.stderr
+    # python -c (a REPL's main module): worker processes, no warning (turned into an error to be sure)
+    result = _python(["-W", "error::RuntimeWarning", "-c", code], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "True\n", "")
+    # an interactive interpreter fed the lines
+    result = _python(["-i", "-q", "-W", "error::RuntimeWarning"], tmp_path, code + "\n")
+    assert (result.returncode, result.stdout.strip()) == (0, "True"), result.stderr
+    # the README's code under the guard: worker processes, no warning
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("if __name__ == '__main__':\n" + "".join(f"    {line}\n" for line in code.splitlines()),
+                       encoding="utf-8")
+    result = _python(["-W", "error::RuntimeWarning", "guarded.py"], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "True\n", "")
+    # and they are worker processes indeed
+    guarded.write_text(
+        "import multiprocessing\nfrom simpg.fingerprint import fingerprint_many\n\n"
+        "def main():\n"
+        "    found = fingerprint_many(['some words of text'] * 100, workers=2)\n"
+        "    next(found)\n"
+        "    print(len(multiprocessing.active_children()), len(list(found)))\n\n"
+        "if __name__ == '__main__':\n    main()\n", encoding="utf-8")
+    result = _python(["-W", "error::RuntimeWarning", "guarded.py"], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "2 99\n", "")
