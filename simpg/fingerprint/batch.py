@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
@@ -187,6 +188,21 @@ def _ignore_sigint(initializer: Any, initargs: tuple[Any, ...]) -> None:
         initializer(*initargs)
 
 
+def _start_pool(ctx: Any, workers: int, initializer: Any, initargs: tuple[Any, ...]) -> Any:
+    """A pool whose workers ignore SIGINT from birth (inherited across exec) and after their initializer.
+
+    A Ctrl-C reaches the whole process group: the parent alone turns it into
+    KeyboardInterrupt and ends the pool, so no worker prints a traceback of its own.
+    """
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        return ctx.Pool(workers, initializer=_ignore_sigint, initargs=(initializer, initargs))
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+
+
 def _imap(work: Any, items: Iterable[Any], workers: int, chunksize: int, mp_context: str | None,
           initializer: Any = None, initargs: tuple[Any, ...] = ()) -> Iterator[Any]:
     """``work`` over ``items`` in a pool of worker processes, in input order, lazily.
@@ -204,7 +220,7 @@ def _imap(work: Any, items: Iterable[Any], workers: int, chunksize: int, mp_cont
             initializer(*initargs)
         yield from map(work, items)
         return
-    pool = ctx.Pool(workers, initializer=_ignore_sigint, initargs=(initializer, initargs))
+    pool = _start_pool(ctx, workers, initializer, initargs)
     try:
         yield from pool.imap(work, items, chunksize)
         pool.close()

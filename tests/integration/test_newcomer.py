@@ -139,3 +139,48 @@ def test_readme_fingerprint_many_in_a_script_on_stdin_and_in_a_repl(tmp_path: Pa
         "if __name__ == '__main__':\n    main()\n", encoding="utf-8")
     result = _python(["-W", "error::RuntimeWarning", "guarded.py"], tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "2 99\n", "")
+
+
+def test_ctrl_c_prints_one_line(db: object, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during fingerprinting."""
+    import random
+    import signal
+    import threading
+    import time
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    rng = random.Random(32)
+    words = [f"w{n}" for n in range(5000)]
+    for n in range(30000):
+        (folder / f"{n:05}.txt").write_text(" ".join(rng.choices(words, k=200)), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "simpg", "dedup", str(folder), "--progress", "--workers", "2",
+                             "--dsn", db.dsn], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,  # type: ignore[attr-defined]
+                            start_new_session=True)
+    assert proc.stderr is not None
+    received = bytearray()
+
+    def drain() -> None:  # tqdm redraws with \r: read bytes, not lines
+        assert proc.stderr is not None
+        while chunk := os.read(proc.stderr.fileno(), 4096):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    deadline = time.monotonic() + 120
+
+    def done() -> int:  # documents fingerprinted so far, by the bar
+        counts = re.findall(rb"fingerprinting and sketching: .*?\| *(\d+)/", bytes(received))
+        return int(counts[-1]) if counts else 0
+
+    while done() < 1000 and proc.poll() is None:  # the workers are at work
+        assert time.monotonic() < deadline, received.decode(errors="replace")
+        time.sleep(0.02)
+    assert proc.poll() is None, "finished before it could be interrupted: make the folder larger"
+    os.killpg(proc.pid, signal.SIGINT)
+    status = proc.wait(timeout=60)
+    reader.join(timeout=10)
+    err = received.decode(errors="replace")
+    assert status == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.rstrip("\n").endswith("simpg: interrupted"), err
