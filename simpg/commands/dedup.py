@@ -36,6 +36,7 @@ from typing import Any
 from simpg.commands._common import (
     add_common_arguments,
     add_dsn_argument,
+    announce_database,
     check_max_sketch_distance,
     check_radius,
     database_dsn,
@@ -155,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
     k = check_dedup_args(args)
     collection = args.collection or os.fspath(Path(args.path))
+    announce_database(args)  # where the data lives, first (the server starts after the reading)
     docs, unreadable = _read(args)
     if unreadable:
         print(f"simpg: skipped {plural(len(unreadable), 'document')} that are not valid utf-8 "

@@ -184,3 +184,110 @@ def test_ctrl_c_prints_one_line(db: object, tmp_path: Path) -> None:
     assert status == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.rstrip("\n").endswith("simpg: interrupted"), err
+
+
+def _simpg(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The simpg command as a user runs it, on the embedded default of a private SIMPG_HOME."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SIMPG_DSN", "PGHOST", "PGPORT", "PGDATABASE")}
+    env["SIMPG_HOME"] = str(home)
+    return subprocess.run([sys.executable, "-m", "simpg", *argv], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def _status(home: Path) -> dict[str, object]:
+    result = _simpg(home, "server", "status", "--json")
+    assert result.returncode == 0, result.stderr
+    status: dict[str, object] = json.loads(result.stdout)
+    return status
+
+
+def test_session_server_and_collections(tmp_path: Path) -> None:
+    os.chmod(tmp_path, 0o755)  # the embedded server runs as its own OS user when we are root
+    home = tmp_path / "home"
+    pgdata = home / "pgdata"
+    folder = _mixed_folder(tmp_path)
+    shared = CORPUS / "en-cookies-original.txt"
+    (folder / "cookies.txt").write_text(shared.read_text(encoding="utf-8"), encoding="utf-8")
+    assert _status(home)["running"] is False
+    try:
+        started = _simpg(home, "server", "start")
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.startswith(f"embedded PostgreSQL running in {pgdata} (pid ")
+        status = _status(home)
+        assert status["running"] is True and status["session"] is True and status["data_directory"] == str(pgdata)
+        socket_dir = Path(str(status["socket_directory"]))
+        assert socket_dir.stat().st_mode & 0o077 == 0  # only the server's OS user enters it
+        pid = status["pid"]
+
+        # commands use the session's server, say where its data lives first, and leave it running
+        result = _simpg(home, "dedup", str(CORPUS), "--collection", "corpus", "--json")
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.splitlines()[0] == (
+            f"simpg: using the embedded PostgreSQL in {pgdata} (kept running by simpg server start; "
+            "simpg collections list shows what it holds)")
+        assert _status(home)["pid"] == pid
+        result = _simpg(home, "dedup", str(folder), "--collection", "mixed")
+        assert result.returncode == 0, result.stderr
+        assert _status(home)["pid"] == pid
+
+        # the collections, listed
+        result = _simpg(home, "collections", "list", "--json")
+        assert result.returncode == 0, result.stderr
+        listed = json.loads(result.stdout)
+        assert [(c["name"], c["documents"]) for c in listed] == [("corpus", 31), ("mixed", 3)]
+        assert all(c["first_loaded"] <= c["last_loaded"] for c in listed)
+        table = _simpg(home, "collections", "list").stdout.splitlines()
+        assert table[0].split() == ["collection", "documents", "first", "loaded", "last", "loaded"]
+        assert [line.split()[:2] for line in table[1:]] == [["corpus", "31"], ["mixed", "3"]]
+
+        # near: every collection by default, one with --collection, a typo refused
+        def near(*extra: str) -> set[str]:
+            result = _simpg(home, "near", "--file", str(shared), "--json", *extra)
+            assert result.returncode == 0, result.stderr
+            return {n["source"] for n in json.loads(result.stdout)[0]["neighbors"]}
+
+        everywhere = near()
+        assert {os.fspath(shared), os.fspath(folder / "cookies.txt")} <= everywhere
+        assert near("--collection", "mixed") == {os.fspath(folder / "cookies.txt")}
+        assert os.fspath(folder / "cookies.txt") not in near("--collection", "corpus")
+        assert near("--collection", "corpus") | near("--collection", "mixed") == everywhere
+        result = _simpg(home, "near", "--file", str(shared), "--collection", "nope")
+        assert result.returncode == 1
+        assert result.stderr.splitlines()[-1] == (
+            "simpg: no collection 'nope' in simpg_documents (simpg collections list shows them)")
+
+        # drop
+        result = _simpg(home, "collections", "drop", "corpus")
+        assert (result.returncode, result.stdout) == (0, "dropped collection 'corpus': 31 documents deleted\n")
+        result = _simpg(home, "collections", "list", "--json")
+        assert [c["name"] for c in json.loads(result.stdout)] == ["mixed"]
+        result = _simpg(home, "collections", "drop", "corpus")
+        assert result.returncode == 1 and result.stderr.splitlines()[-1] == (
+            "simpg: no collection 'corpus' in simpg_documents (simpg collections list shows them)")
+    finally:
+        stopped = _simpg(home, "server", "stop")
+    assert (stopped.returncode, stopped.stdout) == (0, f"embedded PostgreSQL in {pgdata} stopped\n")
+    assert _status(home)["running"] is False
+
+    # without a session, a command starts the server for itself, says so, and stops it
+    result = _simpg(home, "collections", "list")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"simpg: using the embedded PostgreSQL in {pgdata} (started for this command; simpg server start keeps "
+        "it running; simpg collections list shows what it holds)")
+    assert result.stdout.split("\n")[1].split()[:2] == ["mixed", "3"]
+    assert _status(home)["running"] is False
+
+
+def test_a_session_server_needs_a_private_socket_directory(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from simpg.embedded import socket_not_private
+
+    (tmp_path / "open").mkdir(mode=0o755)
+    (tmp_path / "closed").mkdir(mode=0o700)
+    os.chmod(tmp_path / "open", 0o755)
+    assert socket_not_private(SimpleNamespace(socket_dir=tmp_path / "closed")) is None
+    assert socket_not_private(SimpleNamespace(socket_dir=tmp_path / "open")) == (
+        f"its socket directory {tmp_path / 'open'} is open to other users (mode 755)")
+    assert socket_not_private(SimpleNamespace(socket_dir=None)) == "it listens on TCP, not on a Unix socket"
