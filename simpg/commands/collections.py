@@ -48,10 +48,12 @@ def _table_exists(conn: Any) -> bool:
 
 def collections(conn: Any) -> list[dict[str, Any]]:
     """Each collection of simpg_documents: name, documents, first and last loaded (ISO 8601), by name."""
+    from psycopg import sql
+
     if not _table_exists(conn):
         return []
-    rows = conn.execute(f"SELECT collection, count(*), min(created_at), max(created_at) FROM {TABLE} "
-                        "GROUP BY collection ORDER BY collection").fetchall()
+    rows = conn.execute(sql.SQL("SELECT collection, count(*), min(created_at), max(created_at) FROM {} "
+                                "GROUP BY collection ORDER BY collection").format(sql.Identifier(TABLE))).fetchall()
     return [{"name": name, "documents": count, "first_loaded": first.isoformat(), "last_loaded": last.isoformat()}
             for name, count, first, last in rows]
 
@@ -86,10 +88,11 @@ def _local(iso: str) -> str:
 def run_drop(args: argparse.Namespace) -> int:
     """Delete the documents of one collection."""
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
-        deleted = conn.execute(f"DELETE FROM {TABLE} WHERE collection = %s", [args.name]).rowcount \
-            if _table_exists(conn) else 0
+        deleted = conn.execute(sql.SQL("DELETE FROM {} WHERE collection = %s").format(sql.Identifier(TABLE)),
+                               [args.name]).rowcount if _table_exists(conn) else 0
     if deleted == 0:
         raise SimpgError(f"no collection {args.name!r} in simpg_documents (simpg collections list shows them)")
     print(f"dropped collection {args.name!r}: {plural(deleted, 'document')} deleted")
