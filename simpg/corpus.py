@@ -1,7 +1,10 @@
 """Documents from a folder of text files, a JSONL file or a CSV file, read as a stream.
 
 Each document keeps where it came from (``source``): the file path for a folder, else
-``file.jsonl:LINE`` or ``file.csv:ROW`` (the data row, from 1). Files must be UTF-8
+``file.jsonl:LINE`` or ``file.csv:ROW`` (the data row, from 1). A folder's file gets its
+name without the extension as its title (``notes/a.txt`` -> ``a``; shown, not fingerprinted), and a ``.gz`` file is
+read decompressed (``man1/ls.1.gz`` -> title ``ls``); :func:`folder_files` says which
+files a glob leaves out, so the CLI can say so. Files must be UTF-8
 (a leading BOM is ignored); anything else is an error naming the file and the byte
 offset, never a silently mangled document, unless ``errors`` asks to replace bad bytes
 with U+FFFD or to skip the documents that hold them.
@@ -21,10 +24,12 @@ from __future__ import annotations
 import codecs
 import csv
 import errno
+import gzip
 import json
 import os
 import re
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +38,8 @@ from typing import IO
 from simpg.exc import SimpgError
 
 __all__ = ["DEFAULT_GLOB", "ERRORS", "TEXT_COLUMNS", "Document", "UnreadableText", "cannot_read", "cannot_write",
-           "count_inputs", "kind_of", "open_input", "open_output", "read_documents", "read_lines", "read_text"]
+           "count_inputs", "file_title", "folder_files", "kind_of", "open_input", "open_output", "read_documents",
+           "read_lines", "read_text"]
 
 #: Files of a folder that are documents, unless --glob says otherwise.
 DEFAULT_GLOB = "**/*.txt"
@@ -81,10 +87,20 @@ def open_output(path: str | os.PathLike[str]) -> IO[str]:
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes; a ``.gz`` file's decompressed (read like the text it holds)."""
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
+        return gzip.decompress(data) if path.suffix.lower() == ".gz" else data
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise cannot_read(path, f"not a valid gzip file ({err})") from None
     except OSError as err:
         raise cannot_read(path, err) from None
+
+
+def file_title(path: Path) -> str:
+    """A file's title: its name without the extension (and without ``.gz``)."""
+    name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    return Path(name).stem or name
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,15 @@ class Document:
 
     source: str
     body: str
-    title: str | None = None
+    title: str | None = None  #: fingerprinted with the body (weight of a title)
+    #: a folder file's name without extension: stored and shown as the title when there is
+    #: none, never fingerprinted (renaming a file does not change what it says)
+    name: str | None = None
+
+    @property
+    def display_title(self) -> str | None:
+        """The title, else the file's name: what the table's title column and the reports show."""
+        return self.title or self.name
 
 
 def kind_of(path: str | os.PathLike[str]) -> str:
@@ -113,10 +137,20 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     )
 
 
+def _visible(folder: Path, path: Path) -> bool:
+    return path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+
+
 def _folder_files(folder: Path, pattern: str) -> list[Path]:
-    files = sorted(p for p in folder.glob(pattern)
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
-    return files
+    return sorted(p for p in folder.glob(pattern) if _visible(folder, p))
+
+
+def folder_files(folder: str | os.PathLike[str], pattern: str = DEFAULT_GLOB) -> tuple[list[Path], list[Path]]:
+    """The files of ``folder`` that ``pattern`` takes, and the other (not hidden) files it leaves out."""
+    root = Path(folder)
+    taken = _folder_files(root, pattern)
+    chosen = set(taken)
+    return taken, sorted(p for p in root.glob("**/*") if p not in chosen and _visible(root, p))
 
 
 def count_inputs(path: str | os.PathLike[str], pattern: str = DEFAULT_GLOB) -> int | None:
@@ -254,7 +288,7 @@ def _read_folder(folder: Path, pattern: str, errors: str = "strict",
                     on_skip(name, str(err).removeprefix(f"{name}: "))
                 continue
             body = data.removeprefix(_BOM).decode("utf-8", "replace")  # as fingerprint --errors replace
-        yield Document(source=name, body=body)
+        yield Document(source=name, body=body, name=file_title(path))
 
 
 def _read_jsonl(path: Path, text_column: str | None, title_column: str | None,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,7 +33,7 @@ import psycopg
 from psycopg import sql
 
 from simpg import allpairs, bits
-from simpg.corpus import Document
+from simpg.corpus import Document, file_title
 from simpg.exc import SimpgError
 from simpg.fingerprint import (
     DEDUP_K,
@@ -189,7 +190,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 "id": chunk_ids,
                 "collection": [collection] * len(chunk),
                 "source": [d.source for d, _, _, _ in chunk],
-                "title": [d.title for d, _, _, _ in chunk],
+                "title": [d.display_title for d, _, _, _ in chunk],
                 "body": [d.body for d, _, _, _ in chunk],
                 "fingerprint_config": [identity] * len(chunk),
                 "sketch": [None if sk is None else to_sql(sk) for _, _, sk, _ in chunk],
@@ -203,7 +204,8 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     stage(f"pairing {documents} within {decision.k} bits, {how} ({decision.method})")
     clusters, decided = _decide(rows, decision, with_pairs)
     members = sorted({i for c in clusters for i in c} | {i for p in decided for i in p[:2]})
-    new = {id_: (d.source, d.title, d.body[:300], fp, sk) for id_, (d, fp, sk, _) in zip(ids, kept, strict=True)}
+    new = {id_: (d.source, d.display_title, d.body[:300], fp, sk)
+           for id_, (d, fp, sk, _) in zip(ids, kept, strict=True)}
     shown = {i: new[i] for i in members if i in new}
     shown.update(_earlier_display(conn, [i for i in members if i not in new]))
     report = _report(collection, len(rows.ids), decision.k, clusters, shown, list(skipped))
@@ -270,11 +272,13 @@ def _earlier_rows(conn: Any, collection: str, confirm: bool) -> _Rows:
         out.fingerprints.append(bits.from_db(simhash))
         out.sketches.append(from_sql(sketch_text))
         out.bands.append(None if None in keys else tuple(keys))
-    missing = conn.execute("SELECT id, title, body FROM simpg_documents WHERE collection = %s "
+    missing = conn.execute("SELECT id, source, title, body FROM simpg_documents WHERE collection = %s "
                            "AND sketch IS NULL", [collection]).fetchall() if confirm else []
     position = {id_: n for n, id_ in enumerate(out.ids)}
     updates = []
-    for id_, title, body in missing:  # the text is there
+    for id_, source, title, body in missing:  # the text is there
+        if title == file_title(Path(source)):
+            title = None  # a file's name, shown as its title, is not part of what it says (Document.name)
         try:
             made, band_keys = sketch_and_bands({"title": title, "body": body} if title else body)
         except ValueError:

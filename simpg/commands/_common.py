@@ -108,13 +108,27 @@ def stage(args: argparse.Namespace, text: str) -> None:
         print(f"simpg: {text}", file=sys.stderr, flush=True)
 
 
+def announce_database(args: argparse.Namespace) -> None:
+    """Without --dsn: one line on stderr saying where the embedded default's data lives (once)."""
+    if args.dsn or getattr(args, "announced", False):
+        return
+    from simpg.embedded import data_dir, running, session_file
+
+    args.announced = True
+    pgdata = data_dir()
+    how = ("kept running by simpg server start" if running(pgdata) is not None and session_file(pgdata).exists()
+           else "started for this command; simpg server start keeps it running")
+    print(f"simpg: using the embedded PostgreSQL in {pgdata} ({how}; simpg collections list shows what it holds)",
+          file=sys.stderr, flush=True)
+
+
 def database_dsn(args: argparse.Namespace) -> str:
-    """--dsn / $SIMPG_DSN, else the embedded default server (started on demand)."""
+    """--dsn / $SIMPG_DSN, else the embedded default server (started on demand, or a session's)."""
     if args.dsn:
         return str(args.dsn)
-    from simpg.embedded import data_dir, embedded_dsn
+    from simpg.embedded import embedded_dsn
 
-    logger.info("no --dsn or SIMPG_DSN: using the embedded PostgreSQL in %s", data_dir())
+    announce_database(args)
     return embedded_dsn()
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from simpg.commands._common import (
     add_common_arguments,
     add_dsn_argument,
+    announce_database,
     check_max_sketch_distance,
     check_radius,
     database_dsn,
@@ -51,6 +52,9 @@ from simpg.corpus import (
     UnreadableText,
     cannot_write,
     count_inputs,
+    file_title,
+    folder_files,
+    kind_of,
     read_documents,
 )
 from simpg.exc import SimpgError
@@ -103,8 +107,27 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _say_skipped_files(args: argparse.Namespace) -> None:
+    """One line on stderr when --glob leaves files of the folder out: how many, of which kinds."""
+    if kind_of(args.path) != "folder":
+        return
+    taken, others = folder_files(args.path, args.glob)
+    if not others:
+        return
+    kinds: dict[str, int] = {}
+    for path in others:
+        kind = path.suffix.lower() or "no extension"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    common = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"{n} {kind}" for kind, n in common[:4]) + (", ..." if len(common) > 4 else "")
+    print(f"simpg: read {plural(len(taken), 'file')} matching {args.glob}; skipped "
+          f"{plural(len(others), 'other file')} ({listed}; use --glob '**/*' to read them, .gz decompressed)",
+          file=sys.stderr)
+
+
 def _read(args: argparse.Namespace) -> tuple[list[Document], list[dict[str, str]]]:
     """The documents, and those --errors skip left out (source and reason)."""
+    _say_skipped_files(args)
     total = count_inputs(args.path, args.glob)
     unreadable: list[dict[str, str]] = []
     docs = read_documents(args.path, pattern=args.glob, text_column=args.text_column,
@@ -138,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html and not Path(args.html).absolute().parent.is_dir():  # refused before the work, not after
         raise cannot_write(args.html, "no such folder")
     collection = args.collection or os.fspath(Path(args.path))
+    announce_database(args)  # where the data lives, first (the server starts after the reading)
     docs, unreadable = _read(args)
     if unreadable:
         print(f"simpg: skipped {plural(len(unreadable), 'document')} that are not valid utf-8 "
@@ -228,7 +252,9 @@ def render(report: dict[str, Any]) -> str:
         lines += ["", f"cluster {number} ({plural(cluster['size'], 'document')})",
                   f"  {'id':>{id_w}}  {'bits':>4}  {'sim':>4}  {'source':<{src_w}}  text"]
         for d in docs:
-            text = d["title"] + ": " + d["preview"] if d["title"] else d["preview"]
+            # a title that only repeats the file's name (shown under source) is left out
+            named = d["title"] and d["title"] != file_title(Path(d["source"]))
+            text = d["title"] + ": " + d["preview"] if named else d["preview"]
             sim = "" if d.get("similarity") is None else f"{d['similarity']:.2f}"
             lines.append(f"  {d['id']:>{id_w}}  {d['distance']:>4}  {sim:>4}  {_fit(d['source'], src_w)}  "
                          f"{_fit(text, text_w)}".rstrip())

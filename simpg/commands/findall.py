@@ -10,6 +10,10 @@ stdin/stdout). Two differences, both on purpose:
 * output is sorted (pairs by ``(a, b)``, clusters largest first, members ascending),
   so runs can be compared with ``diff``.
 
+``find-clusters`` groups around representatives by default, as ``simpg dedup``, SQL's
+``simpg.clusters`` and ``SimHashColumn.clusters`` do (one default everywhere);
+``--method components`` gives seomoz's connected components.
+
 ``--lines`` prints 1-based input line numbers instead of fingerprints, which tells
 repeated fingerprints apart. No database is involved: this is
 :mod:`simpg.allpairs` on the fingerprints given.
@@ -39,7 +43,7 @@ def register(subparsers: Any) -> None:
     for name, func, text in (
         ("find-all", run_find_all, "print every pair of fingerprints within -k bits"),
         ("find-clusters", run_find_clusters,
-         "print the clusters (connected components) of fingerprints within -k bits"),
+         "print the clusters of fingerprints within -k bits (around representatives, as simpg dedup)"),
     ):
         p = subparsers.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}; "
                                   "reads decimal fingerprints, one per line, prints JSON arrays.")
@@ -52,10 +56,11 @@ def register(subparsers: Any) -> None:
         p.add_argument("--lines", action="store_true",
                        help="print input line numbers (from 1) instead of fingerprints")
         if name == "find-clusters":
-            p.add_argument("--method", choices=("components", "representative"), default="components",
-                           help="components: connected components, as seomoz's tool (the default); "
-                                "representative: in input order, each line joins the earliest "
-                                "representative within -k, else becomes one")
+            p.add_argument("--method", choices=("representative", "components"), default="representative",
+                           help="representative (the default, as simpg dedup and simpg.clusters): in input "
+                                "order, each line joins the earliest representative within -k, else becomes "
+                                "one; components: connected components, which chain neighbours of neighbours "
+                                "(seomoz's simhash-find-clusters)")
         p.set_defaults(func=func)
 
 

@@ -9,7 +9,8 @@ on a table with a sketch column (``--sketch-column``, default ``sketch``) are co
 by sketches as ``simpg dedup`` confirms (:meth:`SimHashColumn.duplicates`), unless
 ``--confirm none``; when the table also has band key columns (``<sketch column>_b0`` ..
 ``_b3``, as ``simpg_documents`` has), rows sharing a band key with the text are
-candidates too.
+candidates too. ``--collection`` keeps the rows of one collection of ``simpg_documents``
+(the embedded default database holds every run's collections: ``simpg collections list``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--text", action="append", default=[], help="a text to fingerprint and look up")
     p.add_argument("--file", action="append", default=[], help="a UTF-8 file to fingerprint and look up")
     p.add_argument("--table", default="simpg_documents", help="indexed table (default: simpg_documents)")
+    p.add_argument("--collection", help="only documents of this collection of simpg_documents (simpg dedup "
+                                        "--collection; default: all of them; simpg collections list)")
     p.add_argument("--column", default="simhash", help="fingerprint column (default: simhash)")
     p.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
                    help="word splitting of --text/--file, as in simpg dedup (default: auto)")
@@ -94,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
     queries = _queries(args)
     check_max_sketch_distance(args.max_sketch_distance)
+    if args.collection is not None and args.table != "simpg_documents":
+        raise SimpgError(f"--collection applies to the table simpg_documents, not {args.table!r}")
     if args.confirm == "sketch" and any(sk is None for _, _, sk, _ in queries):
         raise SimpgError("--confirm sketch needs texts (--text, --file): a fingerprint has no sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
@@ -112,9 +117,14 @@ def run(args: argparse.Namespace) -> int:
                        for (_, fp, sk, keys), found in zip(queries, results, strict=True)]
         details: dict[Any, tuple[str, str | None]] = {}
         if args.table == "simpg_documents":
+            if args.collection is not None:
+                _check_collection(conn, args.collection)
             ids = sorted({n.id for found in results for n in found})
             details = {r[0]: (r[1], r[2]) for r in conn.execute(
-                "SELECT id, source, title FROM simpg_documents WHERE id = ANY(%s)", [ids])}
+                "SELECT id, source, title FROM simpg_documents WHERE id = ANY(%s) "
+                "AND (%s::text IS NULL OR collection = %s)", [ids, args.collection, args.collection])}
+            if args.collection is not None:  # every row within k, then those of the collection: still exact
+                results = [[n for n in found if n.id in details] for found in results]
     report: list[dict[str, Any]] = []
     for (label, fp, _, _), found in zip(queries, results, strict=True):
         rows = []
@@ -162,6 +172,12 @@ def _check_config(conn: Any, index: Any, args: argparse.Namespace) -> None:
         raise SimpgError(f"{row[1]} rows of simpg_documents hold fingerprints made with config {row[0]}, "
                          f"not {config.identity} (--lang {args.lang}); run simpg dedup again on their "
                          "collection (it replaces it) to compare texts with them")
+
+
+def _check_collection(conn: Any, collection: str) -> None:
+    """--collection names one that simpg_documents holds (a typo is not an empty answer)."""
+    if conn.execute("SELECT 1 FROM simpg_documents WHERE collection = %s LIMIT 1", [collection]).fetchone() is None:
+        raise SimpgError(f"no collection {collection!r} in simpg_documents (simpg collections list shows them)")
 
 
 def _has_column(conn: Any, table: str, column: str) -> bool:

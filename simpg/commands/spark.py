@@ -58,10 +58,10 @@ def register(subparsers: Any) -> None:
         p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="a Spark setting, e.g. spark.driver.memory=8g (repeatable)")
         if name == "find-clusters":
-            p.add_argument("--method", choices=("components", "representative"), default="components",
-                           help="components: connected components (the default, as find-clusters); "
-                                "representative: by id, each row joins the earliest representative within "
-                                "-k, else becomes one")
+            p.add_argument("--method", choices=("representative", "components"), default="representative",
+                           help="representative (the default, as find-clusters and simpg dedup): by id, each "
+                                "row joins the earliest representative within -k, else becomes one; "
+                                "components: connected components")
         p.set_defaults(func=run, spark_kind=name)
     top.set_defaults(func=lambda args: _usage(top))
 

@@ -14,9 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import itertools
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -83,9 +88,11 @@ def fingerprint_many(
         chunksize: documents sent to a worker at a time.
         on_error: ``"raise"`` re-raises a document's error (the message starts with
             ``document <index>:``); ``"none"`` yields None for that document instead.
-        mp_context: multiprocessing start method (``"spawn"`` is safe with threads; as
-            with any spawn pool, call this from an importable ``__main__`` — a script with
-            an ``if __name__ == "__main__":`` guard — not from ``python -`` on stdin).
+        mp_context: multiprocessing start method (``"spawn"`` is safe with threads). Spawned
+            workers import the main module again: a call from a script's top level that is
+            not under ``if __name__ == "__main__":``, or from ``python -`` (stdin), runs in
+            this process instead, with a :class:`RuntimeWarning` saying so (a REPL,
+            ``python -c``, a notebook and ``python -m`` use the workers).
 
     Yields:
         One fingerprint (unsigned int) per document, or None (``on_error="none"``).
@@ -111,11 +118,109 @@ def fingerprint_many(
                      _init_worker, (cfg,))
 
 
+def _guarded(tree: ast.Module, line: int) -> bool:
+    """Whether ``line`` lies in the body of a top-level ``if __name__ == "__main__":``."""
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+                and isinstance(node.test.ops[0], ast.Eq)):
+            continue
+        sides = [node.test.left, *node.test.comparators]
+        names = {n.id for n in sides if isinstance(n, ast.Name)}
+        values = {n.value for n in sides if isinstance(n, ast.Constant)}
+        if names == {"__name__"} and values == {"__main__"} and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+                return True
+    return False
+
+
+def _spawn_would_rerun_main(start_method: str) -> str | None:
+    """Why worker processes cannot start from here (a reason to run in this process), or None.
+
+    ``spawn`` and ``forkserver`` workers import the main module again, as ``__mp_main__``
+    (multiprocessing's "safe importing of main module"). From a REPL, ``python -c``, a
+    notebook or ``python -m package`` nothing of it runs again. From a script, its top
+    level runs again in every worker: a call there that is not under
+    ``if __name__ == "__main__":`` would start workers from workers, which multiprocessing
+    refuses, and the pool would start new ones for ever. From ``python -`` (stdin) the
+    workers cannot find the script at all.
+    """
+    if start_method == "fork":
+        return None
+    main = sys.modules.get("__main__")
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    path = getattr(main, "__file__", None)
+    if main is None or (spec_name is None and path is None):
+        return None  # a REPL, python -c, a notebook: the workers import nothing of it
+    if spec_name is not None and (spec_name == "__main__" or spec_name.endswith(".__main__")):
+        return None  # python -m package: multiprocessing does not run package/__main__.py again
+    if spec_name is None and not os.path.isfile(str(path)):
+        return (f"worker processes cannot import the main script again ({path}); save it as a file with the "
+                "call under 'if __name__ == \"__main__\":' to use them")
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return None  # not called while the main module's top level runs: nothing calls it again
+    try:
+        with open(frame.f_code.co_filename, "rb") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return f"cannot read the main script ({path}) to see whether the call is under 'if __name__ == ...'"
+    if _guarded(tree, frame.f_lineno):
+        return None
+    return (f"worker processes would run the script's line {frame.f_lineno} again; put it under "
+            "'if __name__ == \"__main__\":' to use them")
+
+
+def _caller_outside_simpg() -> tuple[str, int]:
+    """File and line of the first frame outside simpg: where a warning points."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _ignore_sigint(initializer: Any, initargs: tuple[Any, ...]) -> None:
+    """Workers leave Ctrl-C to the parent, which ends the pool: no traceback from each worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _start_pool(ctx: Any, workers: int, initializer: Any, initargs: tuple[Any, ...]) -> Any:
+    """A pool whose workers ignore SIGINT from birth (inherited across exec) and after their initializer.
+
+    A Ctrl-C reaches the whole process group: the parent alone turns it into
+    KeyboardInterrupt and ends the pool, so no worker prints a traceback of its own.
+    """
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        return ctx.Pool(workers, initializer=_ignore_sigint, initargs=(initializer, initargs))
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+
+
 def _imap(work: Any, items: Iterable[Any], workers: int, chunksize: int, mp_context: str | None,
           initializer: Any = None, initargs: tuple[Any, ...] = ()) -> Iterator[Any]:
-    """``work`` over ``items`` in a pool of worker processes, in input order, lazily."""
+    """``work`` over ``items`` in a pool of worker processes, in input order, lazily.
+
+    Where worker processes would run the caller's script again (:func:`_spawn_would_rerun_main`),
+    the work runs in this process instead, with one :class:`RuntimeWarning` saying why.
+    """
     ctx = multiprocessing.get_context(mp_context)
-    pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
+    reason = _spawn_would_rerun_main(ctx.get_start_method())
+    if reason is not None:
+        filename, lineno = _caller_outside_simpg()
+        warnings.warn_explicit(f"simpg: workers={workers} ignored, running in this process: {reason}",
+                               RuntimeWarning, filename, lineno)
+        if initializer is not None:
+            initializer(*initargs)
+        yield from map(work, items)
+        return
+    pool = _start_pool(ctx, workers, initializer, initargs)
     try:
         yield from pool.imap(work, items, chunksize)
         pool.close()

@@ -62,7 +62,7 @@ def test_find_all_lines_and_files(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 def test_find_clusters_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     values = sample(3)
     feed(monkeypatch, values)
-    code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines")
+    code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines", "--method", "components")
     assert code == 0
     got = {frozenset(json.loads(line)) for line in out.splitlines()}
     parent = list(range(len(values)))
@@ -109,9 +109,9 @@ def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
     # a chain: components join it whole, representatives cut it
     chain = [0, 0b11, 0b1111, 0b111111]
     feed(monkeypatch, chain)
-    assert run(capsys, "find-clusters", "-d", "2", "--lines")[1] == "[1, 2, 3, 4]\n"
+    assert run(capsys, "find-clusters", "-d", "2", "--lines", "--method", "components")[1] == "[1, 2, 3, 4]\n"
     feed(monkeypatch, chain)
-    assert run(capsys, "find-clusters", "-d", "2", "--lines", "--method", "representative")[1] == "[1, 2]\n[3, 4]\n"
+    assert run(capsys, "find-clusters", "-d", "2", "--lines")[1] == "[1, 2]\n[3, 4]\n"  # the default
 
 
 @pytest.mark.parametrize("argv, stdin, message", [
