@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "TABLE", "VERDICTS", "decisions_statements", "ensure_reference_schema", "script",
-           "statements"]
+__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "TABLE", "VERDICTS", "decisions_statements",
+           "ensure_reference_schema", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
 TABLE = "simpg_documents"
