@@ -268,7 +268,7 @@ def apply_file(conn: psycopg.Connection[Any], source: str | Path | Mapping[str, 
     the ones stored) before anything is written; the first bad entry is named (numbered
     from 1) and nothing is written. Then all are written in one transaction.
     """
-    where = str(source) if not isinstance(source, Mapping) else "the decisions"
+    where = f"file {source}" if not isinstance(source, Mapping) else "the decisions"
     if isinstance(source, Mapping):
         data: Any = source
     else:
@@ -278,6 +278,8 @@ def apply_file(conn: psycopg.Connection[Any], source: str | Path | Mapping[str, 
             raise SimpgError(f"{where} is not JSON: {err}") from None
         except UnicodeDecodeError:
             raise SimpgError(f"{where} is not UTF-8 text") from None
+        except OSError as err:
+            raise SimpgError(f"cannot read {where}: {(err.strerror or str(err)).lower()}") from None
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
         raise SimpgError(f"{where} is not a {FORMAT} file (format {got!r})")
