@@ -202,7 +202,8 @@ def test_cli_errors_name_the_value(db: Any, corpus: dict[str, Any], capsys: pyte
     f = corpus["files"]
     dedup(capsys, db.dsn, corpus["first"])
     cases = [
-        (("mark", "999999", f["t0"], "--not-duplicate", "--collection", "c"), "document 999999 is not in collection 'c'"),
+        (("mark", "999999", f["t0"], "--not-duplicate", "--collection", "c"),
+         "document 999999 is not in collection 'c'"),
         (("mark", "nowhere.txt", f["t0"], "--duplicate", "--collection", "c"),
          "no document with source 'nowhere.txt' in collection 'c'"),
         (("mark", f["t0"], f["t0"], "--duplicate", "--collection", "c"), "got document"),
