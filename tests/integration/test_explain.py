@@ -149,3 +149,40 @@ def test_cli_errors_name_the_value(db: Any, stored: dict[str, Any], capsys: pyte
         code, out, err = run(capsys, "explain", *argv, "--dsn", db.dsn)
         assert code == 1 and out == "" and message in err and err.count("\n") == 1, (argv, err)
         assert err.startswith("simpg: ") and err[7].islower(), err
+
+
+def test_simhash_column_explain_on_a_users_table(conn: Any) -> None:
+    from simpg import bits
+    from simpg.fingerprint.minhash import to_sql
+    from simpg.psycopg import SimHashColumn
+
+    rng = random.Random(9)
+    base = [rng.choice(VOCAB) for _ in range(120)]
+    texts = {1: " ".join(base), 2: " ".join(base[:100] + ["new"] * 3 + base[103:]), 3: "just a few words here"}
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, fp bigint, sketch bit(256), "
+                 "sketch_b0 bigint, sketch_b1 bigint, sketch_b2 bigint, sketch_b3 bigint)")
+    for id_, text in texts.items():
+        made, keys = sketch_and_bands(text)
+        conn.execute("INSERT INTO docs VALUES (%s, %s, %s, %s::bit(256), %s, %s, %s, %s)",
+                     [id_, text, bits.to_db(fingerprint(text)), to_sql(made), *(keys or [None] * 4)])
+    conn.execute("SELECT simpg.create_index('docs', 'fp', 3, 5)")
+    index = SimHashColumn(conn, "docs", "fp")
+    layout = Layout(3, (5,))
+    e = index.explain(1, 2, text_column="body")
+    assert (e.layout, e.layout_k) == (layout.name, 3)
+    check_figures(e, texts[1], texts[2], layout)
+    assert e.decision.k == 3 and e.a.id == 1
+    assert [p.text_b for p in e.differing] == ["new new new"]
+    # the same pair explained with the reference decision, from the texts: the same figures
+    adhoc = explain(Document("1", texts[1]), Document("2", texts[2]))
+    assert (adhoc.distance, adhoc.sketch_distance, adhoc.shared_bands) == (e.distance, e.sketch_distance,
+                                                                          e.shared_bands)
+    short = index.explain(1, 3)  # no band keys for a short text; no text column: no passages
+    assert short.shared_bands == [] and short.shared == [] and short.b.bands is None
+    with pytest.raises(Exception, match="no row with id = 99 in docs"):
+        index.explain(1, 99)
+    with pytest.raises(Exception, match="column nope of table docs does not exist"):
+        index.explain(1, 2, text_column="nope")
+    conn.execute("ALTER TABLE docs DROP COLUMN sketch_b3, DROP COLUMN sketch")
+    bare = index.explain(1, 2)  # a table without sketches: the fingerprints alone decide, within k
+    assert bare.sketch_distance is None and bare.decision.duplicate == (bare.distance <= 3)
