@@ -231,18 +231,19 @@ def _ad_hoc(doc: Document, config: FingerprintConfig) -> tuple[Side, str]:
 
 def _stored(conn: Any, ref: int | str, collection: str | None) -> tuple[Side, str, str]:
     """The stored document ``ref`` (id or source), its text and its fingerprint config."""
-    where = " AND collection = %s" if collection is not None else ""
-    extra = [collection] if collection is not None else []
+    from psycopg import sql
+
     by_id = isinstance(ref, int) and not isinstance(ref, bool) or (
         isinstance(ref, str) and ref.isascii() and ref.isdigit())
-    if by_id:
-        rows = conn.execute("SELECT id, collection, source, body, simhash, sketch::text, fingerprint_config, "
-                            f"sketch_b0, sketch_b1, sketch_b2, sketch_b3 FROM simpg_documents WHERE id = %s{where}",
-                            [int(ref), *extra]).fetchall()
-    else:
-        rows = conn.execute("SELECT id, collection, source, body, simhash, sketch::text, fingerprint_config, "
-                            "sketch_b0, sketch_b1, sketch_b2, sketch_b3 FROM simpg_documents "
-                            f"WHERE source = %s{where} ORDER BY id", [ref, *extra]).fetchall()
+    conditions = [sql.SQL("id = %s") if by_id else sql.SQL("source = %s")]
+    params: list[Any] = [int(ref) if by_id else ref]
+    if collection is not None:
+        conditions.append(sql.SQL("collection = %s"))
+        params.append(collection)
+    rows = conn.execute(sql.SQL(
+        "SELECT id, collection, source, body, simhash, sketch::text, fingerprint_config, "
+        "sketch_b0, sketch_b1, sketch_b2, sketch_b3 FROM simpg_documents WHERE {} ORDER BY id").format(
+            sql.SQL(" AND ").join(conditions)), params).fetchall()
     scope = f" in collection {collection!r}" if collection is not None else ""
     if not rows:
         raise SimpgError(f"no document {ref}{scope}" if by_id else f"no document with source {ref!r}{scope}")
