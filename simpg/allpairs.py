@@ -723,7 +723,9 @@ def _components_apart(n: int, i: np.ndarray, j: np.ndarray, cannot: set[tuple[in
             x = parent[x]
         return x
 
-    members = {x: {x} for x in parent}
+    # each root's members that are in a cannot pair (few): a union is refused when it would join a pair
+    named = {x for pair in cannot for x in pair}
+    members = {x: {x} & named for x in parent}
     for a, b in zip(i[inside].tolist(), j[inside].tolist(), strict=True):
         ra, rb = find(a), find(b)
         if ra == rb or any((x, y) in cannot or (y, x) in cannot for x in members[ra] for y in members[rb]):
