@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -622,12 +622,14 @@ def component_labels(n: int, i: Iterable[np.ndarray] | np.ndarray, j: Iterable[n
 
 
 def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray | None = None,
-                          ) -> np.ndarray:
+                          cannot_link: Mapping[int, set[int]] | None = None) -> np.ndarray:
     """Each of ``n`` nodes' representative, given the edges ``i[e] -- j[e]``.
 
     Nodes are taken by ``rank`` (default: their number), earliest first; a node joins the
     earliest representative it has an edge to, else it is a representative (its own
     label). So a label is always a neighbour of the node or the node itself.
+    ``cannot_link[x]``: nodes that must not share ``x``'s cluster (both directions given):
+    ``x`` skips a representative whose cluster holds one of them.
     """
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
@@ -641,10 +643,120 @@ def representative_labels(n: int, i: np.ndarray, j: np.ndarray, rank: np.ndarray
     # settled before any later node looks at it.
     order = np.lexsort((rank[early], rank[late]))
     is_rep = np.ones(n, dtype=bool)
+    cannot = cannot_link or {}
     for a, b in zip(early[order].tolist(), late[order].tolist(), strict=True):
         if is_rep[b] and labels[b] == b and is_rep[a]:
+            # nodes after b still have their own label, so only settled ones (and a) can match
+            if b in cannot and any(labels[c] == a for c in cannot[b]):
+                continue
             labels[b] = a
             is_rep[b] = False
+    return labels
+
+
+def _row_pairs(pairs: Iterable[tuple[int, int]], n: int, what: str) -> list[tuple[int, int]]:
+    """Constraint pairs as ``(a, b)`` rows, checked (a row pair of one row is refused)."""
+    out = []
+    for pair in pairs:
+        a, b = (int(x) for x in pair)
+        if not (0 <= a < n and 0 <= b < n) or a == b:
+            raise InvalidLayout(f"{what} must pair two rows from 0 to {n - 1}, got {tuple(pair)!r}")
+        out.append((a, b))
+    return out
+
+
+def _split_keys(decided: Decided, rows: set[int]) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """The key graph with each of ``rows`` a key of its own: ``(key of row, keys, edges i, edges j)``.
+
+    A row taken from a key of copies keeps that key's edges, and gets an edge to each
+    other part of the key (they are equal: distance 0).
+    """
+    old = decided.key_of_row
+    new = old.copy()
+    fresh = decided.keys
+    for r in sorted(rows):
+        if decided.count[old[r]] > 1:
+            new[r] = fresh
+            fresh += 1
+    uniq, inverse = np.unique(new, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    parts: dict[int, list[int]] = {}  # old key -> its new keys, for the keys that were split
+    for r in sorted(rows):
+        if decided.count[old[r]] > 1:
+            parts.setdefault(int(old[r]), [])
+    for r in np.flatnonzero(np.isin(old, list(parts))).tolist():
+        if int(inverse[r]) not in parts[int(old[r])]:
+            parts[int(old[r])].append(int(inverse[r]))
+    # an old key's new number: that of any of its rows (the unsplit keys have one)
+    renumber = np.full(decided.keys, -1, dtype=np.int64)
+    renumber[old] = inverse
+    touched = np.isin(decided.key_i, list(parts)) | np.isin(decided.key_j, list(parts))
+    key_i = [renumber[decided.key_i[~touched]]]
+    key_j = [renumber[decided.key_j[~touched]]]
+    extra_i: list[int] = []
+    extra_j: list[int] = []
+    for p, q in zip(decided.key_i[touched].tolist(), decided.key_j[touched].tolist(), strict=True):
+        for a in parts.get(p, [int(renumber[p])]):
+            for b in parts.get(q, [int(renumber[q])]):
+                extra_i.append(a)
+                extra_j.append(b)
+    for new_keys in parts.values():
+        for a, b in itertools.combinations(new_keys, 2):
+            extra_i.append(a)
+            extra_j.append(b)
+    key_i.append(np.array(extra_i, dtype=np.int64))
+    key_j.append(np.array(extra_j, dtype=np.int64))
+    return inverse, len(uniq), np.concatenate(key_i), np.concatenate(key_j)
+
+
+def _components_apart(n: int, i: np.ndarray, j: np.ndarray, cannot: set[tuple[int, int]]) -> np.ndarray:
+    """Connected components, except that no component holds both nodes of a ``cannot`` pair.
+
+    Components that would hold one are built again edge by edge (nearest first is not
+    known here: in edge order), leaving out each edge that would join the two sides.
+    """
+    labels = component_labels(n, i, j)
+    broken = {int(labels[a]) for a, b in cannot if labels[a] == labels[b]}
+    if not broken:
+        return labels
+    inside = np.isin(labels[i], list(broken))
+    parent = {int(x): int(x) for x in np.flatnonzero(np.isin(labels, list(broken)))}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    # each root's members that are in a cannot pair (few): a union is refused when it would join a pair
+    named = {x for pair in cannot for x in pair}
+    members = {x: {x} & named for x in parent}
+    for a, b in zip(i[inside].tolist(), j[inside].tolist(), strict=True):
+        ra, rb = find(a), find(b)
+        if ra == rb or any((x, y) in cannot or (y, x) in cannot for x in members[ra] for y in members[rb]):
+            continue
+        ra, rb = min(ra, rb), max(ra, rb)
+        parent[rb] = ra
+        members[ra] |= members.pop(rb)
+    for x in parent:
+        labels[x] = find(x)
+    return labels
+
+
+def _merged(labels: np.ndarray, must: list[tuple[int, int]], cannot: set[tuple[int, int]]) -> np.ndarray:
+    """``labels`` with the clusters of each ``must`` pair merged, unless a ``cannot`` pair would end together."""
+    labels = labels.copy()
+    for a, b in must:
+        la, lb = int(labels[a]), int(labels[b])
+        if la == lb:
+            continue
+        group = labels == la
+        other = labels == lb
+        if any((group[x] and other[y]) or (group[y] and other[x]) for x, y in cannot):
+            logger.info("rows %d and %d are not merged: their clusters hold a cannot-link pair", a, b)
+            continue
+        labels[other] = min(la, lb)
+        labels[group] = min(la, lb)
     return labels
 
 
@@ -672,22 +784,55 @@ class Decided:
         self.count = np.bincount(key_of_row, minlength=keys)
         self.start = np.cumsum(self.count) - self.count
 
-    def clusters(self, method: str = "representative", rank: Any = None) -> list[np.ndarray]:
-        """Clusters of two or more rows (see :data:`CLUSTER_METHODS`), as :func:`clusters` returns them."""
+    def clusters(self, method: str = "representative", rank: Any = None, *,
+                 cannot_link: Iterable[tuple[int, int]] = (), must_link: Iterable[tuple[int, int]] = (),
+                 ) -> list[np.ndarray]:
+        """Clusters of two or more rows (see :data:`CLUSTER_METHODS`), as :func:`clusters` returns them.
+
+        ``cannot_link`` and ``must_link`` are pairs of rows (reviewers' decisions,
+        :mod:`simpg.review.decisions`). Two rows of a ``cannot_link`` pair are never in
+        one cluster: their pair is no edge, and no third row joins them (a row skips a
+        representative whose cluster holds a row it cannot be with; with components, an
+        edge that would join them is left out). A ``must_link`` pair's clusters are merged
+        into one, unless that would put a ``cannot_link`` pair together (the ``cannot_link``
+        wins). Rows named in either are taken apart from their copies (rows equal in
+        fingerprint and sketch) first, so a decision binds the rows it names.
+        """
         if method not in CLUSTER_METHODS:
             raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
-        n, inverse = self.n, self.key_of_row
+        n = self.n
+        cannot = _row_pairs(cannot_link, n, "cannot_link")
+        must = _row_pairs(must_link, n, "must_link")
         if n < 2:
             return []
+        inverse, keys, key_i, key_j = self.key_of_row, self.keys, self.key_i, self.key_j
+        if cannot or must:
+            inverse, keys, key_i, key_j = _split_keys(self, {r for p in cannot + must for r in p})
+            key_cannot = {(int(inverse[a]), int(inverse[b])) for a, b in cannot}
+            if key_cannot:  # no edge between a cannot_link pair
+                pairs = np.minimum(key_i, key_j) * keys + np.maximum(key_i, key_j)
+                banned = np.array([min(a, b) * keys + max(a, b) for a, b in key_cannot], dtype=np.int64)
+                keep = ~np.isin(pairs, banned)
+                key_i, key_j = key_i[keep], key_j[keep]
         if method == "components":
-            comp = component_labels(self.keys, self.key_i, self.key_j)[inverse]
+            if cannot:
+                labels = _components_apart(keys, key_i, key_j, key_cannot)
+            else:
+                labels = component_labels(keys, key_i, key_j)
         else:
             # A key arrives with its earliest row, and takes that row as its label.
             row_rank = np.arange(n) if rank is None else np.unique(np.asarray(rank), return_inverse=True)[1].reshape(-1)
             order = np.lexsort((np.arange(n), row_rank))
             first_row = order[np.unique(inverse[order], return_index=True)[1]]
-            rep = representative_labels(self.keys, self.key_i, self.key_j, row_rank[first_row])
-            comp = first_row[rep][inverse]
+            apart: dict[int, set[int]] = {}
+            for a, b in key_cannot if cannot else ():
+                apart.setdefault(a, set()).add(b)
+                apart.setdefault(b, set()).add(a)
+            labels = representative_labels(keys, key_i, key_j, row_rank[first_row], apart)
+        if must:
+            labels = _merged(labels, [(int(inverse[a]), int(inverse[b])) for a, b in must],
+                             key_cannot if cannot else set())
+        comp = labels[inverse]
         # Rows sorted by cluster label; a label with two or more rows is a cluster.
         order = np.argsort(comp, kind="stable")
         comp_sorted = comp[order]

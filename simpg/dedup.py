@@ -50,6 +50,7 @@ from simpg.fingerprint.batch import PARALLEL_FROM
 from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distance, to_sql
 from simpg.psycopg import SimHashColumn
 from simpg.reference import BAND_COLUMNS, TABLE, ensure_reference_schema
+from simpg.review import decisions as review_decisions
 
 __all__ = [
     "Decision",
@@ -202,7 +203,10 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
         "confirmed by sketches" if decision.confirm else "fingerprints only")
     documents = f"{len(kept)} document{'' if len(kept) == 1 else 's'}"
     stage(f"pairing {documents} within {decision.k} bits, {how} ({decision.method})")
-    clusters, decided = _decide(rows, decision, with_pairs)
+    # reviewers' decisions (simpg review): only rows stored earlier can have any (--append),
+    # since a run that replaces the collection deletes its rows and their decisions with them
+    decisions = review_decisions.load(conn, collection) if append else review_decisions.Decisions(collection)
+    clusters, decided = _decide(rows, decision, with_pairs, decisions)
     members = sorted({i for c in clusters for i in c} | {i for p in decided for i in p[:2]})
     new = {id_: (d.source, d.display_title, d.body[:300], fp, sk)
            for id_, (d, fp, sk, _) in zip(ids, kept, strict=True)}
@@ -213,6 +217,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     report["confirm"] = "sketch" if decision.confirm else "none"
     report["max_sketch_distance"] = decision.max_sketch_distance if decision.confirm else None
     report["bands"] = decision.confirm and decision.bands
+    report["decisions"] = decisions.to_json()
     if with_pairs:
         # every pair the clusters were made from, so an evaluation scores what users get
         report["pairs"] = [_pair_json(a, b, d, sd, shown, decision.confirm) for a, b, d, sd in decided]
@@ -230,11 +235,14 @@ class _Rows:
 
 
 def _decide(rows: _Rows, decision: Decision, with_pairs: bool,
+            decisions: review_decisions.Decisions | None = None,
             ) -> tuple[list[list[int]], list[tuple[int, int, int, int | None]]]:
     """The clusters (sorted id lists, largest first) and, with ``with_pairs``, every pair decided.
 
     Pairs are ``(id a, id b, distance, sketch distance)``, ``a < b``, sorted. With
     sketches, a document without one (no words to sketch) is nobody's duplicate.
+    Reviewers' ``decisions`` are applied: a ``not_duplicate`` pair is no pair and never in
+    one cluster, a ``duplicate`` pair is a pair and its clusters are merged.
     """
     by_id = np.argsort(np.array(rows.ids, dtype=np.int64), kind="stable")  # representatives come in id order
     if decision.confirm:
@@ -248,12 +256,29 @@ def _decide(rows: _Rows, decision: Decision, with_pairs: bool,
         sketches=[rows.sketches[r] for r in picked] if decision.confirm else None,
         max_sketch_distance=decision.max_sketch_distance,
         bands=allpairs.as_bands([rows.bands[r] for r in picked]) if decision.confirm and decision.bands else None)
-    clusters = [ids[c].tolist() for c in decided.clusters(decision.method)]
+    position = {id_: n for n, id_ in enumerate(ids.tolist())}
+    decisions = decisions or review_decisions.Decisions("")
+
+    def rows_of(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        # a decision on a document left out here (no sketch) has nothing to bind
+        return [(position[a], position[b]) for a, b in pairs if a in position and b in position]
+
+    clusters = [ids[c].tolist() for c in decided.clusters(
+        decision.method, cannot_link=rows_of(decisions.cannot_link), must_link=rows_of(decisions.must_link))]
     pairs: list[tuple[int, int, int, int | None]] = []
     if with_pairs:  # every pair, copies included: as many as the report asks for
         for i, j, d, sd in decided.pair_chunks():
             sds = [None] * len(i) if sd is None else sd.tolist()
             pairs += zip(ids[i].tolist(), ids[j].tolist(), d.tolist(), sds, strict=True)
+        row = {id_: r for id_, r in zip(ids.tolist(), picked, strict=True)}
+
+        def measure(a: int, b: int) -> tuple[int, int, int, int | None]:
+            ska, skb = rows.sketches[row[a]], rows.sketches[row[b]]
+            return (a, b, bits.hamming(rows.fingerprints[row[a]], rows.fingerprints[row[b]]),
+                    sketch_distance(ska, skb) if decision.confirm and ska and skb else None)
+
+        pairs = review_decisions.apply(pairs, review_decisions.Decisions(decisions.collection, [
+            d for d in decisions if d.a in position and d.b in position]), measure)
         pairs.sort()
     return clusters, pairs
 

@@ -28,10 +28,17 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BAND_COLUMNS", "TABLE", "ensure_reference_schema", "script", "statements"]
+__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "TABLE", "VERDICTS", "decisions_statements",
+           "ensure_reference_schema", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
 TABLE = "simpg_documents"
+
+#: Reviewers' decisions on pairs of its documents (the model ``Decision``, :mod:`simpg.review.decisions`).
+DECISIONS_TABLE = "simpg_decisions"
+
+#: What a decision says about two documents.
+VERDICTS = ("not_duplicate", "duplicate")
 
 #: The band key columns, in band order (``SimHashColumn.duplicates(..., bands=)``'s default names);
 #: the model declares them under these names.
@@ -42,6 +49,12 @@ def _table() -> Table:
     from simpg.sqlalchemy.documents import Document
 
     return Document.__table__  # type: ignore[return-value]
+
+
+def _decisions_table() -> Table:
+    from simpg.sqlalchemy.documents import Decision
+
+    return Decision.__table__  # type: ignore[return-value]
 
 
 def _compiled(element: CompilerElement) -> str:
@@ -81,10 +94,11 @@ def _plain_indexes(table: Table, columns: set[str] | None = None) -> list[str]:
 
 
 def statements() -> list[sql.SQL | sql.Composed]:
-    """The statements that create the reference table in an empty database, in order.
+    """The statements that create the reference tables in an empty database, in order.
 
-    ``CREATE TABLE`` and ``CREATE INDEX`` as the model renders them for PostgreSQL, without
-    the simhash index's prefix columns and B-trees: ``simpg.create_index`` makes those.
+    ``CREATE TABLE`` and ``CREATE INDEX`` as the models render them for PostgreSQL, without
+    the simhash index's prefix columns and B-trees (``simpg.create_index`` makes those),
+    then the decisions table (:func:`decisions_statements`).
     """
     from psycopg import sql
     from sqlalchemy.schema import CreateTable
@@ -92,7 +106,17 @@ def statements() -> list[sql.SQL | sql.Composed]:
     table = _table()
     create = CreateTable(table)
     create.columns = [c for c in create.columns if not _is_prefix(c.element)]
-    return [sql.SQL(_compiled(create)), *map(sql.SQL, _plain_indexes(table)), _index_statement()]
+    return [sql.SQL(_compiled(create)), *map(sql.SQL, _plain_indexes(table)), _index_statement(),
+            *decisions_statements()]
+
+
+def decisions_statements() -> list[sql.SQL | sql.Composed]:
+    """``CREATE TABLE simpg_decisions`` and its indexes, as the model ``Decision`` renders them."""
+    from psycopg import sql
+    from sqlalchemy.schema import CreateTable
+
+    table = _decisions_table()
+    return [sql.SQL(_compiled(CreateTable(table))), *map(sql.SQL, _plain_indexes(table))]
 
 
 def _missing_columns(conn: psycopg.Connection) -> list[Column[object]]:
@@ -107,7 +131,8 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     """Create ``simpg_documents`` and its simpg index unless the table exists.
 
     A table made by an earlier simpg gets the columns of the model it lacks (``sketch``
-    and the band keys), and the model's B-trees on them.
+    and the band keys), and the model's B-trees on them, and the decisions table
+    ``simpg_decisions`` when there is none.
 
     The connection's database must have simpg installed (ExtensionNotInstalled
     otherwise). The table is looked up on the connection's search_path.
@@ -132,6 +157,12 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
                 for index in _plain_indexes(_table(), {c.name for c in missing}):
                     conn.execute(sql.SQL(index))
             logger.info("added %s to %s", ", ".join(c.name for c in missing), TABLE)
+        row = conn.execute("SELECT pg_catalog.to_regclass(%s)", [DECISIONS_TABLE]).fetchone()
+        if row and row[0] is None:  # made by simpg < 0.3 (migrations/versions/0005 adds the same)
+            with conn.transaction():
+                for statement in decisions_statements():
+                    conn.execute(statement)
+            logger.info("created %s", DECISIONS_TABLE)
         return False
     with conn.transaction():
         for statement in statements():

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import unicodedata
@@ -238,6 +239,12 @@ def render(report: dict[str, Any]) -> str:
     ]
     if report["skipped"]:
         lines.append(f"skipped {plural(len(report['skipped']), 'document')}: {shown(report['skipped'])}")
+    decided = report.get("decisions") or []
+    if decided:
+        apart = sum(d["verdict"] == "not_duplicate" for d in decided)
+        listing = f"simpg review list --collection {shlex.quote(report['collection'])}"
+        lines.append(f"applied {plural(len(decided), 'reviewer decision')} ({apart} not duplicate, "
+                     f"{len(decided) - apart} duplicate; {listing})")
     if not clusters:
         lines.append("no near-duplicates found")
     else:

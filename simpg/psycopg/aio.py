@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -57,6 +57,9 @@ from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
 from simpg.results import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
 from simpg.sqlnames import with_parameters
+
+if TYPE_CHECKING:
+    from simpg.review.explain import Explanation
 
 if True:  # ASYNC
     import asyncio
@@ -513,6 +516,55 @@ class AsyncSimHashColumn:
             return await run(info)
 
     # -- whole table ----------------------------------------------------------------
+
+    async def explain(self, a_key: Any, b_key: Any, *, sketch_column: str = "sketch",
+                      text_column: str | None = None, max_sketch_distance: int | None = None) -> Explanation:
+        """Why the rows ``a_key`` and ``b_key`` (values of the id column) are, or are not, near-duplicates.
+
+        :func:`simpg.review.explain.explain_values` on the rows' stored values: the
+        fingerprint distance and the tables of this index's layout whose prefix the two
+        share (where a lookup of one finds the other); with a ``sketch_column``
+        (``bit(256)``) in the table, the sketch distance, estimated Jaccard and, with band
+        key columns (``<sketch_column>_b0`` .. ``_b3``), the shared band keys; with a
+        ``text_column``, the shared and differing passages. The decision explained is
+        the index's: within its ``k``, confirmed by sketches when the table has them.
+        """
+        from simpg.dedup import Decision
+        from simpg.fingerprint.minhash import from_sql
+        from simpg.review.explain import Side, explain_values
+
+        info = _common.with_ids(await self._current())
+        bands = minhash.band_columns(sketch_column, None)
+        async with self.conn.cursor() as cur:
+            await cur.execute("SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass "
+                              "AND attnum > 0 AND NOT attisdropped", [catalog.regclass_text(info)])
+            has = {r[0] for r in await cur.fetchall()}
+        if text_column is not None and text_column not in has:
+            raise SimpgError(f"column {text_column} of table {info.table} does not exist")
+        sketched = sketch_column in has
+        banded = sketched and all(c in has for c in bands)
+        fields = [sql.Identifier(self.column),
+                  sql.SQL("{}::text").format(sql.Identifier(sketch_column)) if sketched else sql.SQL("NULL"),
+                  sql.Identifier(text_column) if text_column else sql.SQL("NULL"),
+                  *(sql.Identifier(c) if banded else sql.SQL("NULL") for c in bands)]
+        query = sql.SQL("SELECT {} FROM {} WHERE {} = %s").format(
+            sql.SQL(", ").join(fields), info.relation, sql.Identifier(info.id_column or ""))
+        sides = []
+        texts = []
+        for key in (a_key, b_key):
+            async with self.conn.cursor() as cur:
+                await cur.execute(query, [key])
+                row = await cur.fetchone()
+            if row is None:
+                raise SimpgError(f"no row with {info.id_column} = {key!r} in {info.table}")
+            simhash, sketch_text, text, *keys = row
+            made = from_sql(sketch_text)
+            sides.append(Side(str(key), key if isinstance(key, int) else None, None, bits.from_db(simhash),
+                              made.hex() if made else None, None if None in keys else list(keys)))
+            texts.append("" if text is None else str(text))
+        decision = Decision(k=info.layout.k, confirm=sketched, bands=banded,
+                            max_sketch_distance=minhash.checked_max_distance(max_sketch_distance))
+        return explain_values(sides[0], sides[1], texts[0], texts[1], layout=info.layout, decision=decision)
 
     async def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, fingerprints)`` of every row with a fingerprint, as numpy arrays.

@@ -17,14 +17,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, Index, MetaData, Text, func, text
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    MetaData,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from simpg.reference import BAND_COLUMNS, TABLE
+from simpg.reference import BAND_COLUMNS, DECISIONS_TABLE, TABLE, VERDICTS
 from simpg.sqlalchemy.index import simhash_index
 from simpg.sqlalchemy.types import SimHash, Sketch
 
-__all__ = ["Document", "DocumentsBase", "metadata"]
+__all__ = ["Decision", "Document", "DocumentsBase", "metadata"]
 
 
 class DocumentsBase(DeclarativeBase):
@@ -62,4 +73,38 @@ class Document(DocumentsBase):
 
 
 simhash_index(Document.simhash, k=4, blocks=6)
+
+
+class Decision(DocumentsBase):
+    """A reviewer's decision on two stored documents of a collection (:mod:`simpg.review.decisions`).
+
+    ``not_duplicate``: the two are never paired nor put in one cluster; ``duplicate``: they
+    are paired and their clusters merged. One decision per pair (``doc_a < doc_b``): a later
+    one replaces it. Deleting a document (``simpg dedup`` without ``--append`` replaces the
+    collection's rows) deletes its decisions.
+    """
+
+    __tablename__ = DECISIONS_TABLE
+    __table_args__ = (
+        UniqueConstraint("collection", "doc_a", "doc_b", name=f"{DECISIONS_TABLE}_pair_key"),
+        CheckConstraint("doc_a < doc_b", name=f"{DECISIONS_TABLE}_ordered_check"),
+        CheckConstraint("verdict IN (" + ", ".join(f"'{v}'" for v in VERDICTS) + ")",
+                        name=f"{DECISIONS_TABLE}_verdict_check"),
+        # the cascades from simpg_documents look rows up by either end
+        Index(f"{DECISIONS_TABLE}_doc_a_idx", "doc_a"),
+        Index(f"{DECISIONS_TABLE}_doc_b_idx", "doc_b"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    collection: Mapped[str] = mapped_column(Text)
+    doc_a: Mapped[int] = mapped_column(BigInteger, ForeignKey(
+        f"{TABLE}.id", ondelete="CASCADE", name=f"{DECISIONS_TABLE}_doc_a_fkey"))
+    doc_b: Mapped[int] = mapped_column(BigInteger, ForeignKey(
+        f"{TABLE}.id", ondelete="CASCADE", name=f"{DECISIONS_TABLE}_doc_b_fkey"))
+    verdict: Mapped[str] = mapped_column(Text)
+    who: Mapped[str] = mapped_column(Text, server_default=text("CURRENT_USER"))  # the database role
+    reviewer: Mapped[str | None] = mapped_column(Text)  # a person's name, when given (--reviewer)
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    note: Mapped[str | None] = mapped_column(Text)
+
 metadata = DocumentsBase.metadata

@@ -32,8 +32,13 @@ INI = ROOT / "migrations" / "alembic.ini"
 
 
 def snapshot(conn: psycopg.Connection) -> dict[str, object]:
-    """Everything about simpg_documents that a schema difference could show in."""
-    rel = "simpg_documents"
+    """Everything about simpg_documents and simpg_decisions that a schema difference could show in."""
+    return {**table_snapshot(conn, "simpg_documents"),
+            "decisions": table_snapshot(conn, "simpg_decisions") if conn.execute(
+                "SELECT to_regclass('simpg_decisions')").fetchone() != (None,) else None}
+
+
+def table_snapshot(conn: psycopg.Connection, rel: str) -> dict[str, object]:
     return {
         "columns": conn.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attgenerated, "
@@ -143,7 +148,7 @@ def test_the_migrations_head_is_the_model(bare_db):
     assert autogenerate_differences(bare_db.dsn) == []
 
 
-@pytest.mark.parametrize("revision", ["0002", "0003"])
+@pytest.mark.parametrize("revision", ["0002", "0003", "0004"])
 def test_ensure_reference_schema_moves_an_earlier_table_to_the_head(pg, bare_db, revision):
     command.upgrade(alembic_config(bare_db.dsn), "head")
     head = snapshot(bare_db.conn)

@@ -23,7 +23,10 @@ def test_the_names_are_the_models() -> None:
 def test_the_statements_leave_the_prefix_columns_to_simpg_create_index() -> None:
     (spec,) = table_indexes(Document.__table__).values()
     assert spec.layout.k == 4 and spec.layout.levels == (6,) and len(spec.prefix_columns) == 15
-    create_table, *indexes, create_index = (s.as_string() for s in reference.statements())
+    decisions = [s.as_string() for s in reference.decisions_statements()]
+    *documents, = (s.as_string() for s in reference.statements())
+    assert documents[-len(decisions):] == decisions and decisions[0].startswith("CREATE TABLE simpg_decisions (")
+    create_table, *indexes, create_index = documents[:-len(decisions)]
     assert create_table.startswith("CREATE TABLE simpg_documents (\n    id BIGSERIAL NOT NULL,\n")
     assert "simhash_p" not in create_table and "\t" not in create_table
     plain = [c.name for c in Document.__table__.c if "simpg_prefix_of" not in c.info]
@@ -31,7 +34,7 @@ def test_the_statements_leave_the_prefix_columns_to_simpg_create_index() -> None
     assert indexes == [f"CREATE INDEX simpg_documents_{c}_idx ON simpg_documents ({c})"
                        for c in ("collection", *reference.BAND_COLUMNS)]
     assert create_index == "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6)"
-    assert reference.script() == "".join(s + ";\n" for s in (create_table, *indexes, create_index))
+    assert reference.script() == "".join(s + ";\n" for s in (create_table, *indexes, create_index, *decisions))
 
 
 def test_importing_the_module_needs_no_sqlalchemy() -> None:
