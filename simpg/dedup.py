@@ -357,9 +357,9 @@ def decide_stored(conn: psycopg.Connection[Any], collection: str, decision: Deci
                   ) -> tuple[list[list[int]], list[tuple[int, int, int, int | None]]]:
     """The clusters and every decided pair of a collection already in ``simpg_documents``.
 
-    The decision :func:`deduplicate` makes after loading, on the stored rows as they are
-    (one snapshot, nothing written: a row stored without a sketch stays nobody's
-    duplicate): clusters as sorted id lists, largest first, and the pairs as ``(id a, id
+    The decision :func:`deduplicate` makes after loading, reviewers' decisions applied, on
+    the stored rows as they are (one snapshot, nothing written: a row stored without a
+    sketch stays nobody's duplicate): clusters as sorted id lists, largest first, and the pairs as ``(id a, id
     b, distance, sketch distance)``, ``a < b``, copies included. ``conn`` must be in
     autocommit mode.
     """
@@ -367,4 +367,5 @@ def decide_stored(conn: psycopg.Connection[Any], collection: str, decision: Deci
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         rows = _earlier_rows(conn, collection, confirm=False)
-    return _decide(rows, decision, with_pairs=True)
+        decisions = review_decisions.load(conn, collection)
+    return _decide(rows, decision, with_pairs=True, decisions=decisions)

@@ -191,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
         if args.html:  # the review report: texts, fingerprints and sketches as stored, ids as in the table
             from simpg.review import data, html
 
-            page = html.write(data.from_dedup_report(report, data.read_documents(conn, data.report_ids(report))),
+            page = html.write(data.from_dedup_report(report, data.read_documents(conn, data.report_ids(report)),
+                                                     data.recorded_decisions(conn, report["collection"])),
                               args.html)
     report["unreadable"] = unreadable  # left out by --errors skip, with the reason
     report["featureless"] = featureless  # left out always: no text to fingerprint, with the reason

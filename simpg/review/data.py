@@ -36,6 +36,7 @@ from simpg.exc import SimpgError
 from simpg.fingerprint.minhash import SKETCH_BITS, from_sql, similarity, sketch_distance
 
 __all__ = ["FORMAT", "VERDICTS", "StoredDocument", "build", "from_collection", "from_dedup_report",
+           "recorded_decisions",
            "read_documents", "report_ids"]
 
 #: The report data's format name and version (embedded in the page).
@@ -108,12 +109,22 @@ def from_collection(conn: Any, collection: str, decision: Any = None,
     if not row[0]:  # no such collection, or no table at all
         raise SimpgError(f"collection {collection!r} has no documents in simpg_documents")
     clusters, pairs = dedup.decide_stored(conn, collection, decision)
+    decisions = decisions or recorded_decisions(conn, collection)
     ids = {i for c in clusters for i in c} | {i for p in pairs for i in p[:2]}
     settings = {"method": decision.method, "k": decision.k, "confirm": "sketch" if decision.confirm else "none",
                 "max_sketch_distance": decision.max_sketch_distance if decision.confirm else None,
                 "bands": decision.confirm and decision.bands}
     return build(collection, int(row[0]), clusters, pairs, read_documents(conn, ids), settings=settings,
                  decisions=decisions)
+
+
+def recorded_decisions(conn: Any, collection: str) -> list[dict[str, Any]]:
+    """The reviewers' decisions stored for ``collection`` (``simpg review``), as the report shows them."""
+    from simpg.review import decisions
+
+    return [{"a": d.a, "b": d.b, "verdict": d.verdict, "who": d.reviewer or d.who,
+             "at": d.decided_at.isoformat() if d.decided_at else None}
+            for d in decisions.load(conn, collection)]
 
 
 def _figures(first: StoredDocument, doc: StoredDocument) -> dict[str, Any]:

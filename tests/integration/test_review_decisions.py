@@ -270,3 +270,28 @@ def test_cannot_and_must_link_against_brute_force(method: str) -> None:
 def test_no_decisions_table_means_no_decisions(conn: psycopg.Connection) -> None:
     assert len(decisions.load(conn, "c")) == 0
     assert decisions.apply([(1, 2, 0)], decisions.load(conn, "c")) == [(1, 2, 0)]
+
+
+def test_the_stored_report_applies_and_shows_decisions(db: Any, corpus: dict[str, Any],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``simpg report --collection`` decides as ``dedup --append`` would: decisions applied and shown."""
+    from simpg.review import data
+
+    f = corpus["files"]
+    dedup(capsys, db.dsn, corpus["first"])
+    plain = data.from_collection(db.conn, "c")
+    ids = {d["source"]: int(i) for i, d in plain["documents"].items()}
+    t0, t1 = ids[f["t0"]], ids[f["t1"]]
+
+    def co_clustered(report: dict[str, Any], x: int, y: int) -> bool:
+        return any({x, y} <= {c["representative"], *(m["id"] for m in c["members"])} for c in report["clusters"])
+
+    def linked(report: dict[str, Any], x: int, y: int) -> bool:
+        return any({link["a"], link["b"]} == {x, y} for link in report["links"])
+
+    assert co_clustered(plain, t0, t1) and plain["decisions"] == []
+    decisions.record(db.conn, "c", t0, t1, "not_duplicate", who="ana")
+    reviewed = data.from_collection(db.conn, "c")
+    assert not co_clustered(reviewed, t0, t1) and not linked(reviewed, t0, t1)
+    assert [(d["a"], d["b"], d["verdict"], d["who"]) for d in reviewed["decisions"]] == [
+        (min(t0, t1), max(t0, t1), "not_duplicate", "ana")]
