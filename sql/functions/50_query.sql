@@ -222,14 +222,21 @@ COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
 -- PostgreSQL folds when it plans with constant layout arguments), or given (lows: a
 -- bigint[] expression whose element t + 1 is table t's range start, computed by the
 -- client; the range is lows[t + 1] .. lows[t + 1] + the mask of the bits after the
--- prefix, whose width is prefix_bits[t + 1], or the layout's if k and levels are given).
+-- prefix, whose width is prefix_bits[t + 1], or the layout's if k and levels are given;
+-- or, with highs, lows[t + 1] .. highs[t + 1], both given).
+-- tables: the layout's table number of each prefix column (default 0, 1, ...), for a
+-- statement that reads some tables only (a range shard's arm reads one, column p);
+-- prefix_bits stays one per prefix column. alias: the name the columns are read
+-- through (t). SQLAlchemy's within() renders this text offline, held equal to it by
+-- tests/integration/test_sqlalchemy_lookup_where.py.
 -- A row found through a band may be any number of bits away; it needs a fingerprint.
 CREATE FUNCTION simpg.lookup_where(col name, prefix_columns name[], fp text, radius text,
                                    k integer DEFAULT NULL, levels integer[] DEFAULT NULL,
                                    lows text DEFAULT NULL, prefix_bits integer[] DEFAULT NULL,
                                    sketch_column name DEFAULT NULL, sketch text DEFAULT NULL,
                                    max_sketch text DEFAULT NULL, band_columns name[] DEFAULT '{}',
-                                   bands text DEFAULT NULL)
+                                   bands text DEFAULT NULL, highs text DEFAULT NULL,
+                                   tables integer[] DEFAULT NULL, alias name DEFAULT 't')
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -237,42 +244,50 @@ AS $$
 DECLARE
     v_levels text := quote_literal(levels::text);
     v_ranges text := '';
+    v_t integer;
     v_shared text;
     v_within text;
 BEGIN
-    IF col IS NULL OR fp IS NULL OR radius IS NULL OR cardinality(prefix_columns) IS NULL
+    IF col IS NULL OR fp IS NULL OR radius IS NULL OR alias IS NULL OR cardinality(prefix_columns) IS NULL
        OR (lows IS NULL AND levels IS NULL)
-       OR (levels IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM cardinality(prefix_columns))
+       OR (highs IS NOT NULL AND lows IS NULL)
+       OR (levels IS NULL AND highs IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM cardinality(prefix_columns))
+       OR (tables IS NOT NULL AND cardinality(tables) IS DISTINCT FROM cardinality(prefix_columns))
        OR (sketch_column IS NOT NULL AND (sketch IS NULL OR max_sketch IS NULL))
        OR (cardinality(band_columns) > 0 AND bands IS NULL) THEN
-        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, the ranges as k and levels or as lows and prefix_bits, and each optional column with its expressions'
+        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, an alias, the ranges as k and levels or as lows and prefix_bits or highs, a table number per prefix column if any, and each optional column with its expressions'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR v_t IN 1 .. cardinality(prefix_columns) LOOP
-        v_ranges := v_ranges || CASE WHEN v_t > 1 THEN ' OR ' ELSE '' END
+    FOR v_i IN 1 .. cardinality(prefix_columns) LOOP
+        v_t := coalesce(tables[v_i], v_i - 1);
+        v_ranges := v_ranges || CASE WHEN v_i > 1 THEN ' OR ' ELSE '' END
             || CASE WHEN lows IS NULL
-                    THEN format('t.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer) '
+                    THEN format('%6$I.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer) '
                                 'AND simpg.prefix_hi(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer)',
-                                prefix_columns[v_t], fp, k, v_levels, v_t - 1)
-                    ELSE format('t.%1$I BETWEEN %2$s[%3$s] AND %2$s[%3$s] + %4$L::bigint',
-                                prefix_columns[v_t], lows, v_t,
-                                ~(-1::bigint << (64 - coalesce(prefix_bits[v_t], simpg.prefix_bits(k, levels, v_t - 1)))))
+                                prefix_columns[v_i], fp, k, v_levels, v_t, alias)
+                    WHEN highs IS NOT NULL
+                    THEN format('%5$I.%1$I BETWEEN %2$s[%3$s] AND %4$s[%3$s]', prefix_columns[v_i], lows, v_t + 1, highs,
+                                alias)
+                    ELSE format('%5$I.%1$I BETWEEN %2$s[%3$s] AND %2$s[%3$s] + %4$L::bigint',
+                                prefix_columns[v_i], lows, v_t + 1,
+                                ~(-1::bigint << (64 - coalesce(prefix_bits[v_i], simpg.prefix_bits(k, levels, v_t)))),
+                                alias)
                END;
     END LOOP;
-    v_within := format('simpg.hamming(t.%I, %s) <= %s', col, fp, radius);
+    v_within := format('simpg.hamming(%I.%I, %s) <= %s', alias, col, fp, radius);
     IF cardinality(band_columns) > 0 THEN
-        SELECT string_agg(format('t.%I = %s[%s]', b.c, bands, b.i), ' OR ' ORDER BY b.i) INTO v_shared
+        SELECT string_agg(format('%I.%I = %s[%s]', alias, b.c, bands, b.i), ' OR ' ORDER BY b.i) INTO v_shared
         FROM unnest(band_columns) WITH ORDINALITY AS b(c, i);
         v_ranges := v_ranges || ' OR ' || v_shared;
-        v_within := format('t.%I IS NOT NULL AND (%s OR %s)', col, v_within, v_shared);
+        v_within := format('%I.%I IS NOT NULL AND (%s OR %s)', alias, col, v_within, v_shared);
     END IF;
     RETURN format('(%s) AND %s', v_ranges, v_within)
         || CASE WHEN sketch_column IS NULL THEN ''
-                ELSE format(' AND simpg.sketch_distance(t.%I, %s) <= %s', sketch_column, sketch, max_sketch) END;
+                ELSE format(' AND simpg.sketch_distance(%I.%I, %s) <= %s', alias, sketch_column, sketch, max_sketch) END;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text) IS
+COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text, text, integer[], name) IS
     'Internal: the condition of every lookup statement (prefix ranges and band keys ORed, the Hamming check, the sketch confirmation), given its expressions';
 
 -- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the
