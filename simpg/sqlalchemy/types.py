@@ -150,9 +150,25 @@ def _check_k(k: Any, spec: SimHashIndex) -> int:
     return check_radius(k, spec.layout.k, what=f"the simhash index on {spec.table.name}.{spec.column.name}")
 
 
+class _Lows(TypeDecorator[Sequence[int]]):
+    """within()'s range starts: a ``bigint[]``, sent as one with psycopg.
+
+    psycopg sends a list of ints as the smallest array type that holds them, and keys
+    its prepared statements by the parameters' types: ``Int8`` elements keep one
+    statement for every fingerprint, as :class:`SimHash` does for the fingerprint.
+    """
+
+    impl = ARRAY(BigInteger())
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        """Each start as an ``Int8`` with psycopg."""
+        return [Int8(lo) for lo in value] if value is not None and dialect.driver in _PSYCOPG else value
+
+
 #: The type of within()'s range starts parameter, one instance: SQLAlchemy's cache key of
-#: a new ARRAY type costs more than the rest of a within() together.
-_LOWS = ARRAY(BigInteger())
+#: a new type costs more than the rest of a within() together.
+_LOWS = _Lows()
 
 
 def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
