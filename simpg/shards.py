@@ -783,12 +783,13 @@ _MANY_CONDITION_SQL = (
 
 #: The condition of each arm of the range distribution's lookup (:func:`_range_near_sql`):
 #: ``simpg.lookup_where`` on permuted table t's column ``p`` through alias ``r``; ``$1``
-#: the fingerprint, ``$2`` k, ``$3`` and ``$4`` the tables' range starts and ends.
-#: Parameter: the number of tables.
+#: the fingerprint, ``$2`` k, ``$3`` and ``$4`` the tables' range starts and ends
+#: (``bigint[]``, table t's at t + 1). Parameter: the number of tables.
 _RANGE_CONDITIONS_SQL = (
-    "SELECT pg_catalog.array_agg(simpg.lookup_where('fp', '{p}', '$1', '$2', lows => '($3::bigint[])', "
-    "highs => '($4::bigint[])', tables => ARRAY[t], alias => 'r') ORDER BY t) "
-    "FROM pg_catalog.generate_series(0, %s - 1) AS t")
+    "SELECT pg_catalog.array_agg(simpg.lookup_where('fp', '{p}', '$1', '$2', "
+    "starts => ARRAY['($3::bigint[])[' || t || ']'], ends => ARRAY['($4::bigint[])[' || t || ']'], alias => 'r') "
+    "ORDER BY t) "
+    "FROM pg_catalog.generate_series(1, %s) AS t")
 
 
 def _range_near_sql(relations: Sequence[sql.Identifier], conditions: Sequence[str], base: str,

@@ -46,7 +46,7 @@ SELECT n.nspname, c.relname, i.fingerprint_column, i.k, i.levels, i.prefix_colum
        i.index_names, i.fingerprint_config,
        simpg.lookup_where(i.fingerprint_column, i.prefix_columns, '$1', '$3', i.k, i.levels, lows => '$2'),
        ARRAY(SELECT simpg.lookup_where(i.fingerprint_column, ARRAY[i.prefix_columns[t]], 'u.q', '$1',
-                                       lows => '(ARRAY[u.lo])',
+                                       starts => '{u.lo}',
                                        prefix_bits => ARRAY[simpg.prefix_bits(i.k, i.levels, t - 1)])
              FROM pg_catalog.generate_series(1, pg_catalog.cardinality(i.prefix_columns)) AS t ORDER BY t)
 FROM simpg.index_layout(%s::regclass, %s) AS i

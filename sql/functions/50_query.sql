@@ -219,59 +219,54 @@ COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
 -- a typed literal, a column of a join such as q.fp); names are quoted here (%I). sketch
 -- and max_sketch are read only with sketch_column, bands only with band_columns.
 -- The ranges are computed from fp (k and levels: simpg.prefix_lo/prefix_hi, which
--- PostgreSQL folds when it plans with constant layout arguments), or given (lows: a
--- bigint[] expression whose element t + 1 is table t's range start, computed by the
--- client; the range is lows[t + 1] .. lows[t + 1] + the mask of the bits after the
--- prefix, whose width is prefix_bits[t + 1], or the layout's if k and levels are given;
--- or, with highs, lows[t + 1] .. highs[t + 1], both given).
--- tables: the layout's table number of each prefix column (default 0, 1, ...), for a
--- statement that reads some tables only (a range shard's arm reads one, column p);
--- prefix_bits stays one per prefix column. alias: the name the columns are read
--- through (t). SQLAlchemy's within() renders this text offline, held equal to it by
--- tests/integration/test_sqlalchemy_lookup_where.py.
+-- PostgreSQL folds when it plans with constant layout arguments), or given: each prefix
+-- column's range starts at starts[i] (an expression: a typed literal, a join's column),
+-- or at lows[t + 1] (lows: a bigint[] expression whose element t + 1 is table t's range
+-- start, computed by the client), and ends at ends[i], or at the start plus the mask of
+-- the bits after the prefix, whose width is prefix_bits[i], or the layout's if k and
+-- levels are given. alias: the name the columns are read through (t).
+-- SQLAlchemy's within() renders this text offline (simpg/sqlalchemy/types.py), held
+-- equal to it by tests/integration/test_sqlalchemy_lookup_where.py.
 -- A row found through a band may be any number of bits away; it needs a fingerprint.
 CREATE FUNCTION simpg.lookup_where(col name, prefix_columns name[], fp text, radius text,
                                    k integer DEFAULT NULL, levels integer[] DEFAULT NULL,
                                    lows text DEFAULT NULL, prefix_bits integer[] DEFAULT NULL,
                                    sketch_column name DEFAULT NULL, sketch text DEFAULT NULL,
                                    max_sketch text DEFAULT NULL, band_columns name[] DEFAULT '{}',
-                                   bands text DEFAULT NULL, highs text DEFAULT NULL,
-                                   tables integer[] DEFAULT NULL, alias name DEFAULT 't')
+                                   bands text DEFAULT NULL, starts text[] DEFAULT NULL, ends text[] DEFAULT NULL,
+                                   alias name DEFAULT 't')
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_levels text := quote_literal(levels::text);
+    v_count integer := cardinality(prefix_columns);
     v_ranges text := '';
-    v_t integer;
+    v_start text;
     v_shared text;
     v_within text;
 BEGIN
-    IF col IS NULL OR fp IS NULL OR radius IS NULL OR alias IS NULL OR cardinality(prefix_columns) IS NULL
-       OR (lows IS NULL AND levels IS NULL)
-       OR (highs IS NOT NULL AND lows IS NULL)
-       OR (levels IS NULL AND highs IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM cardinality(prefix_columns))
-       OR (tables IS NOT NULL AND cardinality(tables) IS DISTINCT FROM cardinality(prefix_columns))
+    IF col IS NULL OR fp IS NULL OR radius IS NULL OR alias IS NULL OR v_count IS NULL
+       OR (lows IS NULL AND starts IS NULL AND levels IS NULL)
+       OR (starts IS NOT NULL AND cardinality(starts) <> v_count)
+       OR (ends IS NOT NULL AND (cardinality(ends) <> v_count OR (lows IS NULL AND starts IS NULL)))
+       OR (ends IS NULL AND levels IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM v_count)
        OR (sketch_column IS NOT NULL AND (sketch IS NULL OR max_sketch IS NULL))
        OR (cardinality(band_columns) > 0 AND bands IS NULL) THEN
-        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, an alias, the ranges as k and levels or as lows and prefix_bits or highs, a table number per prefix column if any, and each optional column with its expressions'
+        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, an alias, the ranges as k and levels or as starts or lows (with ends, prefix_bits or the layout), one per prefix column, and each optional column with its expressions'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR v_i IN 1 .. cardinality(prefix_columns) LOOP
-        v_t := coalesce(tables[v_i], v_i - 1);
+    FOR v_i IN 1 .. v_count LOOP
+        v_start := coalesce(starts[v_i], lows || '[' || v_i || ']');
         v_ranges := v_ranges || CASE WHEN v_i > 1 THEN ' OR ' ELSE '' END
-            || CASE WHEN lows IS NULL
+            || CASE WHEN v_start IS NULL
                     THEN format('%6$I.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer) '
                                 'AND simpg.prefix_hi(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer)',
-                                prefix_columns[v_i], fp, k, v_levels, v_t, alias)
-                    WHEN highs IS NOT NULL
-                    THEN format('%5$I.%1$I BETWEEN %2$s[%3$s] AND %4$s[%3$s]', prefix_columns[v_i], lows, v_t + 1, highs,
-                                alias)
-                    ELSE format('%5$I.%1$I BETWEEN %2$s[%3$s] AND %2$s[%3$s] + %4$L::bigint',
-                                prefix_columns[v_i], lows, v_t + 1,
-                                ~(-1::bigint << (64 - coalesce(prefix_bits[v_i], simpg.prefix_bits(k, levels, v_t)))),
-                                alias)
+                                prefix_columns[v_i], fp, k, v_levels, v_i - 1, alias)
+                    ELSE format('%1$I.%2$I BETWEEN %3$s AND %4$s', alias, prefix_columns[v_i], v_start,
+                                coalesce(ends[v_i], format('%s + %L::bigint', v_start,
+                                    ~(-1::bigint << (64 - coalesce(prefix_bits[v_i], simpg.prefix_bits(k, levels, v_i - 1)))))))
                END;
     END LOOP;
     v_within := format('simpg.hamming(%I.%I, %s) <= %s', alias, col, fp, radius);
@@ -287,7 +282,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text, text, integer[], name) IS
+COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text, text[], text[], name) IS
     'Internal: the condition of every lookup statement (prefix ranges and band keys ORed, the Hamming check, the sketch confirmation), given its expressions';
 
 -- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the

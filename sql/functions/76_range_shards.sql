@@ -1013,8 +1013,8 @@ BEGIN
         || coalesce(string_agg('SELECT r.key, r.fp FROM ' || g.target::text || ' AS r WHERE '
                                || simpg.lookup_where('fp', '{p}', quote_literal(fp) || '::bigint',
                                                      quote_literal(v_k) || '::integer',
-                                                     lows => format('(%L::bigint[])', ARRAY[r.lo]),
-                                                     highs => format('(%L::bigint[])', ARRAY[r.hi]), alias => 'r'),
+                                                     starts => ARRAY[quote_literal(r.lo) || '::bigint'],
+                                                     ends => ARRAY[quote_literal(r.hi) || '::bigint'], alias => 'r'),
                                ' UNION ALL ' ORDER BY r.t, g.target::text),
                     'SELECT NULL::bigint AS key, NULL::bigint AS fp WHERE false')
         || ') AS s GROUP BY s.key ORDER BY distance, s.key'
@@ -1060,8 +1060,9 @@ DECLARE
     v_arms text;
     -- one lookup's condition on a permuted table (simpg.lookup_where), its expressions
     -- left as format() arguments, filled in for each query: one call, not one per query
-    v_condition text := '(' || simpg.lookup_where('fp', '{p}', '%1$s::bigint', '%2$s::integer', lows => '%3$s',
-                                                  highs => '%4$s', alias => 'r') || ')';
+    v_condition text := '(' || simpg.lookup_where('fp', '{p}', '%1$s::bigint', '%2$s::integer',
+                                                  starts => '{%3$s::bigint}', ends => '{%4$s::bigint}',
+                                                  alias => 'r') || ')';
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
@@ -1077,8 +1078,8 @@ BEGIN
                           ' UNION ' ORDER BY a.t, a.target::text)
         INTO v_arms
         FROM (SELECT r.t, g.target,
-                     string_agg(format(v_condition, quote_literal(r.fp), quote_literal(v_k),
-                                       format('(%L::bigint[])', ARRAY[r.lo]), format('(%L::bigint[])', ARRAY[r.hi])),
+                     string_agg(format(v_condition, quote_literal(r.fp), quote_literal(v_k), quote_literal(r.lo),
+                                       quote_literal(r.hi)),
                                 ' OR ' ORDER BY r.n) AS lookups
               FROM simpg.range_scan_targets(v_layout.tables, ARRAY(SELECT r.t FROM r ORDER BY r.i),
                                             ARRAY(SELECT r.lo FROM r ORDER BY r.i),
