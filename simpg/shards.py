@@ -644,9 +644,9 @@ class ShardedIndex:
         if self.range is None:
             return self.index.near(fingerprint, k)
         radius = self._radius(k)
-        ranges = self.range.layout.prefix_ranges(fingerprint)
-        params = [Int8(bits.to_db(fingerprint)), Int8(radius), [Int8(lo) for lo, _ in ranges],
-                  [Int8(hi) for _, hi in ranges]]
+        params = [Int8(bits.to_db(fingerprint)), Int8(radius)]
+        for lo, hi in self.range.layout.prefix_ranges(fingerprint):
+            params += [Int8(lo), Int8(hi)]
         with translated(), psycopg.RawCursor(self.conn) as cur:  # $n placeholders
             rows = cur.execute(self._near_statement, params, prepare=True).fetchall()
         return [Neighbor(id_, distance) for id_, distance in rows]
@@ -783,11 +783,11 @@ _MANY_CONDITION_SQL = (
 
 #: The condition of each arm of the range distribution's lookup (:func:`_range_near_sql`):
 #: ``simpg.lookup_where`` on permuted table t's column ``p`` through alias ``r``; ``$1``
-#: the fingerprint, ``$2`` k, ``$3`` and ``$4`` the tables' range starts and ends
-#: (``bigint[]``, table t's at t + 1). Parameter: the number of tables.
+#: the fingerprint, ``$2`` k, then each table's range start and end (table t's
+#: ``$(2t + 3)`` and ``$(2t + 4)``). Parameter: the number of tables.
 _RANGE_CONDITIONS_SQL = (
     "SELECT pg_catalog.array_agg(simpg.lookup_where('fp', '{p}', '$1', '$2', "
-    "starts => ARRAY['($3::bigint[])[' || t || ']'], ends => ARRAY['($4::bigint[])[' || t || ']'], alias => 'r') "
+    "starts => ARRAY['$' || (2 * t + 1)], ends => ARRAY['$' || (2 * t + 2)], alias => 'r') "
     "ORDER BY t) "
     "FROM pg_catalog.generate_series(1, %s) AS t")
 

@@ -983,6 +983,19 @@ $$;
 COMMENT ON FUNCTION simpg.check_range_shards(regclass, name, boolean) IS
     'Range distribution: problems of a table''s permuted tables and their shards; none when all is well';
 
+-- range_lookup_where: a lookup's condition on a permuted table (simpg.lookup_where on
+-- its column p, alias r), its expressions left as format() arguments: %1$s the
+-- fingerprint, %2$s k, %3$s and %4$s the range's ends, each a literal. The range
+-- lookups fill it in for each table and query: one call of lookup_where, not one each.
+CREATE FUNCTION simpg.range_lookup_where() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    RETURN '(' || simpg.lookup_where('fp', '{p}', '%1$s::bigint', '%2$s::integer', starts => '{%3$s::bigint}',
+                                     ends => '{%4$s::bigint}', alias => 'r') || ')';
+
+COMMENT ON FUNCTION simpg.range_lookup_where() IS
+    'Internal: a range lookup''s condition on a permuted table, with format() arguments for its literals';
+
 -- range_near_query: the statement simpg.range_near runs, with the constants as typed
 -- literals (for EXPLAIN): one arm per permuted table, each reading the rows of its
 -- prefix range within k of fp (simpg.lookup_where on the table's column p) from the
@@ -999,6 +1012,7 @@ DECLARE
     v_layout record;
     v_k integer;
     v_statement text;
+    v_condition text := simpg.range_lookup_where();
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
@@ -1011,10 +1025,8 @@ BEGIN
     WITH r AS MATERIALIZED (SELECT x.t, x.lo, x.hi FROM simpg.prefix_ranges(ARRAY[fp], v_layout.k, v_layout.levels) AS x)
     SELECT 'SELECT s.key, min(simpg.hamming(s.fp, ' || quote_literal(fp) || '::bigint)) AS distance FROM ('
         || coalesce(string_agg('SELECT r.key, r.fp FROM ' || g.target::text || ' AS r WHERE '
-                               || simpg.lookup_where('fp', '{p}', quote_literal(fp) || '::bigint',
-                                                     quote_literal(v_k) || '::integer',
-                                                     starts => ARRAY[quote_literal(r.lo) || '::bigint'],
-                                                     ends => ARRAY[quote_literal(r.hi) || '::bigint'], alias => 'r'),
+                               || format(v_condition, quote_literal(fp), quote_literal(v_k), quote_literal(r.lo),
+                                         quote_literal(r.hi)),
                                ' UNION ALL ' ORDER BY r.t, g.target::text),
                     'SELECT NULL::bigint AS key, NULL::bigint AS fp WHERE false')
         || ') AS s GROUP BY s.key ORDER BY distance, s.key'
@@ -1058,11 +1070,7 @@ DECLARE
     v_layout record;
     v_k integer;
     v_arms text;
-    -- one lookup's condition on a permuted table (simpg.lookup_where), its expressions
-    -- left as format() arguments, filled in for each query: one call, not one per query
-    v_condition text := '(' || simpg.lookup_where('fp', '{p}', '%1$s::bigint', '%2$s::integer',
-                                                  starts => '{%3$s::bigint}', ends => '{%4$s::bigint}',
-                                                  alias => 'r') || ')';
+    v_condition text := simpg.range_lookup_where();
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);

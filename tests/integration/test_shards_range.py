@@ -297,12 +297,10 @@ def test_a_lookup_reads_one_partition_per_permuted_table(cluster: Cluster, data:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         index = ShardedIndex(conn, "docs", "simhash")
         q = data.queries[0]
-        conn.execute("PREPARE look AS " + index._near_statement)  # $1 fp, $2 k, $3 starts, $4 ends
-        ranges = LAYOUT.prefix_ranges(q)
-        starts, ends = (",".join(str(r[i]) for r in ranges) for i in (0, 1))
+        conn.execute("PREPARE look AS " + index._near_statement)  # $1 fp, $2 k, then each table's lo, hi
+        ranges = ", ".join(f"{lo}, {hi}" for lo, hi in LAYOUT.prefix_ranges(q))
         plan = [r[0] for r in conn.execute(
-            f"EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) EXECUTE look({bits.to_db(q)}, {K}, "
-            f"'{{{starts}}}'::bigint[], '{{{ends}}}'::bigint[])")]
+            f"EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) EXECUTE look({bits.to_db(q)}, {K}, {ranges})")]
         assert sum("Subplans Removed: 1" in line for line in plan) == LAYOUT.tables, plan
         assert sum("Foreign Scan on" in line for line in plan) == LAYOUT.tables
 
