@@ -45,7 +45,6 @@ from simpg import allpairs, bits, schema
 from simpg.exc import SimpgError, translate, translated
 from simpg.layout import Layout, check_radius
 from simpg.psycopg import Neighbor, Pair, SimHashColumn
-from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -624,8 +623,9 @@ class ShardedIndex:
             relations = [sql.Identifier(*_split_name(conn, name)) for name in self.range.tables]
             self._relations = relations
             self._base = sql.Identifier(*_split_name(conn, table)).as_string(conn)
-            self._near_statement = with_parameters(
-                _range_near_sql(relations, self._base, self.range.column), conn).as_string(conn)
+            conditions = _rows(conn, _RANGE_CONDITIONS_SQL, [len(relations)])[0][0]
+            self._near_statement = _range_near_sql(relations, conditions, self._base,
+                                                   self.range.column).as_string(conn)
             return
         if id_column is None:
             raise SimpgError(f"name the id column of {table}: a hash-sharded table has no primary key")
@@ -643,12 +643,11 @@ class ShardedIndex:
         if self.range is None:
             return self.index.near(fingerprint, k)
         radius = self._radius(k)
-        fp = bits.check(fingerprint)
-        params: list[Any] = [Int8(bits.to_db(fp))]
-        for lo, hi in self.range.layout.prefix_ranges(fp):
-            params += [Int8(lo), Int8(hi), Int8(bits.to_db(fp)), Int8(radius)]
-        with translated():
-            rows = self.conn.execute(self._near_statement, params, prepare=True).fetchall()
+        params = [Int8(bits.to_db(fingerprint)), Int8(radius)]
+        for lo, hi in self.range.layout.prefix_ranges(fingerprint):
+            params += [Int8(lo), Int8(hi)]
+        with translated(), psycopg.RawCursor(self.conn) as cur:  # $n placeholders
+            rows = cur.execute(self._near_statement, params, prepare=True).fetchall()
         return [Neighbor(id_, distance) for id_, distance in rows]
 
     def near_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Neighbor]]:
@@ -781,8 +780,20 @@ _MANY_CONDITION_SQL = (
     "FROM pg_catalog.generate_series(1, %s) AS i")
 
 
-def _range_near_sql(relations: Sequence[sql.Identifier], base: str, column: str) -> sql.Composed:
-    """The range distribution's lookup, with parameters: one arm per permuted table.
+#: The condition of each arm of the range distribution's lookup (:func:`_range_near_sql`):
+#: ``simpg.lookup_where`` on permuted table t's column ``p`` through alias ``r``; ``$1``
+#: the fingerprint, ``$2`` k, then each table's range start and end (table t's
+#: ``$(2t + 3)`` and ``$(2t + 4)``). Parameter: the number of tables.
+_RANGE_CONDITIONS_SQL = (
+    "SELECT pg_catalog.array_agg(simpg.lookup_where('fp', '{p}', '$1', '$2', "
+    "starts => ARRAY['$' || (2 * t + 1)], ends => ARRAY['$' || (2 * t + 2)], alias => 'r') "
+    "ORDER BY t) "
+    "FROM pg_catalog.generate_series(1, %s) AS t")
+
+
+def _range_near_sql(relations: Sequence[sql.Identifier], conditions: Sequence[str], base: str,
+                    column: str) -> sql.Composed:
+    """The range distribution's lookup: one arm per permuted table, its condition from :data:`_RANGE_CONDITIONS_SQL`.
 
     Prepared, its generic plan prunes each arm to the one shard that holds the
     query's prefix range when it starts (PostgreSQL's run-time partition pruning);
@@ -790,10 +801,12 @@ def _range_near_sql(relations: Sequence[sql.Identifier], base: str, column: str)
     through several tables is counted once. It first runs ``simpg.range_in_step``
     once (an InitPlan), which raises when writes may have gone around the triggers
     (a partition attached, detached or created, a trigger missing): never a stale answer.
+    Run it with a :class:`psycopg.RawCursor` (``$n`` placeholders).
     """
-    arm = sql.SQL("SELECT r.key, r.fp FROM {} AS r WHERE r.p BETWEEN %s AND %s AND simpg.hamming(r.fp, %s) <= %s")
-    arms = sql.SQL(" UNION ALL ").join(arm.format(rel) for rel in relations)
-    return sql.SQL("SELECT s.key, simpg.hamming(s.fp, %s) AS distance FROM ({}) AS s "
+    arms = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT r.key, r.fp FROM {} AS r WHERE {}").format(rel, sql.SQL(condition))
+        for rel, condition in zip(relations, conditions, strict=True))
+    return sql.SQL("SELECT s.key, simpg.hamming(s.fp, $1) AS distance FROM ({}) AS s "
                    "WHERE (SELECT simpg.range_in_step({}::regclass, {})) "
                    "GROUP BY s.key, s.fp ORDER BY distance, s.key").format(
         arms, sql.Literal(base), sql.Literal(column))

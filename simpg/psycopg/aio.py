@@ -490,8 +490,9 @@ class AsyncSimHashColumn:
             async with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
                 await cur.execute(local.statement, local.params)
                 saved = await cur.fetchone()
-                await cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
-                rows = await cur.fetchall()
+                async with psycopg.AsyncRawCursor(self.conn) as raw:  # $n placeholders
+                    await raw.execute(self._statement(info, "near_many"), params, prepare=self.prepare, binary=True)
+                    rows = await raw.fetchall()
                 if outer and saved:  # the local settings would outlive the savepoint
                     await cur.execute(local.restore_statement, local.restore_params(saved))
             return _common.group_near_many(rows, len(fps))

@@ -39,11 +39,17 @@ __all__ = [
 #: The simpg.indexes row of (table, column), with the table's schema and name, and the
 #: condition of its lookups as simpg.lookup_where writes it, with the parameters of
 #: :func:`~simpg.psycopg.statements.near_sql` ($1 the fingerprint, $2 the range starts
-#: computed here, $3 k).
+#: computed here, $3 k), and for each table the condition of
+#: :func:`~simpg.psycopg.statements.near_many_sql`'s join (a query ``u``: ``u.q`` its
+#: fingerprint, ``u.lo`` its range start there; ``$1`` k).
 CATALOG_SQL = """
 SELECT n.nspname, c.relname, i.fingerprint_column, i.k, i.levels, i.prefix_columns,
        i.index_names, i.fingerprint_config,
-       simpg.lookup_where(i.fingerprint_column, i.prefix_columns, '$1', '$3', i.k, i.levels, lows => '$2')
+       simpg.lookup_where(i.fingerprint_column, i.prefix_columns, '$1', '$3', i.k, i.levels, lows => '$2'),
+       ARRAY(SELECT simpg.lookup_where(i.fingerprint_column, ARRAY[i.prefix_columns[t]], 'u.q', '$1',
+                                       starts => '{u.lo}',
+                                       prefix_bits => ARRAY[simpg.prefix_bits(i.k, i.levels, t - 1)])
+             FROM pg_catalog.generate_series(1, pg_catalog.cardinality(i.prefix_columns)) AS t ORDER BY t)
 FROM simpg.index_layout(%s::regclass, %s) AS i
 JOIN pg_catalog.pg_class AS c ON c.oid = i.indexed_table
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -109,13 +115,15 @@ class IndexInfo:
     fingerprint_config: str | None
     #: the lookups' condition (``simpg.lookup_where``): ``$1`` fingerprint, ``$2`` range starts, ``$3`` k
     condition: str
+    #: each table's condition in near_many's join (``simpg.lookup_where``): ``u.q``, ``u.lo``, ``$1`` k
+    many_conditions: tuple[str, ...]
 
     @classmethod
     def from_rows(cls, catalog: Sequence[Any], id_column: str | None, id_type: str | None) -> IndexInfo:
         """Build from a :data:`CATALOG_SQL` row and the id column."""
-        schema, table, column, k, levels, prefix_columns, index_names, config, condition = catalog
+        schema, table, column, k, levels, prefix_columns, index_names, config, condition, many = catalog
         return cls(schema, table, column, id_column, id_type, Layout(k, tuple(levels)),
-                   tuple(prefix_columns), tuple(index_names), config, condition)
+                   tuple(prefix_columns), tuple(index_names), config, condition, tuple(many))
 
     @property
     def relation(self) -> sql.Identifier:

@@ -466,8 +466,9 @@ class SimHashColumn:
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
                 cur.execute(local.statement, local.params)
                 saved = cur.fetchone()
-                cur.execute(self._statement(info, "near_many"), params, prepare=self.prepare)
-                rows = cur.fetchall()
+                with psycopg.RawCursor(self.conn) as raw:  # $n placeholders
+                    raw.execute(self._statement(info, "near_many"), params, prepare=self.prepare, binary=True)
+                    rows = raw.fetchall()
                 if outer and saved:  # the local settings would outlive the savepoint
                     cur.execute(local.restore_statement, local.restore_params(saved))
             return _common.group_near_many(rows, len(fps))

@@ -155,27 +155,30 @@ def near_params(info: IndexInfo, fp: int, k: int) -> list[Any]:
 
 
 def near_many_sql(info: IndexInfo) -> sql.Composed:
-    """Many lookups in one statement: parameters ``n[], q[], lo[], k`` for each table in turn.
+    """Many lookups in one statement: ``$1`` k, then ``n[], q[], lo[]`` for each table in turn.
 
     One join per table, each probing that table's B-tree once per query, in prefix
-    order (see :func:`near_many_params`); ``UNION`` keeps a row found through several
-    tables once (``tableoid`` and ``ctid`` tell two rows with equal ids apart, also in two
-    partitions of a partitioned table). Rows come back as
-    ``(query number from 1, id, distance)``, ordered.
+    order (see :func:`near_many_params`); the join's condition is the table's lookup
+    condition from ``simpg.lookup_where`` (:attr:`IndexInfo.many_conditions`, the query's
+    fingerprint ``u.q`` and range start ``u.lo``). ``UNION`` keeps a row found through
+    several tables once (``tableoid`` and ``ctid`` tell two rows with equal ids apart,
+    also in two partitions of a partitioned table). Rows come back as
+    ``(query number from 1, id, distance)``, ordered. Run it with a :class:`psycopg.RawCursor`.
     """
     arms = [
         sql.SQL(
             "SELECT u.n, t.tableoid, t.ctid, t.{id} AS id, simpg.hamming(t.{fp}, u.q) AS distance "
-            "FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS u(n, q, lo) "
-            "JOIN {rel} AS t ON t.{prefix} BETWEEN u.lo AND u.lo + {ones} "
-            "WHERE simpg.hamming(t.{fp}, u.q) <= %s"
+            "FROM unnest({n}::bigint[], {q}::bigint[], {lo}::bigint[]) AS u(n, q, lo) "
+            "JOIN {rel} AS t ON {cond}"
         ).format(id=sql.Identifier(_id(info)), fp=sql.Identifier(info.column), rel=info.relation,
-                 prefix=sql.Identifier(col), ones=sql.Literal(info.ranges.ones(t)))
-        for t, col in enumerate(info.prefix_columns)
+                 n=sql.SQL(f"${2 + 3 * t}"), q=sql.SQL(f"${3 + 3 * t}"), lo=sql.SQL(f"${4 + 3 * t}"),
+                 cond=sql.SQL(condition))
+        for t, condition in enumerate(info.many_conditions)
     ]
-    return with_parameters(sql.SQL("SELECT s.n, s.id, s.distance FROM ({arms}) AS s WHERE {guard} "
-                                   "ORDER BY s.n, s.distance, s.id").format(arms=sql.SQL(" UNION ").join(arms),
-                                                                            guard=layout_guard(info)))
+    # $n placeholders: psycopg reads no % in the text, so the names stay as they are
+    return sql.SQL("SELECT s.n, s.id, s.distance FROM ({arms}) AS s WHERE {guard} "
+                   "ORDER BY s.n, s.distance, s.id").format(arms=sql.SQL(" UNION ").join(arms),
+                                                           guard=layout_guard(info))
 
 
 def near_many_params(info: IndexInfo, fps: np.ndarray, k: int) -> list[Any]:
@@ -187,10 +190,10 @@ def near_many_params(info: IndexInfo, fps: np.ndarray, k: int) -> list[Any]:
     """
     numbers = np.arange(1, len(fps) + 1, dtype=np.int64)
     signed = fps.view(np.int64)
-    params: list[Any] = []
+    params: list[Any] = [Int8(k)]
     for lo in info.ranges.lows_many(fps):
         order = np.argsort(lo, kind="stable")
-        params += [Int8Array(numbers[order]), Int8Array(signed[order]), Int8Array(lo[order]), Int8(k)]
+        params += [Int8Array(numbers[order]), Int8Array(signed[order]), Int8Array(lo[order])]
     return params
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from psycopg.types.numeric import Int8
-from sqlalchemy import BigInteger, Boolean, and_, bindparam, or_, type_coerce
+from sqlalchemy import BigInteger, Boolean, bindparam, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -32,7 +32,7 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint.minhash import from_sql, to_sql
 from simpg.layout import check_radius
-from simpg.sqlalchemy.functions import hamming, prefix_hi, prefix_lo, sketch_distance
+from simpg.sqlalchemy.functions import hamming, sketch_distance
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
 __all__ = ["SimHash", "Sketch", "within_clause"]
@@ -150,48 +150,55 @@ def _check_k(k: Any, spec: SimHashIndex) -> int:
     return check_radius(k, spec.layout.k, what=f"the simhash index on {spec.table.name}.{spec.column.name}")
 
 
-#: The type of within()'s ranges parameter, one instance: SQLAlchemy's cache key of a new
-#: ARRAY type costs more than the rest of a within() together.
-_BOUNDS = ARRAY(BigInteger())
+class _Lows(TypeDecorator[Sequence[int]]):
+    """within()'s range starts: a ``bigint[]``, sent as one with psycopg.
+
+    psycopg sends a list of ints as the smallest array type that holds them, and keys
+    its prepared statements by the parameters' types: ``Int8`` elements keep one
+    statement for every fingerprint, as :class:`SimHash` does for the fingerprint.
+    """
+
+    impl = ARRAY(BigInteger())
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        """Each start as an ``Int8`` with psycopg."""
+        return [Int8(lo) for lo in value] if value is not None and dialect.driver in _PSYCOPG else value
+
+
+#: The type of within()'s range starts parameter, one instance: SQLAlchemy's cache key of
+#: a new type costs more than the rest of a within() together.
+_LOWS = _Lows()
 
 
 def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:
     """``expr`` within Hamming distance ``k`` of ``other``, through the prefix indexes.
 
-    ``other`` is an unsigned fingerprint: its prefix ranges are computed in Python and
-    sent as one ``bigint[]`` parameter, so the statement's text is the same for every
-    fingerprint and SQLAlchemy compiles it once per table (or alias) and k
-    (:class:`_Within`). Or ``other`` is a SQL expression (ranges computed in SQL with
-    ``simpg.prefix_lo``/``prefix_hi``, e.g. a self-join).
+    ``other`` is an unsigned fingerprint: its tables' range starts are computed in Python
+    and sent as one ``bigint[]`` parameter, so the statement's text is the same for
+    every fingerprint and SQLAlchemy compiles it once per table (or alias) and k. Or
+    ``other`` is a SQL expression (ranges computed in SQL with ``simpg.prefix_lo`` and
+    ``prefix_hi``, e.g. a self-join). Either way the condition is ``simpg.lookup_where``'s
+    (:func:`_lookup_where`), compiled by :class:`_Within`.
     """
     spec = index_for(expr)
     k = _check_k(k, spec)
-    # The prefix columns of the same FROM object as expr (a table or an alias of it).
-    source = getattr(expr, "table", None)
-    if source is None:
+    if getattr(expr, "table", None) is None:
         raise SimpgError(f"within needs a table column, got {expr!r}")
     operand = _operand(other)
-    layout = spec.layout
     if operand is not other:  # a Python fingerprint
-        bounds: Sequence[int] = [bound for pair in layout.prefix_ranges(other) for bound in pair]
-        return _Within(expr, operand, bindparam(None, bounds, _BOUNDS), k)
-    ranges = [
-        p.between(
-            prefix_lo(other, layout.k, layout.levels, t),
-            prefix_hi(other, layout.k, layout.levels, t),
-        )
-        for t, p in enumerate(source.c[name] for name in spec.prefix_names)
-    ]
-    return and_(or_(*ranges).self_group(), hamming(expr, operand) <= k, layout_guard(spec))
+        lows: Sequence[int] = [lo for lo, _ in spec.layout.prefix_ranges(other)]
+        return _Within(expr, operand, bindparam(None, lows, _LOWS), k)
+    return _Within(expr, operand, None, k)
 
 
 class _Within(ColumnElement[bool]):
-    """``within()`` of a Python fingerprint: cheap to build, compiled once per (table, k).
+    """``within()``: cheap to build, compiled once per (table or alias, k).
 
-    Its cache key is the column, two bind parameters (the fingerprint, and the prefix
-    ranges as one ``bigint[]``) and k, so each call builds three small objects; the
-    statement is written at compile time (:func:`_compile_within`) and SQLAlchemy's
-    statement cache reuses that text.
+    Its cache key is the column, the operand (a bind parameter or an expression), the
+    range starts (one ``bigint[]`` bind parameter, or None when computed in SQL) and k,
+    so each call builds a few small objects; the text is written at compile time
+    (:func:`_compile_within`) and SQLAlchemy's statement cache reuses it.
     """
 
     __visit_name__ = "simpg_within"
@@ -199,24 +206,51 @@ class _Within(ColumnElement[bool]):
     _traverse_internals = [
         ("expr", InternalTraversal.dp_clauseelement),
         ("fp", InternalTraversal.dp_clauseelement),
-        ("bounds", InternalTraversal.dp_clauseelement),
+        ("lows", InternalTraversal.dp_clauseelement),
         ("k", InternalTraversal.dp_plain_obj),
     ]
     type = Boolean()
 
-    def __init__(self, expr: ColumnElement[Any], fp: ColumnElement[int], bounds: BindParameter[Sequence[int]],
+    def __init__(self, expr: ColumnElement[Any], fp: ColumnElement[int], lows: BindParameter[Sequence[int]] | None,
                  k: int) -> None:
         self.expr = expr
         self.fp = fp
-        self.bounds = bounds
+        self.lows = lows
         self.k = k
+
+
+def _lookup_where(col: str, prefix_columns: Sequence[str], fp: str, radius: str, k: int, levels: Sequence[int],
+                  lows: str | None, prefix_bits: Sequence[int]) -> str:
+    """``simpg.lookup_where(col, prefix_columns, fp, radius, k, levels[, lows => lows], alias => ...)``, offline.
+
+    The text PostgreSQL's ``simpg.lookup_where`` writes (the one definition of a lookup's
+    condition, sql/functions/50_query.sql), for the two forms ``within()`` needs: ranges
+    from ``simpg.prefix_lo``/``prefix_hi`` of ``fp``, or from the range starts ``lows``
+    (table t's range: ``lows[t + 1]`` plus the mask of the ``prefix_bits[t]`` bits after
+    its prefix). ``within()`` must compile with no database at hand, on whatever table or
+    alias the query names, so it cannot ask the function. ``col`` and ``prefix_columns``
+    are the columns as the compiler renders them (``alias.name``, quoted where needed:
+    the function writes ``%I.%I``); ``fp``, ``radius`` and ``lows`` are SQL expressions.
+    tests/integration/test_sqlalchemy_lookup_where.py holds this text equal to the
+    function's for many layouts, aliases and both forms.
+    """
+    levels_literal = "'{" + ",".join(map(str, levels)) + "}'"
+    ranges = []
+    for t, column in enumerate(prefix_columns):
+        if lows is None:
+            args = f"{fp}, {k}::integer, {levels_literal}::integer[], {t}::integer"
+            ranges.append(f"{column} BETWEEN simpg.prefix_lo({args}) AND simpg.prefix_hi({args})")
+        else:
+            mask = (1 << (64 - prefix_bits[t])) - 1
+            ranges.append(f"{column} BETWEEN {lows}[{t + 1}] AND {lows}[{t + 1}] + '{mask}'::bigint")
+    return f"({' OR '.join(ranges)}) AND simpg.hamming({col}, {fp}) <= {radius}"
 
 
 @compiles(_Within)
 def _compile_within(element: _Within, compiler: SQLCompiler, **kw: Any) -> str:
-    """The OR of the prefix ranges, the exact distance filter and the layout guard.
+    """``simpg.lookup_where``'s condition (:func:`_lookup_where`) and the layout guard.
 
-    Table t's range is elements 2t+1 and 2t+2 of the ``bigint[]`` parameter. PostgreSQL
+    With a Python fingerprint the range starts are one ``bigint[]`` parameter. PostgreSQL
     plans each statement with its parameters' values (psycopg sends it unnamed), so the
     subscripts fold to constants and the plan sees the real, narrow ranges, as with
     literals; unlike 20 literals or parameters, one array keeps the text short and the
@@ -224,12 +258,13 @@ def _compile_within(element: _Within, compiler: SQLCompiler, **kw: Any) -> str:
     """
     spec = index_for(element.expr)
     source = element.expr.table
+    layout = spec.layout
     # typed: with literal_binds the array is a bare ARRAY[...] of numbers
-    bounds = f"CAST({compiler.process(element.bounds, **kw)} AS bigint[])"
-    ranges = " OR ".join(
-        f"{compiler.process(source.c[name], **kw)} BETWEEN ({bounds})[{2 * t + 1}] AND ({bounds})[{2 * t + 2}]"
-        for t, name in enumerate(spec.prefix_names))
-    distance = compiler.process(hamming(element.expr, element.fp), **kw)
+    lows = None if element.lows is None else f"(CAST({compiler.process(element.lows, **kw)} AS bigint[]))"
+    condition = _lookup_where(
+        compiler.process(element.expr, **kw), [compiler.process(source.c[name], **kw) for name in spec.prefix_names],
+        compiler.process(element.fp, **kw), str(element.k), layout.k, layout.levels, lows,
+        [layout.prefix_bits(t) for t in range(layout.tables)])
     guard = compiler.process(layout_guard(spec), **kw)
-    # in parentheses: an AND of three conditions, whatever it is put in (NOT, OR, ...)
-    return f"(({ranges}) AND {distance} <= {element.k} AND {guard})"
+    # in parentheses: an AND of conditions, whatever it is put in (NOT, OR, ...)
+    return f"({condition} AND {guard})"

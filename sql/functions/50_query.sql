@@ -219,60 +219,70 @@ COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
 -- a typed literal, a column of a join such as q.fp); names are quoted here (%I). sketch
 -- and max_sketch are read only with sketch_column, bands only with band_columns.
 -- The ranges are computed from fp (k and levels: simpg.prefix_lo/prefix_hi, which
--- PostgreSQL folds when it plans with constant layout arguments), or given (lows: a
--- bigint[] expression whose element t + 1 is table t's range start, computed by the
--- client; the range is lows[t + 1] .. lows[t + 1] + the mask of the bits after the
--- prefix, whose width is prefix_bits[t + 1], or the layout's if k and levels are given).
+-- PostgreSQL folds when it plans with constant layout arguments), or given: each prefix
+-- column's range starts at starts[i] (an expression: a typed literal, a join's column),
+-- or at lows[t + 1] (lows: a bigint[] expression whose element t + 1 is table t's range
+-- start, computed by the client), and ends at ends[i], or at the start plus the mask of
+-- the bits after the prefix, whose width is prefix_bits[i], or the layout's if k and
+-- levels are given. alias: the name the columns are read through (t).
+-- SQLAlchemy's within() renders this text offline (simpg/sqlalchemy/types.py), held
+-- equal to it by tests/integration/test_sqlalchemy_lookup_where.py.
 -- A row found through a band may be any number of bits away; it needs a fingerprint.
 CREATE FUNCTION simpg.lookup_where(col name, prefix_columns name[], fp text, radius text,
                                    k integer DEFAULT NULL, levels integer[] DEFAULT NULL,
                                    lows text DEFAULT NULL, prefix_bits integer[] DEFAULT NULL,
                                    sketch_column name DEFAULT NULL, sketch text DEFAULT NULL,
                                    max_sketch text DEFAULT NULL, band_columns name[] DEFAULT '{}',
-                                   bands text DEFAULT NULL)
+                                   bands text DEFAULT NULL, starts text[] DEFAULT NULL, ends text[] DEFAULT NULL,
+                                   alias name DEFAULT 't')
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_levels text := quote_literal(levels::text);
+    v_count integer := cardinality(prefix_columns);
     v_ranges text := '';
+    v_start text;
     v_shared text;
     v_within text;
 BEGIN
-    IF col IS NULL OR fp IS NULL OR radius IS NULL OR cardinality(prefix_columns) IS NULL
-       OR (lows IS NULL AND levels IS NULL)
-       OR (levels IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM cardinality(prefix_columns))
+    IF col IS NULL OR fp IS NULL OR radius IS NULL OR alias IS NULL OR v_count IS NULL
+       OR (lows IS NULL AND starts IS NULL AND levels IS NULL)
+       OR (starts IS NOT NULL AND cardinality(starts) <> v_count)
+       OR (ends IS NOT NULL AND (cardinality(ends) <> v_count OR (lows IS NULL AND starts IS NULL)))
+       OR (ends IS NULL AND levels IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM v_count)
        OR (sketch_column IS NOT NULL AND (sketch IS NULL OR max_sketch IS NULL))
        OR (cardinality(band_columns) > 0 AND bands IS NULL) THEN
-        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, the ranges as k and levels or as lows and prefix_bits, and each optional column with its expressions'
+        RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, an alias, the ranges as k and levels or as starts or lows (with ends, prefix_bits or the layout), one per prefix column, and each optional column with its expressions'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR v_t IN 1 .. cardinality(prefix_columns) LOOP
-        v_ranges := v_ranges || CASE WHEN v_t > 1 THEN ' OR ' ELSE '' END
-            || CASE WHEN lows IS NULL
-                    THEN format('t.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer) '
+    FOR v_i IN 1 .. v_count LOOP
+        v_start := coalesce(starts[v_i], lows || '[' || v_i || ']');
+        v_ranges := v_ranges || CASE WHEN v_i > 1 THEN ' OR ' ELSE '' END
+            || CASE WHEN v_start IS NULL
+                    THEN format('%6$I.%1$I BETWEEN simpg.prefix_lo(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer) '
                                 'AND simpg.prefix_hi(%2$s, %3$s::integer, %4$s::integer[], %5$s::integer)',
-                                prefix_columns[v_t], fp, k, v_levels, v_t - 1)
-                    ELSE format('t.%1$I BETWEEN %2$s[%3$s] AND %2$s[%3$s] + %4$L::bigint',
-                                prefix_columns[v_t], lows, v_t,
-                                ~(-1::bigint << (64 - coalesce(prefix_bits[v_t], simpg.prefix_bits(k, levels, v_t - 1)))))
+                                prefix_columns[v_i], fp, k, v_levels, v_i - 1, alias)
+                    ELSE format('%1$I.%2$I BETWEEN %3$s AND %4$s', alias, prefix_columns[v_i], v_start,
+                                coalesce(ends[v_i], format('%s + %L::bigint', v_start,
+                                    ~(-1::bigint << (64 - coalesce(prefix_bits[v_i], simpg.prefix_bits(k, levels, v_i - 1)))))))
                END;
     END LOOP;
-    v_within := format('simpg.hamming(t.%I, %s) <= %s', col, fp, radius);
+    v_within := format('simpg.hamming(%I.%I, %s) <= %s', alias, col, fp, radius);
     IF cardinality(band_columns) > 0 THEN
-        SELECT string_agg(format('t.%I = %s[%s]', b.c, bands, b.i), ' OR ' ORDER BY b.i) INTO v_shared
+        SELECT string_agg(format('%I.%I = %s[%s]', alias, b.c, bands, b.i), ' OR ' ORDER BY b.i) INTO v_shared
         FROM unnest(band_columns) WITH ORDINALITY AS b(c, i);
         v_ranges := v_ranges || ' OR ' || v_shared;
-        v_within := format('t.%I IS NOT NULL AND (%s OR %s)', col, v_within, v_shared);
+        v_within := format('%I.%I IS NOT NULL AND (%s OR %s)', alias, col, v_within, v_shared);
     END IF;
     RETURN format('(%s) AND %s', v_ranges, v_within)
         || CASE WHEN sketch_column IS NULL THEN ''
-                ELSE format(' AND simpg.sketch_distance(t.%I, %s) <= %s', sketch_column, sketch, max_sketch) END;
+                ELSE format(' AND simpg.sketch_distance(%I.%I, %s) <= %s', alias, sketch_column, sketch, max_sketch) END;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text) IS
+COMMENT ON FUNCTION simpg.lookup_where(name, name[], text, text, integer, integer[], text, integer[], name, text, text, name[], text, text[], text[], name) IS
     'Internal: the condition of every lookup statement (prefix ranges and band keys ORed, the Hamming check, the sketch confirmation), given its expressions';
 
 -- lookup_statement: the parameterised statement simpg.near (kind 'near': $1 the

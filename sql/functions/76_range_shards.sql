@@ -983,9 +983,23 @@ $$;
 COMMENT ON FUNCTION simpg.check_range_shards(regclass, name, boolean) IS
     'Range distribution: problems of a table''s permuted tables and their shards; none when all is well';
 
+-- range_lookup_where: a lookup's condition on a permuted table (simpg.lookup_where on
+-- its column p, alias r), its expressions left as format() arguments: %1$s the
+-- fingerprint, %2$s k, %3$s and %4$s the range's ends, each a literal. The range
+-- lookups fill it in for each table and query: one call of lookup_where, not one each.
+CREATE FUNCTION simpg.range_lookup_where() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    RETURN '(' || simpg.lookup_where('fp', '{p}', '%1$s::bigint', '%2$s::integer', starts => '{%3$s::bigint}',
+                                     ends => '{%4$s::bigint}', alias => 'r') || ')';
+
+COMMENT ON FUNCTION simpg.range_lookup_where() IS
+    'Internal: a range lookup''s condition on a permuted table, with format() arguments for its literals';
+
 -- range_near_query: the statement simpg.range_near runs, with the constants as typed
 -- literals (for EXPLAIN): one arm per permuted table, each reading the rows of its
--- prefix range within k of fp from the one partition (shard) that holds it, named
+-- prefix range within k of fp (simpg.lookup_where on the table's column p) from the
+-- one partition (shard) that holds it, named
 -- directly (range_scan_targets) so that the T foreign scans run at once; postgres_fdw
 -- sends each shard the range and the distance filter. A row found through several
 -- tables is returned once.
@@ -998,6 +1012,7 @@ DECLARE
     v_layout record;
     v_k integer;
     v_statement text;
+    v_condition text := simpg.range_lookup_where();
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
@@ -1009,9 +1024,10 @@ BEGIN
     -- so that each is a bare foreign scan, run at once with the others
     WITH r AS MATERIALIZED (SELECT x.t, x.lo, x.hi FROM simpg.prefix_ranges(ARRAY[fp], v_layout.k, v_layout.levels) AS x)
     SELECT 'SELECT s.key, min(simpg.hamming(s.fp, ' || quote_literal(fp) || '::bigint)) AS distance FROM ('
-        || coalesce(string_agg(format('SELECT r.key, r.fp FROM %2$s AS r WHERE r.p BETWEEN %3$L::bigint AND %4$L::bigint '
-                                      'AND simpg.hamming(r.fp, %1$L::bigint) <= %5$L::integer',
-                                      fp, g.target, r.lo, r.hi, v_k), ' UNION ALL ' ORDER BY r.t, g.target::text),
+        || coalesce(string_agg('SELECT r.key, r.fp FROM ' || g.target::text || ' AS r WHERE '
+                               || format(v_condition, quote_literal(fp), quote_literal(v_k), quote_literal(r.lo),
+                                         quote_literal(r.hi)),
+                               ' UNION ALL ' ORDER BY r.t, g.target::text),
                     'SELECT NULL::bigint AS key, NULL::bigint AS fp WHERE false')
         || ') AS s GROUP BY s.key ORDER BY distance, s.key'
     INTO v_statement
@@ -1041,8 +1057,8 @@ COMMENT ON FUNCTION simpg.range_near(regclass, bigint, integer, name) IS
     'Range distribution: the keys within k of a fingerprint and their distance, nearest first';
 
 -- range_near_many: range_near for many fingerprints, 100 per statement: each permuted
--- table is asked once per statement, with the OR of the queries' prefix ranges (pruned
--- to the shards that hold one) and of their distance filters; each row found goes to
+-- table is asked once per statement, with the OR of the queries' lookup conditions
+-- (simpg.lookup_where, pruned to the shards that hold their ranges); each row found goes to
 -- the queries it is within k of. Rows (query, key, distance), query the 1-based position
 -- in fps, by query then nearest first; NULL elements find nothing.
 CREATE FUNCTION simpg.range_near_many(base regclass, fps bigint[], k integer DEFAULT NULL, col name DEFAULT NULL)
@@ -1054,6 +1070,7 @@ DECLARE
     v_layout record;
     v_k integer;
     v_arms text;
+    v_condition text := simpg.range_lookup_where();
 BEGIN
     SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
     v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
@@ -1065,13 +1082,13 @@ BEGIN
             SELECT (row_number() OVER (ORDER BY x.t, x.n))::integer AS i, x.t, x.n, (fps[v_start : v_start + 99])[x.n] AS fp,
                    x.lo, x.hi
             FROM simpg.prefix_ranges(fps[v_start : v_start + 99], v_layout.k, v_layout.levels) AS x)
-        SELECT string_agg(format('SELECT r.key, r.fp FROM %s AS r WHERE (%s) AND (%s)', a.target, a.ranges, a.near),
+        SELECT string_agg(format('SELECT r.key, r.fp FROM %s AS r WHERE %s', a.target, a.lookups),
                           ' UNION ' ORDER BY a.t, a.target::text)
         INTO v_arms
         FROM (SELECT r.t, g.target,
-                     string_agg(format('r.p BETWEEN %L::bigint AND %L::bigint', r.lo, r.hi), ' OR ' ORDER BY r.n) AS ranges,
-                     string_agg(format('simpg.hamming(r.fp, %L::bigint) <= %L::integer', r.fp, v_k), ' OR ' ORDER BY r.n)
-                         AS near
+                     string_agg(format(v_condition, quote_literal(r.fp), quote_literal(v_k), quote_literal(r.lo),
+                                       quote_literal(r.hi)),
+                                ' OR ' ORDER BY r.n) AS lookups
               FROM simpg.range_scan_targets(v_layout.tables, ARRAY(SELECT r.t FROM r ORDER BY r.i),
                                             ARRAY(SELECT r.lo FROM r ORDER BY r.i),
                                             ARRAY(SELECT r.hi FROM r ORDER BY r.i)) AS g

@@ -205,7 +205,8 @@ def assert_plans_use_partition_btrees(conn: psycopg.Connection, index: SimHashCo
         info = index.info
         params = statements.near_many_params(info, np.array([q, q ^ 1, 0], dtype=np.uint64), 3)
         many = statements.near_many_sql(info).as_string(conn)
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + many, params))
+        with psycopg.RawCursor(conn) as raw:  # $n placeholders
+            plan = "\n".join(r[0] for r in raw.execute("EXPLAIN " + many, params))
         assert "Seq Scan" not in plan, plan
         for name in expected:
             assert scanned(name, plan), (name, plan)

@@ -297,13 +297,10 @@ def test_a_lookup_reads_one_partition_per_permuted_table(cluster: Cluster, data:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         index = ShardedIndex(conn, "docs", "simhash")
         q = data.queries[0]
-        conn.execute("PREPARE look AS " + index._near_statement.replace("%s", "$1", 1).replace(
-            "%s", "{}").format(*[f"${n}" for n in range(2, 2 + 4 * LAYOUT.tables)]))
-        args = [bits.to_db(q)]
-        for lo, hi in LAYOUT.prefix_ranges(q):
-            args += [lo, hi, bits.to_db(q), K]
-        plan = [r[0] for r in conn.execute("EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) EXECUTE look("
-                                           + ", ".join(f"{a}::bigint" for a in args) + ")")]
+        conn.execute("PREPARE look AS " + index._near_statement)  # $1 fp, $2 k, then each table's lo, hi
+        ranges = ", ".join(f"{lo}, {hi}" for lo, hi in LAYOUT.prefix_ranges(q))
+        plan = [r[0] for r in conn.execute(
+            f"EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) EXECUTE look({bits.to_db(q)}, {K}, {ranges})")]
         assert sum("Subplans Removed: 1" in line for line in plan) == LAYOUT.tables, plan
         assert sum("Foreign Scan on" in line for line in plan) == LAYOUT.tables
 
