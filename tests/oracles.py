@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from simpg.layout import block_widths
 
-Key = Hashable
+Key = Any  # any key the rows use: int, text, uuid, ...
 Sketch = bytes | int
 Doc = tuple[int | None, Sketch | None, Sequence[int | None] | None]  # fingerprint, sketch, band keys
 
@@ -170,10 +170,10 @@ def share_band(a: Sequence[int | None] | None, b: Sequence[int | None] | None) -
 
 # -- (a) pairs within k ----------------------------------------------------------------------
 
-def brute_pairs(rows: dict[Key, int | None], k: int) -> dict[tuple[Key, Key], int]:
+def brute_pairs(rows: Mapping[Key, int | None], k: int) -> dict[tuple[Key, Key], int]:
     """{(key_a, key_b): distance} for key_a < key_b and distance <= k."""
     found = {}
-    items = sorted((key, fp) for key, fp in rows.items() if fp is not None)  # type: ignore[type-var]
+    items = sorted((key, fp) for key, fp in rows.items() if fp is not None)
     for (ka, fa), (kb, fb) in itertools.combinations(items, 2):
         d = hamming(fa, fb)
         if d <= k:
@@ -183,12 +183,13 @@ def brute_pairs(rows: dict[Key, int | None], k: int) -> dict[tuple[Key, Key], in
 
 # -- (b) the sketch-confirmed decision ------------------------------------------------------
 
-def brute_decision(rows: dict[Key, Doc], k: int, t: int, bands: bool = True) -> dict[tuple[Key, Key], tuple[int, int]]:
+def brute_decision(rows: Mapping[Key, Doc], k: int, t: int,
+                   bands: bool = True) -> dict[tuple[Key, Key], tuple[int, int]]:
     """{(key_a, key_b): (distance, sketch distance)} for key_a < key_b: within k bits or (with
     ``bands``) sharing a band key, and sketches within t. A row without a fingerprint or a
     sketch is nobody's duplicate."""
     found = {}
-    items = sorted((key, doc) for key, doc in rows.items()  # type: ignore[type-var]
+    items = sorted((key, doc) for key, doc in rows.items()
                    if doc[0] is not None and doc[1] is not None)
     for (ka, (fa, sa, ba)), (kb, (fb, sb, bb)) in itertools.combinations(items, 2):
         d, sd = hamming(fa, fb), sketch_distance(sa, sb)  # type: ignore[arg-type]
@@ -199,14 +200,14 @@ def brute_decision(rows: dict[Key, Doc], k: int, t: int, bands: bool = True) -> 
 
 # -- (c) one query against the rows ---------------------------------------------------------
 
-def brute_near(rows: dict[Key, int | None], q: int, k: int) -> list[Neighbor]:
+def brute_near(rows: Mapping[Key, int | None], q: int, k: int) -> list[Neighbor]:
     """The rows within k of q, nearest first (ties by key)."""
     found = [Neighbor(key, hamming(fp, q)) for key, fp in rows.items()
              if fp is not None and hamming(fp, q) <= k]
     return sorted(found, key=lambda n: (n.distance, n.id))
 
 
-def brute_duplicates(rows: dict[Key, Doc], q: int, q_sketch: Sketch, k: int, t: int,
+def brute_duplicates(rows: Mapping[Key, Doc], q: int, q_sketch: Sketch, k: int, t: int,
                      q_bands: Sequence[int | None] | None = None) -> list[Duplicate]:
     """The rows within k of q or (with ``q_bands``) sharing a band key with it, whose sketch is
     within t of q_sketch; by sketch distance, then distance, then key. Rows without a
@@ -282,15 +283,15 @@ def by_size(groups: Iterable[list[Any]]) -> list[list[Any]]:
     return sorted((sorted(g) for g in groups if len(g) > 1), key=lambda g: (-len(g), g[0]))
 
 
-def brute_clusters(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
+def brute_clusters(rows: Mapping[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
     """{key: (smallest key of its cluster, cluster size)} for rows in clusters of 2 or more."""
     return labelled(components((key for key, fp in rows.items() if fp is not None), brute_pairs(rows, k)))
 
 
-def brute_representatives(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
+def brute_representatives(rows: Mapping[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
     """{key: (its representative's key, cluster size)} for rows in clusters of 2 or more:
     rows in key order, each joins the earliest representative within k, else is one."""
-    keys = sorted(key for key, fp in rows.items() if fp is not None)  # type: ignore[type-var]
+    keys = sorted(key for key, fp in rows.items() if fp is not None)
     return labelled(representative_groups(keys, brute_pairs(rows, k)))
 
 
@@ -355,10 +356,10 @@ def brute_text_pairs(texts: dict[str, object], k: int,
 
     fps = {name: fingerprint(text) for name, text in texts.items()}  # type: ignore[arg-type]
     if not confirm:
-        return {frozenset(pair): (d, None) for pair, d in brute_pairs(fps, k).items()}  # type: ignore[arg-type]
-    docs = {name: (fps[name], *sketch_and_bands(text)) for name, text in texts.items()}  # type: ignore[arg-type]
+        return {frozenset(pair): (d, None) for pair, d in brute_pairs(fps, k).items()}
+    docs = {name: (fps[name], *sketch_and_bands(text)) for name, text in texts.items()}
     return {frozenset(pair): (d, sd)
-            for pair, (d, sd) in brute_decision(docs, k, MAX_SKETCH_DISTANCE).items()}  # type: ignore[arg-type]
+            for pair, (d, sd) in brute_decision(docs, k, MAX_SKETCH_DISTANCE).items()}
 
 
 def brute_text_clusters(texts: dict[str, object], k: int, confirm: bool = True) -> set[frozenset[str]]:
