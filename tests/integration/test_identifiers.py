@@ -391,11 +391,10 @@ def test_sqlalchemy_create_all(db: Any) -> None:
             conn.execute(insert(table), [{"key": i, "fp": fp} for i, fp in fps.items()])
             q = fps[3]
             got = conn.execute(select(table.c.key).where(table.c.fp.within(q, K)).order_by(table.c.key)).scalars()
-            assert list(got) == sorted(i for i, fp in fps.items() if bits.hamming(fp, q) <= K)
+            assert list(got) == sorted(n.id for n in brute_near(fps, q, K))
     index = SimHashColumn(db.conn, QUALIFIED, FP)
     assert index.layout.name == "k3:5" and index.check() == []
-    assert [(n.id, n.distance) for n in index.near(q)] == sorted(
-        ((i, bits.hamming(fp, q)) for i, fp in fps.items() if bits.hamming(fp, q) <= K), key=lambda r: (r[1], r[0]))
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fps, q, K)
 
 
 # -- Spark -------------------------------------------------------------------------------------
