@@ -1,31 +1,59 @@
 """The brute-force reference answers the suite compares simpg with, and the adversarial inputs
 they are compared on.
 
-Every oracle is a plain popcount over all rows or all pairs (and a union-find of its own for
-clusters): slow, obviously right, and written once. The variants differ in the input they
-take, as their names say:
+Every oracle is written once, here, as plain loops over all rows or all pairs, with its own
+popcount and its own union-find: slow, obviously right, and independent of the code under
+test (no simpg function decides anything here; simpg only fingerprints the texts of the
+text oracles, as the input). There are four ideas:
 
-- keyed: ``rows`` is ``{key: fingerprint or None}`` (None = NULL, skipped);
-- numbered: ``rows`` is a list whose ids are 1..n in order (a table loaded with ``enumerate``);
-- arrays: an object with numpy ``ids`` and ``fps`` (uint64), vectorised for the large shard corpora;
-- text: documents, fingerprinted and sketched here the way ``simpg dedup`` decides.
+(a) pairs within k: :func:`brute_pairs`;
+(b) the sketch-confirmed decision: within k, or sharing a band key, and sketches within t;
+    a row without a fingerprint or a sketch is nobody's duplicate: :func:`brute_decision`;
+(c) one query against the rows: :func:`brute_near`, :func:`brute_duplicates` (with or without
+    band keys);
+(d) clusters over those pairs: :func:`components` (connected components) and
+    :func:`representative_groups` (rows in order, each joins the earliest representative it
+    is paired with, else becomes one).
+
+Rows are ``{key: fingerprint or None}`` (None = NULL, skipped) or, for (b) and (c) with
+sketches, ``{key: (fingerprint, sketch, band keys)}``. Fingerprints may be signed (bigint)
+or unsigned; sketches ``bytes`` or ``int``. The other functions are adapters to the shapes
+tests need (ids 1..n, numpy arrays, texts) and return the same plain loops' answers.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
-from collections import Counter
-from collections.abc import Hashable, Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from simpg import bits
 from simpg.layout import block_widths
-from simpg.psycopg import Neighbor, Pair
 
-Key = Hashable
+Key = Any  # any key the rows use: int, text, uuid, ...
+Sketch = bytes | int
+Doc = tuple[int | None, Sketch | None, Sequence[int | None] | None]  # fingerprint, sketch, band keys
+
+MASK64 = (1 << 64) - 1
+
+
+class Neighbor(NamedTuple):  # equal (as a tuple) to simpg's result types of the same fields
+    id: Any
+    distance: int
+
+
+class Pair(NamedTuple):
+    a: Any
+    b: Any
+    distance: int
+
+
+class Duplicate(NamedTuple):
+    id: Any
+    distance: int
+    sketch_distance: int
 
 
 # -- adversarial inputs ------------------------------------------------------------------
@@ -47,7 +75,7 @@ def adversarial_fingerprints(
     """Unsigned fingerprints (None = NULL) that probe every way a pair report can go wrong."""
     widths = block_widths(64, blocks)
     starts = block_starts(widths)
-    bases = [0, bits.MASK, 1 << 63, (1 << 63) - 1, 0x5555555555555555] + [
+    bases = [0, MASK64, 1 << 63, (1 << 63) - 1, 0x5555555555555555] + [
         rng.getrandbits(64) for _ in range(4)
     ]
     fps: list[int | None] = []
@@ -110,7 +138,7 @@ def adversarial_rows_around(queries: list[int], rng: random.Random) -> list[int]
 def extreme_queries(rng: random.Random) -> list[int]:
     return [
         0,
-        bits.MASK,
+        MASK64,
         1 << 63,
         1,
         0x0123456789ABCDEF,
@@ -119,33 +147,90 @@ def extreme_queries(rng: random.Random) -> list[int]:
     ]
 
 
-def brute_near_ids(rows: Iterable[tuple[Any, int]], q: int, k: int) -> set[Any]:
-    """The keys of the (key, fingerprint) rows within k of q."""
-    return {n.id for n in brute_near(dict(rows), q, k)}
+# -- the distances ---------------------------------------------------------------------------
+
+def hamming(a: int, b: int) -> int:
+    """Differing bits of two 64-bit fingerprints, signed (bigint) or unsigned alike."""
+    return bin((a ^ b) & MASK64).count("1")
 
 
-# -- keyed rows: {key: fingerprint or None} -------------------------------------------------
-
-def brute_near(rows: dict[Any, int | None], q: int, k: int) -> list[Neighbor]:
-    """The rows within k of q, nearest first (ties by key)."""
-    found = [Neighbor(key, bits.hamming(fp, q)) for key, fp in rows.items()
-             if fp is not None and bits.hamming(fp, q) <= k]
-    return sorted(found, key=lambda n: (n.distance, n.id))
+def sketch_distance(a: Sketch, b: Sketch) -> int:
+    """Differing bits of two sketches (bytes, big-endian, or int)."""
+    x = int.from_bytes(a, "big") if isinstance(a, bytes) else a
+    y = int.from_bytes(b, "big") if isinstance(b, bytes) else b
+    return bin(x ^ y).count("1")
 
 
-def brute_pairs(rows: dict[Key, int | None], k: int) -> dict[tuple[Key, Key], int]:
+def share_band(a: Sequence[int | None] | None, b: Sequence[int | None] | None) -> bool:
+    """Two rows share a band key: the same non-NULL key in the same band."""
+    if a is None or b is None:
+        return False
+    return any(x is not None and x == y for x, y in zip(a, b, strict=True))
+
+
+# -- (a) pairs within k ----------------------------------------------------------------------
+
+def brute_pairs(rows: Mapping[Key, int | None], k: int) -> dict[tuple[Key, Key], int]:
     """{(key_a, key_b): distance} for key_a < key_b and distance <= k."""
     found = {}
-    items = sorted((key, fp) for key, fp in rows.items() if fp is not None)  # type: ignore[type-var]
+    items = sorted((key, fp) for key, fp in rows.items() if fp is not None)
     for (ka, fa), (kb, fb) in itertools.combinations(items, 2):
-        d = bits.hamming(fa, fb)
+        d = hamming(fa, fb)
         if d <= k:
             found[(ka, kb)] = d
     return found
 
 
+# -- (b) the sketch-confirmed decision ------------------------------------------------------
+
+def brute_decision(rows: Mapping[Key, Doc], k: int, t: int,
+                   bands: bool = True) -> dict[tuple[Key, Key], tuple[int, int]]:
+    """{(key_a, key_b): (distance, sketch distance)} for key_a < key_b: within k bits or (with
+    ``bands``) sharing a band key, and sketches within t. A row without a fingerprint or a
+    sketch is nobody's duplicate."""
+    found = {}
+    items = sorted((key, doc) for key, doc in rows.items()
+                   if doc[0] is not None and doc[1] is not None)
+    for (ka, (fa, sa, ba)), (kb, (fb, sb, bb)) in itertools.combinations(items, 2):
+        d, sd = hamming(fa, fb), sketch_distance(sa, sb)  # type: ignore[arg-type]
+        if (d <= k or (bands and share_band(ba, bb))) and sd <= t:
+            found[(ka, kb)] = (d, sd)
+    return found
+
+
+# -- (c) one query against the rows ---------------------------------------------------------
+
+def brute_near(rows: Mapping[Key, int | None], q: int, k: int) -> list[Neighbor]:
+    """The rows within k of q, nearest first (ties by key)."""
+    found = [Neighbor(key, hamming(fp, q)) for key, fp in rows.items()
+             if fp is not None and hamming(fp, q) <= k]
+    return sorted(found, key=lambda n: (n.distance, n.id))
+
+
+def brute_duplicates(rows: Mapping[Key, Doc], q: int, q_sketch: Sketch, k: int, t: int,
+                     q_bands: Sequence[int | None] | None = None) -> list[Duplicate]:
+    """The rows within k of q or (with ``q_bands``) sharing a band key with it, whose sketch is
+    within t of q_sketch; by sketch distance, then distance, then key. Rows without a
+    fingerprint or a sketch are never found."""
+    found = []
+    for key, (fp, sketch, row_bands) in rows.items():
+        if fp is None or sketch is None:
+            continue
+        d, sd = hamming(fp, q), sketch_distance(sketch, q_sketch)
+        if (d <= k or share_band(row_bands, q_bands)) and sd <= t:
+            found.append(Duplicate(key, d, sd))
+    return sorted(found, key=lambda x: (x.sketch_distance, x.distance, x.id))
+
+
+def brute_near_ids(rows: Iterable[tuple[Any, int]], q: int, k: int) -> set[Any]:
+    """The keys of the (key, fingerprint) rows within k of q."""
+    return {n.id for n in brute_near(dict(rows), q, k)}
+
+
+# -- (d) clusters over pairs ----------------------------------------------------------------
+
 def components(keys: Iterable[Any], edges: Iterable[tuple[Any, Any]]) -> list[list[Any]]:
-    """Connected components (each in key order) of the graph on keys with these edges."""
+    """Connected components (each in key order, singletons included) of the graph on keys."""
     parent = {key: key for key in keys}
 
     def find(x: Any) -> Any:
@@ -163,31 +248,56 @@ def components(keys: Iterable[Any], edges: Iterable[tuple[Any, Any]]) -> list[li
     return [sorted(group) for group in groups.values()]
 
 
-def brute_clusters(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
-    """{key: (smallest key of its cluster, cluster size)} for rows in clusters of 2 or more."""
-    groups = components((key for key, fp in rows.items() if fp is not None), brute_pairs(rows, k))
+def representative_groups(order: Iterable[Any], edges: Iterable[tuple[Any, Any]]) -> list[list[Any]]:
+    """Representative clustering: the keys in the given order, each joins the earliest
+    representative it has an edge with, else becomes one. Each group starts with its
+    representative (singletons included)."""
+    linked = {frozenset(edge) for edge in edges}
+    groups: list[list[Any]] = []
+    for key in order:
+        group = next((g for g in groups if frozenset((g[0], key)) in linked), None)
+        if group is None:
+            groups.append([key])
+        else:
+            group.append(key)
+    return groups
+
+
+def cluster_groups(method: str, order: Iterable[Any], edges: Iterable[tuple[Any, Any]]) -> list[list[Any]]:
+    """The groups of ``method`` as simpg names it ("components" or "representative") over the
+    keys, taken in ``order`` (the representative method's rank)."""
+    order = list(order)
+    if method == "components":
+        return components(order, edges)
+    assert method == "representative", method
+    return representative_groups(order, edges)
+
+
+def labelled(groups: Iterable[list[Any]]) -> dict[Any, tuple[Any, int]]:
+    """{key: (first key of its group, group size)} for groups of two or more (the SQL reports' shape)."""
     return {key: (group[0], len(group)) for group in groups if len(group) > 1 for key in group}
 
 
-def brute_representatives(rows: dict[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
+def by_size(groups: Iterable[list[Any]]) -> list[list[Any]]:
+    """The groups of two or more, each sorted, largest first (ties by smallest key)."""
+    return sorted((sorted(g) for g in groups if len(g) > 1), key=lambda g: (-len(g), g[0]))
+
+
+def brute_clusters(rows: Mapping[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
+    """{key: (smallest key of its cluster, cluster size)} for rows in clusters of 2 or more."""
+    return labelled(components((key for key, fp in rows.items() if fp is not None), brute_pairs(rows, k)))
+
+
+def brute_representatives(rows: Mapping[Key, int | None], k: int) -> dict[Key, tuple[Key, int]]:
     """{key: (its representative's key, cluster size)} for rows in clusters of 2 or more:
     rows in key order, each joins the earliest representative within k, else is one."""
-    reps: list[Key] = []
-    label: dict[Key, Key] = {}
-    for key in sorted(key for key, fp in rows.items() if fp is not None):  # type: ignore[type-var]
-        fp = rows[key]
-        rep = next((r for r in reps if bits.hamming(rows[r], fp) <= k), None)  # type: ignore[arg-type]
-        if rep is None:
-            reps.append(key)
-            rep = key
-        label[key] = rep
-    size = Counter(label.values())
-    return {key: (rep, size[rep]) for key, rep in label.items() if size[rep] > 1}
+    keys = sorted(key for key, fp in rows.items() if fp is not None)
+    return labelled(representative_groups(keys, brute_pairs(rows, k)))
 
 
-# -- numbered rows: a list, ids 1..n ---------------------------------------------------------
+# -- adapters: numbered rows (a list, ids 1..n) -----------------------------------------------
 
-def numbered(rows: list[int]) -> dict[int, int | None]:
+def numbered(rows: Iterable[Any]) -> dict[int, Any]:
     return dict(enumerate(rows, start=1))
 
 
@@ -201,19 +311,15 @@ def brute_pairs_numbered(rows: list[int], k: int) -> set[Pair]:
 
 def brute_clusters_numbered(n_rows: int, pairs: Iterable[Pair]) -> list[list[int]]:
     """The clusters of ids 1..n_rows joined by pairs, largest first (ties by smallest id)."""
-    groups = components(range(1, n_rows + 1), ((p.a, p.b) for p in pairs))
-    return sorted((g for g in groups if len(g) > 1), key=lambda g: (-len(g), g[0]))
+    return by_size(components(range(1, n_rows + 1), ((p.a, p.b) for p in pairs)))
 
 
 def brute_representatives_numbered(rows: list[int], k: int) -> list[list[int]]:
     """Ids 1..n in order: each joins the earliest representative within k, else is one."""
-    groups: dict[int, list[int]] = {}
-    for id_, (rep, _) in sorted(brute_representatives(numbered(rows), k).items()):
-        groups.setdefault(rep, []).append(id_)  # type: ignore[arg-type]
-    return sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+    return by_size(representative_groups(range(1, len(rows) + 1), brute_pairs(numbered(rows), k)))
 
 
-# -- numpy arrays: ids and uint64 fingerprints -------------------------------------------------
+# -- adapters: numpy arrays of ids and uint64 fingerprints ------------------------------------
 
 class Arrays(Protocol):
     ids: np.ndarray  # int64
@@ -221,14 +327,16 @@ class Arrays(Protocol):
 
 
 def brute_near_arrays(data: Arrays, q: int, k: int) -> list[Neighbor]:
-    ids, fps = data.ids, data.fps
-    d = np.bitwise_count(fps ^ np.uint64(q)).astype(np.int64)
-    hit = np.nonzero(d <= k)[0]
-    return sorted((Neighbor(int(ids[i]), int(d[i])) for i in hit), key=lambda n: (n.distance, n.id))
+    return brute_near(dict(zip(data.ids.tolist(), data.fps.tolist(), strict=True)), q, k)
 
 
 def brute_pairs_arrays(data: Arrays, k: int) -> set[tuple[int, int, int]]:
-    """{(id at i, id at j, distance)} for positions i < j within k."""
+    """{(id at i, id at j, distance)} for positions i < j within k.
+
+    The one oracle that uses numpy: the shard corpora hold 6,000 rows (18 million pairs, about
+    ten seconds a call in plain Python); it is still one popcount of each row against every
+    later row, nothing cleverer.
+    """
     ids, fps = data.ids, data.fps
     out = set()
     for i in range(len(fps) - 1):
@@ -238,27 +346,20 @@ def brute_pairs_arrays(data: Arrays, k: int) -> set[tuple[int, int, int]]:
     return out
 
 
-# -- texts: what simpg dedup counts as a near-duplicate ----------------------------------------
+# -- adapters: texts, decided the way simpg dedup decides --------------------------------------
 
 def brute_text_pairs(texts: dict[str, object], k: int,
                      confirm: bool = True) -> dict[frozenset[str], tuple[int, int | None]]:
-    """Brute force over every pair: within k bits and, with ``confirm``, sketches within the limit.
-
-    With ``confirm``, a pair sharing a band key is a candidate too, however far apart its
-    fingerprints (the decision of simpg dedup, tests/integration/test_decision_paths.py).
-    """
-    from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch_and_bands, sketch_distance
+    """Brute force over every pair of texts: within k bits and, with ``confirm``, the decision
+    of simpg dedup (within k or a shared band key, sketches within the limit)."""
+    from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch_and_bands
 
     fps = {name: fingerprint(text) for name, text in texts.items()}  # type: ignore[arg-type]
-    made = {name: sketch_and_bands(text) for name, text in texts.items()}  # type: ignore[arg-type]
-    out: dict[frozenset[str], tuple[int, int | None]] = {}
-    for a, b in itertools.combinations(sorted(texts), 2):
-        (sa, ba), (sb, bb) = made[a], made[b]
-        d, sd = bits.hamming(fps[a], fps[b]), sketch_distance(sa, sb)
-        shared = ba is not None and bb is not None and any(x == y for x, y in zip(ba, bb, strict=True))
-        if (d <= k or (confirm and shared)) and (not confirm or sd <= MAX_SKETCH_DISTANCE):
-            out[frozenset((a, b))] = (d, sd if confirm else None)
-    return out
+    if not confirm:
+        return {frozenset(pair): (d, None) for pair, d in brute_pairs(fps, k).items()}
+    docs = {name: (fps[name], *sketch_and_bands(text)) for name, text in texts.items()}
+    return {frozenset(pair): (d, sd)
+            for pair, (d, sd) in brute_decision(docs, k, MAX_SKETCH_DISTANCE).items()}
 
 
 def brute_text_clusters(texts: dict[str, object], k: int, confirm: bool = True) -> set[frozenset[str]]:

@@ -30,6 +30,7 @@ from simpg.exc import SimpgError
 from simpg.psycopg import Neighbor
 from simpg.shards import Shard, ShardedIndex
 from tests.integration.scenes import FRESH
+from tests.oracles import brute_near
 
 PASSWORD = "Sup3rsecret-owner"
 
@@ -270,9 +271,9 @@ def ranged(installed) -> psycopg.Connection:
     return conn
 
 
-def brute(conn: psycopg.Connection, fp: int, k: int = 3, table: str = "parts") -> list[tuple[int, int]]:
-    return conn.execute(sql.SQL("SELECT id, simpg.hamming(fp, %s) AS d FROM {} WHERE simpg.hamming(fp, %s) <= %s "
-                                "ORDER BY d, id").format(sql.Identifier(table)), [fp, fp, k]).fetchall()
+def brute(conn: psycopg.Connection, fp: int, k: int = 3) -> list[tuple[int, int]]:
+    """brute_near over every row of parts, read with a plain SELECT (no simpg function)."""
+    return [tuple(n) for n in brute_near(dict(conn.execute("SELECT id, fp FROM parts").fetchall()), fp, k)]
 
 
 def assert_exact(conn: psycopg.Connection, probes: list[int]) -> None:

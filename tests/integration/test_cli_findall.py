@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import random
 from pathlib import Path
 
 import pytest
 
-from simpg import bits
 from tests.integration.cli import run
+from tests.oracles import brute_clusters_numbered, brute_pairs_numbered, brute_representatives_numbered
 
 
 def sample(seed: int) -> list[int]:
@@ -39,8 +38,8 @@ def test_find_all_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsys: py
     code, out, err = run(capsys, "find-all", "--distance", "3", *(["--blocks", blocks] if blocks else []))
     assert (code, err) == (0, "")
     got = [tuple(json.loads(line)) for line in out.splitlines()]
-    expected = sorted((min(a, b), max(a, b)) for a, b in itertools.combinations(values, 2)
-                      if bits.hamming(a, b) <= 3)
+    expected = sorted((min(values[a - 1], values[b - 1]), max(values[a - 1], values[b - 1]))
+                      for a, b, _ in brute_pairs_numbered(values, 3))
     assert got == expected  # one line per pair of input rows, duplicates as [x, x]
     assert any(a == b for a, b in got)
 
@@ -54,8 +53,7 @@ def test_find_all_lines_and_files(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     code, out, _ = run(capsys, "find-all", "-d", "2", "-i", str(src), "-o", str(dst), "--lines")
     assert (code, out) == (0, "")
     got = [tuple(json.loads(line)) for line in dst.read_text().splitlines()]
-    expected = [(i + 1, j + 1) for i, j in itertools.combinations(range(len(values)), 2)
-                if bits.hamming(values[i], values[j]) <= 2]
+    expected = sorted((a, b) for a, b, _ in brute_pairs_numbered(values, 2))
     assert got == expected
 
 
@@ -65,20 +63,8 @@ def test_find_clusters_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsy
     code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines", "--method", "components")
     assert code == 0
     got = {frozenset(json.loads(line)) for line in out.splitlines()}
-    parent = list(range(len(values)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for i, j in itertools.combinations(range(len(values)), 2):
-        if bits.hamming(values[i], values[j]) <= 3:
-            parent[find(i)] = find(j)
-    groups: dict[int, set[int]] = {}
-    for i in range(len(values)):
-        groups.setdefault(find(i), set()).add(i + 1)
-    assert got == {frozenset(g) for g in groups.values() if len(g) > 1}
+    pairs = brute_pairs_numbered(values, 3)
+    assert got == {frozenset(g) for g in brute_clusters_numbered(len(values), pairs)}
     sizes = [len(json.loads(line)) for line in out.splitlines()]
     assert sizes == sorted(sizes, reverse=True)
 
@@ -96,16 +82,8 @@ def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
     feed(monkeypatch, values)
     code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines", "--method", "representative")
     assert code == 0
-    leaders: list[int] = []
-    groups: dict[int, set[int]] = {}
-    for line, fp in enumerate(values, start=1):
-        leader = next((x for x in leaders if bits.hamming(values[x - 1], fp) <= 3), None)
-        if leader is None:
-            leaders.append(line)
-            leader = line
-        groups.setdefault(leader, set()).add(line)
     assert {frozenset(json.loads(x)) for x in out.splitlines()} == {
-        frozenset(g) for g in groups.values() if len(g) > 1}
+        frozenset(g) for g in brute_representatives_numbered(values, 3)}
     # a chain: components join it whole, representatives cut it
     chain = [0, 0b11, 0b1111, 0b111111]
     feed(monkeypatch, chain)

@@ -8,22 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from simpg import bits
 from simpg.cli import main
 from simpg.fingerprint import (
     MAX_SKETCH_DISTANCE,
     FingerprintConfig,
     fingerprint,
-    sketch,
     sketch_and_bands,
-    sketch_distance,
 )
 from tests.integration.cli import CORPUS, run
-
-
-def shares_band(text: str, keys: tuple[int, ...] | None) -> bool:
-    other = sketch_and_bands(text)[1]
-    return keys is not None and other is not None and any(a == b for a, b in zip(keys, other, strict=True))
+from tests.oracles import brute_duplicates, brute_near
 
 
 def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,8 +30,8 @@ def test_near_after_dedup(db: object, capsys: pytest.CaptureFixture[str]) -> Non
     results = json.loads(out)
     assert [r["fingerprint"] for r in results] == [fp, fp, fp]
     texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
-    expected = sorted((bits.hamming(fingerprint(t), fp), s) for s, t in texts.items()
-                      if bits.hamming(fingerprint(t), fp) <= 3)
+    fingerprints = {s: fingerprint(t) for s, t in texts.items()}
+    expected = [(n.distance, n.id) for n in brute_near(fingerprints, fp, 3)]
     for r in results:
         assert [(n["distance"], n["source"]) for n in r["neighbors"]] == expected
     code, out, _ = run(capsys, "near", "--text", texts[os.fspath(path)], "--dsn", dsn)
@@ -53,11 +46,11 @@ def test_text_queries_are_confirmed_by_sketches(db: object, capsys: pytest.Captu
     capsys.readouterr()
     texts = {os.fspath(p): p.read_text(encoding="utf-8") for p in CORPUS.glob("*.txt")}
 
+    docs = {s: (fingerprint(t), *sketch_and_bands(t)) for s, t in texts.items()}
+
     def expected(query: str) -> set[tuple[str, int, int]]:
-        fp, (sk, keys) = fingerprint(query), sketch_and_bands(query)
-        return {(s, bits.hamming(fingerprint(t), fp), sketch_distance(sketch(t), sk))
-                for s, t in texts.items() if (bits.hamming(fingerprint(t), fp) <= 4 or shares_band(t, keys))
-                and sketch_distance(sketch(t), sk) <= MAX_SKETCH_DISTANCE}
+        sk, keys = sketch_and_bands(query)
+        return set(brute_duplicates(docs, fingerprint(query), sk, 4, MAX_SKETCH_DISTANCE, keys))
 
     for path in sorted(texts):
         fp = fingerprint(texts[path])
@@ -66,8 +59,8 @@ def test_text_queries_are_confirmed_by_sketches(db: object, capsys: pytest.Captu
         got = {(n["source"], n["distance"], n["sketch_distance"]) for n in json.loads(out)[0]["neighbors"]}
         assert got == expected(texts[path])
         code, out, err = run(capsys, "near", "--file", path, "--dsn", dsn, "--json", "--confirm", "none")
-        assert {(n["source"], n["distance"]) for n in json.loads(out)[0]["neighbors"]} == {
-            (s, bits.hamming(fingerprint(t), fp)) for s, t in texts.items() if bits.hamming(fingerprint(t), fp) <= 4}
+        assert {(n["source"], n["distance"]) for n in json.loads(out)[0]["neighbors"]} == set(
+            brute_near({s: d[0] for s, d in docs.items()}, fp, 4))
     # the recipe with a paragraph of another page added: 8 bits away, found through a shared band key
     recipe = os.fspath(CORPUS / "en-cookies-with-footer.txt")
     edited = texts[recipe] + "\n" + " ".join(texts[os.fspath(CORPUS / "en-library-hours-update.txt")].split()[:20])

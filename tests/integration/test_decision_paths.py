@@ -39,6 +39,7 @@ from simpg.fingerprint import (
 from simpg.fingerprint.minhash import to_sql
 from simpg.psycopg import SimHashColumn
 from simpg.reference import BAND_COLUMNS
+from tests.oracles import brute_decision
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 Pair = tuple[int, int]
@@ -117,18 +118,6 @@ def documents() -> tuple[list[str], list[tuple[int, bytes, tuple[int, ...] | Non
     return texts, [fingerprint_sketch_and_bands(t) for t in texts], planted
 
 
-def brute_force(made: list[tuple[int, bytes, tuple[int, ...] | None]]) -> set[Pair]:
-    """The decision over every pair, written out: within DEDUP_K or a shared band key, sketches within the limit."""
-    out = set()
-    for i, (fa, sa, ba) in enumerate(made):
-        for j in range(i + 1, len(made)):
-            fb, sb, bb = made[j]
-            shared = ba is not None and bb is not None and any(x == y for x, y in zip(ba, bb, strict=True))
-            if (bits.hamming(fa, fb) <= DEDUP_K or shared) and sketch_distance(sa, sb) <= MAX_SKETCH_DISTANCE:
-                out.add((i, j))
-    return out
-
-
 def test_the_defaults_are_one(conn: psycopg.Connection) -> None:
     """The numbers of the decision, in Python and in SQL, and the reference index's radius."""
     from simpg.dedup import Decision
@@ -148,7 +137,7 @@ def test_the_defaults_are_one(conn: psycopg.Connection) -> None:
 def test_every_path_decides_the_same_pairs(db: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                            documents: tuple[list[str], list[Any], int]) -> None:
     texts, made, planted = documents
-    expected = brute_force(made)
+    expected = set(brute_decision(dict(enumerate(made)), DEDUP_K, MAX_SKETCH_DISTANCE))
     # the corpus holds what the decision is about
     beyond_k = {(i, j) for i, j in expected if bits.hamming(made[i][0], made[j][0]) > DEDUP_K}
     revisions = {(i, j) for i, j in beyond_k if bits.hamming(made[i][0], made[j][0]) >= 8
@@ -232,7 +221,7 @@ def test_append_decides_as_one_run(db: Any, tmp_path: Path, capsys: pytest.Captu
     (the only rows ``simpg dedup`` reads): every pair across the two halves counts too.
     """
     texts, made, _ = documents
-    expected = brute_force(made)
+    expected = set(brute_decision(dict(enumerate(made)), DEDUP_K, MAX_SKETCH_DISTANCE))
     half = len(texts) // 2
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     first.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[:half]), encoding="utf-8")
@@ -268,7 +257,7 @@ def test_the_guard_refuses_what_is_decided(conn: psycopg.Connection,
                                            documents: tuple[list[str], list[Any], int]) -> None:
     """Inserted in order, a document is refused exactly when it has a decided pair with a stored one."""
     _, made, _ = documents
-    expected = brute_force(made)
+    expected = set(brute_decision(dict(enumerate(made)), DEDUP_K, MAX_SKETCH_DISTANCE))
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, simhash bigint NOT NULL, sketch bit(256), "
                  + ", ".join(f"{c} bigint" for c in BAND_COLUMNS) + ")")
     for c in BAND_COLUMNS:

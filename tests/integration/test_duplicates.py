@@ -33,7 +33,7 @@ from simpg.sqlalchemy import (
     url_from_dsn,
 )
 from tests.integration.psycopg_tables import make_table
-from tests.oracles import planted_corpus
+from tests.oracles import brute_duplicates, numbered, planted_corpus
 
 LAYOUT = Layout(4, (6,))  # the reference table's layout
 
@@ -64,13 +64,8 @@ def setup(conn: psycopg.Connection, seed: int) -> tuple[SimHashColumn, list[int]
 
 
 def brute(rows: list[int], sketches: list[bytes], q: int, qs: bytes, k: int, t: int) -> list[Duplicate]:
-    found = []
-    for i, (fp, s) in enumerate(zip(rows, sketches, strict=True), start=1):
-        d = bits.hamming(fp, q)
-        sd = (int.from_bytes(s, "big") ^ int.from_bytes(qs, "big")).bit_count()
-        if d <= k and sd <= t:
-            found.append(Duplicate(i, d, sd))
-    return sorted(found, key=lambda x: (x.sketch_distance, x.distance, x.id))
+    """Adapter: oracles.brute_duplicates over the rows numbered 1..n, no band keys."""
+    return brute_duplicates(numbered(zip(rows, sketches, [None] * len(rows), strict=True)), q, qs, k, t)
 
 
 def test_duplicates_equal_brute_force(conn: psycopg.Connection) -> None:
@@ -243,16 +238,8 @@ def add_bands(conn: psycopg.Connection, rows: list[int], sketches: list[bytes | 
 
 def brute_banded(rows: list[int], sketches: list[bytes | None], row_bands: list[list[int | None]], q: int,
                  qs: bytes, qb: list[int], k: int, t: int) -> list[Duplicate]:
-    """Rows within k bits OR sharing a band (same column), AND whose sketch is within t."""
-    found = []
-    for i, (fp, s, b) in enumerate(zip(rows, sketches, row_bands, strict=True), start=1):
-        if s is None:
-            continue
-        d = bits.hamming(fp, q)
-        sd = (int.from_bytes(s, "big") ^ int.from_bytes(qs, "big")).bit_count()
-        if (d <= k or any(x is not None and x == y for x, y in zip(b, qb, strict=True))) and sd <= t:
-            found.append(Duplicate(i, d, sd))
-    return sorted(found, key=lambda x: (x.sketch_distance, x.distance, x.id))
+    """Adapter: oracles.brute_duplicates over the rows numbered 1..n, with the query's band keys."""
+    return brute_duplicates(numbered(zip(rows, sketches, row_bands, strict=True)), q, qs, k, t, qb)
 
 
 def test_banded_duplicates_equal_brute_force(conn: psycopg.Connection) -> None:

@@ -33,6 +33,7 @@ from tests.integration.sketched import (
     make_sketched,
     sketch_sql,
 )
+from tests.oracles import brute_decision, brute_pairs
 
 K = 3
 
@@ -53,7 +54,7 @@ def stored(conn: psycopg.Connection, name: str = "docs") -> dict[int, int]:
 
 
 def assert_no_pair_within(rows: dict[int, int], k: int) -> None:
-    close = [(a, b) for a, b in itertools.combinations(sorted(rows), 2) if bits.hamming(rows[a], rows[b]) <= k]
+    close = list(brute_pairs(rows, k))
     assert close == [], f"{len(close)} pairs within {k}: {close[:5]}"
 
 
@@ -227,7 +228,7 @@ def test_without_the_guard_concurrent_writers_store_duplicates(db: object) -> No
     assert crashed == [] and refused == []
     with psycopg.connect(dsn) as conn:
         rows = stored(conn)
-    close = [(a, b) for a, b in itertools.combinations(rows, 2) if bits.hamming(rows[a], rows[b]) <= K]
+    close = list(brute_pairs(rows, K))
     assert len(rows) == 24 and len(close) == 3 * 28  # every writer stored its copy: the race the guard closes
 
 
@@ -442,14 +443,9 @@ def test_sqlalchemy_raises_near_duplicate_errors(conn: psycopg.Connection, db: o
 # licence text under two lists of authors, unrelated packages. Their fingerprints lie 3
 # bits apart, their sketches 61 (Jaccard about 0.5): fingerprints alone call them duplicates.
 def confirmed(a: Row, b: Row, k: int, bands: bool) -> bool:
-    """What the sketch guard counts as a near-duplicate pair (SimHashColumn.duplicates' rule)."""
-    if a[0] is None or b[0] is None or a[1] is None or b[1] is None:
-        return False
-    if (a[1] ^ b[1]).bit_count() > MAX_SKETCH:
-        return False
-    shared = bands and a[2] is not None and b[2] is not None and any(
-        x is not None and x == y for x, y in zip(a[2], b[2], strict=True))
-    return bits.hamming(a[0], b[0]) <= k or shared
+    """What the sketch guard counts as a near-duplicate pair (SimHashColumn.duplicates' rule):
+    adapter onto oracles.brute_decision for one pair."""
+    return (0, 1) in brute_decision({0: a, 1: b}, k, MAX_SKETCH, bands)
 
 
 def test_sketch_guard_accepts_unrelated_licence_files_and_refuses_real_copies(conn: psycopg.Connection) -> None:

@@ -26,9 +26,10 @@ from psycopg import sql
 from simpg import bits, shards
 from simpg.cli import main
 from simpg.exc import NearDuplicate
-from simpg.fingerprint import fingerprint, sketch, sketch_and_bands
+from simpg.fingerprint import MAX_SKETCH_DISTANCE, fingerprint, sketch, sketch_and_bands
 from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from simpg.sqlnames import quoted_name
+from tests.oracles import brute_decision, brute_duplicates, brute_near, brute_pairs, components
 
 SCHEMA = "Sch{e}.%s \"q\" 'x' 表"
 TABLE = "Tab{le}.%(x)s \"q\" 'x' 表 %%"
@@ -90,17 +91,22 @@ def named(db: Any) -> dict[int, str]:
     return rows
 
 
-def brute_near(rows: dict[int, str], fp: int, k: int = K) -> list[tuple[int, int]]:
-    """(key, distance) of the rows within k, nearest first."""
-    found = [(key, bits.hamming(fingerprint(text), fp)) for key, text in rows.items()]
-    return sorted(((key, d) for key, d in found if d <= k), key=lambda r: (r[1], r[0]))
+def fingerprints(rows: dict[int, str]) -> dict[int, int]:
+    return {key: fingerprint(text) for key, text in rows.items()}
 
 
-def brute_pairs(rows: dict[int, str], k: int = K) -> list[tuple[int, int, int]]:
-    keys = sorted(rows)
-    fps = {key: fingerprint(rows[key]) for key in keys}
-    return [(a, b, bits.hamming(fps[a], fps[b])) for i, a in enumerate(keys) for b in keys[i + 1:]
-            if bits.hamming(fps[a], fps[b]) <= k]
+def documents(rows: dict[int, str]) -> dict[int, tuple[int, bytes, tuple[int, ...] | None]]:
+    """The rows as the sketch-confirmed oracles take them: fingerprint, sketch, band keys."""
+    return {key: (fingerprint(text), *sketch_and_bands(text)) for key, text in rows.items()}
+
+
+def pair_rows(rows: dict[int, str], confirm: bool = False, bands: bool = True) -> list[tuple[int, int, int]]:
+    """Adapter: the oracle's pairs of the texts within K (with ``confirm``, oracles.brute_decision)
+    as the sorted (a, b, distance) rows the lookups return."""
+    if not confirm:
+        return sorted((a, b, d) for (a, b), d in brute_pairs(fingerprints(rows), K).items())
+    decided = brute_decision(documents(rows), K, MAX_SKETCH_DISTANCE, bands)
+    return sorted((a, b, d) for (a, b), (d, _) in decided.items())
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -119,18 +125,19 @@ def test_psycopg_api(db: Any, named: dict[int, str]) -> None:
     assert index.create(k=K, blocks=5).name == "k3:5"
     queries = [fingerprint(text) for text in list(named.values())[:6]]
     for q in queries:
-        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(named), q, K)
     assert [[(n.id, n.distance) for n in found] for found in index.near_many(queries)] == [
-        brute_near(named, q) for q in queries]
-    expected = brute_pairs(named)
+        brute_near(fingerprints(named), q, K) for q in queries]
+    expected = pair_rows(named)
     assert len(expected) >= 15
     assert sorted(index.pairs()) == expected
-    assert sorted(sorted(c) for c in index.clusters(method="components")) == components(expected)
+    clusters = components(named, ((a, b) for a, b, _ in expected))
+    assert sorted(sorted(c) for c in index.clusters(method="components")) == sorted(g for g in clusters if len(g) > 1)
     # confirmed by sketches: simpg.pairs in the database, named parameters next to the names
     confirmed = sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH))  # band keys too, by default
-    assert confirmed == decided(named)
-    assert sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH, bands=False)) == sketch_confirmed(
-        named, expected)
+    assert confirmed == pair_rows(named, confirm=True)
+    assert sorted(tuple(p) for p in index.pairs(sketch_column=SKETCH, bands=False)) == pair_rows(
+        named, confirm=True, bands=False)
     ids, _ = index.fetch_all()
     assert sorted(ids.tolist()) == sorted(named)
     assert index.stats().rows == len(named)
@@ -178,51 +185,16 @@ def test_psycopg_async_api(db: Any, named: dict[int, str]) -> None:
             await index.create(k=K, blocks=4)
             queries = [fingerprint(text) for text in list(named.values())[:4]]
             for q in queries:
-                assert [(n.id, n.distance) for n in await index.near(q)] == brute_near(named, q)
+                assert [(n.id, n.distance) for n in await index.near(q)] == brute_near(fingerprints(named), q, K)
             found = await index.near_many(queries)
-            assert [[(n.id, n.distance) for n in f] for f in found] == [brute_near(named, q) for q in queries]
-            assert sorted([tuple(p) async for p in index.pairs()]) == brute_pairs(named)
+            assert [[(n.id, n.distance) for n in f] for f in found] == [
+                brute_near(fingerprints(named), q, K) for q in queries]
+            assert sorted([tuple(p) async for p in index.pairs()]) == pair_rows(named)
             assert await index.check() == []
             confirmed = sorted([tuple(p) async for p in index.pairs(sketch_column=SKETCH)])
-            assert confirmed == decided(named)
+            assert confirmed == pair_rows(named, confirm=True)
 
     asyncio.run(main_())
-
-
-def components(pairs: list[tuple[int, int, int]]) -> list[list[int]]:
-    parent: dict[int, int] = {}
-
-    def root(x: int) -> int:
-        while parent.setdefault(x, x) != x:
-            x = parent[x]
-        return x
-
-    for a, b, _ in pairs:
-        parent[root(a)] = root(b)
-    groups: dict[int, list[int]] = {}
-    for x in list(parent):
-        groups.setdefault(root(x), []).append(x)
-    return sorted(sorted(g) for g in groups.values())
-
-
-def shares_band(a: str, b: str) -> bool:
-    ka, kb = sketch_and_bands(a)[1], sketch_and_bands(b)[1]
-    return ka is not None and kb is not None and any(x == y for x, y in zip(ka, kb, strict=True))
-
-
-def decided(rows: dict[int, str], k: int = K) -> list[tuple[int, int, int]]:
-    """The decision of every sketch-confirmed path: within k or sharing a band key, sketches within the limit."""
-    keys = sorted(rows)
-    fps = {key: fingerprint(rows[key]) for key in keys}
-    candidates = [(a, b, bits.hamming(fps[a], fps[b])) for i, a in enumerate(keys) for b in keys[i + 1:]
-                  if bits.hamming(fps[a], fps[b]) <= k or shares_band(rows[a], rows[b])]
-    return sketch_confirmed(rows, candidates)
-
-
-def sketch_confirmed(rows: dict[int, str], pairs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
-
-    return [(a, b, d) for a, b, d in pairs if sketch_distance(sketch(rows[a]), sketch(rows[b])) <= MAX_SKETCH_DISTANCE]
 
 
 # -- the command line ----------------------------------------------------------------------
@@ -236,15 +208,14 @@ def test_cli_near_check_and_repair(db: Any, named: dict[int, str], capsys: pytes
                          "--column", FP, "--json")
     assert code == 0, err
     assert [[(n["id"], n["distance"]) for n in r["neighbors"]] for r in json.loads(out)] == [
-        brute_near(named, q) for q in queries]
+        brute_near(fingerprints(named), q, K) for q in queries]
     # --text: confirmed by the sketch column, through simpg.duplicates's statement, with the band keys
     text = list(named.values())[0]
     code, out, err = run(capsys, "near", "--text", text, "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP,
                          "--sketch-column", SKETCH, "--json")
     assert code == 0, err
-    expected = [(key, bits.hamming(fingerprint(other), fingerprint(text))) for key, other in named.items()
-                if (bits.hamming(fingerprint(other), fingerprint(text)) <= K or shares_band(other, text))
-                and _sketch_close(other, text)]
+    expected = [(d.id, d.distance) for d in brute_duplicates(
+        documents(named), fingerprint(text), sketch(text), K, MAX_SKETCH_DISTANCE, sketch_and_bands(text)[1])]
     assert sorted((n["id"], n["distance"]) for n in json.loads(out)[0]["neighbors"]) == sorted(expected)
     code, out, err = run(capsys, "check", "--dsn", db.dsn, "--table", QUALIFIED, "--column", FP, "--json")
     assert code == 0, err
@@ -261,12 +232,6 @@ def test_cli_near_check_and_repair(db: Any, named: dict[int, str], capsys: pytes
     # the look-alikes were left alone
     for decoy in DECOYS:
         assert conn.execute("SELECT count(*) FROM simpg.check(%s::regclass, %s, true)", [decoy, FP]).fetchone() == (0,)
-
-
-def _sketch_close(a: str, b: str) -> bool:
-    from simpg.fingerprint import MAX_SKETCH_DISTANCE, sketch_distance
-
-    return sketch_distance(sketch(a), sketch(b)) <= MAX_SKETCH_DISTANCE
 
 
 FP2 = 'Fp2{x}.%s "q" 新'
@@ -290,7 +255,7 @@ def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixt
     assert stored(conn, SKETCH2) == {key: "".join(f"{b:08b}" for b in sketch(text)) for key, text in named.items()}
     index = SimHashColumn(conn, QUALIFIED, FP2)
     q = fingerprint(named[1000])
-    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(named), q, K)
     assert index.check() == []
     # a second run resumes: nothing left to fill or build
     code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
@@ -344,13 +309,13 @@ def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> Non
         for q in queries:
             got = conn.execute(select(table.c.key, table.c.fp.distance(q).label("d"))
                                .where(table.c.fp.within(q, K)).order_by("d", table.c.key)).all()
-            assert [tuple(r) for r in got] == brute_near(named, q)
+            assert [tuple(r) for r in got] == brute_near(fingerprints(named), q, K)
         assert spec.check(conn) == []
         assert spec.repair(conn) == []
         with Session(conn) as session:
             for q in queries:
                 found = near_duplicates(session, Row, q)
-                assert [(r.key, bits.hamming(r.fp, q)) for r in found] == brute_near(named, q)
+                assert [(r.key, bits.hamming(r.fp, q)) for r in found] == brute_near(fingerprints(named), q, K)
                 assert all(r.text == named[r.key] for r in found)
 
 
@@ -370,7 +335,7 @@ def test_alembic_ops(db: Any, named: dict[int, str]) -> None:
                                         concurrently=concurrently)
         index = SimHashColumn(db.conn, QUALIFIED, FP)
         assert index.layout.name == "k3:4"
-        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+        assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(named), q, K)
         assert index.check() == []
         with engine_of(db.dsn) as engine, engine.connect() as conn:
             context = MigrationContext.configure(conn)
@@ -404,7 +369,7 @@ def test_alembic_offline_script(db: Any, named: dict[int, str]) -> None:
         db.conn.execute(statement)
     index = SimHashColumn(db.conn, QUALIFIED, FP)
     q = fingerprint(named[1006])
-    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(named, q)
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(named), q, K)
     assert index.check() == []
 
 
@@ -426,11 +391,10 @@ def test_sqlalchemy_create_all(db: Any) -> None:
             conn.execute(insert(table), [{"key": i, "fp": fp} for i, fp in fps.items()])
             q = fps[3]
             got = conn.execute(select(table.c.key).where(table.c.fp.within(q, K)).order_by(table.c.key)).scalars()
-            assert list(got) == sorted(i for i, fp in fps.items() if bits.hamming(fp, q) <= K)
+            assert list(got) == sorted(n.id for n in brute_near(fps, q, K))
     index = SimHashColumn(db.conn, QUALIFIED, FP)
     assert index.layout.name == "k3:5" and index.check() == []
-    assert [(n.id, n.distance) for n in index.near(q)] == sorted(
-        ((i, bits.hamming(fp, q)) for i, fp in fps.items() if bits.hamming(fp, q) <= K), key=lambda r: (r[1], r[0]))
+    assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fps, q, K)
 
 
 # -- Spark -------------------------------------------------------------------------------------
@@ -450,7 +414,7 @@ def test_spark_table_in_and_out(spark: Any, db: Any, named: dict[int, str],
     assert json.loads(out)["rows"] == len(named)
     got = conn.execute(sql.SQL("SELECT id_a, id_b, distance FROM {} ORDER BY 1, 2").format(
         sql.SQL(out_table))).fetchall()
-    assert got == brute_pairs(named)
+    assert got == pair_rows(named)
     # issue 27's case: the page bounds were put in with str.format, so "t{hi}" read "t4294967295"
     conn.execute('CREATE TABLE "t{hi}" (id bigint PRIMARY KEY, simhash bigint)')
     conn.execute('CREATE TABLE "t4294967295" (id bigint PRIMARY KEY, simhash bigint)')
@@ -505,9 +469,9 @@ def test_shards(db: Any, distribution: str) -> None:
         index = shards.ShardedIndex(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
         queries = [fingerprint(text) for text in list(docs.values())[:8]]
         for q in queries:
-            assert [(n.id, n.distance) for n in index.near(q)] == brute_near(docs, q)
+            assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(docs), q, K)
         assert [[(n.id, n.distance) for n in found] for found in index.near_many(queries)] == [
-            brute_near(docs, q) for q in queries]
+            brute_near(fingerprints(docs), q, K) for q in queries]
     finally:
         conn.execute("DROP EXTENSION IF EXISTS postgres_fdw CASCADE")
         with psycopg.connect(db.pg.server.dsn(), autocommit=True) as root:

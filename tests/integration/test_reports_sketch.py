@@ -12,7 +12,6 @@ by rows far apart, a key shared across two different band columns, NULL band key
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import uuid
 from collections import Counter
@@ -29,7 +28,7 @@ from simpg.fingerprint import MAX_SKETCH_DISTANCE
 from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
 from tests.integration.roles import login_role, role_dsn
 from tests.integration.sketched import SGML_BASE, XML_CORE, doc_row
-from tests.oracles import adversarial_fingerprints, brute_pairs
+from tests.oracles import adversarial_fingerprints, brute_decision, brute_pairs, cluster_groups, labelled
 
 Key = Hashable
 BAND_COLUMNS = [f"sketch_b{i}" for i in range(4)]
@@ -121,48 +120,15 @@ def load(conn: psycopg.Connection, table: dict[Any, Row], key_type: str = "bigin
 
 
 def brute(table: dict[Any, Row], k: int, t: int = T, bands: bool = False) -> dict[tuple[Any, Any], int]:
-    """{(key_a, key_b): fingerprint distance} of every confirmed pair, key_a < key_b."""
-    found = {}
-    for (ka, a), (kb, b) in itertools.combinations(sorted(table.items(), key=lambda x: x[0]), 2):
-        if a.fp is None or b.fp is None or a.sketch is None or b.sketch is None:
-            continue
-        if (a.sketch ^ b.sketch).bit_count() > t:
-            continue
-        d = bits.hamming(a.fp, b.fp)
-        if d <= k or (bands and any(x is not None and x == y for x, y in zip(a.bands, b.bands, strict=True))):
-            found[(ka, kb)] = d
-    return found
+    """Adapter: oracles.brute_decision over the table, {(key_a, key_b): fingerprint distance}."""
+    docs = {key: (row.fp, row.sketch, row.bands) for key, row in table.items()}
+    return {pair: d for pair, (d, _) in brute_decision(docs, k, t, bands).items()}
 
 
 def brute_clusters(table: dict[Any, Row], pairs: dict[tuple[Any, Any], int],
                    method: str) -> dict[Any, tuple[Any, int]]:
-    """{key: (smallest key of its cluster, size)} for clusters of two or more, over the pairs."""
-    neighbours: dict[Any, set[Any]] = {}
-    for a, b in pairs:
-        neighbours.setdefault(a, set()).add(b)
-        neighbours.setdefault(b, set()).add(a)
-    label: dict[Any, Any] = {}
-    if method == "representative":
-        reps: list[Any] = []
-        for key in sorted(table):
-            rep = next((r for r in reps if r in neighbours.get(key, ())), None)
-            if rep is None:
-                reps.append(key)
-                rep = key
-            label[key] = rep
-    else:
-        for key in sorted(table):  # smallest first: a component is labelled by its smallest key
-            if key in label:
-                continue
-            stack = [key]
-            label[key] = key
-            while stack:
-                for n in neighbours.get(stack.pop(), ()):
-                    if n not in label:
-                        label[n] = key
-                        stack.append(n)
-    size = Counter(label.values())
-    return {key: (c, size[c]) for key, c in label.items() if size[c] > 1}
+    """Adapter: {key: (first key of its cluster, size)} for clusters of two or more, over the pairs."""
+    return labelled(cluster_groups(method, sorted(table), pairs))
 
 
 def sql_pairs(conn: psycopg.Connection, query: str, params: Any = None) -> dict[tuple[Any, Any], int]:

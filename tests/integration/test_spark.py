@@ -20,6 +20,7 @@ from simpg import allpairs
 from simpg.layout import Layout
 from simpg.spark import engine, io
 from tests.integration.cli import run
+from tests.oracles import brute_pairs_numbered
 
 Pair = tuple[int, int, int]
 
@@ -40,12 +41,6 @@ def adversarial(seed: int, k: int) -> np.ndarray:
     out += [top | v for v in rng.sample(range(1024), 150)]
     rng.shuffle(out)
     return np.array(out, dtype=np.uint64)
-
-
-def brute_force(fps: np.ndarray, k: int) -> list[Pair]:
-    x = np.bitwise_count(fps[:, None] ^ fps[None, :])
-    i, j = np.nonzero(np.triu(x <= k, 1))
-    return sorted((int(a) + 1, int(b) + 1, int(x[a, b])) for a, b in zip(i, j, strict=True))
 
 
 def one_machine(fps: np.ndarray, k: int) -> list[Pair]:
@@ -70,7 +65,7 @@ def groups(rows: list[Any]) -> list[list[int]]:
 @pytest.mark.parametrize("k", [0, 1, 3])
 def test_pairs_equal_brute_force_and_one_machine(spark: Any, k: int) -> None:
     fps = adversarial(k, k)
-    expected = brute_force(fps, k)
+    expected = sorted(brute_pairs_numbered(fps.tolist(), k))
     assert expected == one_machine(fps, k)
     prepared = engine.prepare(frame(spark, fps))
     try:
@@ -137,7 +132,7 @@ def test_a_fingerprint_10000_times_and_a_popular_prefix(spark: Any) -> None:
                  sum(j * (j - 1) for j in range(1, n + 1)), sum(j * (j - 1) * j // 2 for j in range(1, n + 1)))
         expected: dict[int, list[int]] = {}
         rest = np.arange(n, len(fps))  # rows 10001.. : brute force among themselves and to one dup row
-        pairs = brute_force(fps[rest], k)
+        pairs = sorted(brute_pairs_numbered(fps[rest].tolist(), k))
         for a, b, d in pairs:
             e = expected.setdefault(d, [0, 0, 0, 0])
             a, b = a + n, b + n
@@ -192,7 +187,7 @@ def test_cli_text_in_parquet_and_csv_out(spark: Any, tmp_path: Path, capsys: pyt
     assert json.loads(out) == {"rows": len(fps), "distinct": len(np.unique(fps)), "output": str(tmp_path / "p.parquet")}
     got = _read(spark, tmp_path / "p.parquet")
     assert [(a, b) for a, b, _ in got] == lines
-    assert got == brute_force(fps, 3)
+    assert got == sorted(brute_pairs_numbered(fps.tolist(), 3))
     code, out, err = run(capsys, "find-clusters", "-d", "3", "-i", str(text), "--lines")
     clusters_cli = sorted(json.loads(line) for line in out.splitlines())
     code, out, err = run(capsys, "spark", "find-clusters", "-d", "3", "-i", str(text), "-o", str(tmp_path / "c.csv"))
@@ -211,7 +206,7 @@ def test_cli_parquet_and_csv_with_ids_and_negative_fingerprints(spark: Any, tmp_
     spark.createDataFrame([(int(i), int(f)) for i, f in zip(ids, fps.view(np.int64), strict=True)],
                           "doc long, simhash long").write.parquet(str(tmp_path / "in.parquet"))
     expected = sorted((min(int(ids[a - 1]), int(ids[b - 1])), max(int(ids[a - 1]), int(ids[b - 1])), d)
-                      for a, b, d in brute_force(fps, 2))
+                      for a, b, d in sorted(brute_pairs_numbered(fps.tolist(), 2)))
     code, out, err = run(capsys, "spark", "find-all", "-d", "2", "-i", str(tmp_path / "in.parquet"),
                          "--id-column", "doc", "-o", str(tmp_path / "out.parquet"), "--block-size", "4")
     assert code == 0, err
@@ -341,4 +336,4 @@ def test_cli_workers_run_the_cli_interpreter(spark: Any, tmp_path: Path) -> None
                            "-o", str(out), "--master", "local[1]"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert _read(spark, out) == brute_force(fps, 2)
+    assert _read(spark, out) == sorted(brute_pairs_numbered(fps.tolist(), 2))

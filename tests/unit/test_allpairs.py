@@ -13,6 +13,7 @@ from simpg import allpairs, bits
 from simpg.exc import InvalidFingerprint, InvalidLayout
 from simpg.layout import Layout
 from simpg.psycopg.ranges import RangeMaker
+from tests import oracles
 from tests.layouts import mask_family_is_exact
 
 LAYOUTS = [Layout(3, (4,)), Layout(3, (5,)), Layout(3, (4, 4)), Layout(4, (6,)), Layout(1, (2,)), Layout(0, (1,))]
@@ -41,25 +42,13 @@ def adversarial(seed: int, n: int = 80, max_k: int = 4) -> list[int]:
 
 
 def brute_pairs(fps: list[int], k: int) -> set[tuple[int, int, int]]:
-    return {(i, j, bits.hamming(fps[i], fps[j]))
-            for i, j in itertools.combinations(range(len(fps)), 2) if bits.hamming(fps[i], fps[j]) <= k}
+    """Adapter: oracles.brute_pairs over the rows by position, as (i, j, distance)."""
+    return {(i, j, d) for (i, j), d in oracles.brute_pairs(dict(enumerate(fps)), k).items()}
 
 
 def brute_clusters(n: int, edges: set[tuple[int, int, int]]) -> set[frozenset[int]]:
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, j, _ in edges:
-        parent[find(i)] = find(j)
-    groups: dict[int, set[int]] = {}
-    for x in range(n):
-        groups.setdefault(find(x), set()).add(x)
-    return {frozenset(g) for g in groups.values() if len(g) > 1}
+    """Adapter: oracles.components of rows 0..n-1 over the edges, groups of two or more."""
+    return {frozenset(g) for g in oracles.components(range(n), ((i, j) for i, j, _ in edges)) if len(g) > 1}
 
 
 def engine_pairs(fps: list[int], k: int, layout: Layout | None) -> list[tuple[int, int, int]]:
@@ -276,20 +265,10 @@ def test_clusters_equal_brute_force(seed: int) -> None:
 
 
 def brute_representatives(fps: list[int], k: int, rank: list[int]) -> set[frozenset[int]]:
-    """Rows by rank; each joins the earliest representative within k, else becomes one."""
-    reps: list[int] = []
-    label = {}
-    for row in sorted(range(len(fps)), key=lambda r: (rank[r], r)):
-        near = [r for r in reps if bits.hamming(fps[r], fps[row]) <= k]
-        if near:
-            label[row] = min(near, key=lambda r: (rank[r], r))
-        else:
-            reps.append(row)
-            label[row] = row
-    groups: dict[int, set[int]] = {}
-    for row, rep in label.items():
-        groups.setdefault(rep, set()).add(row)
-    return {frozenset(g) for g in groups.values() if len(g) > 1}
+    """Adapter: oracles.representative_groups of the rows by (rank, position) over the pairs within k."""
+    order = sorted(range(len(fps)), key=lambda r: (rank[r], r))
+    edges = oracles.brute_pairs(dict(enumerate(fps)), k)
+    return {frozenset(g) for g in oracles.representative_groups(order, edges) if len(g) > 1}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -366,15 +345,8 @@ def banded_rows(seed: int, n: int = 160) -> tuple[list[int], list[bytes], list[t
 
 def brute_decision(fps: list[int], sketches: list[bytes], keys: list[tuple[int, ...] | None], k: int, t: int,
                    ) -> dict[tuple[int, int], tuple[int, int]]:
-    out = {}
-    for i, j in itertools.combinations(range(len(fps)), 2):
-        d = bits.hamming(fps[i], fps[j])
-        sd = (int.from_bytes(sketches[i], "big") ^ int.from_bytes(sketches[j], "big")).bit_count()
-        a, b = keys[i], keys[j]
-        shared = a is not None and b is not None and any(x == y for x, y in zip(a, b, strict=True))
-        if (d <= k or shared) and sd <= t:
-            out[(i, j)] = (d, sd)
-    return out
+    """Adapter: oracles.brute_decision over the rows by position."""
+    return oracles.brute_decision(dict(enumerate(zip(fps, sketches, keys, strict=True))), k, t)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

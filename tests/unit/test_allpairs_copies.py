@@ -5,13 +5,11 @@ keys (what simpg dedup, find-all and the handles' clusters() report)."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 from simpg import allpairs, bits
-from simpg.fingerprint.minhash import sketch_distance
+from tests import oracles
 
 Bands = list[tuple[int, ...] | None]
 
@@ -54,36 +52,20 @@ def corpus(seed: int) -> tuple[np.ndarray, np.ndarray, list[bytes | None], Bands
 
 def brute_pairs(ids: np.ndarray, fps: np.ndarray, sketches: list[bytes | None] | None, k: int, t: int,
                 bands: Bands | None = None) -> list[tuple[int, int, int, int | None]]:
-    out = []
-    for a, b in itertools.combinations(range(len(ids)), 2):
-        d = bits.hamming(bits.from_db(int(fps[a])), bits.from_db(int(fps[b])))
-        ka, kb = (None, None) if bands is None else (bands[a], bands[b])
-        shared = ka is not None and kb is not None and any(x == y for x, y in zip(ka, kb, strict=True))
-        if d > k and not shared:
-            continue
-        if sketches is None:
-            sd = None
-        else:
-            if sketches[a] is None or sketches[b] is None:
-                continue
-            sd = sketch_distance(sketches[a], sketches[b])
-            if sd > t:
-                continue
-        x, y = sorted((int(ids[a]), int(ids[b])))
-        out.append((x, y, d, sd))
-    return sorted(out)
+    """Adapter: the oracle's pairs of the rows keyed by id, as sorted (id_a, id_b, distance,
+    sketch distance or None): oracles.brute_decision with sketches, oracles.brute_pairs without."""
+    keys, values = ids.tolist(), fps.tolist()
+    if sketches is None:
+        plain = oracles.brute_pairs(dict(zip(keys, values, strict=True)), k)
+        return sorted((a, b, d, None) for (a, b), d in plain.items())
+    docs = {key: (fp, sketches[n], None if bands is None else bands[n])
+            for n, (key, fp) in enumerate(zip(keys, values, strict=True))}
+    return sorted((a, b, d, sd) for (a, b), (d, sd) in oracles.brute_decision(docs, k, t).items())
 
 
 def brute_clusters(ids: np.ndarray, pairs: list[tuple[int, int, int, int | None]], method: str) -> list[list[int]]:
-    order = np.sort(ids)
-    i = np.searchsorted(order, [p[0] for p in pairs])
-    j = np.searchsorted(order, [p[1] for p in pairs])
-    labels = (allpairs.component_labels(len(order), i, j) if method == "components"
-              else allpairs.representative_labels(len(order), i, j))
-    groups: dict[int, list[int]] = {}
-    for row, label in enumerate(labels.tolist()):
-        groups.setdefault(label, []).append(int(order[row]))
-    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
+    """Adapter: the oracle's clusters over the pairs, ranked by id, largest first."""
+    return oracles.by_size(oracles.cluster_groups(method, sorted(ids.tolist()), ((p[0], p[1]) for p in pairs)))
 
 
 def decided(ids: np.ndarray, fps: np.ndarray, sketches: list[bytes | None] | None, k: int, t: int,
