@@ -452,7 +452,17 @@ def _postings_touched(keys: np.ndarray, doc: np.ndarray) -> np.ndarray:
     return per
 
 
-def winnow_detector(tz: Tokenized, k: int, w: int) -> Found:
+def winnow_detector(tz: Tokenized, k: int, w: int) -> dict[str, Found]:
+    """Winnowing, with three ways to decide what a pair of documents with a shared fingerprint shares.
+
+    ``hashes``: from the matched fingerprints alone (what the stored rows give): matches on one
+    diagonal (the same offset between the two documents) at most ``w`` positions apart form one
+    passage, from the first match to the last one's end (k tokens later); an estimate.
+    ``tokens``: every match checked on the tokens and extended to the maximal run of equal tokens
+    (the texts read again): exact runs, so containment and runs are lower bounds of the truth.
+    ``exact``: the candidate pairs of ``tokens``, containment counted exactly on both documents'
+    shingle sets (the verification a lookup can afford on its few candidates).
+    """
     t0 = time.process_time()
     keys, docs, poss = [], [], []
     for d, tok in enumerate(tz.tokens):
@@ -469,34 +479,62 @@ def winnow_detector(tz: Tokenized, k: int, w: int) -> Found:
     da, pa, db, pb = da[order], pa[order], db[order], pb[order]
     bounds = np.flatnonzero(np.r_[True, (da[1:] != da[:-1]) | (db[1:] != db[:-1])]) if len(da) else np.zeros(0, int)
     ends = np.append(bounds[1:], len(da))
-    out_i, out_j, ci, cj, runs = [], [], [], [], []
+    # hashes: chains of matches on one diagonal, consecutive ones at most w apart
+    diag = pb - pa
+    chain = np.ones(len(da), dtype=bool)
+    chain[1:] = (da[1:] != da[:-1]) | (db[1:] != db[:-1]) | (diag[1:] != diag[:-1]) | (pa[1:] - pa[:-1] > w)
+    c_start = np.flatnonzero(chain)
+    c_last = np.append(c_start[1:], len(da)) - 1
     t1 = time.process_time()
+    hashes = {"i": [], "j": [], "ci": [], "cj": [], "run": []}
+    tokens_ = {"i": [], "j": [], "ci": [], "cj": [], "run": []}
+    c_at = 0
     for s, e in zip(bounds.tolist(), ends.tolist(), strict=True):
         a, b = int(da[s]), int(db[s])
         ta, tb = tz.tokens[a], tz.tokens[b]
+        kk = min(k, len(ta), len(tb))
+        hsegs = []
+        while c_at < len(c_start) and c_start[c_at] < e:
+            f, last = int(c_start[c_at]), int(c_last[c_at])
+            n = int(pa[last] - pa[f]) + kk
+            hsegs.append((int(pa[f]), int(pb[f]), n))
+            c_at += 1
+        hashes["i"].append(a)
+        hashes["j"].append(b)
+        hashes["ci"].append(_covered(tz.shingles[a], [(x, x + n) for x, _, n in hsegs]))
+        hashes["cj"].append(_covered(tz.shingles[b], [(y, y + n) for _, y, n in hsegs]))
+        hashes["run"].append(max(n for _, _, n in hsegs))
         segs: list[tuple[int, int, int]] = []
         last_diag, last_end = None, -1
         for x, y in zip(pa[s:e].tolist(), pb[s:e].tolist(), strict=True):
             if y - x == last_diag and x < last_end:
                 continue  # inside the segment already verified on this diagonal
-            seg = _extend(ta, tb, x, y, min(k, len(ta), len(tb)))
+            seg = _extend(ta, tb, x, y, kk)
             if seg is None:
                 continue
             segs.append(seg)
             last_diag, last_end = y - x, seg[0] + seg[2]
         if not segs:
             continue
-        out_i.append(a)
-        out_j.append(b)
-        ci.append(_covered(tz.shingles[a], [(sa, sa + n) for sa, _, n in segs]))
-        cj.append(_covered(tz.shingles[b], [(sb, sb + n) for _, sb, n in segs]))
-        runs.append(max(n for _, _, n in segs))
+        tokens_["i"].append(a)
+        tokens_["j"].append(b)
+        tokens_["ci"].append(_covered(tz.shingles[a], [(sa, sa + n) for sa, _, n in segs]))
+        tokens_["cj"].append(_covered(tz.shingles[b], [(sb, sb + n) for _, sb, n in segs]))
+        tokens_["run"].append(max(n for _, _, n in segs))
     cpu_verify = time.process_time() - t1
     n_tokens = sum(len(t) for t in tz.tokens)
     cost = {"rows": len(key), "tokens": n_tokens, "cpu_hash_s": cpu_hash, "cpu_verify_s": cpu_verify,
             "touched": touched, "matches": len(da)}
-    return Found(np.array(out_i, dtype=np.int64), np.array(out_j, dtype=np.int64), np.array(ci, dtype=float),
-                 np.array(cj, dtype=float), np.array(runs, dtype=np.int64), cost)
+    out = {}
+    for mode, r in (("hashes", hashes), ("tokens", tokens_)):
+        out[mode] = Found(np.array(r["i"], dtype=np.int64), np.array(r["j"], dtype=np.int64),
+                          np.array(r["ci"], dtype=float), np.array(r["cj"], dtype=float),
+                          np.array(r["run"], dtype=np.int64), cost)
+    t = out["tokens"]
+    inter = (np.asarray(tz.matrix[t.i].multiply(tz.matrix[t.j]).sum(axis=1)).ravel().astype(float)
+             if len(t.i) else np.zeros(0))
+    out["exact"] = Found(t.i, t.j, inter, inter, t.run, cost)
+    return out
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:。！？；：])\s+|\n+")
@@ -667,7 +705,7 @@ def lshe_detector(tz: Tokenized, thresholds: Sequence[float], num_perm: int = 12
             ci.append(x * t if not np.isnan(x) else 0.0)
             cj.append(y * t if not np.isnan(y) else 0.0)
         cost = {"rows": len(mh) * num_perm, "tokens": sum(len(x) for x in tz.tokens), "cpu_hash_s": cpu,
-                "cpu_verify_s": 0.0, "touched": None}
+                "cpu_verify_s": 0.0, "touched": None, "btree": False}  # in memory, not a table
         found[t] = Found(np.array(out_i, dtype=np.int64), np.array(out_j, dtype=np.int64), np.array(ci),
                          np.array(cj), np.full(len(out_i), -1), cost)
     return found
@@ -743,6 +781,8 @@ def cost_row(f: Found) -> dict[str, Any]:
     # header 24 + data 28 aligned to 32 + line pointer 4; B-tree entry on the hash: 8 header + 8 key
     # + 4 line pointer, at the default fillfactor 90
     heap, btree = 24 + 32 + 4, (8 + 8 + 4) / 0.9
+    if c.get("btree") is False:
+        heap = btree = math.nan
     row = {"hashes_per_1000_tokens": per_k, "bytes_per_1000_tokens": per_k * (heap + btree),
            "cpu_ms_per_1000_tokens": 1000 * (c["cpu_hash_s"] + c["cpu_verify_s"]) / max(1, c["tokens"]) * 1000}
     if c.get("touched") is not None:
@@ -781,8 +821,9 @@ def parse_detector(spec: str) -> tuple[str, dict[str, int]]:
     return name, {k: int(v) for k, v in (o.split("=") for o in opts)}
 
 
-DEFAULT_DETECTORS = ("lshe", "winnow:k=5:w=8", "winnow:k=5:w=16", "winnow:k=5:w=46", "winnow:k=8:w=43",
-                     "simhash:win=25:k=3", "simhash:win=50:k=3", "simhash:win=100:k=3")
+DEFAULT_DETECTORS = ("lshe", "winnow:k=5:w=8", "winnow:k=5:w=16", "winnow:k=5:w=26", "winnow:k=5:w=46",
+                     "winnow:k=8:w=43", "winnow:k=5:w=96", "simhash:win=25:k=3", "simhash:win=50:k=3",
+                     "simhash:win=100:k=3")
 
 
 def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[str]) -> dict[str, Any]:
@@ -814,9 +855,9 @@ def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[
                     rows[f"lshe t={t}"] = {"scores": {f"contain {t}": s[f"contain {t}"], "planted": s["planted"],
                                                       "planted_n": s["planted_n"]}, "cost": cost_row(f)}
             elif name == "winnow":
-                f = winnow_detector(tz, opts["k"], opts["w"])
-                rows[f"winnow k={opts['k']} w={opts['w']} (guarantee {opts['w'] + opts['k'] - 1})"] = {
-                    "scores": score(tr, f, planted), "cost": cost_row(f)}
+                for mode, f in winnow_detector(tz, opts["k"], opts["w"]).items():
+                    label = f"winnow k={opts['k']} w={opts['w']} (guarantee {opts['w'] + opts['k'] - 1}), {mode}"
+                    rows[label] = {"scores": score(tr, f, planted), "cost": cost_row(f)}
             elif name == "simhash":
                 if opts["win"] not in sim_windows:
                     continue
@@ -826,7 +867,9 @@ def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[
             else:
                 raise SystemExit(f"unknown detector {spec!r}")
             log(f"  {spec}: {time.perf_counter() - t1:.1f}s")
-        report["langs"][lang] = {"docs": len(mine), "tokens": int(sum(len(t) for t in tz.tokens)),
+        n_tokens = int(sum(len(t) for t in tz.tokens))
+        report["langs"][lang] = {"docs": len(mine), "tokens": n_tokens,
+                                 "text_bytes_per_1000_tokens": 1000 * sum(len(x.encode()) for x in texts) / n_tokens,
                                  "positives": {f"contain {x}": None for x in CONTAIN}, "rows": rows}
     return report
 
@@ -854,13 +897,17 @@ def markdown(report: dict[str, Any]) -> str:
             cells = [f"{p[b]:.3f} ({n[b]})" if b in p else "–" for b in ("50-99", "100-299", "300+")]
             lines.append(f"| {lang} | {label} | " + " | ".join(cells) + " |")
     lines += ["", "### cost", "", "| lang | detector | hashes / 1k tokens | bytes / 1k tokens (heap + B-tree) | "
-              "CPU ms / 1k tokens | postings touched per document p50 / p99 |", "|---|---|---:|---:|---:|---:|"]
+              "x text bytes | CPU ms / 1k tokens | postings touched per document p50 / p99 |",
+              "|---|---|---:|---:|---:|---:|---:|"]
     for lang, r in report["langs"].items():
+        text = r["text_bytes_per_1000_tokens"]
         for label, row in r["rows"].items():
             c = row["cost"]
             touched = (f"{c['postings_p50']:.0f} / {c['postings_p99']:.0f}" if "postings_p50" in c else "–")
-            lines.append(f"| {lang} | {label} | {c['hashes_per_1000_tokens']:.1f} | "
-                         f"{c['bytes_per_1000_tokens']:.0f} | {c['cpu_ms_per_1000_tokens']:.2f} | {touched} |")
+            size = c["bytes_per_1000_tokens"]
+            size_cells = "– | –" if math.isnan(size) else f"{size:.0f} | {size / text:.2f}"
+            lines.append(f"| {lang} | {label} | {c['hashes_per_1000_tokens']:.1f} | {size_cells} | "
+                         f"{c['cpu_ms_per_1000_tokens']:.2f} | {touched} |")
     return "\n".join(lines) + "\n"
 
 
