@@ -212,6 +212,7 @@ class Tokenized:
     matrix: sp.csr_matrix
     sizes: np.ndarray  # |S(d)|
     vocab: dict[str, int]
+    spaceless: np.ndarray  # per document: the share of its tokens that are letters of a spaceless script
 
 
 def tokenize(texts: Sequence[str]) -> Tokenized:
@@ -237,7 +238,11 @@ def tokenize(texts: Sequence[str]) -> Tokenized:
     ind = np.concatenate(rows).astype(np.int32) if rows else np.zeros(0, dtype=np.int32)
     m = sp.csr_matrix((np.ones(len(ind), dtype=np.int32), ind, indptr),
                       shape=(len(texts), max(1, int(inverse.max()) + 1 if len(inverse) else 1)))
-    return Tokenized(toks, sh, m, np.diff(indptr), vocab)
+    is_char = np.zeros(max(1, len(vocab)), dtype=bool)
+    for t, n in vocab.items():
+        is_char[n] = bool(_SPACELESS.match(t))
+    share = np.array([is_char[t].mean() if len(t) else 0.0 for t in toks])
+    return Tokenized(toks, sh, m, np.diff(indptr), vocab, share)
 
 
 def longest_run(a: np.ndarray, b: np.ndarray) -> int:
@@ -452,7 +457,7 @@ def _postings_touched(keys: np.ndarray, doc: np.ndarray) -> np.ndarray:
     return per
 
 
-def winnow_detector(tz: Tokenized, k: int, w: int) -> dict[str, Found]:
+def winnow_detector(tz: Tokenized, k: int, w: int, w_cjk: int | None = None) -> dict[str, Found]:
     """Winnowing, with three ways to decide what a pair of documents with a shared fingerprint shares.
 
     ``hashes``: from the matched fingerprints alone (what the stored rows give): matches on one
@@ -462,12 +467,17 @@ def winnow_detector(tz: Tokenized, k: int, w: int) -> dict[str, Found]:
     (the texts read again): exact runs, so containment and runs are lower bounds of the truth.
     ``exact``: the candidate pairs of ``tokens``, containment counted exactly on both documents'
     shingle sets (the verification a lookup can afford on its few candidates).
+
+    ``w_cjk``: the window of documents whose tokens are mostly (>= 50%) letters of a spaceless
+    script (a token is a character there). Winnowing with windows w1 <= w2 in two documents still
+    finds every shared run of w2 + k - 1 tokens: the minimum of a w2-window is the minimum of every
+    w1-window inside it that contains it, so the document with the smaller window selects it too.
     """
     t0 = time.process_time()
     keys, docs, poss = [], [], []
     for d, tok in enumerate(tz.tokens):
         h = kgram_hashes(tok, k)
-        p = winnow(h, w)
+        p = winnow(h, w_cjk if w_cjk is not None and tz.spaceless[d] >= 0.5 else w)
         keys.append(h[p])
         docs.append(np.full(len(p), d, dtype=np.int64))
         poss.append(p.astype(np.int64))
@@ -482,7 +492,8 @@ def winnow_detector(tz: Tokenized, k: int, w: int) -> dict[str, Found]:
     # hashes: chains of matches on one diagonal, consecutive ones at most w apart
     diag = pb - pa
     chain = np.ones(len(da), dtype=bool)
-    chain[1:] = (da[1:] != da[:-1]) | (db[1:] != db[:-1]) | (diag[1:] != diag[:-1]) | (pa[1:] - pa[:-1] > w)
+    gap = max(w, w_cjk or 0)
+    chain[1:] = (da[1:] != da[:-1]) | (db[1:] != db[:-1]) | (diag[1:] != diag[:-1]) | (pa[1:] - pa[:-1] > gap)
     c_start = np.flatnonzero(chain)
     c_last = np.append(c_start[1:], len(da)) - 1
     t1 = time.process_time()
@@ -720,7 +731,7 @@ def _prf(tp: int, called: int, positive: int) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def score(tr: PartialTruth, f: Found, planted: list[tuple[int, int, int]], contain: bool = True,
+def score(tr: PartialTruth, f: Found, planted: list[tuple[int, int, int, float]], contain: bool = True,
           runs: bool = True) -> dict[str, Any]:
     """P/R/F1 of each question, and planted recall (see the module docstring)."""
     n = len(tr.sizes)
@@ -764,11 +775,11 @@ def score(tr: PartialTruth, f: Found, planted: list[tuple[int, int, int]], conta
                                     "far": far}
     fset = set((fkey).tolist())
     bins: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for a, b, length in planted:
+    for a, b, length, rate in planted:
         key = min(a, b) * n + max(a, b)
-        label = "50-99" if length < 100 else "100-299" if length < 300 else "300+"
-        bins[label][1] += 1
-        bins[label][0] += key in fset
+        for label in ("50-99" if length < 100 else "100-299" if length < 300 else "300+", f"edit {rate:.2f}"):
+            bins[label][1] += 1
+            bins[label][0] += key in fset
     out["planted"] = {k: v[0] / v[1] for k, v in sorted(bins.items())}
     out["planted_n"] = {k: v[1] for k, v in sorted(bins.items())}
     return out
@@ -777,10 +788,9 @@ def score(tr: PartialTruth, f: Found, planted: list[tuple[int, int, int]], conta
 def cost_row(f: Found) -> dict[str, Any]:
     c = f.cost
     per_k = 1000 * c["rows"] / max(1, c["tokens"])
-    # a row (doc bigint, hash bigint, token position int4, char start int4, char end int4): heap tuple
-    # header 24 + data 28 aligned to 32 + line pointer 4; B-tree entry on the hash: 8 header + 8 key
-    # + 4 line pointer, at the default fillfactor 90
-    heap, btree = 24 + 32 + 4, (8 + 8 + 4) / 0.9
+    # a row (hash bigint, doc bigint, token position int4) and its B-tree on the hash, as measured
+    # by `rowsize` (PostgreSQL 18: 52.2 heap + 22.5 B-tree bytes per row)
+    heap, btree = ROW_BYTES
     if c.get("btree") is False:
         heap = btree = math.nan
     row = {"hashes_per_1000_tokens": per_k, "bytes_per_1000_tokens": per_k * (heap + btree),
@@ -789,6 +799,49 @@ def cost_row(f: Found) -> dict[str, Any]:
         t = np.asarray(c["touched"])
         row["postings_p50"], row["postings_p99"] = float(np.median(t)), float(np.percentile(t, 99))
     return row
+
+
+#: Heap and B-tree bytes per row of the chosen shape ``(hash bigint, doc bigint, pos int4)``, from ``rowsize``.
+ROW_BYTES = (52.2, 22.5)
+#: Table shapes measured by :func:`row_sizes` (one row per stored passage hash).
+ROW_SHAPES = {
+    "doc, hash, token pos, char start, char end": "doc bigint, hash bigint, pos int4, char_start int4, char_end int4",
+    "hash, doc, token pos": "hash bigint, doc bigint, pos int4",
+    "hash, doc int4, token pos": "hash bigint, doc int4, pos int4",
+}
+
+
+def row_sizes(dsn: str | None = None, rows: int = 1_000_000) -> list[dict[str, Any]]:
+    """Bytes per row of each :data:`ROW_SHAPES` table and its B-tree on the hash, measured in PostgreSQL.
+
+    Random 64-bit hashes (as winnowing makes), ``rows`` rows loaded, then the B-tree built
+    (default fillfactor 90), ``pg_relation_size`` of each divided by the rows.
+    """
+    import psycopg
+
+    if dsn is None:
+        from simpg.embedded import embedded_dsn
+
+        dsn = embedded_dsn()
+    out = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for n, (label, columns) in enumerate(ROW_SHAPES.items()):
+            table = f"partial_rows_{n}"
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+            conn.execute(f"CREATE TABLE {table} ({columns})")
+            values = {"doc": "g / 40", "pos": "(g % 40) * 23", "char_start": "(g % 40) * 140",
+                      "char_end": "(g % 40) * 140 + 300",
+                      "hash": "((random() - 0.5) * 1.8e19)::bigint"}  # spread over the whole bigint range
+            typed = [c.split() for c in columns.split(", ")]
+            exprs = ", ".join(f"({values[name]})::{kind}" for name, kind in typed)
+            conn.execute(f"INSERT INTO {table} SELECT {exprs} FROM generate_series(1, {rows}) g")
+            conn.execute(f"CREATE INDEX {table}_hash ON {table} (hash)")
+            conn.execute(f"VACUUM ANALYZE {table}")
+            heap, index = conn.execute(
+                f"SELECT pg_relation_size('{table}'), pg_relation_size('{table}_hash')").fetchone()
+            out.append({"shape": label, "heap_bytes_per_row": heap / rows, "btree_bytes_per_row": index / rows})
+            conn.execute(f"DROP TABLE {table}")
+    return out
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -813,7 +866,7 @@ def load_or_build(part: str, limit: int | None, force: bool = False) -> list[dic
 
 def planted_pairs(docs: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
     at = {d["id"]: n for n, d in enumerate(docs)}
-    return [(n, at[s["donor"]], s["tokens"]) for n, d in enumerate(docs) for s in d.get("sources", [])]
+    return [(n, at[s["donor"]], s["tokens"], s["rate"]) for n, d in enumerate(docs) for s in d.get("sources", [])]
 
 
 def parse_detector(spec: str) -> tuple[str, dict[str, int]]:
@@ -822,8 +875,8 @@ def parse_detector(spec: str) -> tuple[str, dict[str, int]]:
 
 
 DEFAULT_DETECTORS = ("lshe", "winnow:k=5:w=8", "winnow:k=5:w=16", "winnow:k=5:w=26", "winnow:k=5:w=46",
-                     "winnow:k=8:w=43", "winnow:k=5:w=96", "simhash:win=25:k=3", "simhash:win=50:k=3",
-                     "simhash:win=100:k=3")
+                     "winnow:k=8:w=43", "winnow:k=5:w=96", "winnow:k=5:w=46:wcjk=96", "simhash:win=25:k=3",
+                     "simhash:win=50:k=3", "simhash:win=100:k=3")
 
 
 def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[str]) -> dict[str, Any]:
@@ -855,8 +908,11 @@ def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[
                     rows[f"lshe t={t}"] = {"scores": {f"contain {t}": s[f"contain {t}"], "planted": s["planted"],
                                                       "planted_n": s["planted_n"]}, "cost": cost_row(f)}
             elif name == "winnow":
-                for mode, f in winnow_detector(tz, opts["k"], opts["w"]).items():
-                    label = f"winnow k={opts['k']} w={opts['w']} (guarantee {opts['w'] + opts['k'] - 1}), {mode}"
+                wc = opts.get("wcjk")
+                for mode, f in winnow_detector(tz, opts["k"], opts["w"], wc).items():
+                    guarantee = f"{opts['w'] + opts['k'] - 1}" + (f" / CJK {wc + opts['k'] - 1}" if wc else "")
+                    label = f"winnow k={opts['k']} w={opts['w']}" + (f" wcjk={wc}" if wc else "")
+                    label += f" (guarantee {guarantee}), {mode}"
                     rows[label] = {"scores": score(tr, f, planted), "cost": cost_row(f)}
             elif name == "simhash":
                 if opts["win"] not in sim_windows:
@@ -889,12 +945,14 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {lang} | {label} | {s['p']:.3f} | {s['r']:.3f} | {s['f1']:.3f} | {s['called']} | "
                              f"{s['positive']} | {s['far']} |")
     lines += ["", "### planted passages found (recall by passage length, tokens)", "",
-              "| lang | detector | 50-99 | 100-299 | 300+ |", "|---|---|---:|---:|---:|"]
+              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for lang, r in report["langs"].items():
         for label, row in r["rows"].items():
             p = row["scores"]["planted"]
             n = row["scores"]["planted_n"]
-            cells = [f"{p[b]:.3f} ({n[b]})" if b in p else "–" for b in ("50-99", "100-299", "300+")]
+            cells = [f"{p[b]:.3f} ({n[b]})" if b in p else "–"
+                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES))]
             lines.append(f"| {lang} | {label} | " + " | ".join(cells) + " |")
     lines += ["", "### cost", "", "| lang | detector | hashes / 1k tokens | bytes / 1k tokens (heap + B-tree) | "
               "x text bytes | CPU ms / 1k tokens | postings touched per document p50 / p99 |",
@@ -913,15 +971,22 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("build", "score"))
+    ap.add_argument("command", choices=("build", "score", "rowsize"))
     ap.add_argument("--part", default="tune", choices=build_corpus.PARTS)
     ap.add_argument("--limit", type=int, default=None, help="bases per language (develop)")
     ap.add_argument("--lang", default=",".join(LANGS))
     ap.add_argument("--detectors", default=",".join(DEFAULT_DETECTORS))
     ap.add_argument("--force", action="store_true", help="build the part again")
+    ap.add_argument("--dsn", default=None, help="rowsize: a server of your own (default: simpg's embedded one)")
     args = ap.parse_args(argv)
     if args.command == "build":
         load_or_build(args.part, args.limit, force=args.force)
+        return
+    if args.command == "rowsize":
+        print("| table | heap bytes / row | B-tree (hash) bytes / row | total |\n|---|---:|---:|---:|")
+        for r in row_sizes(args.dsn):
+            print(f"| {r['shape']} | {r['heap_bytes_per_row']:.1f} | {r['btree_bytes_per_row']:.1f} | "
+                  f"{r['heap_bytes_per_row'] + r['btree_bytes_per_row']:.1f} |")
         return
     report = run(args.part, args.limit, [d for d in args.detectors.split(",") if d],
                  [x for x in args.lang.split(",") if x])
