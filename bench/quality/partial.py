@@ -5,6 +5,7 @@
     python3 -m bench.quality.partial score --part tune                 # every detector at every setting
     python3 -m bench.quality.partial score --part heldout --detectors lshe,winnow:k=5:w=46   # once, the design
     python3 -m bench.quality.partial score --part tune --detectors lshe,simhash:win=50:k=3 --limit 300
+    python3 -m bench.quality.partial check --part tune --limit 300   # recount sampled pairs (sets, difflib)
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
 
@@ -887,6 +888,39 @@ def hashing_cost(part: str, limit: int | None, specs: Sequence[str], langs: Sequ
     return out
 
 
+def check_truth(part: str, limit: int | None, langs: Sequence[str], n: int = 300) -> int:
+    """Recount sampled pairs of the truth with Python sets and difflib's longest match; the mismatches."""
+    import difflib
+
+    docs = load_or_build(part, limit)
+    bad = 0
+    for lang in langs:
+        mine = [d for d in docs if d["lang"] == lang]
+        tz = tokenize([d["text"] for d in mine])
+        tr = compute_truth(tz)
+        rng = random.Random(f"check:{lang}")
+        listed = list(range(len(tr.i)))
+        sample = rng.sample(listed, min(n, len(listed)))
+        with_run = np.flatnonzero(tr.run > 0).tolist()
+        sample += rng.sample(with_run, min(n, len(with_run)))
+        for k in sample:
+            a, b = tz.tokens[tr.i[k]].tolist(), tz.tokens[tr.j[k]].tolist()
+            run = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
+            inter = len(set(tz.shingles[tr.i[k]].tolist()) & set(tz.shingles[tr.j[k]].tolist()))
+            if (run if run >= MIN_RUN_EXACT else 0) != tr.run[k] or inter != tr.inter[k]:
+                bad += 1
+                log(f"{lang}: pair {tr.i[k]}, {tr.j[k]}: run {run} / {tr.run[k]}, shared {inter} / {tr.inter[k]}")
+        # pairs the truth does not list share no shingle
+        pairs = set(zip(tr.i.tolist(), tr.j.tolist(), strict=True))
+        for _ in range(n):
+            x, y = sorted(rng.sample(range(len(mine)), 2))
+            if (x, y) not in pairs and set(tz.shingles[x].tolist()) & set(tz.shingles[y].tolist()):
+                bad += 1
+                log(f"{lang}: pair {x}, {y} shares shingles and is not listed")
+        log(f"{lang}/{part}: {len(sample)} listed and {n} random pairs recounted")
+    return bad
+
+
 # -- main ---------------------------------------------------------------------------------
 
 
@@ -1015,7 +1049,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("build", "score", "rowsize", "cost"))
+    ap.add_argument("command", choices=("build", "score", "rowsize", "cost", "check"))
     ap.add_argument("--part", default="tune", choices=build_corpus.PARTS)
     ap.add_argument("--limit", type=int, default=None, help="bases per language (develop)")
     ap.add_argument("--lang", default=",".join(LANGS))
@@ -1031,6 +1065,12 @@ def main(argv: list[str] | None = None) -> None:
         for r in row_sizes(args.dsn):
             print(f"| {r['shape']} | {r['heap_bytes_per_row']:.1f} | {r['btree_bytes_per_row']:.1f} | "
                   f"{r['heap_bytes_per_row'] + r['btree_bytes_per_row']:.1f} |")
+        return
+    if args.command == "check":
+        bad = check_truth(args.part, args.limit, [x for x in args.lang.split(",") if x])
+        if bad:
+            raise SystemExit(f"truth check failed: {bad} pairs")
+        print("truth check passed")
         return
     if args.command == "cost":
         print("| lang | step | CPU ms / 1k tokens | rows / 1k tokens |\n|---|---|---:|---:|")
