@@ -246,8 +246,8 @@ def stored(conn: psycopg.Connection[Any], column: str) -> dict[int, Any]:
 def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixture[str]) -> None:
     conn = db.conn
     code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
-                         "--fp-column", FP2, "--sketch-column", SKETCH2, "--bands", "--batch-size", "40",
-                         "--k", "3", "--blocks", "4", "--json")
+                         "--column", FP2, "--sketch-column", SKETCH2, "--bands", "--batch-size", "40",
+                         "-k", "3", "--blocks", "4", "--json")
     assert code == 0, err
     result = json.loads(out)
     assert (result["rows"], result["index"]["layout"]) == (len(named), "k3:4")
@@ -259,7 +259,7 @@ def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixt
     assert index.check() == []
     # a second run resumes: nothing left to fill or build
     code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
-                         "--fp-column", FP2, "--k", "3", "--blocks", "4", "--json")
+                         "--column", FP2, "-k", "3", "--blocks", "4", "--json")
     assert code == 0, err
     assert json.loads(out)["rows"] == 0
     # the look-alikes got no column
@@ -409,7 +409,7 @@ def test_spark_table_in_and_out(spark: Any, db: Any, named: dict[int, str],
     conn = db.conn
     out_table = quoted_name(SCHEMA, 'Pairs{hi}.%s "q" 表')
     code, out, err = run(capsys, "spark", "find-all", "-d", "3", "--dsn", db.dsn, "--table", QUALIFIED,
-                         "--fp-column", FP, "--id-column", KEY, "--output-table", out_table, "--partitions", "2")
+                         "--column", FP, "--key", KEY, "--output-table", out_table, "--partitions", "2")
     assert code == 0, err
     assert json.loads(out)["rows"] == len(named)
     got = conn.execute(sql.SQL("SELECT id_a, id_b, distance FROM {} ORDER BY 1, 2").format(

@@ -14,9 +14,12 @@ from simpg.cli import build_parser
     ["find-all", "--distance", "3"],
     ["find-clusters", "--distance", "3"],
     ["report", "--collection", "c", "--html", "f", "--distance", "3"],
+    ["backfill", "--table", "t", "--text-column", "b", "--fp-column", "f"],
+    ["spark", "find-all", "-k", "3", "-i", "x.csv", "-o", "y", "--fp-column", "f"],
+    ["spark", "find-all", "-k", "3", "-i", "x.csv", "-o", "y", "--id-column", "i"],
 ])
-def test_old_radius_flags_are_refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    """-k is the radius everywhere (and -d on the find-all family), nothing else."""
+def test_old_flags_are_refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """-k is the radius everywhere (and -d on the find-all family), --column the fingerprint column, --key the key."""
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(argv)
     assert exc.value.code == 2
