@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         banded = confirm and all(_has_column(conn, args.table, c) for c in band_columns(args.sketch_column, None))
         results: list[list[Any]] = index.near_many([fp for _, fp, _, _ in queries], k)
         if confirm:  # text queries, confirmed one by one
-            results = [index.duplicates(fp, sk, k, bands=keys if banded else None, sketch_column=args.sketch_column,
+            results = [index.duplicates(fp, sk, k, band_keys=keys if banded else None, sketch_column=args.sketch_column,
                                         max_sketch_distance=args.max_sketch_distance) if sk is not None else found
                        for (_, fp, sk, keys), found in zip(queries, results, strict=True)]
         details: dict[Any, tuple[str, str | None]] = {}

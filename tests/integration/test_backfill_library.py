@@ -112,13 +112,13 @@ def test_band_keys_backfilled_then_found_by_duplicates(db: object, capsys: pytes
     assert main(args) == 0
     again = json.loads(capsys.readouterr().out)
     assert (again["sketches"]["rows"], again["sketches"]["column_added"]) == (0, False)
-    # duplicates(bands=) over the backfilled rows equals a brute force: within k or sharing a
+    # duplicates(band_keys=) over the backfilled rows equals a brute force: within k or sharing a
     # band, and confirmed by the sketch
     index = SimHashColumn(conn, QUALIFIED, "fp")
     made, keys = sketch_and_bands(long[0])
     assert keys is not None
     found = {d.id for d in index.duplicates(fingerprint(long[0]), made, k=0, sketch_column="sk",
-                                            bands=keys, band_columns=bands)}
+                                            band_keys=keys, band_columns=bands)}
     expected = set()
     for key, text in texts.items():
         other, other_keys = sketch_and_bands(text)
