@@ -1,9 +1,9 @@
 """ORM helpers: fingerprint a text attribute on write, find near-duplicates of a text or object.
 
 Example:
-    >>> from simpg.sqlalchemy import fingerprint_on_write, near_duplicates
+    >>> from simpg.sqlalchemy import fingerprint_on_write, near
     >>> fingerprint_on_write(Article.body, Article.simhash)       # doctest: +SKIP
-    >>> near_duplicates(session, Article, "some text", k=3)        # doctest: +SKIP
+    >>> near(session, Article, "some text", k=3)                    # doctest: +SKIP
     >>> sk, keys = sketch_and_bands("some text")                     # doctest: +SKIP
     >>> duplicates(session, Article, fp, sk, band_keys=keys)            # doctest: +SKIP
 """
@@ -33,8 +33,8 @@ __all__ = [
     "duplicates_async",
     "duplicates_select",
     "fingerprint_on_write",
-    "near_duplicates",
-    "near_duplicates_async",
+    "near",
+    "near_async",
     "near_select",
 ]
 
@@ -141,7 +141,7 @@ def near_select(
     return stmt.order_by(attr.distance(fp), *pk_order)
 
 
-def near_duplicates(
+def near(
     session: Session,
     entity: Any,
     target: Any,
@@ -154,7 +154,7 @@ def near_duplicates(
     return list(session.scalars(near_select(entity, target, k, column=column).limit(limit)).all())
 
 
-async def near_duplicates_async(
+async def near_async(
     session: AsyncSession,
     entity: Any,
     target: Any,
@@ -163,7 +163,7 @@ async def near_duplicates_async(
     column: Any = None,
     limit: int | None = None,
 ) -> list[Any]:
-    """:func:`near_duplicates` for an ``AsyncSession``."""
+    """:func:`near` for an ``AsyncSession``."""
     return list((await session.scalars(near_select(entity, target, k, column=column).limit(limit))).all())
 
 

@@ -288,7 +288,7 @@ def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> Non
     from sqlalchemy import BigInteger, Column, Table, Text, select
     from sqlalchemy.orm import DeclarativeBase, Session
 
-    from simpg.sqlalchemy import SimHash, Sketch, near_duplicates, simhash_index
+    from simpg.sqlalchemy import SimHash, Sketch, near, simhash_index
 
     SimHashColumn(db.conn, QUALIFIED, FP).create(k=K, blocks=5)
 
@@ -314,7 +314,7 @@ def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> Non
         assert spec.repair(conn) == []
         with Session(conn) as session:
             for q in queries:
-                found = near_duplicates(session, Row, q)
+                found = near(session, Row, q)
                 assert [(r.key, bits.hamming(r.fp, q)) for r in found] == brute_near(fingerprints(named), q, K)
                 assert all(r.text == named[r.key] for r in found)
 
