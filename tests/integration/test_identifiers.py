@@ -466,7 +466,7 @@ def test_shards(db: Any, distribution: str) -> None:
                 sql.SQL(QUALIFIED), sql.Identifier(KEY), sql.Identifier(FP))) as copy:
             for key, text in docs.items():
                 copy.write_row((key, bits.to_db(fingerprint(text))))
-        index = shards.ShardedIndex(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
+        index = shards.ShardedColumn(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
         queries = [fingerprint(text) for text in list(docs.values())[:8]]
         for q in queries:
             assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(docs), q, K)
