@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
                    help="auto (default): confirm --text/--file matches by sketches when the table has the "
                         "sketch column; sketch: always (fingerprint queries are refused); none: never")
     p.add_argument("--sketch-column", default="sketch", help="the table's bit(256) sketches (default: sketch)")
-    p.add_argument("--max-sketch-distance", type=int, default=None, metavar="T",
+    p.add_argument("--max-sketch-distance", type=int, default=None, metavar="BITS",
                    help="largest number of differing sketch bits that confirms a match (default: 36)")
     add_dsn_argument(p)
     add_common_arguments(p, k_default=None, k_help="(default: the radius the table's simpg index was built for)")
