@@ -86,7 +86,7 @@ __all__ = [
     "SKETCH_VERSION",
     "band_columns",
     "checked_band_keys",
-    "checked_max_distance",
+    "checked_max_sketch_distance",
     "from_sql",
     "shingle_hashes",
     "similarity",
@@ -933,7 +933,7 @@ def similarity(distance: int, bits: int = SKETCH_BITS) -> float:
     return max(0.0, 1.0 - 2.0 * distance / bits)
 
 
-def checked_max_distance(value: int | None) -> int:
+def checked_max_sketch_distance(value: int | None) -> int:
     """A confirming limit of sketch bits; None means :data:`MAX_SKETCH_DISTANCE`.
 
     Refused, naming the value, unless an integer from 0 to :data:`SKETCH_BITS`.

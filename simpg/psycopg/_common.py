@@ -18,7 +18,7 @@ from simpg import allpairs, bits
 from simpg.exc import LAYOUT_CHANGED, InvalidFingerprint, SimpgError, translate
 from simpg.fingerprint import FingerprintConfig, fingerprint_many, minhash
 from simpg.fingerprint.config import config_for_index, stored_config
-from simpg.fingerprint.minhash import checked_max_distance, to_sql
+from simpg.fingerprint.minhash import checked_max_sketch_distance, to_sql
 from simpg.psycopg.catalog import INTEGER_TYPES, IndexInfo, check_k
 from simpg.psycopg.statements import near_params
 from simpg.psycopg.wire import Int8Array
@@ -31,7 +31,7 @@ def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_
 
     Without ``band_keys`` there is no ``$6``: the statement has no band columns to compare.
     """
-    limit = checked_max_distance(max_sketch_distance)
+    limit = checked_max_sketch_distance(max_sketch_distance)
     params = [*near_params(info, fp, k), to_sql(sketch), Int8(limit)]
     if band_keys is not None:
         params.append(band_key_array(band_keys, band_columns))

@@ -564,7 +564,7 @@ class AsyncSimHashColumn:
                               made.hex() if made else None, None if None in keys else list(keys)))
             texts.append("" if text is None else str(text))
         decision = Decision(k=info.layout.k, confirm=sketched, bands=banded,
-                            max_sketch_distance=minhash.checked_max_distance(max_sketch_distance))
+                            max_sketch_distance=minhash.checked_max_sketch_distance(max_sketch_distance))
         return explain_values(sides[0], sides[1], texts[0], texts[1], layout=info.layout, decision=decision)
 
     async def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:

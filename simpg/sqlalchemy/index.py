@@ -63,7 +63,7 @@ from simpg import exc
 from simpg.exc import SimpgError
 from simpg.exc import near_duplicate as _psycopg_near_duplicate
 from simpg.fingerprint.errors import InvalidConfig
-from simpg.fingerprint.minhash import checked_max_distance
+from simpg.fingerprint.minhash import checked_max_sketch_distance
 from simpg.layout import Layout, check_radius, default_blocks
 from simpg.results import IndexProblem
 from simpg.sqlalchemy.functions import _levels, layout_is
@@ -456,7 +456,7 @@ def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None =
     limit = None
     if sketch is not None:
         try:
-            limit = checked_max_distance(max_sketch_distance)
+            limit = checked_max_sketch_distance(max_sketch_distance)
         except InvalidConfig as err:
             raise SimpgError(f"{where}: {err}") from None
     guards = _TABLE_GUARDS.setdefault(col.table, {})

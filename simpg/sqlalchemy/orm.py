@@ -19,7 +19,7 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint
 from simpg.fingerprint.minhash import band_columns as default_band_columns
-from simpg.fingerprint.minhash import checked_band_keys, checked_max_distance, to_sql
+from simpg.fingerprint.minhash import checked_band_keys, checked_max_sketch_distance, to_sql
 from simpg.sqlalchemy.index import SimHashIndex, _resolve_column, index_for
 from simpg.sqlalchemy.types import Sketch
 
@@ -215,7 +215,7 @@ def duplicates_select(
     """
     attr, spec = _indexed_attribute(entity, column)
     fp = bits.check(fingerprint)
-    limit = checked_max_distance(max_sketch_distance)
+    limit = checked_max_sketch_distance(max_sketch_distance)
     to_sql(sketch)  # a bad sketch fails here, naming the value, not when the statement runs
     sketch_distance = type_coerce(_attribute_named(entity, sketch_column, "the sketches to confirm with"),
                                   Sketch()).sketch_distance(sketch)
