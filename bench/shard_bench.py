@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import pgserver  # noqa: E402
 from simpg import bits, schema  # noqa: E402
 from simpg.psycopg import SimHashColumn, configure_lookups  # noqa: E402
-from simpg.shards import Shard, ShardedIndex, create_shards  # noqa: E402
+from simpg.shards import Shard, ShardedColumn, create_shards  # noqa: E402
 
 SETTINGS = {**pgserver.SETTINGS, "shared_buffers": "1GB", "effective_cache_size": "4GB", "huge_pages": "off"}
 
@@ -63,7 +63,7 @@ def time_lookups(lookup: Any, queries: list[int]) -> dict[str, float]:
 def _sharded_lookup(dsn: str) -> Any:
     conn = psycopg.connect(dsn, autocommit=True)
     configure_lookups(conn)
-    return ShardedIndex(conn, "sharded", "simhash", id_column="id").near
+    return ShardedColumn(conn, "sharded", "simhash", id_column="id").near
 
 
 def throughput(make: Any, queries: list[int], clients: int, seconds: float) -> float:
@@ -171,7 +171,7 @@ def main() -> None:
         single = SimHashColumn.connect(coord.dsn("bench"), "single", "simhash")
         lookups = psycopg.connect(coord.dsn("bench"), autocommit=True)
         configure_lookups(lookups)
-        sharded = ShardedIndex(lookups, "sharded", "simhash", id_column="id")
+        sharded = ShardedColumn(lookups, "sharded", "simhash", id_column="id")
         # answers: both against numpy for a sample, then against each other for all
         for q in queries[:50]:
             d = np.bitwise_count(fps ^ np.uint64(q))

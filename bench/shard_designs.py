@@ -10,7 +10,7 @@
   ranges of the signed 64-bit value: with 2, p < 0 on s1 and p >= 0 on s2; the top bits
   that choose the shard are always in the prefix) with a covering B-tree
   ``(p) INCLUDE (key, fp)``, loaded by COPY from the coordinator to each shard;
-  ``ShardedIndex.near`` sends one query per permutation, each pruned to the one shard
+  ``ShardedColumn.near`` sends one query per permutation, each pruned to the one shard
   that holds its prefix.
 
 Both on the same coordinator and ``--shards`` shard servers (Debian PostgreSQL 15, bench/pgserver.py
@@ -22,7 +22,7 @@ cannot show how either design scales with machines; the round trips and the work
 lookup are what this measures; so are the writes through the coordinator (single rows, then
 1,000 rows in one statement), the lookups from SQL (``simpg.near`` on the hash-sharded table,
 ``simpg.range_near``, p50 over 500 queries) and batches of 100 through
-``ShardedIndex.near_many`` (time per lookup), and ``simpg.range_in_step`` alone, the catalog
+``ShardedColumn.near_many`` (time per lookup), and ``simpg.range_in_step`` alone, the catalog
 check each range lookup runs first (issue 27, class 5). Usage:
 
     python bench/shard_designs.py --rows 1000000 --json /tmp/designs.json
@@ -48,7 +48,7 @@ from bench import pgserver  # noqa: E402
 from simpg import bits, schema  # noqa: E402
 from simpg.layout import Layout  # noqa: E402
 from simpg.psycopg import configure_lookups  # noqa: E402
-from simpg.shards import Shard, ShardedIndex, create_shards  # noqa: E402
+from simpg.shards import Shard, ShardedColumn, create_shards  # noqa: E402
 
 SETTINGS = {**pgserver.SETTINGS, "shared_buffers": "1GB", "effective_cache_size": "4GB", "huge_pages": "off"}
 
@@ -159,13 +159,13 @@ def main() -> None:
             def hash_lookup() -> Any:
                 lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
                 configure_lookups(lc)
-                index = ShardedIndex(lc, "hashed", "simhash", id_column="id")
+                index = ShardedColumn(lc, "hashed", "simhash", id_column="id")
                 return lambda q: [(x.id, x.distance) for x in index.near(q)]
 
             def range_lookup() -> Any:
                 lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
                 configure_lookups(lc)
-                index = ShardedIndex(lc, "ranged", "simhash")
+                index = ShardedColumn(lc, "ranged", "simhash")
                 return lambda q: [(x.id, x.distance) for x in index.near(q)]
 
             h, r = hash_lookup(), range_lookup()
@@ -181,7 +181,7 @@ def main() -> None:
                 out[f"{name}_lookups_per_s_{args.clients}_clients"] = throughput(make, queries, args.clients,
                                                                                  args.seconds)
             # from SQL: simpg.near on the hash-sharded table, simpg.range_near (the foreign
-            # partitions named, scanned at once); and batches of 100 through ShardedIndex.near_many
+            # partitions named, scanned at once); and batches of 100 through ShardedColumn.near_many
             sc = psycopg.connect(coord.dsn("bench"), autocommit=True)
 
             def sql_hash(q: int) -> list[tuple[int, int]]:
@@ -202,7 +202,7 @@ def main() -> None:
             out["range_in_step_latency"] = latencies(
                 lambda q: sc.execute("SELECT simpg.range_in_step('ranged', 'simhash')").fetchall(), some)
             for name, table, id_column in (("hash", "hashed", "id"), ("range", "ranged", None)):
-                index = ShardedIndex(sc, table, "simhash", id_column=id_column)
+                index = ShardedColumn(sc, table, "simhash", id_column=id_column)
                 t0 = time.perf_counter()
                 found = [index.near_many(queries[i:i + 100], 3) for i in range(0, 1000, 100)]
                 out[f"{name}_near_many_ms_per_lookup"] = (time.perf_counter() - t0) / 1000 * 1e3

@@ -29,7 +29,7 @@ from bench import pgserver  # noqa: E402
 from bench.shard_scale import copy_rows, make_data, server_cpu_s  # noqa: E402
 from simpg import bits, schema  # noqa: E402
 from simpg.psycopg import SimHashColumn, configure_lookups  # noqa: E402
-from simpg.shards import Shard, ShardedIndex, attach_shard, create_server, shard_ddl  # noqa: E402
+from simpg.shards import Shard, ShardedColumn, attach_shard, create_server, shard_ddl  # noqa: E402
 
 
 def main() -> None:
@@ -93,7 +93,7 @@ def main() -> None:
     run("the same as postgres_fdw sends it (BEGIN, DECLARE, FETCH, CLOSE, COMMIT)", fdw_like)
     lookups = psycopg.connect(coord.dsn("bench"), autocommit=True)
     configure_lookups(lookups)
-    index = ShardedIndex(lookups, "t", "simhash", id_column="id")
+    index = ShardedColumn(lookups, "t", "simhash", id_column="id")
     run("through the coordinator", index.near)
     before = server_cpu_s(coord)
     for q in qs:

@@ -47,7 +47,7 @@ import numpy as np
 
 from simpg import bits
 from simpg.exc import InvalidFingerprint, InvalidLayout, SimpgError
-from simpg.fingerprint.minhash import BANDS, SKETCH_BYTES, checked_max_distance
+from simpg.fingerprint.minhash import BANDS, SKETCH_BYTES, checked_max_sketch_distance
 from simpg.layout import Layout, Permutation, check_radius
 from simpg.results import Pair
 
@@ -303,7 +303,7 @@ def _run_steps(values: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
 
 
 def _sketch_limit(value: int | None) -> int:
-    return checked_max_distance(value)
+    return checked_max_sketch_distance(value)
 
 
 #: One pass of the engine: a table's permutation and prefix. A layout's tables

@@ -40,7 +40,7 @@ DECISIONS_TABLE = "simpg_decisions"
 #: What a decision says about two documents.
 VERDICTS = ("not_duplicate", "duplicate")
 
-#: The band key columns, in band order (``SimHashColumn.duplicates(..., bands=)``'s default names);
+#: The band key columns, in band order (``SimHashColumn.duplicates(..., band_keys=)``'s default names);
 #: the model declares them under these names.
 BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 

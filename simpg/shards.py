@@ -19,12 +19,12 @@ triggers: a lookup reads one shard per permuted table (sql/functions/76_range_sh
 
 Example:
     >>> import psycopg
-    >>> from simpg.shards import Shard, ShardedIndex, create_shards
+    >>> from simpg.shards import Shard, ShardedColumn, create_shards
     >>> coord = psycopg.connect("dbname=app", autocommit=True)  # doctest: +SKIP
     >>> coord.execute("CREATE TABLE docs (id bigint NOT NULL, simhash bigint) PARTITION BY HASH (id)")  # doctest: +SKIP
     >>> create_shards(coord, "docs", "simhash", [Shard("s1", "host=db1 dbname=app"),
     ...                                          Shard("s2", "host=db2 dbname=app")], k=3, rows=10**8)  # doctest: +SKIP
-    >>> ShardedIndex(coord, "docs", "simhash", id_column="id").near(0x0123456789ABCDEF, 3)  # doctest: +SKIP
+    >>> ShardedColumn(coord, "docs", "simhash", id_column="id").near(0x0123456789ABCDEF, 3)  # doctest: +SKIP
     [Neighbor(id=12, distance=1)]
 """
 
@@ -54,7 +54,7 @@ __all__ = [
     "Shard",
     "ShardInfo",
     "ShardProblem",
-    "ShardedIndex",
+    "ShardedColumn",
     "attach_range_shard",
     "attach_shard",
     "check_range_shards",
@@ -588,8 +588,10 @@ def create_range_shards(conn: psycopg.Connection[Any], table: str, column: str, 
     return check_range_shards(conn, table, column, verify_rows=False)
 
 
-class ShardedIndex:
-    """Lookups, pairs and clusters on a sharded table, through the coordinator, for either distribution.
+class ShardedColumn:
+    """A live handle on a sharded table's fingerprint column, as SimHashColumn is on a table's.
+
+    Lookups, pairs and clusters through the coordinator, for either distribution.
 
     Hash distribution: ``near``, ``pairs`` and ``clusters`` are
     :class:`~simpg.psycopg.SimHashColumn`'s: a lookup's prefix ranges and distance
@@ -771,7 +773,7 @@ def _split_name(conn: psycopg.Connection[Any], table: str) -> tuple[str, str]:
     return row[0][0], row[0][1]
 
 
-#: The condition of a batch of %s lookups (``ShardedIndex._near_many_sql``): each lookup's
+#: The condition of a batch of %s lookups (``ShardedColumn._near_many_sql``): each lookup's
 #: ``simpg.lookup_where``, ORed; lookup ``i`` has parameters ``$3i-2`` (fingerprint),
 #: ``$3i-1`` (range starts) and ``$3i`` (k). Parameters: column, prefix columns, k, levels, count.
 _MANY_CONDITION_SQL = (

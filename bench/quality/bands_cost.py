@@ -13,7 +13,7 @@ sketches and random band keys, the same queries, interleaved round-robin over th
   prefix ranges of ``duplicates`` ORed with ``band_i = $bands[i]`` (PostgreSQL makes a BitmapOr
   of one B-tree scan per table and per band), kept when ``hamming <= K`` or a band is equal,
   and confirmed by the sketch. With K a number this is now the product's statement
-  (``SimHashColumn.duplicates(..., bands=, band_columns=)``; the figures in
+  (``SimHashColumn.duplicates(..., band_keys=, band_columns=)``; the figures in
   docs/fingerprinting.md were measured with the prototype's, which lacked its
   ``fp IS NOT NULL``); bands only (K ``-``) stays the prototype's.
 * **SQL simpg.duplicates k=K + 4 bands**: the same table as k=K + 4 bands, looked up through
@@ -137,8 +137,8 @@ class Banded:
         return {"s": "x" + sketch.hex(), "t": 256, "bands": Int8Array(np.array(bands, dtype=np.int64))}
 
     def lookup(self, q: int, sketch: bytes, bands: list[int]) -> list[Any]:
-        if self.handle is not None:  # the product: SimHashColumn.duplicates(..., bands=)
-            return self.handle.duplicates(q, sketch, self.k, bands=bands, band_columns=self.columns,
+        if self.handle is not None:  # the product: SimHashColumn.duplicates(..., band_keys=)
+            return self.handle.duplicates(q, sketch, self.k, band_keys=bands, band_columns=self.columns,
                                           max_sketch_distance=256)
         params = self.params(q, sketch, bands)
         with self.conn.cursor(binary=True) as cur:

@@ -1,9 +1,8 @@
 """What several commands share: options spelled the same everywhere, progress, the database.
 
-The radius is ``-k`` in every command, as in SQL (``k``) and Python (``k=``).
-``--distance`` stays its long name, and ``-d`` stays on ``find-all`` and
-``find-clusters`` (and their Spark twins), the flags of seed 004's tool. Errors name
-the flag as the user typed it.
+The radius is ``-k`` in every command, as in SQL (``k``) and Python (``k=``);
+``-d`` also stays on ``find-all`` and ``find-clusters`` (and their Spark twins), the
+flag of seed 004's tool. Errors name the flag as the user typed it.
 """
 
 from __future__ import annotations
@@ -65,8 +64,8 @@ class _Radius(argparse.Action):
 
 def add_radius(p: argparse.ArgumentParser, *, default: int | None = None, required: bool = False,
                seed004: bool = False, help: str = "largest number of differing bits") -> None:
-    """Add ``-k``/``--distance`` (and ``-d`` where ``seed004``), stored as ``args.k``."""
-    flags = ("-k", "-d", "--distance") if seed004 else ("-k", "--distance")
+    """Add ``-k`` (and ``-d`` where ``seed004``), stored as ``args.k``."""
+    flags = ("-k", "-d") if seed004 else ("-k",)
     p.add_argument(*flags, dest="k", type=int, default=default, required=required, metavar="K",
                    action=_Radius, help=help)
     p.set_defaults(k_flag="-k")

@@ -5,7 +5,7 @@ steps, the first two safe while the application reads and writes; resumable).
 
 Example:
     simpg backfill --dsn "dbname=app" --table articles --text-column body \\
-        --fp-column simhash --k 3 --blocks 5 --progress
+        --column simhash -k 3 --blocks 5 --progress
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--table", required=True, help="table (may be schema-qualified)")
     p.add_argument("--text-column", required=True, help="column holding the text")
     p.add_argument(
-        "--fp-column", required=True, help="bigint fingerprint column (added if missing)"
+        "--column", required=True, help="bigint fingerprint column (added if missing)"
     )
     p.add_argument(
         "--batch-size", type=int, default=2000, help="rows per batch and transaction (default 2000)"
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
                    help="fingerprint every row again with --config (not only empty ones), with --sketch-column "
                         "sketch it again too (and its band keys with --bands), and record that config on the "
                         "column's simpg index: how a table moves to a new config or format")
-    p.add_argument("-k", "--k", type=int, help="also build the simhash index for this radius")
+    p.add_argument("-k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
     )
@@ -131,10 +131,10 @@ def run(args: argparse.Namespace) -> int:
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         # everything that can be refused is refused before the first change
-        layout = backfill.layout_to_build(conn, args.table, args.text_column, args.fp_column, config=config,
+        layout = backfill.layout_to_build(conn, args.table, args.text_column, args.column, config=config,
                                           k=args.k, blocks=args.blocks, inner_blocks=args.inner_blocks,
                                           sketch_column=args.sketch_column, refingerprint=args.refingerprint)
-        added = backfill.add_fingerprint_column(conn, args.table, args.fp_column, lock_timeout=args.lock_timeout)
+        added = backfill.add_fingerprint_column(conn, args.table, args.column, lock_timeout=args.lock_timeout)
         sketches = None
         sketch_added = False
         if args.sketch_column:
@@ -154,17 +154,17 @@ def run(args: argparse.Namespace) -> int:
                 bar.close()
                 bar = None
         filled = backfill.backfill_fingerprints(
-            conn, args.table, args.text_column, args.fp_column, config=config, batch_size=args.batch_size,
+            conn, args.table, args.text_column, args.column, config=config, batch_size=args.batch_size,
             workers=args.workers, progress=progress if show else None, refingerprint=args.refingerprint)
         if bar is not None:
             bar.close()
         index = None
         if layout is not None:
             index = backfill.build_index(
-                conn, args.table, args.fp_column, k=layout.k, blocks=layout.levels[0],
+                conn, args.table, args.column, k=layout.k, blocks=layout.levels[0],
                 inner_blocks=layout.levels[1] if len(layout.levels) > 1 else None,
                 fingerprint_config=config.identity, lock_timeout=args.lock_timeout)
-        guard = backfill.create_guard(conn, args.table, args.fp_column) if args.guard else None
+        guard = backfill.create_guard(conn, args.table, args.column) if args.guard else None
     result = {"column_added": added, **asdict(filled), "index": asdict(index) if index else None, "guard": guard,
               "sketches": None if sketches is None else {"column_added": sketch_added, **asdict(sketches)}}
     if args.json:

@@ -76,7 +76,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--confirm", choices=("sketch", "none"), default="sketch",
                    help="sketch (default): a pair within k bits is a near-duplicate only if the documents' "
                         "sketches agree (estimated word overlap); none: the fingerprints alone decide")
-    p.add_argument("--max-sketch-distance", type=int, default=MAX_SKETCH_DISTANCE, metavar="T",
+    p.add_argument("--max-sketch-distance", type=int, default=MAX_SKETCH_DISTANCE, metavar="BITS",
                    help=f"largest number of differing sketch bits that confirms a pair, 0 to {SKETCH_BITS} "
                         f"(default: {MAX_SKETCH_DISTANCE}: estimated Jaccard similarity >= "
                         f"{1 - 2 * MAX_SKETCH_DISTANCE / SKETCH_BITS:.2f})")

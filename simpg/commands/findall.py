@@ -2,7 +2,7 @@
 
 Both read decimal fingerprints, one per line, and print newline-separated JSON
 arrays, like ``simhash-find-all`` and ``simhash-find-clusters`` (seed 004), with the
-same options (``--blocks``, ``--distance``, ``--input``, ``--output``, ``-`` for
+same options (``--blocks``, ``-d``, ``--input``, ``--output``, ``-`` for
 stdin/stdout). Two differences, both on purpose:
 
 * every input line is a row: a fingerprint given twice is a pair ``[x, x]`` at

@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
                    help="auto (default): confirm --text/--file matches by sketches when the table has the "
                         "sketch column; sketch: always (fingerprint queries are refused); none: never")
     p.add_argument("--sketch-column", default="sketch", help="the table's bit(256) sketches (default: sketch)")
-    p.add_argument("--max-sketch-distance", type=int, default=None, metavar="T",
+    p.add_argument("--max-sketch-distance", type=int, default=None, metavar="BITS",
                    help="largest number of differing sketch bits that confirms a match (default: 36)")
     add_dsn_argument(p)
     add_common_arguments(p, k_default=None, k_help="(default: the radius the table's simpg index was built for)")
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         banded = confirm and all(_has_column(conn, args.table, c) for c in band_columns(args.sketch_column, None))
         results: list[list[Any]] = index.near_many([fp for _, fp, _, _ in queries], k)
         if confirm:  # text queries, confirmed one by one
-            results = [index.duplicates(fp, sk, k, bands=keys if banded else None, sketch_column=args.sketch_column,
+            results = [index.duplicates(fp, sk, k, band_keys=keys if banded else None, sketch_column=args.sketch_column,
                                         max_sketch_distance=args.max_sketch_distance) if sk is not None else found
                        for (_, fp, sk, keys), found in zip(queries, results, strict=True)]
         details: dict[Any, tuple[str, str | None]] = {}

@@ -1,8 +1,8 @@
 """``simpg plan``: the index layouts worth considering for k and a row count.
 
 Example:
-    $ simpg plan --k 3 --rows 10M
-    $ simpg plan --k 3 --rows 10000000 --json
+    $ simpg plan -k 3 --rows 10M
+    $ simpg plan -k 3 --rows 10000000 --json
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
         "simpg.create_index picks when blocks are not given.",
     )
     parser.add_argument(
-        "-k", "--k", required=True, metavar="K", help="largest Hamming distance to answer (0 to 16)"
+        "-k", required=True, metavar="K", help="largest Hamming distance to answer (0 to 16)"
     )
     parser.add_argument(
         "--rows", required=True, metavar="N", help="expected number of rows, e.g. 10000000 or 10M"

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
                        f"{DEFAULT_K} with --confirm none)")
     p.add_argument("--confirm", choices=("sketch", "none"), default="sketch",
                    help="sketch (default): pairs confirmed by the documents' sketches; none: fingerprints alone")
-    p.add_argument("--max-sketch-distance", type=int, default=MAX_SKETCH_DISTANCE, metavar="T",
+    p.add_argument("--max-sketch-distance", type=int, default=MAX_SKETCH_DISTANCE, metavar="BITS",
                    help=f"largest number of differing sketch bits that confirms a pair, 0 to {SKETCH_BITS} "
                         f"(default: {MAX_SKETCH_DISTANCE})")
     p.add_argument("--bands", action=argparse.BooleanOptionalAction, default=True,

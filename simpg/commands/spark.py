@@ -36,10 +36,10 @@ def register(subparsers: Any) -> None:
         source.add_argument("--table", help="PostgreSQL table to read (with --dsn or SIMPG_DSN)")
         p.add_argument("--format", choices=("parquet", "csv", "text"),
                        help="input format (default: from the extension; text otherwise)")
-        p.add_argument("--fp-column", help="fingerprint column (default: fp, fingerprint or simhash; "
-                                           "simhash for --table)")
-        p.add_argument("--id-column", help="integer id column (default: id if there is one; for files without "
-                                           "one, the 1-based row number)")
+        p.add_argument("--column", help="fingerprint column (default: fp, fingerprint or simhash; "
+                                        "simhash for --table)")
+        p.add_argument("--key", help="integer key column (default: id if there is one; for files without "
+                                     "one, the 1-based row number)")
         sink = p.add_mutually_exclusive_group(required=True)
         sink.add_argument("-o", "--output", metavar="PATH", help="Parquet or CSV folder to write")
         sink.add_argument("--output-table", metavar="TABLE", help="PostgreSQL table to create and fill")
@@ -129,10 +129,10 @@ def _run(args: argparse.Namespace, layout: Layout | None, conf: dict[str, str]) 
         options["block_size"] = args.block_size
     with contextlib.ExitStack() as stack:
         if args.table:
-            df = stack.enter_context(io.read_table(spark, args.dsn, args.table, args.fp_column or "simhash",
-                                                   args.id_column or "id", args.partitions))
+            df = stack.enter_context(io.read_table(spark, args.dsn, args.table, args.column or "simhash",
+                                                   args.key or "id", args.partitions))
         else:
-            df = io.read_file(spark, args.input, args.format, args.fp_column, args.id_column)
+            df = io.read_file(spark, args.input, args.format, args.column, args.key)
         prepared = engine.prepare(df)  # read (and, from a table, in its snapshot) once
     if args.spark_kind == "find-all":
         result = engine.pairs(prepared, args.k, layout, **options)

@@ -85,8 +85,8 @@ __all__ = [
     "SKETCH_BYTES",
     "SKETCH_VERSION",
     "band_columns",
-    "band_keys",
-    "checked_max_distance",
+    "checked_band_keys",
+    "checked_max_sketch_distance",
     "from_sql",
     "shingle_hashes",
     "similarity",
@@ -898,7 +898,7 @@ def sketch_and_bands(doc: Any) -> tuple[bytes, tuple[int, ...] | None]:
 
     Band ``i`` is a 64-bit hash of the sketch's bin minima ``i*4 .. i*4 + 3`` (after
     densification): documents sharing a key are lookup candidates
-    (``SimHashColumn.duplicates(..., bands=)``), which the sketch then confirms. Keys are
+    (``SimHashColumn.duplicates(..., band_keys=)``), which the sketch then confirms. Keys are
     signed, as a ``bigint`` column stores them. A document with fewer than
     :data:`MIN_BAND_SHINGLES` distinct shingles gets None: it is found through its
     fingerprint only.
@@ -933,7 +933,7 @@ def similarity(distance: int, bits: int = SKETCH_BITS) -> float:
     return max(0.0, 1.0 - 2.0 * distance / bits)
 
 
-def checked_max_distance(value: int | None) -> int:
+def checked_max_sketch_distance(value: int | None) -> int:
     """A confirming limit of sketch bits; None means :data:`MAX_SKETCH_DISTANCE`.
 
     Refused, naming the value, unless an integer from 0 to :data:`SKETCH_BITS`.
@@ -973,11 +973,11 @@ def band_columns(sketch_column: str, columns: Any) -> tuple[str, ...]:
     return tuple(columns)
 
 
-def band_keys(bands: Any, columns: Sequence[str]) -> np.ndarray:
+def checked_band_keys(band_keys: Any, columns: Sequence[str]) -> np.ndarray:
     """A document's band keys (signed 64-bit, as stored) checked, as ``int64``, one per column."""
-    if isinstance(bands, (str, bytes)) or not isinstance(bands, (Sequence, np.ndarray)):
-        raise SimpgError(f"expected a sequence of band keys, got {bands!r}")
-    keys = list(bands)
+    if isinstance(band_keys, (str, bytes)) or not isinstance(band_keys, (Sequence, np.ndarray)):
+        raise SimpgError(f"expected a sequence of band keys, got {band_keys!r}")
+    keys = list(band_keys)
     if len(keys) != len(columns):
         raise SimpgError(f"expected {len(columns)} band keys (one per band column), got {len(keys)}: {keys!r}")
     for key in keys:

@@ -18,7 +18,7 @@ from simpg import allpairs, bits
 from simpg.exc import LAYOUT_CHANGED, InvalidFingerprint, SimpgError, translate
 from simpg.fingerprint import FingerprintConfig, fingerprint_many, minhash
 from simpg.fingerprint.config import config_for_index, stored_config
-from simpg.fingerprint.minhash import checked_max_distance, to_sql
+from simpg.fingerprint.minhash import checked_max_sketch_distance, to_sql
 from simpg.psycopg.catalog import INTEGER_TYPES, IndexInfo, check_k
 from simpg.psycopg.statements import near_params
 from simpg.psycopg.wire import Int8Array
@@ -26,21 +26,21 @@ from simpg.results import IndexStats, Neighbor
 
 
 def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any,
-                      bands: Any = None, band_columns: Sequence[str] = ()) -> list[Any]:
+                      band_keys: Any = None, band_columns: Sequence[str] = ()) -> list[Any]:
     """``$1..$6`` of :func:`~simpg.psycopg.statements.duplicates_sql`, checked (errors name the value).
 
-    Without ``bands`` there is no ``$6``: the statement has no band columns to compare.
+    Without ``band_keys`` there is no ``$6``: the statement has no band columns to compare.
     """
-    limit = checked_max_distance(max_sketch_distance)
+    limit = checked_max_sketch_distance(max_sketch_distance)
     params = [*near_params(info, fp, k), to_sql(sketch), Int8(limit)]
-    if bands is not None:
-        params.append(band_keys(bands, band_columns))
+    if band_keys is not None:
+        params.append(band_key_array(band_keys, band_columns))
     return params
 
 
-def band_keys(bands: Any, columns: Sequence[str]) -> Int8Array:
+def band_key_array(band_keys: Any, columns: Sequence[str]) -> Int8Array:
     """A document's band keys (signed 64-bit, as stored) as the ``bigint[]`` parameter, one per column."""
-    return Int8Array(minhash.band_keys(bands, columns))
+    return Int8Array(minhash.checked_band_keys(band_keys, columns))
 
 
 def sketch_column_error(err: psycopg.Error, table: str, column: str, bands: Sequence[str] = ()) -> Exception:

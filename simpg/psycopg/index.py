@@ -396,7 +396,7 @@ class SimHashColumn:
                 return cur.fetchone()
 
     def duplicates(self, fingerprint: int, sketch: bytes, k: int | None = None, *,
-                   bands: Sequence[int] | None = None, band_columns: Sequence[str] | None = None,
+                   band_keys: Sequence[int] | None = None, band_columns: Sequence[str] | None = None,
                    sketch_column: str = "sketch", max_sketch_distance: int | None = None) -> list[Duplicate]:
         """Near-duplicates of one document: rows within ``k`` bits, or sharing a band key, whose sketches confirm them.
 
@@ -404,7 +404,7 @@ class SimHashColumn:
         ``bit(256)`` column, :mod:`simpg.fingerprint.minhash`) differs from ``sketch`` in at
         most ``max_sketch_distance`` bits (default
         :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`). Nearest sketch first.
-        With ``bands`` (from :func:`~simpg.fingerprint.sketch_and_bands`), rows sharing a
+        With ``band_keys`` (from :func:`~simpg.fingerprint.sketch_and_bands`), rows sharing a
         band key are candidates too, in the same statement (held-out F1 0.989 / 0.970 /
         0.960 against 0.881 / 0.809 / 0.716 at k = 4 alone, docs/fingerprinting.md);
         their ``distance`` may exceed ``k``. Rows whose band columns are NULL are found
@@ -414,7 +414,7 @@ class SimHashColumn:
             fingerprint: the document's fingerprint.
             sketch: the document's sketch (32 bytes).
             k: fingerprint radius (default: the index's).
-            bands: the document's band keys (signed, as stored), or None (too short to
+            band_keys: the document's band keys (signed, as stored), or None (too short to
                 have any, or a table without band columns): fingerprint candidates only.
             band_columns: the table's bigint columns of band keys, in band order
                 (default: ``<sketch_column>_b0`` .. ``_b3``), each with a B-tree.
@@ -422,11 +422,11 @@ class SimHashColumn:
             max_sketch_distance: the largest sketch distance that confirms a row.
         """
         fp = _common.fingerprint(fingerprint)
-        columns = minhash.band_columns(sketch_column, band_columns) if bands is not None else ()
+        columns = minhash.band_columns(sketch_column, band_columns) if band_keys is not None else ()
 
         def run(info: IndexInfo) -> list[Duplicate]:
             params = _common.duplicates_params(info, fp, _common.radius(k, info), sketch, max_sketch_distance,
-                                               bands, columns)
+                                               band_keys, columns)
             key = f"duplicates {sketch_column} {columns}"  # composed once per layout and columns, as near's
             if key not in self._statements:  # the condition is simpg.lookup_where's, asked once
                 asked = statements.duplicates_condition_params(info, sketch_column, columns)
@@ -540,7 +540,7 @@ class SimHashColumn:
                               made.hex() if made else None, None if None in keys else list(keys)))
             texts.append("" if text is None else str(text))
         decision = Decision(k=info.layout.k, confirm=sketched, bands=banded,
-                            max_sketch_distance=minhash.checked_max_distance(max_sketch_distance))
+                            max_sketch_distance=minhash.checked_max_sketch_distance(max_sketch_distance))
         return explain_values(sides[0], sides[1], texts[0], texts[1], layout=info.layout, decision=decision)
 
     def fetch_all(self, where: sql.Composable | None = None) -> tuple[np.ndarray, np.ndarray]:

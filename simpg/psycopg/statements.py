@@ -100,7 +100,7 @@ def near_sql(info: IndexInfo, *, ordered: bool = False) -> sql.Composed:
 DUPLICATES_CONDITION_SQL = (
     "SELECT simpg.lookup_where(%s, %s::name[], '$1', '$3', %s, %s::integer[], lows => '$2', "
     "sketch_column => %s, sketch => '$4::bit(256)', max_sketch => '$5', band_columns => %s::name[], "
-    "bands => '$6')")
+    "band_keys => '$6')")
 
 
 def duplicates_condition_params(info: IndexInfo, sketch_column: str, band_columns: Sequence[str]) -> list[Any]:

@@ -175,7 +175,7 @@ def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column:
     try:
         if fmt == "text":
             if fp_column or id_column:
-                raise SimpgError("text input has no columns: --fp-column and --id-column are for csv and parquet")
+                raise SimpgError("text input has no columns: --column and --key are for csv and parquet")
             return read_text(spark, path)
         reader = spark.read.option("header", True) if fmt == "csv" else spark.read
         df = reader.csv(path) if fmt == "csv" else reader.parquet(path)
@@ -185,7 +185,7 @@ def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column:
     if fp_column is None:
         fp_column = next((c for c in FP_COLUMNS if c in columns), columns[0] if len(columns) == 1 else None)
         if fp_column is None:
-            raise SimpgError(f"no fingerprint column among {', '.join(columns)}; name it with --fp-column")
+            raise SimpgError(f"no fingerprint column among {', '.join(columns)}; name it with --column")
     if fp_column not in columns:
         raise SimpgError(f"no column {fp_column!r} in {path!r} (columns: {', '.join(columns)})")
     if id_column is None and "id" in columns and fp_column != "id":

@@ -20,7 +20,7 @@ from __future__ import annotations
 from simpg.sqlalchemy.engines import async_lookup_engine, lookup_engine
 from simpg.sqlalchemy.functions import hamming, layout_is, permute, prefix_hi, prefix_lo, sketch_distance
 from simpg.sqlalchemy.index import (
-    NearDuplicateError,
+    NearDuplicate,
     SimHashGuard,
     SimHashIndex,
     index_for,
@@ -40,8 +40,8 @@ from simpg.sqlalchemy.orm import (
     duplicates_async,
     duplicates_select,
     fingerprint_on_write,
-    near_duplicates,
-    near_duplicates_async,
+    near,
+    near_async,
     near_select,
 )
 from simpg.sqlalchemy.types import SimHash, Sketch
@@ -49,7 +49,7 @@ from simpg.sqlalchemy.urls import url_from_dsn
 
 __all__ = [
     "FingerprintWriter",
-    "NearDuplicateError",
+    "NearDuplicate",
     "SimHash",
     "SimHashGuard",
     "SimHashIndex",
@@ -64,8 +64,8 @@ __all__ = [
     "layout_is",
     "lookup_engine",
     "near_duplicate",
-    "near_duplicates",
-    "near_duplicates_async",
+    "near",
+    "near_async",
     "near_select",
     "object_name",
     "permute",

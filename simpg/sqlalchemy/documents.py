@@ -10,7 +10,7 @@ server's catalog). ``python -m simpg.reference`` prints the DDL.
 The simhash index is declared for ``k <= DEDUP_K`` (4) with 6 blocks (15 tables): the
 radius ``simpg dedup`` decides at, so every report, lookup and guard on the table answers
 at it too; prefixes of 20-22 bits keep a lookup to a few candidates in a table of up to a
-few million rows (``simpg plan --k 4`` for bigger tables).
+few million rows (``simpg plan -k 4`` for bigger tables).
 """
 
 from __future__ import annotations

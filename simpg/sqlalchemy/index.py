@@ -59,10 +59,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
-from simpg.exc import NearDuplicate, SimpgError
+from simpg import exc
+from simpg.exc import SimpgError
 from simpg.exc import near_duplicate as _psycopg_near_duplicate
 from simpg.fingerprint.errors import InvalidConfig
-from simpg.fingerprint.minhash import checked_max_distance
+from simpg.fingerprint.minhash import checked_max_sketch_distance
 from simpg.layout import Layout, check_radius, default_blocks
 from simpg.results import IndexProblem
 from simpg.sqlalchemy.functions import _levels, layout_is
@@ -74,7 +75,7 @@ __all__ = [
     "SimHashGuard",
     "SimHashIndex",
     "index_for",
-    "NearDuplicateError",
+    "NearDuplicate",
     "near_duplicate",
     "raise_near_duplicates",
     "layout_guard",
@@ -455,7 +456,7 @@ def simhash_guard(column: Any, *, k: int | None = None, key_column: str | None =
     limit = None
     if sketch is not None:
         try:
-            limit = checked_max_distance(max_sketch_distance)
+            limit = checked_max_sketch_distance(max_sketch_distance)
         except InvalidConfig as err:
             raise SimpgError(f"{where}: {err}") from None
     guards = _TABLE_GUARDS.setdefault(col.table, {})
@@ -488,16 +489,18 @@ def table_guards(table: Table) -> dict[str, SimHashGuard]:
     return dict(_TABLE_GUARDS.get(table, {}))
 
 
-class NearDuplicateError(IntegrityError, NearDuplicate):
+class NearDuplicate(IntegrityError, exc.NearDuplicate):
     """The ``IntegrityError`` of a guard's refusal, carrying ``key``, ``distance`` and ``guard``.
 
     Raised instead of a plain ``IntegrityError`` on engines passed to
-    :func:`raise_near_duplicates`; ``except IntegrityError`` still catches it.
+    :func:`raise_near_duplicates`: ``except simpg.exc.NearDuplicate`` catches it as it
+    catches psycopg's, and ``except IntegrityError`` still does (the type differs only
+    because SQLAlchemy's error must stay an ``IntegrityError``).
     """
 
 
 def raise_near_duplicates(engine: Any) -> None:
-    """Make ``engine`` raise :class:`NearDuplicateError` for a simpg guard's refusals.
+    """Make ``engine`` raise :class:`NearDuplicate` for a simpg guard's refusals.
 
     A ``handle_error`` listener: other errors are left as SQLAlchemy raises them.
     Works for sync engines and for an ``AsyncEngine``'s ``sync_engine``.
@@ -510,13 +513,13 @@ def raise_near_duplicates(engine: Any) -> None:
         wrapped = context.sqlalchemy_exception
         if found is None or wrapped is None:
             return None
-        error = NearDuplicateError(wrapped.statement, wrapped.params, wrapped.orig,
-                                   hide_parameters=wrapped.hide_parameters)
+        error = NearDuplicate(wrapped.statement, wrapped.params, wrapped.orig,
+                              hide_parameters=wrapped.hide_parameters)
         error.key, error.distance, error.guard = found.key, found.distance, found.guard
         return error
 
 
-def near_duplicate(err: BaseException) -> NearDuplicate | None:
+def near_duplicate(err: BaseException) -> exc.NearDuplicate | None:
     """The :class:`~simpg.exc.NearDuplicate` a guard's refusal means, else None.
 
     ``err``: SQLAlchemy's ``IntegrityError`` (from a flush or commit) or psycopg's

@@ -1,11 +1,11 @@
 """ORM helpers: fingerprint a text attribute on write, find near-duplicates of a text or object.
 
 Example:
-    >>> from simpg.sqlalchemy import fingerprint_on_write, near_duplicates
+    >>> from simpg.sqlalchemy import fingerprint_on_write, near
     >>> fingerprint_on_write(Article.body, Article.simhash)       # doctest: +SKIP
-    >>> near_duplicates(session, Article, "some text", k=3)        # doctest: +SKIP
+    >>> near(session, Article, "some text", k=3)                    # doctest: +SKIP
     >>> sk, keys = sketch_and_bands("some text")                     # doctest: +SKIP
-    >>> duplicates(session, Article, fp, sk, bands=keys)            # doctest: +SKIP
+    >>> duplicates(session, Article, fp, sk, band_keys=keys)            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, fingerprint
 from simpg.fingerprint.minhash import band_columns as default_band_columns
-from simpg.fingerprint.minhash import band_keys, checked_max_distance, to_sql
+from simpg.fingerprint.minhash import checked_band_keys, checked_max_sketch_distance, to_sql
 from simpg.sqlalchemy.index import SimHashIndex, _resolve_column, index_for
 from simpg.sqlalchemy.types import Sketch
 
@@ -33,8 +33,8 @@ __all__ = [
     "duplicates_async",
     "duplicates_select",
     "fingerprint_on_write",
-    "near_duplicates",
-    "near_duplicates_async",
+    "near",
+    "near_async",
     "near_select",
 ]
 
@@ -141,7 +141,7 @@ def near_select(
     return stmt.order_by(attr.distance(fp), *pk_order)
 
 
-def near_duplicates(
+def near(
     session: Session,
     entity: Any,
     target: Any,
@@ -154,7 +154,7 @@ def near_duplicates(
     return list(session.scalars(near_select(entity, target, k, column=column).limit(limit)).all())
 
 
-async def near_duplicates_async(
+async def near_async(
     session: AsyncSession,
     entity: Any,
     target: Any,
@@ -163,7 +163,7 @@ async def near_duplicates_async(
     column: Any = None,
     limit: int | None = None,
 ) -> list[Any]:
-    """:func:`near_duplicates` for an ``AsyncSession``."""
+    """:func:`near` for an ``AsyncSession``."""
     return list((await session.scalars(near_select(entity, target, k, column=column).limit(limit))).all())
 
 
@@ -183,7 +183,7 @@ def duplicates_select(
     sketch: bytes,
     k: int | None = None,
     *,
-    bands: Any = None,
+    band_keys: Any = None,
     sketch_column: str = "sketch",
     band_columns: Any = None,
     max_sketch_distance: int | None = None,
@@ -192,7 +192,7 @@ def duplicates_select(
     """``SELECT entity`` rows that ``SimHashColumn.duplicates`` finds: within ``k`` or sharing a band, sketch-confirmed.
 
     A row is a candidate when its fingerprint is within ``k`` bits (``within()``: the
-    prefix B-trees) or, with ``bands`` (:func:`simpg.fingerprint.sketch_and_bands`), when
+    prefix B-trees) or, with ``band_keys`` (:func:`simpg.fingerprint.sketch_and_bands`), when
     band column i holds key i (one B-tree each); PostgreSQL reads both through one
     BitmapOr. It is kept when it has a fingerprint and its sketch differs from
     ``sketch`` in at most ``max_sketch_distance`` bits. Rows without a sketch are not
@@ -203,7 +203,7 @@ def duplicates_select(
         fingerprint: the document's unsigned fingerprint.
         sketch: the document's sketch (32 bytes).
         k: fingerprint radius; default the index's k.
-        bands: the document's band keys (signed), or None: fingerprint candidates only.
+        band_keys: the document's band keys (signed), or None: fingerprint candidates only.
         sketch_column: the table's column of sketches (``bit(256)``).
         band_columns: the band key columns, in band order (default ``<sketch_column>_b0`` ..).
         max_sketch_distance: the largest sketch distance that confirms a row (default
@@ -215,16 +215,16 @@ def duplicates_select(
     """
     attr, spec = _indexed_attribute(entity, column)
     fp = bits.check(fingerprint)
-    limit = checked_max_distance(max_sketch_distance)
+    limit = checked_max_sketch_distance(max_sketch_distance)
     to_sql(sketch)  # a bad sketch fails here, naming the value, not when the statement runs
     sketch_distance = type_coerce(_attribute_named(entity, sketch_column, "the sketches to confirm with"),
                                   Sketch()).sketch_distance(sketch)
     candidates = attr.within(fp, spec.layout.k if k is None else k)
-    if bands is not None:
+    if band_keys is not None:
         names = default_band_columns(sketch_column, band_columns)
-        band_keys(bands, names)  # checked, naming the value: one signed 64-bit key per column
+        checked_band_keys(band_keys, names)  # checked, naming the value: one signed 64-bit key per column
         shared = [_attribute_named(entity, name, "band keys, bigint") == int(key)
-                  for name, key in zip(names, bands, strict=True)]
+                  for name, key in zip(names, band_keys, strict=True)]
         # a row found through a band may be any number of bits away, but needs a fingerprint
         candidates = and_(or_(candidates, *shared), attr.is_not(None))
     mapper = inspect(entity).mapper

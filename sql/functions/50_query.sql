@@ -215,9 +215,9 @@ COMMENT ON FUNCTION simpg.lookup_parameters(text) IS
 -- check against the radius, and with sketch_column the sketch confirmation. Every SQL
 -- statement that finds rows near a fingerprint (lookup_statement's kinds, near_query,
 -- the guard, insert_or_get) and the Python handles' statements take it from here.
--- fp, radius, sketch, max_sketch and bands are SQL expressions (a parameter such as $1,
+-- fp, radius, sketch, max_sketch and band_keys are SQL expressions (a parameter such as $1,
 -- a typed literal, a column of a join such as q.fp); names are quoted here (%I). sketch
--- and max_sketch are read only with sketch_column, bands only with band_columns.
+-- and max_sketch are read only with sketch_column, band_keys only with band_columns.
 -- The ranges are computed from fp (k and levels: simpg.prefix_lo/prefix_hi, which
 -- PostgreSQL folds when it plans with constant layout arguments), or given: each prefix
 -- column's range starts at starts[i] (an expression: a typed literal, a join's column),
@@ -233,7 +233,7 @@ CREATE FUNCTION simpg.lookup_where(col name, prefix_columns name[], fp text, rad
                                    lows text DEFAULT NULL, prefix_bits integer[] DEFAULT NULL,
                                    sketch_column name DEFAULT NULL, sketch text DEFAULT NULL,
                                    max_sketch text DEFAULT NULL, band_columns name[] DEFAULT '{}',
-                                   bands text DEFAULT NULL, starts text[] DEFAULT NULL, ends text[] DEFAULT NULL,
+                                   band_keys text DEFAULT NULL, starts text[] DEFAULT NULL, ends text[] DEFAULT NULL,
                                    alias name DEFAULT 't')
     RETURNS text
     LANGUAGE plpgsql STABLE
@@ -253,7 +253,7 @@ BEGIN
        OR (ends IS NOT NULL AND (cardinality(ends) <> v_count OR (lows IS NULL AND starts IS NULL)))
        OR (ends IS NULL AND levels IS NULL AND cardinality(prefix_bits) IS DISTINCT FROM v_count)
        OR (sketch_column IS NOT NULL AND (sketch IS NULL OR max_sketch IS NULL))
-       OR (cardinality(band_columns) > 0 AND bands IS NULL) THEN
+       OR (cardinality(band_columns) > 0 AND band_keys IS NULL) THEN
         RAISE EXCEPTION 'lookup_where needs a column, prefix columns, fp, radius, an alias, the ranges as k and levels or as starts or lows (with ends, prefix_bits or the layout), one per prefix column, and each optional column with its expressions'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -271,7 +271,7 @@ BEGIN
     END LOOP;
     v_within := format('simpg.hamming(%I.%I, %s) <= %s', alias, col, fp, radius);
     IF cardinality(band_columns) > 0 THEN
-        SELECT string_agg(format('%I.%I = %s[%s]', alias, b.c, bands, b.i), ' OR ' ORDER BY b.i) INTO v_shared
+        SELECT string_agg(format('%I.%I = %s[%s]', alias, b.c, band_keys, b.i), ' OR ' ORDER BY b.i) INTO v_shared
         FROM unnest(band_columns) WITH ORDINALITY AS b(c, i);
         v_ranges := v_ranges || ' OR ' || v_shared;
         v_within := format('%I.%I IS NOT NULL AND (%s OR %s)', alias, col, v_within, v_shared);
@@ -323,7 +323,7 @@ BEGIN
                                   band_columns => CASE WHEN kind = 'banded' THEN ARRAY(
                                       SELECT b.band_column FROM simpg.band_columns(sketch_column) AS b
                                       ORDER BY b.i) ELSE '{}' END,
-                                  bands => '$4')
+                                  band_keys => '$4')
             || format(' ORDER BY simpg.sketch_distance(t.%1$I, $3), simpg.hamming(t.%2$I, $1)', sketch_column, col);
     END IF;
     RETURN v_text

@@ -104,12 +104,12 @@ COMMENT ON FUNCTION simpg.checked_sketch_columns(regclass, name, boolean) IS
     'Raises unless rel has the sketch column (bit(256)) and, with banded, its band key columns (bigint)';
 
 -- duplicates: near-duplicates of one document, as SimHashColumn.duplicates finds them:
--- the rows within k bits of fp, or with bands (simpg.fingerprint.sketch_and_bands) sharing
--- a band key (band i of the row equal to bands[i]), whose sketch differs from sketch in
+-- the rows within k bits of fp, or with band_keys (simpg.fingerprint.sketch_and_bands) sharing
+-- a band key (band i of the row equal to band_keys[i]), whose sketch differs from sketch in
 -- at most max_sketch_distance bits. Nearest sketch first, then nearest fingerprint. Rows
 -- without a fingerprint or a sketch are not returned; NULL band keys match nothing.
 --   SELECT * FROM simpg.duplicates(NULL::articles, 1234, 4, '<sketch>'::bit(256), '{1,2,3,4}')
-CREATE FUNCTION simpg.duplicates(tbl anyelement, fp bigint, k integer, sketch bit(256), bands bigint[] DEFAULT NULL,
+CREATE FUNCTION simpg.duplicates(tbl anyelement, fp bigint, k integer, sketch bit(256), band_keys bigint[] DEFAULT NULL,
                                  sketch_column name DEFAULT 'sketch',
                                  max_sketch_distance integer DEFAULT simpg.max_sketch_distance(),
                                  col name DEFAULT NULL)
@@ -121,7 +121,7 @@ CREATE FUNCTION simpg.duplicates(tbl anyelement, fp bigint, k integer, sketch bi
     SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_kind text := CASE WHEN bands IS NULL THEN 'duplicates' ELSE 'banded' END;
+    v_kind text := CASE WHEN band_keys IS NULL THEN 'duplicates' ELSE 'banded' END;
     v_lookup record;
     v_arguments text;
 BEGIN
@@ -142,17 +142,17 @@ BEGIN
     IF sketch_column IS NULL THEN
         RAISE EXCEPTION 'sketch_column must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF bands IS NOT NULL THEN
-        IF array_ndims(bands) IS DISTINCT FROM 1 OR cardinality(bands) <> simpg.band_count() THEN
-            RAISE EXCEPTION 'expected % band keys (one per band column), got %', simpg.band_count(), bands
+    IF band_keys IS NOT NULL THEN
+        IF array_ndims(band_keys) IS DISTINCT FROM 1 OR cardinality(band_keys) <> simpg.band_count() THEN
+            RAISE EXCEPTION 'expected % band keys (one per band column), got %', simpg.band_count(), band_keys
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF array_position(bands, NULL) IS NOT NULL THEN
-            RAISE EXCEPTION 'band keys must not be null, got %', bands
+        IF array_position(band_keys, NULL) IS NOT NULL THEN
+            RAISE EXCEPTION 'band keys must not be null, got %', band_keys
                 USING ERRCODE = 'null_value_not_allowed',
-                      HINT = 'a document without band keys is looked up with bands => NULL';
+                      HINT = 'a document without band keys is looked up with band_keys => NULL';
         END IF;
-        bands := bands[:];  -- subscripts from 1, whatever the array's own lower bound
+        band_keys := band_keys[:];  -- subscripts from 1, whatever the array's own lower bound
     END IF;
     v_lookup := simpg.session_lookup(v_kind, tbl, col, sketch_column);
     -- a k the prepared statement does not answer: prepare_lookup checks it against the
@@ -161,7 +161,7 @@ BEGIN
         v_lookup.statement_name := (simpg.prepare_lookup(v_kind, v_lookup.rel, k, col, sketch_column)).statement_name;
     END IF;
     v_arguments := format('(%L::bigint, %s::integer, %L::bit(256), %L::bigint[], %s::integer)',
-                          fp, k, sketch, bands, max_sketch_distance);
+                          fp, k, sketch, band_keys, max_sketch_distance);
     BEGIN
         RETURN QUERY EXECUTE format('EXECUTE %I', v_lookup.statement_name) || v_arguments;
     -- the table changed since the statement was prepared (as in simpg.near); a sketch or

@@ -52,14 +52,14 @@ GRANT SELECT (guarded_table, slot), INSERT (guarded_table, slot), UPDATE (slot) 
 -- row adds one, seeded with 65536 - i, far above any layout's table numbers. rel names
 -- the guarded table (the rows are its own), which the slots do not depend on.
 CREATE FUNCTION simpg.guard_lock_keys(rel regclass, fp bigint, k integer, levels integer[],
-                                      bands bigint[] DEFAULT NULL) RETURNS bigint[]
+                                      band_keys bigint[] DEFAULT NULL) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN (SELECT array_agg(DISTINCT key ORDER BY key)
             FROM (SELECT hashint8extended(simpg.prefix_lo(fp, k, levels, t), t) & 65535
                   FROM generate_series(0, simpg.table_count(k, levels) - 1) AS t
                   UNION ALL
                   SELECT hashint8extended(b.band, 65536 - b.i) & 65535
-                  FROM unnest(bands) WITH ORDINALITY AS b(band, i)
+                  FROM unnest(band_keys) WITH ORDINALITY AS b(band, i)
                   WHERE b.band IS NOT NULL) AS keys(key));
 
 COMMENT ON FUNCTION simpg.guard_lock_keys(regclass, bigint, integer, integer[], bigint[]) IS
@@ -249,7 +249,7 @@ BEGIN
                                       sketch_column => v_sketch_col,
                                       sketch => CASE WHEN v_sketch_col IS NOT NULL THEN '$4' END,
                                       max_sketch => CASE WHEN v_sketch_col IS NOT NULL THEN '$5' END,
-                                      band_columns => v_band_columns, bands => '$7'),
+                                      band_columns => v_band_columns, band_keys => '$7'),
                    v_key_col)
         INTO v_hit USING v_fp, v_k, v_key, v_sketch, v_max_sketch, v_lows, v_bands;
     IF v_hit.key IS NOT NULL THEN
@@ -524,7 +524,7 @@ BEGIN
                                       v_layout.levels, sketch_column => v_guard.sketch_column,
                                       sketch => CASE WHEN v_guard.sketch_column IS NOT NULL THEN '$3' END,
                                       max_sketch => CASE WHEN v_guard.sketch_column IS NOT NULL THEN '$4' END,
-                                      band_columns => coalesce(v_guard.band_columns, '{}'), bands => '$5'))
+                                      band_columns => coalesce(v_guard.band_columns, '{}'), band_keys => '$5'))
         INTO key, distance
         USING (new_row ->> v_guard.fingerprint_column)::bigint, v_guard.k, (new_row ->> v_guard.sketch_column)::bit(256),
               v_guard.max_sketch_distance,

@@ -5,12 +5,12 @@
 
 -- The sizing rule of simpg.layout.default_blocks (kept for callers of it; create_index
 -- now asks simpg.default_levels, i.e. the planner).
-CREATE FUNCTION simpg.default_blocks(k integer, row_count bigint) RETURNS integer
+CREATE FUNCTION simpg.default_blocks(k integer, rows bigint) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_want integer := greatest(ceil(log(2, greatest(row_count, 2)::numeric))::integer - 4, 1);
+    v_want integer := greatest(ceil(log(2, greatest(rows, 2)::numeric))::integer - 4, 1);
     v_m integer := k + 1;
     v_narrowest integer;
 BEGIN
@@ -70,12 +70,12 @@ $$;
 COMMENT ON FUNCTION simpg.prefix_histogram(integer, integer[]) IS
     'How many tables of layout (k, levels) have each prefix length';
 
--- plan: the designs worth considering for radius k and row_count rows, fewest tables
+-- plan: the designs worth considering for radius k and a table of rows rows, fewest tables
 -- first, with their figures and the recommended one (simpg.planner.plan in Python).
--- Contract: k in 0..16 and row_count >= 0, else raises; exactly one row has
+-- Contract: k in 0..16 and rows >= 0, else raises; exactly one row has
 -- recommended = true. Weights (sum over tables of 2^(64 - prefix bits)) and costs are
 -- compared as exact numerics, so the choice never hinges on rounding.
-CREATE FUNCTION simpg.plan(k integer, row_count bigint, everything boolean DEFAULT false)
+CREATE FUNCTION simpg.plan(k integer, rows bigint, everything boolean DEFAULT false)
     RETURNS TABLE (layout text, levels integer[], tables integer,
                    min_prefix_bits integer, max_prefix_bits integer,
                    expected_candidates double precision,
@@ -100,8 +100,8 @@ DECLARE
     v_n integer := 0;
 BEGIN
     PERFORM simpg.check_radius(k);
-    IF row_count < 0 THEN
-        RAISE EXCEPTION 'rows must be a non-negative integer, got %', row_count
+    IF rows < 0 THEN
+        RAISE EXCEPTION 'rows must be a non-negative integer, got %', rows
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     FOR v_design IN
@@ -133,7 +133,7 @@ BEGIN
         CONTINUE WHEN v_best_weight IS NOT NULL AND v_design.weight >= v_best_weight;
         v_best_weight := v_design.weight;
         v_n := v_n + 1;
-        v_cost := v_design.n_tables * c_per_probe * c_two64 + row_count * v_design.weight;
+        v_cost := v_design.n_tables * c_per_probe * c_two64 + rows * v_design.weight;
         IF v_best_cost IS NULL OR v_cost < v_best_cost THEN
             v_best_cost := v_cost;
             v_best := v_n;
@@ -142,9 +142,9 @@ BEGIN
             -- built-in: lv is simpg's own integer[]
             'levels', to_jsonb(v_design.lv), 'tables', v_design.n_tables,
             'min', v_design.min_bits, 'max', v_design.max_bits,
-            'candidates', (row_count * v_design.weight / c_two64)::float8,
+            'candidates', (rows * v_design.weight / c_two64)::float8,
             'cost', (v_cost / (c_per_probe * c_two64))::float8);
-        EXIT WHEN NOT everything AND row_count * v_design.weight * c_stop < c_two64;
+        EXIT WHEN NOT everything AND rows * v_design.weight * c_stop < c_two64;
     END LOOP;
 
     RETURN QUERY
@@ -166,13 +166,13 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.plan(integer, bigint, boolean) IS
-    'Candidate index layouts for radius k and row_count rows with their costs; one is recommended';
+    'Candidate index layouts for radius k and a table of rows rows with their costs; one is recommended';
 
 -- default_levels: the layout create_index uses when blocks are not given: the planner's
 -- recommendation (simpg.planner.recommend in Python).
-CREATE FUNCTION simpg.default_levels(k integer, row_count bigint) RETURNS integer[]
+CREATE FUNCTION simpg.default_levels(k integer, rows bigint) RETURNS integer[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN (SELECT p.levels FROM simpg.plan(k, row_count) AS p WHERE p.recommended);
+    RETURN (SELECT p.levels FROM simpg.plan(k, rows) AS p WHERE p.recommended);
 
 COMMENT ON FUNCTION simpg.default_levels(integer, bigint) IS
-    'Layout (blocks per level) that create_index picks for k and a table of row_count rows';
+    'Layout (blocks per level) that create_index picks for k and a table of rows rows';

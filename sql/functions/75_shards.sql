@@ -26,16 +26,16 @@
 --
 -- Nothing here needs postgres_fdw at install time: the functions look it up when they run.
 
--- shard_ddl: the statements that make a shard's table for the partitioned table parent,
--- to run on the shard (which has simpg installed): CREATE TABLE with parent's columns
+-- shard_ddl: the statements that make a shard's table for the partitioned table rel,
+-- to run on the shard (which has simpg installed): CREATE TABLE with rel's columns
 -- (no defaults: the coordinator computes them before routing a row), its partition key
 -- as PRIMARY KEY when that is one column (each key value goes to one shard, so keys
--- unique on every shard are unique everywhere), then simpg.create_index with parent's
+-- unique on every shard are unique everywhere), then simpg.create_index with rel's
 -- layout and fingerprint config.
--- Contract: parent is partitioned, owned by the caller, with one simpg index (or col
--- naming one); remote_schema and remote_table default to parent's schema and name.
+-- Contract: rel is partitioned, owned by the caller, with one simpg index (or col
+-- naming one); remote_schema and remote_table default to rel's schema and name.
 -- Columns of types the shard lacks (an enum, a domain) must be made there first.
-CREATE FUNCTION simpg.shard_ddl(parent regclass, remote_schema name DEFAULT NULL,
+CREATE FUNCTION simpg.shard_ddl(rel regclass, remote_schema name DEFAULT NULL,
                                 remote_table name DEFAULT NULL, col name DEFAULT NULL)
     RETURNS SETOF text
     LANGUAGE plpgsql STABLE
@@ -47,11 +47,11 @@ DECLARE
     v_columns text;
     v_key text;
 BEGIN
-    v_row := simpg.sharded_layout(parent, col);
+    v_row := simpg.sharded_layout(rel, col);
     SELECT format('%I.%I', coalesce(remote_schema, n.nspname), coalesce(remote_table, c.relname))
     INTO v_target
-    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = parent;
-    -- every column but parent's prefix columns: those are the shard's simpg index. Other
+    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = rel;
+    -- every column but rel's prefix columns: those are the shard's simpg index. Other
     -- generated columns keep their expressions: postgres_fdw sends DEFAULT for them.
     SELECT string_agg(format('%I %s%s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
                              CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
@@ -65,12 +65,12 @@ BEGIN
     FROM pg_attribute AS a
     JOIN pg_type AS t ON t.oid = a.atttypid
     LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-    WHERE a.attrelid = parent AND a.attnum > 0 AND NOT a.attisdropped
+    WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
       AND a.attname <> ALL (v_row.prefix_columns);
     SELECT format(', PRIMARY KEY (%I)', a.attname) INTO v_key
     FROM pg_partitioned_table AS p
     JOIN pg_attribute AS a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
-    WHERE p.partrelid = parent AND p.partnatts = 1 AND p.partattrs[0] <> 0;
+    WHERE p.partrelid = rel AND p.partnatts = 1 AND p.partattrs[0] <> 0;
     RETURN NEXT format('CREATE TABLE %s (%s%s)', v_target, v_columns, coalesce(v_key, ''));
     RETURN NEXT format('SELECT simpg.create_index(%L::regclass, %L::name, %s::integer, %s::integer, %s::integer, %s::text)',
                        v_target, v_row.fingerprint_column, v_row.k, v_row.levels[1],
@@ -79,28 +79,28 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.shard_ddl(regclass, name, name, name) IS
-    'Statements to run on a shard server: its table for the partitioned table parent, and a simpg index of parent''s layout';
+    'Statements to run on a shard server: its table for the partitioned table rel, and a simpg index of rel''s layout';
 
 -- sharded_layout: the simpg.indexes row of a partitioned table that shards are made
--- for. Contract: raises unless parent is a partitioned table owned by the caller with a
+-- for. Contract: raises unless rel is a partitioned table owned by the caller with a
 -- (single, or named by col) simpg index.
-CREATE FUNCTION simpg.sharded_layout(parent regclass, col name DEFAULT NULL) RETURNS simpg.indexes
+CREATE FUNCTION simpg.sharded_layout(rel regclass, col name DEFAULT NULL) RETURNS simpg.indexes
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF parent IS NULL THEN
+    IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = parent) IS DISTINCT FROM 'p' THEN
-        RAISE EXCEPTION 'table % is not partitioned; shards are the partitions of a partitioned table', parent
+    IF (SELECT c.relkind FROM pg_class AS c WHERE c.oid = rel) IS DISTINCT FROM 'p' THEN
+        RAISE EXCEPTION 'table % is not partitioned; shards are the partitions of a partitioned table', rel
             USING ERRCODE = 'wrong_object_type',
                   HINT = 'create it with PARTITION BY HASH (key), then simpg.create_index on it';
     END IF;
-    IF NOT simpg.owns(parent) THEN
-        RAISE EXCEPTION 'must be owner of table %', parent USING ERRCODE = 'insufficient_privilege';
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    RETURN simpg.index_layout(parent, col);
+    RETURN simpg.index_layout(rel, col);
 END
 $$;
 
@@ -202,21 +202,21 @@ COMMENT ON FUNCTION simpg.check_shard_server(name, text[], boolean) IS
     'Raise unless a foreign server is the caller''s own postgres_fdw server with its own user mapping (and the given options)';
 
 -- remote_index_problems: what is wrong with the shard table remote_schema.remote_table on
--- foreign server server for the simpg index layout of parent, read from the shard's
+-- foreign server server for the simpg index layout of rel, read from the shard's
 -- simpg.indexes through postgres_fdw (a temporary foreign table, dropped before
--- returning). One row per problem, none when the shard has exactly parent's layout:
+-- returning). One row per problem, none when the shard has exactly rel's layout:
 -- those of simpg.shard_server_problem ('server not owned', 'no user mapping', 'not
 -- postgres_fdw': the server is then not used at all), 'unreachable' (the connection failed; detail has postgres_fdw's
 -- message, which names the server), 'simpg missing' (no simpg.indexes there), 'error'
 -- (another error while reading it), 'no simpg index', 'layout differs', 'missing b-tree'.
-CREATE FUNCTION simpg.remote_index_problems(parent regclass, server name, remote_schema name,
+CREATE FUNCTION simpg.remote_index_problems(rel regclass, server name, remote_schema name,
                                             remote_table name, col name DEFAULT NULL)
     RETURNS TABLE (problem text, detail text)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_row simpg.indexes := simpg.sharded_layout(parent, col);
+    v_row simpg.indexes := simpg.sharded_layout(rel, col);
     v_target text := format('%I.%I', remote_schema, remote_table);
     v_found record;
     v_seen boolean := false;
@@ -248,7 +248,7 @@ BEGIN
                 problem := 'layout differs';
                 detail := format('%s.%I on server %I has k=%s blocks=%s with columns %s; %s has k=%s blocks=%s with columns %s',
                                  v_target, v_row.fingerprint_column, server, v_found.k,
-                                 array_to_string(v_found.levels, 'x'), v_found.prefix_columns, parent,
+                                 array_to_string(v_found.levels, 'x'), v_found.prefix_columns, rel,
                                  v_row.k, array_to_string(v_row.levels, 'x'), v_row.prefix_columns);
                 RETURN NEXT;
             ELSIF array_position(v_found.index_names, NULL) IS NOT NULL THEN
@@ -280,7 +280,7 @@ BEGIN
     IF NOT v_seen THEN
         problem := 'no simpg index';
         detail := format('server %I has no simpg index on %s.%I (run the statements of simpg.shard_ddl(%L) there)',
-                         server, v_target, v_row.fingerprint_column, parent::text);
+                         server, v_target, v_row.fingerprint_column, rel::text);
         RETURN NEXT;
     END IF;
 END
@@ -289,11 +289,11 @@ $$;
 COMMENT ON FUNCTION simpg.remote_index_problems(regclass, name, name, name, name) IS
     'Internal: problems of a shard table''s simpg index against a partitioned table''s layout, read through postgres_fdw';
 
--- shards: the foreign partitions of parent, at every level, with their server and the
+-- shards: the foreign partitions of rel, at every level, with their server and the
 -- table each one reads (postgres_fdw's schema_name and table_name options, defaulting to
 -- the foreign table's own), and whether postgres_fdw scans it asynchronously
 -- (async_capable of the foreign table, else of the server). Reads the catalogs only.
-CREATE FUNCTION simpg.shards(parent regclass)
+CREATE FUNCTION simpg.shards(rel regclass)
     RETURNS TABLE (shard regclass, server name, remote_schema name, remote_table name,
                    bound text, async_capable boolean)
     LANGUAGE sql STABLE STRICT
@@ -310,7 +310,7 @@ AS $$
                      WHERE o LIKE 'async_capable=%'),
                     (SELECT substr(o, length('async_capable=') + 1) FROM unnest(s.srvoptions) AS o
                      WHERE o LIKE 'async_capable=%'), 'false')::boolean
-    FROM pg_partition_tree(parent) AS m
+    FROM pg_partition_tree(rel) AS m
     JOIN pg_class AS c ON c.oid = m.relid AND c.relkind = 'f'
     JOIN pg_namespace AS n ON n.oid = c.relnamespace
     JOIN pg_foreign_table AS f ON f.ftrelid = c.oid
@@ -321,13 +321,13 @@ $$;
 COMMENT ON FUNCTION simpg.shards(regclass) IS
     'Foreign partitions of a partitioned table: server, remote table, partition bound, asynchronous scans';
 
--- check_shards: every problem of parent's shards, one row each; no rows means each
--- foreign partition reaches a shard table with exactly parent's simpg index layout and
+-- check_shards: every problem of rel's shards, one row each; no rows means each
+-- foreign partition reaches a shard table with exactly rel's simpg index layout and
 -- is scanned asynchronously. Problems: those of simpg.remote_index_problems, 'not async'
 -- (lookups would visit the shards one after the other), and 'no shards'.
 -- Contract: reads every shard's simpg.indexes through postgres_fdw, with the caller's
 -- user mappings; a shard that cannot be reached is a problem row, not an error.
-CREATE FUNCTION simpg.check_shards(parent regclass, col name DEFAULT NULL)
+CREATE FUNCTION simpg.check_shards(rel regclass, col name DEFAULT NULL)
     RETURNS TABLE (shard regclass, server name, problem text, detail text)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -337,8 +337,8 @@ DECLARE
     v_problem record;
     v_any boolean := false;
 BEGIN
-    PERFORM simpg.sharded_layout(parent, col);
-    FOR v_shard IN SELECT * FROM simpg.shards(parent) LOOP
+    PERFORM simpg.sharded_layout(rel, col);
+    FOR v_shard IN SELECT * FROM simpg.shards(rel) LOOP
         v_any := true;
         shard := v_shard.shard;
         server := v_shard.server;
@@ -348,7 +348,7 @@ BEGIN
                              v_shard.shard, v_shard.shard, 'true');
             RETURN NEXT;
         END IF;
-        FOR v_problem IN SELECT * FROM simpg.remote_index_problems(parent, v_shard.server, v_shard.remote_schema,
+        FOR v_problem IN SELECT * FROM simpg.remote_index_problems(rel, v_shard.server, v_shard.remote_schema,
                                                                    v_shard.remote_table, col) LOOP
             problem := v_problem.problem;
             detail := v_problem.detail;
@@ -359,7 +359,7 @@ BEGIN
         shard := NULL;
         server := NULL;
         problem := 'no shards';
-        detail := format('%s has no foreign partitions', parent);
+        detail := format('%s has no foreign partitions', rel);
         RETURN NEXT;
     END IF;
 END
@@ -368,21 +368,21 @@ $$;
 COMMENT ON FUNCTION simpg.check_shards(regclass, name) IS
     'Problems of a partitioned table''s foreign partitions: shards unreachable, without simpg, or with another layout; none when all is well';
 
--- attach_shard: make a shard table a hash partition of parent on the coordinator:
--- CREATE FOREIGN TABLE ... PARTITION OF parent FOR VALUES WITH (MODULUS modulus,
+-- attach_shard: make a shard table a hash partition of rel on the coordinator:
+-- CREATE FOREIGN TABLE ... PARTITION OF rel FOR VALUES WITH (MODULUS modulus,
 -- REMAINDER remainder) SERVER server, scanned asynchronously (async_capable),
 -- fetched 10,000 rows per round trip (fetch_size; postgres_fdw's default of 100 makes
 -- a whole-table read, such as SimHashColumn.pairs, a round trip per 100 rows), and written
 -- 1,000 rows per round trip by INSERT (batch_size; the default of 1 made an INSERT of
 -- 20,000 rows through the coordinator take 60 s instead of 0.9 s).
--- Contract: parent is hash-partitioned, owned by the caller, with a simpg index; the
--- shard table (remote_schema.remote_table, default parent's schema and name) already
--- has exactly parent's layout, which is read through postgres_fdw before anything is
+-- Contract: rel is hash-partitioned, owned by the caller, with a simpg index; the
+-- shard table (remote_schema.remote_table, default rel's schema and name) already
+-- has exactly rel's layout, which is read through postgres_fdw before anything is
 -- created: any problem raises, naming the server. The partition is named
--- partition_name (default: parent's name, '_', the server's) in parent's schema.
+-- partition_name (default: rel's name, '_', the server's) in rel's schema.
 -- For range or list partitioning, create the foreign partition yourself (the same
 -- options) and run simpg.check_shards.
-CREATE FUNCTION simpg.attach_shard(parent regclass, server name, modulus integer, remainder integer,
+CREATE FUNCTION simpg.attach_shard(rel regclass, server name, modulus integer, remainder integer,
                                    remote_schema name DEFAULT NULL, remote_table name DEFAULT NULL,
                                    partition_name name DEFAULT NULL)
     RETURNS regclass
@@ -400,10 +400,10 @@ BEGIN
     IF server IS NULL OR modulus IS NULL OR remainder IS NULL THEN
         RAISE EXCEPTION 'server, modulus and remainder must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    v_row := simpg.sharded_layout(parent);
-    SELECT p.partstrat INTO v_strategy FROM pg_partitioned_table AS p WHERE p.partrelid = parent;
+    v_row := simpg.sharded_layout(rel);
+    SELECT p.partstrat INTO v_strategy FROM pg_partitioned_table AS p WHERE p.partrelid = rel;
     IF v_strategy <> 'h' THEN
-        RAISE EXCEPTION 'table % is not hash-partitioned; create its foreign partitions yourself and run simpg.check_shards', parent
+        RAISE EXCEPTION 'table % is not hash-partitioned; create its foreign partitions yourself and run simpg.check_shards', rel
             USING ERRCODE = 'feature_not_supported';
     END IF;
     IF modulus < 1 OR remainder < 0 OR remainder >= modulus THEN
@@ -411,11 +411,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT n.nspname, c.relname INTO v_schema, v_name
-    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = parent;
+    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = rel;
     remote_schema := coalesce(remote_schema, v_schema);
     remote_table := coalesce(remote_table, v_name);
-    FOR v_problem IN SELECT * FROM simpg.remote_index_problems(parent, server, remote_schema, remote_table) LOOP
-        RAISE EXCEPTION 'shard % cannot be attached to %: % (%)', quote_ident(server), parent,
+    FOR v_problem IN SELECT * FROM simpg.remote_index_problems(rel, server, remote_schema, remote_table) LOOP
+        RAISE EXCEPTION 'shard % cannot be attached to %: % (%)', quote_ident(server), rel,
             v_problem.problem, v_problem.detail
             USING ERRCODE = CASE WHEN v_problem.problem = 'unreachable' THEN 'sqlclient_unable_to_establish_sqlconnection'
                                  WHEN v_problem.problem IN ('server not owned', 'no user mapping') THEN 'insufficient_privilege'
@@ -431,7 +431,7 @@ BEGIN
     partition_name := coalesce(partition_name, simpg.object_name(v_name, '_' || server));
     EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES WITH (MODULUS %s, REMAINDER %s) '
                    'SERVER %I OPTIONS (schema_name %L, table_name %L, async_capable %L, fetch_size %L, batch_size %L)',
-                   v_schema, partition_name, parent, modulus, remainder, server,
+                   v_schema, partition_name, rel, modulus, remainder, server,
                    remote_schema, remote_table, 'true', '10000', '1000');
     v_partition := format('%I.%I', v_schema, partition_name)::regclass;
     RETURN v_partition;

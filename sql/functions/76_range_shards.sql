@@ -86,11 +86,11 @@ $$;
 COMMENT ON FUNCTION simpg.range_shard_bounds(integer, integer[], integer) IS
     'Range distribution: the range of permuted values each of shards shards holds (lo inclusive, hi exclusive, NULL unbounded)';
 
--- range_layout: the range distribution registered on base (the arguments of its
+-- range_layout: the range distribution registered on rel (the arguments of its
 -- INSERT trigger), with its permuted tables in table order (NULL where one is missing).
--- Contract: raises unless base has range shards on col (or exactly one column, when col
--- is NULL). Needs no rights on base beyond reading the catalogs.
-CREATE FUNCTION simpg.range_layout(base regclass, col name DEFAULT NULL,
+-- Contract: raises unless rel has range shards on col (or exactly one column, when col
+-- is NULL). Needs no rights on rel beyond reading the catalogs.
+CREATE FUNCTION simpg.range_layout(rel regclass, col name DEFAULT NULL,
                                    OUT fingerprint_column name, OUT key_column name, OUT k integer,
                                    OUT levels integer[], OUT tables regclass[])
     LANGUAGE plpgsql STABLE
@@ -100,26 +100,26 @@ DECLARE
     v_args text[];
     v_found integer;
 BEGIN
-    IF base IS NULL THEN
+    IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     SELECT count(*) INTO v_found
     FROM pg_trigger AS g
-    WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
+    WHERE g.tgrelid = rel AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
       AND g.tgtype & 4 <> 0  -- the INSERT trigger
       AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member'  -- a partition's is not a registry
       AND (col IS NULL OR (simpg.trigger_args(g.tgargs))[1] = col);
     IF v_found = 0 THEN
-        RAISE EXCEPTION 'table % has no range shards%', base, coalesce(' on column ' || quote_ident(col), '')
+        RAISE EXCEPTION 'table % has no range shards%', rel, coalesce(' on column ' || quote_ident(col), '')
             USING ERRCODE = 'undefined_object',
                   HINT = 'set them up with simpg.create_range_index (simpg shard create --distribution range)';
     ELSIF v_found > 1 THEN
-        RAISE EXCEPTION 'table % has range shards on several columns; name one as col', base
+        RAISE EXCEPTION 'table % has range shards on several columns; name one as col', rel
             USING ERRCODE = 'ambiguous_parameter';
     END IF;
     SELECT simpg.trigger_args(g.tgargs) INTO v_args
     FROM pg_trigger AS g
-    WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
+    WHERE g.tgrelid = rel AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
       AND g.tgtype & 4 <> 0 AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member'
       AND (col IS NULL OR (simpg.trigger_args(g.tgargs))[1] = col);
     fingerprint_column := v_args[1];
@@ -137,16 +137,16 @@ COMMENT ON FUNCTION simpg.range_layout(regclass, name) IS
 
 -- complete_range_layout: range_layout, for what needs every permuted table: raises when
 -- one of them is gone from the coordinator.
-CREATE FUNCTION simpg.complete_range_layout(base regclass, col name DEFAULT NULL,
+CREATE FUNCTION simpg.complete_range_layout(rel regclass, col name DEFAULT NULL,
                                             OUT fingerprint_column name, OUT key_column name, OUT k integer,
                                             OUT levels integer[], OUT tables regclass[])
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    SELECT * INTO fingerprint_column, key_column, k, levels, tables FROM simpg.range_layout(base, col);
+    SELECT * INTO fingerprint_column, key_column, k, levels, tables FROM simpg.range_layout(rel, col);
     IF array_position(tables, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', base
+        RAISE EXCEPTION 'table % lacks some of its permuted tables on the coordinator', rel
             USING ERRCODE = 'undefined_table', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
     END IF;
 END
@@ -155,31 +155,31 @@ $$;
 COMMENT ON FUNCTION simpg.complete_range_layout(regclass, name) IS
     'Internal: simpg.range_layout, raising when a permuted table is missing';
 
--- range_radius: the radius a range lookup on base uses: k, or the layout's radius when
+-- range_radius: the radius a range lookup on rel uses: k, or the layout's radius when
 -- k is NULL. Contract: raises for k negative or above the layout's radius.
-CREATE FUNCTION simpg.range_radius(base regclass, fingerprint_column name, radius integer, k integer)
+CREATE FUNCTION simpg.range_radius(rel regclass, fingerprint_column name, radius integer, k integer)
     RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN simpg.check_radius(coalesce(k, radius), radius,
-                              format('the range shards of %s.%s', base, quote_ident(fingerprint_column)));
+                              format('the range shards of %s.%s', rel, quote_ident(fingerprint_column)));
 END
 $$;
 
 COMMENT ON FUNCTION simpg.range_radius(regclass, name, integer, integer) IS
     'Internal: the radius of a range lookup, k or the layout''s; raises if k is negative or above the layout''s';
 
--- range_members: every table below base (its partitions at every level, or inheritance
--- children), by name. Their rows are base's rows, but a statement on one of them fires
--- no statement trigger of base's, and attaching, detaching or dropping one fires none.
-CREATE FUNCTION simpg.range_members(base regclass) RETURNS regclass[]
+-- range_members: every table below rel (its partitions at every level, or inheritance
+-- children), by name. Their rows are rel's rows, but a statement on one of them fires
+-- no statement trigger of rel's, and attaching, detaching or dropping one fires none.
+CREATE FUNCTION simpg.range_members(rel regclass) RETURNS regclass[]
     LANGUAGE sql STABLE STRICT
     SET search_path = pg_catalog, pg_temp
 AS $$
     WITH RECURSIVE down AS (
-        SELECT h.inhrelid FROM pg_inherits AS h WHERE h.inhparent = base
+        SELECT h.inhrelid FROM pg_inherits AS h WHERE h.inhparent = rel
         UNION ALL
         SELECT h.inhrelid FROM pg_inherits AS h JOIN down AS d ON h.inhparent = d.inhrelid)
     SELECT coalesce(array_agg(d.inhrelid::regclass ORDER BY d.inhrelid::regclass::text), '{}') FROM down AS d
@@ -188,23 +188,23 @@ $$;
 COMMENT ON FUNCTION simpg.range_members(regclass) IS
     'Internal: the partitions (at every level) or inheritance children of a table';
 
--- range_members_record: what base's triggers record of its members (the 7th argument of
+-- range_members_record: what rel's triggers record of its members (the 7th argument of
 -- its range triggers): md5 of their names. Names, not oids, so that a dump restores it.
-CREATE FUNCTION simpg.range_members_record(base regclass) RETURNS text
+CREATE FUNCTION simpg.range_members_record(rel regclass) RETURNS text
     LANGUAGE sql STABLE STRICT
     SET search_path = pg_catalog, pg_temp
-    RETURN md5(array_to_string(simpg.range_members(base)::text[], ','));
+    RETURN md5(array_to_string(simpg.range_members(rel)::text[], ','));
 
 COMMENT ON FUNCTION simpg.range_members_record(regclass) IS
     'Internal: the record of a table''s partitions that its range triggers keep (md5 of their names)';
 
--- range_out_of_step: why the permuted tables of base.col may not hold exactly base's
+-- range_out_of_step: why the permuted tables of rel.col may not hold exactly rel's
 -- rows, NULL when they do as far as the catalogs tell. The writes that fire no trigger
--- of base's are caught here: base made a partition or child of another table (writes
+-- of rel's are caught here: rel made a partition or child of another table (writes
 -- through that one), a partition created, attached, detached or dropped since the
 -- triggers were installed (the record of simpg.range_members_record), or a partition
--- (or base) without its four enabled range triggers. Reads the catalogs only.
-CREATE FUNCTION simpg.range_out_of_step(base regclass, col name) RETURNS text
+-- (or rel) without its four enabled range triggers. Reads the catalogs only.
+CREATE FUNCTION simpg.range_out_of_step(rel regclass, col name) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -216,32 +216,32 @@ DECLARE
     v_members regclass[];
     v_triggers bigint;
 BEGIN
-    SELECT h.inhparent::regclass INTO v_parent FROM pg_inherits AS h WHERE h.inhrelid = base LIMIT 1;
+    SELECT h.inhparent::regclass INTO v_parent FROM pg_inherits AS h WHERE h.inhrelid = rel LIMIT 1;
     IF FOUND THEN
         RETURN format('%s is now a partition or child of %s: writes through %s do not reach its range shards',
-                      base, v_parent, v_parent);
+                      rel, v_parent, v_parent);
     END IF;
     -- the arguments as escaped text (a zero byte shows as \000): cheaper than
-    -- simpg.trigger_args at every lookup. The registry: base's INSERT trigger on col.
+    -- simpg.trigger_args at every lookup. The registry: rel's INSERT trigger on col.
     SELECT encode(g.tgargs, 'escape') INTO v_args
     FROM pg_trigger AS g
-    WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgtype & 4 <> 0
+    WHERE g.tgrelid = rel AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgtype & 4 <> 0
       AND left(encode(g.tgargs, 'escape'), length(v_col)) = v_col
       AND split_part(encode(g.tgargs, 'escape'), '\000', 7) <> 'member';
     v_layout := array_to_string((string_to_array(v_args, '\000'))[1:6], '\000') || '\000';
-    v_members := simpg.range_members(base);
+    v_members := simpg.range_members(rel);
     IF coalesce(nullif(split_part(v_args, '\000', 7), ''), md5('')) <> md5(array_to_string(v_members::text[], ',')) THEN
         RETURN format('the partitions of %s changed since its range triggers were installed (a partition created, attached, detached or dropped, or a child table): their rows are not known to be in the range shards',
-                      base);
+                      rel);
     END IF;
     -- four enabled triggers (insert, update, delete, truncate) naming the permuted tables
-    -- on base and on each partition
+    -- on rel and on each partition
     SELECT count(*) INTO v_triggers FROM pg_trigger AS g
-    WHERE g.tgrelid = ANY (base || v_members) AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
+    WHERE g.tgrelid = ANY (rel || v_members) AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
       AND g.tgenabled <> 'D' AND left(encode(g.tgargs, 'escape'), length(v_layout)) = v_layout;
     IF v_triggers <> 4 * (1 + cardinality(v_members)) THEN
         RETURN format('%s or one of its partitions lacks some of its enabled range triggers: writes there may not have reached the range shards',
-                      base);
+                      rel);
     END IF;
     RETURN NULL;
 END
@@ -253,18 +253,18 @@ COMMENT ON FUNCTION simpg.range_out_of_step(regclass, name) IS
 -- range_in_step: raise unless simpg.range_out_of_step finds nothing; true. Every lookup
 -- of the range distribution runs it first: a lookup never answers from permuted tables
 -- that may have missed writes.
-CREATE FUNCTION simpg.range_in_step(base regclass, col name) RETURNS boolean
+CREATE FUNCTION simpg.range_in_step(rel regclass, col name) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_problem text := simpg.range_out_of_step(base, col);
+    v_problem text := simpg.range_out_of_step(rel, col);
 BEGIN
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'range shards of %.% are not in step with it: %', base, quote_ident(col), v_problem
+        RAISE EXCEPTION 'range shards of %.% are not in step with it: %', rel, quote_ident(col), v_problem
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = format('SELECT simpg.range_fill(%L) refills the shards and installs the triggers on every partition',
-                                base::text);
+                                rel::text);
     END IF;
     RETURN true;
 END
@@ -273,21 +273,21 @@ $$;
 COMMENT ON FUNCTION simpg.range_in_step(regclass, name) IS
     'Internal: raise unless a table''s range shards are known to hold exactly its rows (run before each range lookup)';
 
--- range_shards_write: the trigger that keeps the permuted tables in step with the base
+-- range_shards_write: the trigger that keeps the permuted tables in step with the rel
 -- table, one statement per permuted table per statement on the base table. Arguments:
 -- fingerprint column, key column, k, levels, schema and name stem of the permuted
--- tables, and on base the record of its partitions (simpg.range_members_record), on a
--- partition 'member'. Each partition carries the same triggers as base: a statement on
--- the partition fires only its own, a statement on base only base's, so every write is
+-- tables, and on rel the record of its partitions (simpg.range_members_record), on a
+-- partition 'member'. Each partition carries the same triggers as rel: a statement on
+-- the partition fires only its own, a statement on rel only rel's, so every write is
 -- counted once. Rows whose key and fingerprint did not change are left alone; NULL
 -- fingerprints are not stored. Old entries are deleted by key among the partitions
 -- their permuted values are in (plan-time pruning on constant arrays), in chunks of
 -- 10,000 rows; new ones are inserted by INSERT ... SELECT, which postgres_fdw batches.
--- TRUNCATE (BEFORE) of base truncates the permuted tables (postgres_fdw truncates the
--- shards' tables); of a partition, deletes its own rows' entries (TRUNCATE of base fires
--- base's first, then its partitions', which find the permuted tables empty).
+-- TRUNCATE (BEFORE) of rel truncates the permuted tables (postgres_fdw truncates the
+-- shards' tables); of a partition, deletes its own rows' entries (TRUNCATE of rel fires
+-- rel's first, then its partitions', which find the permuted tables empty).
 -- A partition's trigger raises once the table is no longer under the base table whose
--- triggers name the same permuted tables (detached: its rows are not base's any more),
+-- triggers name the same permuted tables (detached: its rows are not rel's any more),
 -- and every trigger raises if the key or fingerprint column changed type (its values
 -- would go through a cast that is not the built-in one).
 -- Runs with the rights of the role that writes the base table: it needs INSERT and
@@ -354,7 +354,7 @@ BEGIN
         SELECT format('(%s) EXCEPT (%s)', v_old, v_new), format('(%s) EXCEPT (%s)', v_new, v_old) INTO v_old, v_new;
     END IF;
     IF TG_OP = 'TRUNCATE' THEN
-        -- nothing to delete when base's own TRUNCATE emptied the permuted tables just before
+        -- nothing to delete when rel's own TRUNCATE emptied the permuted tables just before
         EXECUTE format('SELECT EXISTS (SELECT FROM %s)', v_tables[1]) INTO v_any;
         IF NOT v_any THEN
             RETURN NULL;
@@ -388,14 +388,14 @@ $$;
 COMMENT ON FUNCTION simpg.range_shards_write() IS
     'Trigger of the range distribution: keeps the permuted tables of a base table in step with its inserts, updates, deletes and truncates';
 
--- range_install_triggers: (re)install the range triggers of base for the layout args
+-- range_install_triggers: (re)install the range triggers of rel for the layout args
 -- (fingerprint column, key column, k, levels, schema and stem of the permuted tables):
--- drops every range trigger that names those permuted tables on base and on the tables
--- the caller owns (former partitions too), then creates base's (with the record of its
--- partitions) and the same on each partition. Contract: the caller owns base and its
+-- drops every range trigger that names those permuted tables on rel and on the tables
+-- the caller owns (former partitions too), then creates rel's (with the record of its
+-- partitions) and the same on each partition. Contract: the caller owns rel and its
 -- partitions; the caller keeps the permuted tables in step (create_range_index on an
 -- empty registry, range_fill by refilling them under a lock).
-CREATE FUNCTION simpg.range_install_triggers(base regclass, args text[]) RETURNS void
+CREATE FUNCTION simpg.range_install_triggers(rel regclass, args text[]) RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -408,12 +408,12 @@ BEGIN
     FOR v_old IN SELECT g.tgrelid::regclass AS rel, g.tgname FROM pg_trigger AS g
                  WHERE g.tgfoid = 'simpg.range_shards_write()'::regprocedure
                    AND (simpg.trigger_args(g.tgargs))[1:6] = args[1:6]
-                   AND (g.tgrelid = base OR simpg.owns(g.tgrelid)) LOOP
+                   AND (g.tgrelid = rel OR simpg.owns(g.tgrelid)) LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', v_old.tgname, v_old.rel);
     END LOOP;
-    FOREACH v_rel IN ARRAY base || simpg.range_members(base) LOOP
+    FOREACH v_rel IN ARRAY rel || simpg.range_members(rel) LOOP
         v_args := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args[1:6]) AS a)
-                  || ', ' || quote_literal(CASE WHEN v_rel = base THEN simpg.range_members_record(base) ELSE 'member' END);
+                  || ', ' || quote_literal(CASE WHEN v_rel = rel THEN simpg.range_members_record(rel) ELSE 'member' END);
         v_name := 'simpg_range_' || args[1];
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS simpg_new '
                        'FOR EACH STATEMENT EXECUTE FUNCTION simpg.range_shards_write(%s)',
@@ -434,17 +434,17 @@ $$;
 COMMENT ON FUNCTION simpg.range_install_triggers(regclass, text[]) IS
     'Internal: (re)install the range triggers on a base table and every partition of it, with the record of its partitions';
 
--- create_range_index: register the range distribution of base.col on the coordinator:
+-- create_range_index: register the range distribution of rel.col on the coordinator:
 -- the permuted tables <table>_<col>_r<t> (p bigint, key bigint, fp bigint) PARTITION BY
--- RANGE (p), in base's schema, and the triggers that keep them in step (which are the
+-- RANGE (p), in rel's schema, and the triggers that keep them in step (which are the
 -- registry). The tables have no partitions yet: simpg.attach_range_shard makes them, and
 -- until every shard is attached a write of the base table fails (no partition for the
 -- row) rather than lose a row; simpg.range_fill then copies the rows already there.
--- Contract: base is owned by the caller; col is bigint; key_column (default: base's
+-- Contract: rel is owned by the caller; col is bigint; key_column (default: rel's
 -- single-column primary key) is smallint, integer or bigint, not null and unique;
 -- (k, blocks, inner_blocks) is a valid layout, blocks NULL meaning
--- simpg.default_levels(k, rows of base). Returns the permuted tables in table order.
-CREATE FUNCTION simpg.create_range_index(base regclass, col name, k integer DEFAULT 3, blocks integer DEFAULT NULL,
+-- simpg.default_levels(k, rows of rel). Returns the permuted tables in table order.
+CREATE FUNCTION simpg.create_range_index(rel regclass, col name, k integer DEFAULT 3, blocks integer DEFAULT NULL,
                                          inner_blocks integer DEFAULT NULL, key_column name DEFAULT NULL)
     RETURNS regclass[]
     LANGUAGE plpgsql VOLATILE
@@ -460,41 +460,41 @@ DECLARE
     v_tables regclass[] := '{}';
     v_table name;
 BEGIN
-    IF base IS NULL OR col IS NULL OR k IS NULL THEN
+    IF rel IS NULL OR col IS NULL OR k IS NULL THEN
         RAISE EXCEPTION 'table, col and k must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF NOT simpg.owns(base) THEN
-        RAISE EXCEPTION 'must be owner of table %', base USING ERRCODE = 'insufficient_privilege';
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
     SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
-    WHERE a.attrelid = base AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), base USING ERRCODE = 'undefined_column';
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel USING ERRCODE = 'undefined_column';
     ELSIF v_type <> 'bigint'::regtype THEN
-        RAISE EXCEPTION 'column %.% is %, not bigint', base, quote_ident(col), v_type USING ERRCODE = 'datatype_mismatch';
+        RAISE EXCEPTION 'column %.% is %, not bigint', rel, quote_ident(col), v_type USING ERRCODE = 'datatype_mismatch';
     END IF;
-    SELECT * INTO v_key FROM simpg.report_key(base, key_column);
+    SELECT * INTO v_key FROM simpg.report_key(rel, key_column);
     IF v_key.column_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
         RAISE EXCEPTION 'key column %.% is %; range shards store keys as bigint (smallint, integer or bigint)',
-            base, quote_ident(v_key.column_name), v_key.column_type USING ERRCODE = 'datatype_mismatch';
+            rel, quote_ident(v_key.column_name), v_key.column_type USING ERRCODE = 'datatype_mismatch';
     END IF;
-    IF EXISTS (SELECT FROM pg_trigger AS g WHERE g.tgrelid = base
+    IF EXISTS (SELECT FROM pg_trigger AS g WHERE g.tgrelid = rel
                AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure
                AND (simpg.trigger_args(g.tgargs))[1] = col) THEN
-        RAISE EXCEPTION 'table % has range shards on column % already', base, quote_ident(col)
+        RAISE EXCEPTION 'table % has range shards on column % already', rel, quote_ident(col)
             USING ERRCODE = 'duplicate_object';
     END IF;
     IF blocks IS NULL THEN
         IF inner_blocks IS NOT NULL THEN
             RAISE EXCEPTION 'inner_blocks needs blocks' USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        EXECUTE format('SELECT simpg.default_levels(%s, (SELECT count(*) FROM %s))', k, base) INTO v_levels;
+        EXECUTE format('SELECT simpg.default_levels(%s, (SELECT count(*) FROM %s))', k, rel) INTO v_levels;
     ELSE
         v_levels := CASE WHEN inner_blocks IS NULL THEN ARRAY[blocks] ELSE ARRAY[blocks, inner_blocks] END;
     END IF;
     PERFORM simpg.table_count(k, v_levels);  -- raises naming an invalid layout
     SELECT n.nspname, c.relname INTO v_schema, v_name
-    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = base;
+    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = rel;
     v_stem := v_name || '_' || col || '_r';
     FOR t IN 0 .. simpg.table_count(k, v_levels) - 1 LOOP
         v_table := simpg.object_name(v_stem, t::text);
@@ -502,8 +502,8 @@ BEGIN
                        'PARTITION BY RANGE (p)', v_schema, v_table);
         v_tables := v_tables || format('%I.%I', v_schema, v_table)::regclass;
     END LOOP;
-    -- the partitions carry the triggers too: a statement on one fires none of base's
-    PERFORM simpg.range_install_triggers(base, ARRAY[col, v_key.column_name, k::text, v_levels::text, v_schema, v_stem]);
+    -- the partitions carry the triggers too: a statement on one fires none of rel's
+    PERFORM simpg.range_install_triggers(rel, ARRAY[col, v_key.column_name, k::text, v_levels::text, v_schema, v_stem]);
     RETURN v_tables;
 END
 $$;
@@ -511,14 +511,14 @@ $$;
 COMMENT ON FUNCTION simpg.create_range_index(regclass, name, integer, integer, integer, name) IS
     'Range distribution: the permuted tables of a base table (PARTITION BY RANGE of the permuted value) and the triggers that keep them in step';
 
--- range_registry: the arguments of base's range INSERT trigger on column col (the
+-- range_registry: the arguments of rel's range INSERT trigger on column col (the
 -- registry: fingerprint column, key column, k, levels, schema and stem of the permuted
--- tables, record of the partitions). Contract: base has range shards on col.
-CREATE FUNCTION simpg.range_registry(base regclass, col name) RETURNS text[]
+-- tables, record of the partitions). Contract: rel has range shards on col.
+CREATE FUNCTION simpg.range_registry(rel regclass, col name) RETURNS text[]
     LANGUAGE sql STABLE STRICT
     SET search_path = pg_catalog, pg_temp
     RETURN (SELECT simpg.trigger_args(g.tgargs) FROM pg_catalog.pg_trigger AS g
-            WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::pg_catalog.regprocedure
+            WHERE g.tgrelid = rel AND g.tgfoid = 'simpg.range_shards_write()'::pg_catalog.regprocedure
               AND g.tgtype OPERATOR(pg_catalog.&) 4 OPERATOR(pg_catalog.<>) 0
               AND (simpg.trigger_args(g.tgargs))[1] OPERATOR(pg_catalog.=) col
               AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member');
@@ -528,7 +528,7 @@ COMMENT ON FUNCTION simpg.range_registry(regclass, name) IS
 
 -- drop_range_index: remove what create_range_index made (the triggers and the permuted
 -- tables with their foreign partitions; the shards' tables stay).
-CREATE FUNCTION simpg.drop_range_index(base regclass, col name DEFAULT NULL) RETURNS void
+CREATE FUNCTION simpg.drop_range_index(rel regclass, col name DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -537,16 +537,16 @@ DECLARE
     v_trigger record;
     v_args text[];
 BEGIN
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
-    IF NOT simpg.owns(base) THEN
-        RAISE EXCEPTION 'must be owner of table %', base USING ERRCODE = 'insufficient_privilege';
+    SELECT * INTO v_layout FROM simpg.range_layout(rel, col);
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    v_args := simpg.range_registry(base, v_layout.fingerprint_column);
-    -- base's and its partitions' (and former partitions' the caller owns)
+    v_args := simpg.range_registry(rel, v_layout.fingerprint_column);
+    -- rel's and its partitions' (and former partitions' the caller owns)
     FOR v_trigger IN SELECT g.tgrelid::regclass AS rel, g.tgname FROM pg_trigger AS g
                      WHERE g.tgfoid = 'simpg.range_shards_write()'::regprocedure
                        AND (simpg.trigger_args(g.tgargs))[1:6] = v_args[1:6]
-                       AND (g.tgrelid = base OR simpg.owns(g.tgrelid)) LOOP
+                       AND (g.tgrelid = rel OR simpg.owns(g.tgrelid)) LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', v_trigger.tgname, v_trigger.rel);
     END LOOP;
     FOR i IN 1 .. cardinality(v_layout.tables) LOOP
@@ -561,11 +561,11 @@ COMMENT ON FUNCTION simpg.drop_range_index(regclass, name) IS
     'Range distribution: drop the triggers and the coordinator''s permuted tables (the shards keep theirs)';
 
 -- range_shard_ddl: the statements that make a shard's tables for the range distribution
--- of base, to run on each shard: CREATE TABLE for every permuted table, then its covering
+-- of rel, to run on each shard: CREATE TABLE for every permuted table, then its covering
 -- B-tree (p) INCLUDE (key, fp), which answers a lookup from the index alone. For a bulk
 -- load run the CREATE TABLEs, COPY, then the CREATE INDEXes. IF NOT EXISTS: running
 -- them again after a failure resumes (simpg.attach_range_shard checks what is there).
-CREATE FUNCTION simpg.range_shard_ddl(base regclass, col name DEFAULT NULL, remote_schema name DEFAULT NULL)
+CREATE FUNCTION simpg.range_shard_ddl(rel regclass, col name DEFAULT NULL, remote_schema name DEFAULT NULL)
     RETURNS SETOF text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -574,16 +574,16 @@ DECLARE
     v_layout record;
     v_names text[];
 BEGIN
-    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(rel, col);
     SELECT array_agg(format('%I.%I', coalesce(remote_schema, n.nspname), c.relname) ORDER BY u.t)
     INTO v_names
-    FROM unnest(v_layout.tables) WITH ORDINALITY AS u(rel, t)
-    JOIN pg_class AS c ON c.oid = u.rel JOIN pg_namespace AS n ON n.oid = c.relnamespace;
+    FROM unnest(v_layout.tables) WITH ORDINALITY AS u(permuted, t)
+    JOIN pg_class AS c ON c.oid = u.permuted JOIN pg_namespace AS n ON n.oid = c.relnamespace;
     RETURN QUERY SELECT format('CREATE TABLE IF NOT EXISTS %s (p bigint NOT NULL, key bigint NOT NULL, fp bigint NOT NULL)', v)
                  FROM unnest(v_names) AS v;
     RETURN QUERY SELECT format('CREATE INDEX IF NOT EXISTS %I ON %s (p) INCLUDE (key, fp) WITH (fillfactor = 100)',
                                simpg.object_name(c.relname, '_p_idx'), v)
-                 FROM unnest(v_names, v_layout.tables) WITH ORDINALITY AS u(v, rel, t) JOIN pg_class AS c ON c.oid = u.rel
+                 FROM unnest(v_names, v_layout.tables) WITH ORDINALITY AS u(v, permuted, t) JOIN pg_class AS c ON c.oid = u.permuted
                  ORDER BY u.t;
 END
 $$;
@@ -655,13 +655,13 @@ COMMENT ON FUNCTION simpg.remote_range_problems(name, name, name) IS
     'Internal: problems of a shard''s permuted table of the range distribution, read through postgres_fdw';
 
 -- attach_range_shard: make shard number shard_number (from 0) of shards the foreign
--- partition of every permuted table of base, over its range of permuted values
+-- partition of every permuted table of rel, over its range of permuted values
 -- (simpg.range_shard_bounds), scanned asynchronously, fetched 10,000 rows and inserted
 -- 1,000 rows per round trip. Each shard table is read first (simpg.remote_range_problems):
 -- any problem raises naming the server, and nothing is created. The partitions are
 -- named <permuted table>_<server>; the shard's tables remote_schema (default: the
 -- permuted tables' schema) with the permuted tables' names.
-CREATE FUNCTION simpg.attach_range_shard(base regclass, server name, shard_number integer, shards integer,
+CREATE FUNCTION simpg.attach_range_shard(rel regclass, server name, shard_number integer, shards integer,
                                          remote_schema name DEFAULT NULL, col name DEFAULT NULL)
     RETURNS regclass[]
     LANGUAGE plpgsql VOLATILE
@@ -677,21 +677,21 @@ BEGIN
     IF server IS NULL OR shard_number IS NULL OR shards IS NULL THEN
         RAISE EXCEPTION 'server, shard_number and shards must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF NOT simpg.owns(base) THEN
-        RAISE EXCEPTION 'must be owner of table %', base USING ERRCODE = 'insufficient_privilege';
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
+    SELECT * INTO v_layout FROM simpg.range_layout(rel, col);
     IF shard_number < 0 OR shard_number >= shards THEN
         RAISE EXCEPTION 'shard_number must be from 0 to shards - 1, got shard_number % and shards %', shard_number, shards
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT * INTO v_bound FROM simpg.range_shard_bounds(v_layout.k, v_layout.levels, shards) AS b
     WHERE b.shard_number = attach_range_shard.shard_number;
-    FOR v_rel IN SELECT u.t, n.nspname, c.relname FROM unnest(v_layout.tables) WITH ORDINALITY AS u(rel, t)
-                 JOIN pg_class AS c ON c.oid = u.rel JOIN pg_namespace AS n ON n.oid = c.relnamespace ORDER BY u.t LOOP
+    FOR v_rel IN SELECT u.t, n.nspname, c.relname FROM unnest(v_layout.tables) WITH ORDINALITY AS u(permuted, t)
+                 JOIN pg_class AS c ON c.oid = u.permuted JOIN pg_namespace AS n ON n.oid = c.relnamespace ORDER BY u.t LOOP
         FOR v_problem IN SELECT * FROM simpg.remote_range_problems(server, coalesce(remote_schema, v_rel.nspname),
                                                                    v_rel.relname) LOOP
-            RAISE EXCEPTION 'shard % cannot be attached to %: % (%)', quote_ident(server), base,
+            RAISE EXCEPTION 'shard % cannot be attached to %: % (%)', quote_ident(server), rel,
                 v_problem.problem, v_problem.detail
                 USING ERRCODE = CASE WHEN v_problem.problem = 'unreachable' THEN 'sqlclient_unable_to_establish_sqlconnection'
                                      WHEN v_problem.problem IN ('server not owned', 'no user mapping') THEN 'insufficient_privilege'
@@ -703,11 +703,11 @@ BEGIN
                           ELSE 'run the statements of simpg.range_shard_ddl on the shard first (simpg shard create does)' END;
         END LOOP;
     END LOOP;
-    FOR v_rel IN SELECT u.t, n.nspname, c.relname, u.rel FROM unnest(v_layout.tables) WITH ORDINALITY AS u(rel, t)
-                 JOIN pg_class AS c ON c.oid = u.rel JOIN pg_namespace AS n ON n.oid = c.relnamespace ORDER BY u.t LOOP
+    FOR v_rel IN SELECT u.t, n.nspname, c.relname, u.permuted FROM unnest(v_layout.tables) WITH ORDINALITY AS u(permuted, t)
+                 JOIN pg_class AS c ON c.oid = u.permuted JOIN pg_namespace AS n ON n.oid = c.relnamespace ORDER BY u.t LOOP
         EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES FROM (%s) TO (%s) SERVER %I '
                        'OPTIONS (schema_name %L, table_name %L, async_capable %L, fetch_size %L, batch_size %L)',
-                       v_rel.nspname, simpg.object_name(v_rel.relname, '_' || server), v_rel.rel,
+                       v_rel.nspname, simpg.object_name(v_rel.relname, '_' || server), v_rel.permuted,
                        coalesce(v_bound.lo::text, 'MINVALUE'), coalesce(v_bound.hi::text, 'MAXVALUE'), server,
                        coalesce(remote_schema, v_rel.nspname), v_rel.relname, 'true', '10000', '1000');
         v_out := v_out || format('%I.%I', v_rel.nspname, simpg.object_name(v_rel.relname, '_' || server))::regclass;
@@ -720,12 +720,12 @@ COMMENT ON FUNCTION simpg.attach_range_shard(regclass, name, integer, integer, n
     'Range distribution: attach a shard server''s permuted tables as foreign range partitions of every permuted table';
 
 -- range_fill: (re)fill the permuted tables from the base table: install the range
--- triggers again on base and every partition it has now (simpg.range_install_triggers:
+-- triggers again on rel and every partition it has now (simpg.range_install_triggers:
 -- the fix when its partitions changed), TRUNCATE the permuted tables (on the shards,
--- through postgres_fdw), then one INSERT ... SELECT each, under a SHARE lock on the base
+-- through postgres_fdw), then one INSERT ... SELECT each, under a SHARE lock on the rel
 -- table so that no write slips between. Returns the rows each table got.
--- Contract: the caller owns base (and its partitions).
-CREATE FUNCTION simpg.range_fill(base regclass, col name DEFAULT NULL)
+-- Contract: the caller owns rel (and its partitions).
+CREATE FUNCTION simpg.range_fill(rel regclass, col name DEFAULT NULL)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -735,28 +735,28 @@ DECLARE
     v_key record;
     v_rows bigint;
 BEGIN
-    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
-    IF NOT simpg.owns(base) THEN
-        RAISE EXCEPTION 'must be owner of table %', base USING ERRCODE = 'insufficient_privilege';
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(rel, col);
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    EXECUTE format('LOCK TABLE %s IN SHARE MODE', base);
+    EXECUTE format('LOCK TABLE %s IN SHARE MODE', rel);
     -- the key still unique (no inheritance children) and of a built-in integer type
-    SELECT * INTO v_key FROM simpg.report_key(base, v_layout.key_column);
+    SELECT * INTO v_key FROM simpg.report_key(rel, v_layout.key_column);
     IF v_key.column_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)
-       OR (SELECT a.atttypid FROM pg_attribute AS a WHERE a.attrelid = base AND a.attname = v_layout.fingerprint_column
+       OR (SELECT a.atttypid FROM pg_attribute AS a WHERE a.attrelid = rel AND a.attname = v_layout.fingerprint_column
            AND NOT a.attisdropped) IS DISTINCT FROM 'bigint'::regtype THEN
         RAISE EXCEPTION 'range shards of %: column % must be bigint and key column % smallint, integer or bigint',
-            base, quote_ident(v_layout.fingerprint_column), quote_ident(v_layout.key_column)
+            rel, quote_ident(v_layout.fingerprint_column), quote_ident(v_layout.key_column)
             USING ERRCODE = 'datatype_mismatch', HINT = 'simpg.drop_range_index, then simpg.create_range_index';
     END IF;
-    -- every partition of now gets the triggers, and base the record of them
-    PERFORM simpg.range_install_triggers(base, simpg.range_registry(base, v_layout.fingerprint_column));
+    -- every partition of now gets the triggers, and rel the record of them
+    PERFORM simpg.range_install_triggers(rel, simpg.range_registry(rel, v_layout.fingerprint_column));
     EXECUTE 'TRUNCATE ' || array_to_string(v_layout.tables::text[], ', ');
     FOR t IN 0 .. cardinality(v_layout.tables) - 1 LOOP
         EXECUTE format('INSERT INTO %s (p, key, fp) SELECT simpg.permute(b.%I, %s, %L::integer[], %s), b.%I, b.%I '
                        'FROM %s AS b WHERE b.%I IS NOT NULL',
                        v_layout.tables[t + 1], v_layout.fingerprint_column, v_layout.k, v_layout.levels, t,
-                       v_layout.key_column, v_layout.fingerprint_column, base, v_layout.fingerprint_column);
+                       v_layout.key_column, v_layout.fingerprint_column, rel, v_layout.fingerprint_column);
         GET DIAGNOSTICS v_rows = ROW_COUNT;
     END LOOP;
     RETURN v_rows;
@@ -826,32 +826,32 @@ $$;
 COMMENT ON FUNCTION simpg.range_scan_targets(regclass[], integer[], bigint[], bigint[]) IS
     'Internal: for each (table, lo, hi) of a lookup, the partitions it reads directly, or the table itself';
 
--- range_shards: the foreign partitions of every permuted table of base, in table order.
-CREATE FUNCTION simpg.range_shards(base regclass, col name DEFAULT NULL)
+-- range_shards: the foreign partitions of every permuted table of rel, in table order.
+CREATE FUNCTION simpg.range_shards(rel regclass, col name DEFAULT NULL)
     RETURNS TABLE (t integer, shard regclass, server name, remote_schema name, remote_table name,
                    bound text, async_capable boolean)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT (u.t - 1)::integer, s.shard, s.server, s.remote_schema, s.remote_table, s.bound, s.async_capable
-    FROM unnest((simpg.range_layout(base, col)).tables) WITH ORDINALITY AS u(rel, t)
-    CROSS JOIN LATERAL simpg.shards(u.rel) AS s
+    FROM unnest((simpg.range_layout(rel, col)).tables) WITH ORDINALITY AS u(permuted, t)
+    CROSS JOIN LATERAL simpg.shards(u.permuted) AS s
     ORDER BY u.t, simpg.range_lower_bound(s.bound) NULLS FIRST
 $$;
 
 COMMENT ON FUNCTION simpg.range_shards(regclass, name) IS
     'Range distribution: the foreign partitions of every permuted table of a base table';
 
--- check_range_shards: every problem of base's range distribution, one row each; no rows
+-- check_range_shards: every problem of rel's range distribution, one row each; no rows
 -- means every permuted table has its partitions, every shard table is there with its
 -- B-tree, and (verify_rows) every shard holds exactly the rows the base table puts in
 -- its range, with p = simpg.permute(fp) on a sample. Problems: 'table missing' (on the
 -- coordinator or a shard), 'no shards', 'shards differ' (another set of shards or
 -- ranges than the first permuted table's), 'not async', 'unreachable', 'missing b-tree',
 -- 'row count differs', 'layout differs', 'trigger missing', 'not in step'
--- (simpg.range_out_of_step: partitions changed, a partition without its triggers). verify_rows reads the base
+-- (simpg.range_out_of_step: partitions changed, a partition without its triggers). verify_rows reads the rel
 -- table once per permuted table and counts each shard's rows there.
-CREATE FUNCTION simpg.check_range_shards(base regclass, col name DEFAULT NULL, verify_rows boolean DEFAULT true)
+CREATE FUNCTION simpg.check_range_shards(rel regclass, col name DEFAULT NULL, verify_rows boolean DEFAULT true)
     RETURNS TABLE (shard regclass, server name, problem text, detail text)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -869,18 +869,18 @@ DECLARE
     v_wrong bigint;
     v_triggers integer;
 BEGIN
-    SELECT * INTO v_layout FROM simpg.range_layout(base, col);
+    SELECT * INTO v_layout FROM simpg.range_layout(rel, col);
     SELECT count(*) INTO v_triggers FROM pg_trigger AS g
-    WHERE g.tgrelid = base AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgenabled <> 'D'
+    WHERE g.tgrelid = rel AND g.tgfoid = 'simpg.range_shards_write()'::regprocedure AND g.tgenabled <> 'D'
       AND (simpg.trigger_args(g.tgargs))[1] = v_layout.fingerprint_column
       AND (simpg.trigger_args(g.tgargs))[7] IS DISTINCT FROM 'member';
     IF v_triggers <> 4 THEN
         problem := 'trigger missing';
         detail := format('%s has %s of its 4 enabled range triggers (insert, update, delete, truncate): writes would not reach the shards',
-                         base, v_triggers);
+                         rel, v_triggers);
         RETURN NEXT;
     ELSE
-        detail := simpg.range_out_of_step(base, v_layout.fingerprint_column);
+        detail := simpg.range_out_of_step(rel, v_layout.fingerprint_column);
         IF detail IS NOT NULL THEN
             problem := 'not in step';
             RETURN NEXT;
@@ -891,7 +891,7 @@ BEGIN
         server := NULL;
         IF v_layout.tables[i] IS NULL THEN
             problem := 'table missing';
-            detail := format('permuted table %s of %s is missing on the coordinator', i - 1, base);
+            detail := format('permuted table %s of %s is missing on the coordinator', i - 1, rel);
             RETURN NEXT;
             CONTINUE;
         END IF;
@@ -936,7 +936,7 @@ BEGIN
             BEGIN
                 EXECUTE format('SELECT count(*) FROM %s AS b WHERE b.%I IS NOT NULL '
                                'AND simpg.permute(b.%I, %s, %L::integer[], %s) >= %s AND simpg.permute(b.%I, %s, %L::integer[], %s) < %s',
-                               base, v_layout.fingerprint_column,
+                               rel, v_layout.fingerprint_column,
                                v_layout.fingerprint_column, v_layout.k, v_layout.levels, i - 1,
                                coalesce(v_part.lower_bound, -9223372036854775808),
                                v_layout.fingerprint_column, v_layout.k, v_layout.levels, i - 1,
@@ -972,7 +972,7 @@ BEGIN
             IF v_found <> v_expected THEN
                 problem := 'row count differs';
                 detail := format('%s on server %s holds %s rows; %s has %s for its range',
-                                 v_part.shard, v_part.server, v_found, base, v_expected);
+                                 v_part.shard, v_part.server, v_found, rel, v_expected);
                 RETURN NEXT;
             END IF;
         END LOOP;
@@ -1003,7 +1003,7 @@ COMMENT ON FUNCTION simpg.range_lookup_where() IS
 -- directly (range_scan_targets) so that the T foreign scans run at once; postgres_fdw
 -- sends each shard the range and the distance filter. A row found through several
 -- tables is returned once.
-CREATE FUNCTION simpg.range_near_query(base regclass, fp bigint, k integer DEFAULT NULL, col name DEFAULT NULL)
+CREATE FUNCTION simpg.range_near_query(rel regclass, fp bigint, k integer DEFAULT NULL, col name DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -1014,9 +1014,9 @@ DECLARE
     v_statement text;
     v_condition text := simpg.range_lookup_where();
 BEGIN
-    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
-    v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
-    PERFORM simpg.range_in_step(base, v_layout.fingerprint_column);  -- never answer from stale tables
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(rel, col);
+    v_k := simpg.range_radius(rel, v_layout.fingerprint_column, v_layout.k, k);
+    PERFORM simpg.range_in_step(rel, v_layout.fingerprint_column);  -- never answer from stale tables
     IF fp IS NULL THEN
         RAISE EXCEPTION 'fp must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -1043,13 +1043,13 @@ COMMENT ON FUNCTION simpg.range_near_query(regclass, bigint, integer, name) IS
 
 -- range_near: the keys within k of fp, nearest first (then by key), read from one
 -- partition per permuted table.
-CREATE FUNCTION simpg.range_near(base regclass, fp bigint, k integer DEFAULT NULL, col name DEFAULT NULL)
+CREATE FUNCTION simpg.range_near(rel regclass, fp bigint, k integer DEFAULT NULL, col name DEFAULT NULL)
     RETURNS TABLE (key bigint, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN QUERY EXECUTE simpg.range_near_query(base, fp, k, col);
+    RETURN QUERY EXECUTE simpg.range_near_query(rel, fp, k, col);
 END
 $$;
 
@@ -1061,7 +1061,7 @@ COMMENT ON FUNCTION simpg.range_near(regclass, bigint, integer, name) IS
 -- (simpg.lookup_where, pruned to the shards that hold their ranges); each row found goes to
 -- the queries it is within k of. Rows (query, key, distance), query the 1-based position
 -- in fps, by query then nearest first; NULL elements find nothing.
-CREATE FUNCTION simpg.range_near_many(base regclass, fps bigint[], k integer DEFAULT NULL, col name DEFAULT NULL)
+CREATE FUNCTION simpg.range_near_many(rel regclass, fps bigint[], k integer DEFAULT NULL, col name DEFAULT NULL)
     RETURNS TABLE (query integer, key bigint, distance integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -1072,9 +1072,9 @@ DECLARE
     v_arms text;
     v_condition text := simpg.range_lookup_where();
 BEGIN
-    SELECT * INTO v_layout FROM simpg.complete_range_layout(base, col);
-    v_k := simpg.range_radius(base, v_layout.fingerprint_column, v_layout.k, k);
-    PERFORM simpg.range_in_step(base, v_layout.fingerprint_column);  -- never answer from stale tables
+    SELECT * INTO v_layout FROM simpg.complete_range_layout(rel, col);
+    v_k := simpg.range_radius(rel, v_layout.fingerprint_column, v_layout.k, k);
+    PERFORM simpg.range_in_step(rel, v_layout.fingerprint_column);  -- never answer from stale tables
     FOR v_start IN 1 .. coalesce(cardinality(fps), 0) BY 100 LOOP
         -- one arm per permuted table and partition read, asked at once (as in range_near_query),
         -- with the prefix ranges and distance filters of the queries it may hold rows of

@@ -174,5 +174,9 @@ DROP FUNCTION simpg.pairs(regclass, integer, name, name),
     simpg.clusters_query(regclass, integer, name, name, regtype),
     simpg.cluster_rows_query(regclass, integer, name, text),
     simpg.cluster_sizes(regclass, integer, name), simpg.duplicate_stats(regclass, integer, name);
+-- functions whose parameters were renamed (row_count is rows): CREATE OR REPLACE refuses
+-- to rename a parameter; default_levels calls plan, so both go in one statement
+DROP FUNCTION simpg.default_levels(integer, bigint), simpg.plan(integer, bigint, boolean),
+    simpg.default_blocks(integer, bigint);
 
 -- 0.2.0's objects, as its install script makes them:

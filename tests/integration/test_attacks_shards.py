@@ -28,7 +28,7 @@ from simpg import bits, schema, shards
 from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.psycopg import Neighbor
-from simpg.shards import Shard, ShardedIndex
+from simpg.shards import Shard, ShardedColumn
 from tests.integration.scenes import FRESH
 from tests.oracles import brute_near
 
@@ -277,7 +277,7 @@ def brute(conn: psycopg.Connection, fp: int, k: int = 3) -> list[tuple[int, int]
 
 
 def assert_exact(conn: psycopg.Connection, probes: list[int]) -> None:
-    index = ShardedIndex(conn, "parts", "fp")
+    index = ShardedColumn(conn, "parts", "fp")
     for fp in probes:
         want = brute(conn, fp)
         assert conn.execute("SELECT key, distance FROM simpg.range_near('parts', %s)", [fp]).fetchall() == want
@@ -287,7 +287,7 @@ def assert_exact(conn: psycopg.Connection, probes: list[int]) -> None:
 
 
 def assert_refused(conn: psycopg.Connection, why: str) -> None:
-    index = ShardedIndex(conn, "parts", "fp")
+    index = ShardedColumn(conn, "parts", "fp")
     for lookup in (lambda: conn.execute("SELECT * FROM simpg.range_near('parts', 104729)").fetchall(),
                    lambda: conn.execute("SELECT * FROM simpg.range_near_many('parts', '{104729}')").fetchall(),
                    lambda: index.near(104729), lambda: index.fetch_all(), lambda: list(index.pairs(3))):

@@ -66,7 +66,7 @@ def test_cli_with_names_that_need_quoting(db: object, capsys: pytest.CaptureFixt
     conn = db.conn  # type: ignore[attr-defined]
     make_table(conn, "bigint")
     code = main(["backfill", "--dsn", db.dsn, "--table", QUALIFIED,  # type: ignore[attr-defined]
-                 "--text-column", "Body; Text", "--fp-column", "fp", "--k", "3", "--blocks", "4", "--json"])
+                 "--text-column", "Body; Text", "--column", "fp", "-k", "3", "--blocks", "4", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(out)
@@ -93,7 +93,7 @@ def test_band_keys_backfilled_then_found_by_duplicates(db: object, capsys: pytes
     with conn.cursor() as cur:
         cur.executemany(f"INSERT INTO {QUALIFIED} VALUES (%s, %s)", [(k, t) for k, t in texts.items() if k >= 500])
     args = ["backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", "Body; Text",  # type: ignore[attr-defined]
-            "--fp-column", "fp", "-k", "3", "--blocks", "4", "--sketch-column", "sk", "--bands", "--json"]
+            "--column", "fp", "-k", "3", "--blocks", "4", "--sketch-column", "sk", "--bands", "--json"]
     assert main(args) == 0, capsys.readouterr().err
     result = json.loads(capsys.readouterr().out)
     assert (result["sketches"]["rows"], result["sketches"]["skipped"]) == (124, 0)
@@ -112,13 +112,13 @@ def test_band_keys_backfilled_then_found_by_duplicates(db: object, capsys: pytes
     assert main(args) == 0
     again = json.loads(capsys.readouterr().out)
     assert (again["sketches"]["rows"], again["sketches"]["column_added"]) == (0, False)
-    # duplicates(bands=) over the backfilled rows equals a brute force: within k or sharing a
+    # duplicates(band_keys=) over the backfilled rows equals a brute force: within k or sharing a
     # band, and confirmed by the sketch
     index = SimHashColumn(conn, QUALIFIED, "fp")
     made, keys = sketch_and_bands(long[0])
     assert keys is not None
     found = {d.id for d in index.duplicates(fingerprint(long[0]), made, k=0, sketch_column="sk",
-                                            bands=keys, band_columns=bands)}
+                                            band_keys=keys, band_columns=bands)}
     expected = set()
     for key, text in texts.items():
         other, other_keys = sketch_and_bands(text)
@@ -131,7 +131,7 @@ def test_band_keys_backfilled_then_found_by_duplicates(db: object, capsys: pytes
 
 def test_bands_need_a_sketch_column(db: object, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["backfill", "--dsn", db.dsn, "--table", "t", "--text-column", "b",  # type: ignore[attr-defined]
-                 "--fp-column", "fp", "--bands"])
+                 "--column", "fp", "--bands"])
     assert (code, capsys.readouterr().err) == (
         1, "simpg: --bands needs --sketch-column: the band keys come from the same minima as the sketch\n")
 

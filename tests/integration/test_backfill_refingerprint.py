@@ -69,7 +69,7 @@ def recorded(conn: psycopg.Connection) -> str:
 
 def run(capsys: pytest.CaptureFixture[str], db: object, *extra: str) -> tuple[int, str, str]:
     code = main(["backfill", "--dsn", db.dsn, "--table", "items", "--text-column", "body",  # type: ignore[attr-defined]
-                 "--fp-column", "fp", "--batch-size", "25", "--json", *extra])
+                 "--column", "fp", "--batch-size", "25", "--json", *extra])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -210,7 +210,7 @@ def test_refingerprint_refuses_to_leave_a_guards_sketches_behind(
     rows = [(i, f"note {i} about the garden and the {i * 7} roses in the yard", None, None) for i in range(5)]
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO items VALUES (%s, %s, %s, %s)", rows)
-    code, _, err = run(capsys, db, "--sketch-column", "sk", "--k", "3")
+    code, _, err = run(capsys, db, "--sketch-column", "sk", "-k", "3")
     assert code == 0, err
     # no band columns here: the guard confirms by the sketch alone
     conn.execute("SELECT simpg.create_guard('items', 'fp', sketch_column => 'sk', bands => false)")

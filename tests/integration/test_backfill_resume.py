@@ -27,7 +27,7 @@ CONFIG = FingerprintConfig(ngram=2)
 
 def backfill_args(db: object, *extra: str, as_json: bool = True) -> list[str]:
     return ["backfill", "--dsn", db.dsn, "--table", "items", "--text-column", "body",  # type: ignore[attr-defined]
-            "--fp-column", "fp", "--config", CONFIG.to_json(), *(["--json"] if as_json else []), *extra]
+            "--column", "fp", "--config", CONFIG.to_json(), *(["--json"] if as_json else []), *extra]
 
 
 def backfill(capsys: pytest.CaptureFixture[str], db: object, *extra: str) -> tuple[int, dict | None, str]:
@@ -64,7 +64,7 @@ def interrupted(conn: psycopg.Connection, capsys: pytest.CaptureFixture[str], db
     """What a run killed during its fourth CREATE INDEX CONCURRENTLY leaves (k3:5): all ten prefix
     columns, valid B-trees on fp_p0..fp_p2, an INVALID items_fp_p3_idx, nothing on fp_p4..fp_p9,
     no ANALYZE and no fingerprint config."""
-    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, _, err = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 0, err
     for t in range(3, 10):
         conn.execute(f"DROP INDEX items_fp_p{t}_idx")
@@ -86,7 +86,7 @@ def test_killed_during_create_index_concurrently_then_run_again(db, capsys):
     with psycopg.connect(db.dsn, autocommit=True) as holder:
         holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         holder.execute("SELECT count(*) FROM elsewhere").fetchone()
-        proc = subprocess.Popen([sys.executable, "-m", "simpg", *backfill_args(db, "--k", "3", "--blocks", "5")],
+        proc = subprocess.Popen([sys.executable, "-m", "simpg", *backfill_args(db, "-k", "3", "--blocks", "5")],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             pid = None
@@ -113,7 +113,7 @@ def test_killed_during_create_index_concurrently_then_run_again(db, capsys):
             "CONCURRENTLY?)") in problems(conn)
     assert conn.execute("SELECT count(*) FROM simpg.indexes").fetchone() == (1,)  # complete: no B-trees yet
 
-    code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, result, err = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 0, err
     assert result["column_added"] is False and result["rows"] == 0  # the fill had finished
     index = result["index"]
@@ -127,7 +127,7 @@ def test_run_again_after_a_kill_half_way(db, capsys):
     conn = db.conn
     make_items_table(conn, 600)
     interrupted(conn, capsys, db)
-    code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, result, err = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 0, err
     assert result["rows"] == 120  # the ids divisible by 5
     assert (result["index"]["resumed"], result["index"]["invalid_dropped"], result["index"]["indexes_built"]) == (
@@ -135,7 +135,7 @@ def test_run_again_after_a_kill_half_way(db, capsys):
     assert index_state(conn) == [(f"items_fp_p{t}_idx", True) for t in range(10)]
     assert_complete_and_exact(conn)
     # and a third run changes nothing in the index
-    code, result, _ = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, result, _ = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 0 and result["rows"] == 0
     assert (result["index"]["resumed"], result["index"]["invalid_dropped"], result["index"]["indexes_built"]) == (
         True, [], 0)
@@ -146,7 +146,7 @@ def test_text_report_of_a_resumed_run(db, capsys):
     conn = db.conn
     make_items_table(conn, 300)
     interrupted(conn, capsys, db)
-    code = main(backfill_args(db, "--k", "3", "--blocks", "5", as_json=False))
+    code = main(backfill_args(db, "-k", "3", "--blocks", "5", as_json=False))
     out, err = capsys.readouterr()
     assert code == 0, err
     line = next(line for line in out.splitlines() if line.startswith("index resumed"))
@@ -157,10 +157,10 @@ def test_text_report_of_a_resumed_run(db, capsys):
 def test_run_again_without_blocks_keeps_the_layout_found(db, capsys):
     conn = db.conn
     make_items_table(conn, 300)
-    code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "6")
+    code, result, err = backfill(capsys, db, "-k", "3", "--blocks", "6")
     assert code == 0 and result["index"]["layout"] == "k3:6", err
     conn.execute("DROP INDEX items_fp_p4_idx")
-    code, result, err = backfill(capsys, db, "--k", "3")  # the default for 300 rows would be another layout
+    code, result, err = backfill(capsys, db, "-k", "3")  # the default for 300 rows would be another layout
     assert code == 0, err
     assert (result["index"]["layout"], result["index"]["resumed"], result["index"]["indexes_built"]) == (
         "k3:6", True, 1)
@@ -168,11 +168,11 @@ def test_run_again_without_blocks_keeps_the_layout_found(db, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--k", "3", "--blocks", "6"],
+    (["-k", "3", "--blocks", "6"],
      "simpg: column items.fp already has the prefix columns of simpg layout k3:5, not of k3:6; ask for k3:5, "
      "or remove them with simpg repair --table items --column fp (a damaged index) or "
      "SELECT simpg.drop_index('items', 'fp'), then run backfill again\n"),
-    (["--k", "2"],
+    (["-k", "2"],
      "simpg: column items.fp already has the prefix columns of simpg layout k3:5, not of radius k=2; "
      "ask for k3:5, or remove them with simpg repair"),
 ])
@@ -199,14 +199,14 @@ def test_a_damaged_leftover_is_refused_then_repaired(db, capsys):
     make_items_table(conn, 300)
     interrupted(conn, capsys, db)
     conn.execute("ALTER TABLE items DROP COLUMN fp_p7")
-    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, _, err = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 1 and err.count("\n") == 1
     assert err.startswith("simpg: column items.fp has leftover simpg prefix columns: missing prefix column "
                           "(table 7 of k=3 blocks=5: no column simpg.permute(fp, 3, '{5}'::integer[], 7)); "
                           "remove them with simpg repair --table items --column fp"), err
     assert main(["repair", "--dsn", db.dsn, "--table", "items", "--column", "fp"]) == 0
     capsys.readouterr()
-    code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, result, err = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 0 and result["index"]["resumed"] is False, err
     assert_complete_and_exact(conn)
 
@@ -215,7 +215,7 @@ def test_columns_with_the_prefix_names_are_refused_before_any_change(db, capsys)
     conn = db.conn
     make_items_table(conn, 100)
     conn.execute("ALTER TABLE items ADD COLUMN fp bigint, ADD COLUMN fp_p2 text")
-    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")
+    code, _, err = backfill(capsys, db, "-k", "3", "--blocks", "5")
     assert code == 1 and err == (
         "simpg: table public.items already has columns named fp_p2 that are not simpg prefix columns of fp; "
         "see simpg check --table items, then drop or rename them\n")
@@ -231,7 +231,7 @@ def test_sketches_are_added_to_an_existing_table_and_confirm_lookups(db, capsys)
 
     conn = db.conn
     texts = make_items_table(conn, 60)
-    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5")  # the 0.1 table: fingerprints only
+    code, _, err = backfill(capsys, db, "-k", "3", "--blocks", "5")  # the 0.1 table: fingerprints only
     assert code == 0, err
     code, result, err = backfill(capsys, db, "--sketch-column", "sketch", "--batch-size", "7")
     assert code == 0, err
@@ -260,11 +260,11 @@ def test_backfill_adds_the_guard(db, capsys):
     """--guard: after the index, simpg.create_guard; refused while near-duplicates are stored."""
     conn = db.conn
     make_items_table(conn, 60)  # rows 13 and 14 hold the same text
-    code, _, err = backfill(capsys, db, "--k", "3", "--blocks", "5", "--guard")
+    code, _, err = backfill(capsys, db, "-k", "3", "--blocks", "5", "--guard")
     assert code == 1 and "already holds" in err and "pair(s) of rows within 3 bits" in err
     pairs = conn.execute("SELECT key_a, key_b FROM simpg.pairs('items', 3)").fetchall()
     conn.execute("DELETE FROM items WHERE id = ANY(%s)", [[b for _, b in pairs]])
-    code, result, err = backfill(capsys, db, "--k", "3", "--blocks", "5", "--guard")
+    code, result, err = backfill(capsys, db, "-k", "3", "--blocks", "5", "--guard")
     assert code == 0, err
     assert result["guard"] == "fp_simpg_guard"
     stored = conn.execute("SELECT fp FROM items WHERE fp IS NOT NULL LIMIT 1").fetchone()[0]

@@ -314,7 +314,7 @@ def test_cli_upgrade_to_unknown_version_keeps_everything(capsys, db, pg):
 @pytest.mark.parametrize("k", ["17", "-1"])
 def test_cli_k_out_of_range(capsys, k):
     assert (
-        run_cli(capsys, "plan", "--k", k, "--rows", "1000")
+        run_cli(capsys, "plan", "-k", k, "--rows", "1000")
         == f"simpg: k must be an integer from 0 to 16, got {k}"
     )
 
@@ -330,7 +330,7 @@ def test_cli_backfill_missing_table_keeps_everything(capsys, stored, db):
         "nope",
         "--text-column",
         "body",
-        "--fp-column",
+        "--column",
         "simhash",
     )
     assert line.startswith("simpg: ") and "nope" in line
@@ -354,7 +354,7 @@ def test_cli_backfill_with_a_config_that_does_not_match_the_index(capsys, stored
         "docs",
         "--text-column",
         "body",
-        "--fp-column",
+        "--column",
         "simhash",
         "--config",
         f"@{other}",

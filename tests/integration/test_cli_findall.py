@@ -35,7 +35,7 @@ def test_find_all_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsys: py
                                      blocks: str | None) -> None:
     values = sample(1)
     feed(monkeypatch, values, "\n")
-    code, out, err = run(capsys, "find-all", "--distance", "3", *(["--blocks", blocks] if blocks else []))
+    code, out, err = run(capsys, "find-all", "-d", "3", *(["--blocks", blocks] if blocks else []))
     assert (code, err) == (0, "")
     got = [tuple(json.loads(line)) for line in out.splitlines()]
     expected = sorted((min(values[a - 1], values[b - 1]), max(values[a - 1], values[b - 1]))
@@ -60,7 +60,7 @@ def test_find_all_lines_and_files(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 def test_find_clusters_equals_brute_force(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     values = sample(3)
     feed(monkeypatch, values)
-    code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines", "--method", "components")
+    code, out, _ = run(capsys, "find-clusters", "-d", "3", "--lines", "--method", "components")
     assert code == 0
     got = {frozenset(json.loads(line)) for line in out.splitlines()}
     pairs = brute_pairs_numbered(values, 3)
@@ -80,7 +80,7 @@ def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
     """--method representative: input order, each line joins the earliest leader within -d."""
     values = sample(4)
     feed(monkeypatch, values)
-    code, out, _ = run(capsys, "find-clusters", "--distance", "3", "--lines", "--method", "representative")
+    code, out, _ = run(capsys, "find-clusters", "-d", "3", "--lines", "--method", "representative")
     assert code == 0
     assert {frozenset(json.loads(x)) for x in out.splitlines()} == {
         frozenset(g) for g in brute_representatives_numbered(values, 3)}
@@ -103,9 +103,9 @@ def test_find_clusters_around_representatives(monkeypatch: pytest.MonkeyPatch,
     (["-d", "3"], f"{2**64}\n", f"simpg: line 1: expected 64-bit fingerprint in [0, 2**64), got {2**64}\n"),
     (["-d", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than -d (3)\n"),
     (["-k", "3", "-b", "3"], "1\n", "simpg: --blocks (3) must be more than -k (3)\n"),
-    # the flag the user typed (-k everywhere; -d and --distance as seed 004's tool), and its range
+    # the flag the user typed (-k everywhere; -d as seed 004's tool), and its range
     (["-d", "-1"], "1\n", "simpg: -d must be from 0 to 16, got -1\n"),
-    (["--distance", "17"], "1\n", "simpg: --distance must be from 0 to 16, got 17\n"),
+    (["-d", "17"], "1\n", "simpg: -d must be from 0 to 16, got 17\n"),
     (["-k", "40"], "1\n", "simpg: -k must be from 0 to 16, got 40\n"),
 ])
 def test_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -115,10 +115,10 @@ def test_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtur
     assert (code, out, err) == (1, "", message)
 
 
-@pytest.mark.parametrize("flag", ["-k", "-d", "--distance"])
+@pytest.mark.parametrize("flag", ["-k", "-d"])
 def test_radius_flags_are_one_option(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                      flag: str) -> None:
-    """-k, as in every other command, SQL and Python; -d/--distance, as seed 004's tool."""
+    """-k, as in every other command, SQL and Python; -d, as seed 004's tool."""
     for command, expected in (("find-all", "[1, 2]\n"), ("find-clusters", "[1, 2]\n")):
         monkeypatch.setattr("sys.stdin", io.StringIO("1\n3\n" + str(2**64 - 1) + "\n"))
         assert run(capsys, command, flag, "1", "--lines") == (0, expected, "")

@@ -195,7 +195,7 @@ def test_every_path_decides_the_same_pairs(db: Any, tmp_path: Path, capsys: pyte
     # each document's duplicates, through the index and its band keys
     looked_up: set[Pair] = set()
     for d, (fp, sk, band_keys) in enumerate(made):
-        for found in index.duplicates(fp, sk, bands=band_keys):
+        for found in index.duplicates(fp, sk, band_keys=band_keys):
             if found.id != id_of[d]:
                 looked_up.add(tuple(sorted((d, doc_of[found.id]))))  # type: ignore[arg-type]
     assert looked_up == expected

@@ -249,7 +249,7 @@ def test_banded_duplicates_equal_brute_force(conn: psycopg.Connection) -> None:
     through_bands = 0
     for k, t in ((LAYOUT.k, MAX_SKETCH_DISTANCE), (0, 256), (2, 0), (3, 10)):
         for (q, qs), qb in zip(queries, query_bands, strict=True):
-            got = index.duplicates(q, qs, k, bands=qb, max_sketch_distance=t)
+            got = index.duplicates(q, qs, k, band_keys=qb, max_sketch_distance=t)
             assert got == brute_banded(rows, stored, row_bands, q, qs, qb, k, t), (k, t, q)
             through_bands += sum(d.distance > k for d in got)
             # without bands: the lookup of before, on the same rows
@@ -257,11 +257,11 @@ def test_banded_duplicates_equal_brute_force(conn: psycopg.Connection) -> None:
                 rows, stored, [[None] * 4] * len(rows), q, qs, qb, k, t)
     assert through_bands > 50  # rows beyond k found through a shared band
     q, qs = queries[0]
-    assert index.duplicates(q, qs, bands=query_bands[0], band_columns=BAND_COLUMNS) == brute_banded(
+    assert index.duplicates(q, qs, band_keys=query_bands[0], band_columns=BAND_COLUMNS) == brute_banded(
         rows, stored, row_bands, q, qs, query_bands[0], LAYOUT.k, MAX_SKETCH_DISTANCE)
     # band keys in the wrong order are other keys
     swapped = [query_bands[1][1], query_bands[1][0], *query_bands[1][2:]]
-    assert index.duplicates(queries[1][0], queries[1][1], bands=swapped) == brute_banded(
+    assert index.duplicates(queries[1][0], queries[1][1], band_keys=swapped) == brute_banded(
         rows, stored, row_bands, queries[1][0], queries[1][1], swapped, LAYOUT.k, MAX_SKETCH_DISTANCE)
 
 
@@ -276,7 +276,8 @@ def test_banded_async_duplicates(db: object) -> None:
         aconn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
         async with aconn:
             index = AsyncSimHashColumn(aconn, "docs", "simhash")
-            return [await index.duplicates(q, qs, bands=qb) for (q, qs), qb in zip(queries, query_bands, strict=True)]
+            return [await index.duplicates(q, qs, band_keys=qb)
+                    for (q, qs), qb in zip(queries, query_bands, strict=True)]
 
     got = asyncio.run(main())
     assert got == [brute_banded(rows, stored, row_bands, q, qs, qb, LAYOUT.k, MAX_SKETCH_DISTANCE)
@@ -286,7 +287,7 @@ def test_banded_async_duplicates(db: object) -> None:
 def test_banded_lookup_is_one_bitmap_or_never_a_seq_scan(conn: psycopg.Connection) -> None:
     """The prefix B-trees and the band B-trees in one BitmapOr, on a table where a scan would be cheap."""
     from simpg.psycopg import statements as q_sql
-    from simpg.psycopg._common import band_keys, duplicates_params, with_ids
+    from simpg.psycopg._common import band_key_array, duplicates_params, with_ids
 
     conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, simhash bigint, sketch bit(256), "
                  "sketch_b0 bigint, sketch_b1 bigint, sketch_b2 bigint, sketch_b3 bigint)")
@@ -303,7 +304,7 @@ def test_banded_lookup_is_one_bitmap_or_never_a_seq_scan(conn: psycopg.Connectio
     assert row is not None
     statement = q_sql.duplicates_sql(info, "sketch", row[0]).as_bytes(conn)
     params = duplicates_params(info, 12345, LAYOUT.k, sketch("some text"), None, [7, 8, 9, 10], BAND_COLUMNS)
-    assert isinstance(params[5], type(band_keys([1, 2, 3, 4], BAND_COLUMNS)))
+    assert isinstance(params[5], type(band_key_array([1, 2, 3, 4], BAND_COLUMNS)))
     with psycopg.RawCursor(conn) as cur:
         cur.execute(b"EXPLAIN " + statement, params, binary=True)
         plan = "\n".join(r[0] for r in cur.fetchall())
@@ -321,7 +322,7 @@ def test_banded_lookup_is_one_bitmap_or_never_a_seq_scan(conn: psycopg.Connectio
     notices: list[str] = []
     conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
     for _ in range(3):
-        assert index.duplicates(12345, sketch("some text"), bands=[7, 8, 9, 10], max_sketch_distance=256) == []
+        assert index.duplicates(12345, sketch("some text"), band_keys=[7, 8, 9, 10], max_sketch_distance=256) == []
     generic = notices[-1]
     assert "$" in generic and "BitmapOr" in generic and "Seq Scan" not in generic, generic
     for col in BAND_COLUMNS:
@@ -332,23 +333,23 @@ def test_banded_bad_arguments_name_the_value(conn: psycopg.Connection) -> None:
     index, rows, sketches, queries = setup(conn, 53)
     q, qs = queries[0]
     with pytest.raises(SimpgError, match=r"column sketch_b0 of table docs does not exist \(band keys, bigint\)"):
-        index.duplicates(q, qs, bands=[1, 2, 3, 4])
+        index.duplicates(q, qs, band_keys=[1, 2, 3, 4])
     conn.execute("ALTER TABLE docs ADD COLUMN sketch_b0 text, ADD COLUMN sketch_b1 bigint, "
                  "ADD COLUMN sketch_b2 bigint, ADD COLUMN sketch_b3 bigint")
     with pytest.raises(SimpgError, match="band columns sketch_b0, sketch_b1, sketch_b2, sketch_b3 of table docs "
                                          "must be bigint, got: operator does not exist: text = bigint"):
-        index.duplicates(q, qs, bands=[1, 2, 3, 4])
+        index.duplicates(q, qs, band_keys=[1, 2, 3, 4])
     with pytest.raises(SimpgError, match=r"expected 4 band keys \(one per band column\), got 3: \[1, 2, 3\]"):
-        index.duplicates(q, qs, bands=[1, 2, 3])
+        index.duplicates(q, qs, band_keys=[1, 2, 3])
     with pytest.raises(SimpgError, match="expected a signed 64-bit band key, got 9223372036854775808"):
-        index.duplicates(q, qs, bands=[1, 2, 3, 1 << 63])
+        index.duplicates(q, qs, band_keys=[1, 2, 3, 1 << 63])
     with pytest.raises(SimpgError, match="expected a signed 64-bit band key, got '5'"):
-        index.duplicates(q, qs, bands=[1, 2, 3, "5"])  # type: ignore[list-item]
+        index.duplicates(q, qs, band_keys=[1, 2, 3, "5"])  # type: ignore[list-item]
     with pytest.raises(SimpgError, match="expected a sequence of band keys, got 5"):
-        index.duplicates(q, qs, bands=5)  # type: ignore[arg-type]
+        index.duplicates(q, qs, band_keys=5)  # type: ignore[arg-type]
     with pytest.raises(SimpgError, match="expected band_columns as a list of column names, got 'sketch_b1'"):
-        index.duplicates(q, qs, bands=[1], band_columns="sketch_b1")
-    got = index.duplicates(q, qs, bands=[1], band_columns=["sketch_b1"])  # one band of a table's four
+        index.duplicates(q, qs, band_keys=[1], band_columns="sketch_b1")
+    got = index.duplicates(q, qs, band_keys=[1], band_columns=["sketch_b1"])  # one band of a table's four
     assert got == brute(rows, sketches, q, qs, LAYOUT.k, MAX_SKETCH_DISTANCE)
     assert index.near(q) is not None  # the handle still works
 
@@ -373,7 +374,7 @@ def test_sketch_and_bands_find_an_edited_text_beyond_k(conn: psycopg.Connection)
     index.create(k=0, blocks=1)
     s, b = made[0]
     assert [d.id for d in index.duplicates(fingerprint(texts[0]), s)] == [1]
-    found = index.duplicates(fingerprint(texts[0]), s, bands=b)
+    found = index.duplicates(fingerprint(texts[0]), s, band_keys=b)
     assert [d.id for d in found] == [1, 2] and found[1].distance > 0
 
 
@@ -392,7 +393,7 @@ WHERE n.simhash IS NOT NULL AND simpg.sketch_distance(n.sketch, %(s)s::bit(256))
 
 def test_banded_sql_and_sqlalchemy_recipes_equal_duplicates(conn: psycopg.Connection, db: object) -> None:
     """From SQL (simpg.near UNION the band equalities) and SQLAlchemy (within() or a band, in one
-    union), the rows SimHashColumn.duplicates(bands=) confirms."""
+    union), the rows SimHashColumn.duplicates(band_keys=) confirms."""
     index, rows, sketches, queries = setup(conn, 53)
     stored: list[bytes | None] = list(sketches)
     _, query_bands = add_bands(conn, rows, stored, queries, 53)
@@ -403,7 +404,7 @@ def test_banded_sql_and_sqlalchemy_recipes_equal_duplicates(conn: psycopg.Connec
     try:
         with engine.connect() as sa:
             for (q, qs), qb in zip(queries, query_bands, strict=True):
-                want = {(d.id, d.distance, d.sketch_distance) for d in index.duplicates(q, qs, bands=qb)}
+                want = {(d.id, d.distance, d.sketch_distance) for d in index.duplicates(q, qs, band_keys=qb)}
                 got = conn.execute(BANDED_SQL, {"q": bits.to_db(q), "s": to_sql(qs), "k": LAYOUT.k, "b": qb,
                                                 "t": MAX_SKETCH_DISTANCE}).fetchall()
                 assert set(got) == want
@@ -470,7 +471,7 @@ def test_sql_function_and_sqlalchemy_helper_equal_duplicates_and_brute_force(con
             for k, t in ((LAYOUT.k, MAX_SKETCH_DISTANCE), (0, 256), (2, 0), (3, 10)):
                 for (q, qs), qb in zip(queries, query_bands, strict=True):
                     for keys in (qb, None):
-                        want = index.duplicates(q, qs, k, bands=keys, max_sketch_distance=t)
+                        want = index.duplicates(q, qs, k, band_keys=keys, max_sketch_distance=t)
                         assert want == brute_banded(rows, stored, row_bands if keys else [[None] * 4] * len(rows),
                                                     q, qs, qb, k, t), (k, t, q, keys)
                         got = conn.execute(DUPLICATES_SQL, {"q": bits.to_db(q), "s": to_sql(qs), "k": k, "b": keys,
@@ -478,7 +479,7 @@ def test_sql_function_and_sqlalchemy_helper_equal_duplicates_and_brute_force(con
                         # nearest sketch, then nearest fingerprint first; ties in any order
                         assert [g[2:0:-1] for g in got] == sorted(g[2:0:-1] for g in got)
                         assert sorted(got) == sorted(map(tuple, want)), (k, t, q, keys)
-                        orm = duplicates(session, Doc, q, qs, k, bands=keys, max_sketch_distance=t)
+                        orm = duplicates(session, Doc, q, qs, k, band_keys=keys, max_sketch_distance=t)
                         assert [(d.id, bits.hamming(d.simhash, q)) for d in orm] == [(d.id, d.distance) for d in want]
                         through_bands += sum(d.distance > k for d in want)
     finally:
@@ -574,11 +575,11 @@ def test_sqlalchemy_duplicates_bad_arguments_name_the_value() -> None:
     with pytest.raises(SimpgError, match=r"column nope of table docs does not exist \(the sketches"):
         duplicates_select(Doc, q, qs, sketch_column="nope")
     with pytest.raises(SimpgError, match=r"column sketch_b9 of table docs does not exist \(band keys, bigint\)"):
-        duplicates_select(Doc, q, qs, bands=[1], band_columns=["sketch_b9"])
+        duplicates_select(Doc, q, qs, band_keys=[1], band_columns=["sketch_b9"])
     with pytest.raises(SimpgError, match=r"expected 4 band keys \(one per band column\), got 3: \[1, 2, 3\]"):
-        duplicates_select(Doc, q, qs, bands=[1, 2, 3])
+        duplicates_select(Doc, q, qs, band_keys=[1, 2, 3])
     with pytest.raises(SimpgError, match="expected a signed 64-bit band key, got 9223372036854775808"):
-        duplicates_select(Doc, q, qs, bands=[1, 2, 3, 1 << 63])
+        duplicates_select(Doc, q, qs, band_keys=[1, 2, 3, 1 << 63])
     with pytest.raises(SimpgError, match=r"expected 64-bit fingerprint in \[0, 2\*\*64\), got -1"):
         duplicates_select(Doc, -1, qs)
 
@@ -622,7 +623,7 @@ def test_sql_and_sqlalchemy_duplicates_read_the_indexes_never_a_seq_scan(conn: p
                 raw.execute(setting)
             notices.clear()
             raw.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
-            assert sa.execute(duplicates_select(Doc, 12345, sketch("some text"), bands=[7, 8, 9, 10])).all() == []
+            assert sa.execute(duplicates_select(Doc, 12345, sketch("some text"), band_keys=[7, 8, 9, 10])).all() == []
     finally:
         engine.dispose()
     assert "Seq Scan on docs" not in "\n".join(notices), notices
@@ -639,12 +640,12 @@ async def test_sqlalchemy_duplicates_async_equal_duplicates(db: object) -> None:
         index, rows, sketches, queries = setup(conn, 57)
         stored: list[bytes | None] = list(sketches)
         _, query_bands = add_bands(conn, rows, stored, queries, 57)
-        want = [[d.id for d in index.duplicates(q, qs, bands=qb)]
+        want = [[d.id for d in index.duplicates(q, qs, band_keys=qb)]
                 for (q, qs), qb in zip(queries, query_bands, strict=True)]
     engine = create_async_engine(url_from_dsn(dsn, async_=True))
     try:
         async with AsyncSession(engine) as session:
-            got = [[d.id for d in await duplicates_async(session, Doc, q, qs, bands=qb)]
+            got = [[d.id for d in await duplicates_async(session, Doc, q, qs, band_keys=qb)]
                    for (q, qs), qb in zip(queries, query_bands, strict=True)]
     finally:
         await engine.dispose()

@@ -411,12 +411,12 @@ def test_writers_of_several_statements_meet_a_deadlock_at_worst(db: object) -> N
 
 
 def test_sqlalchemy_raises_near_duplicate_errors(conn: psycopg.Connection, db: object) -> None:
-    """raise_near_duplicates(engine): a refused flush is a NearDuplicateError with key and distance."""
+    """raise_near_duplicates(engine): a refused flush is a NearDuplicate with key and distance."""
     from sqlalchemy import create_engine
     from sqlalchemy import text as sql_text
     from sqlalchemy.exc import IntegrityError
 
-    from simpg.sqlalchemy import NearDuplicateError, raise_near_duplicates, url_from_dsn
+    from simpg.sqlalchemy import NearDuplicate, raise_near_duplicates, url_from_dsn
 
     make(conn)
     conn.execute("SELECT simpg.create_guard('docs')")
@@ -425,14 +425,14 @@ def test_sqlalchemy_raises_near_duplicate_errors(conn: psycopg.Connection, db: o
     try:
         with pytest.raises(IntegrityError) as plain, engine.begin() as sa:
             sa.execute(sql_text("INSERT INTO docs (id, simhash) VALUES (2, 4097)"))
-        assert not isinstance(plain.value, NearDuplicateError)
+        assert not isinstance(plain.value, NearDuplicate)
         raise_near_duplicates(engine)
-        with pytest.raises(NearDuplicateError) as info, engine.begin() as sa:
+        with pytest.raises(NearDuplicate) as info, engine.begin() as sa:
             sa.execute(sql_text("INSERT INTO docs (id, simhash) VALUES (2, 4097)"))
         assert (info.value.key, info.value.distance, info.value.guard) == ("1", 1, "simhash_simpg_guard")
         with pytest.raises(IntegrityError) as other, engine.begin() as sa:  # not a guard's: left alone
             sa.execute(sql_text("INSERT INTO docs (id, simhash) VALUES (1, 99999999)"))
-        assert not isinstance(other.value, NearDuplicateError)
+        assert not isinstance(other.value, NearDuplicate)
     finally:
         engine.dispose()
 

@@ -246,8 +246,8 @@ def stored(conn: psycopg.Connection[Any], column: str) -> dict[int, Any]:
 def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixture[str]) -> None:
     conn = db.conn
     code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
-                         "--fp-column", FP2, "--sketch-column", SKETCH2, "--bands", "--batch-size", "40",
-                         "--k", "3", "--blocks", "4", "--json")
+                         "--column", FP2, "--sketch-column", SKETCH2, "--bands", "--batch-size", "40",
+                         "-k", "3", "--blocks", "4", "--json")
     assert code == 0, err
     result = json.loads(out)
     assert (result["rows"], result["index"]["layout"]) == (len(named), "k3:4")
@@ -259,7 +259,7 @@ def test_cli_backfill(db: Any, named: dict[int, str], capsys: pytest.CaptureFixt
     assert index.check() == []
     # a second run resumes: nothing left to fill or build
     code, out, err = run(capsys, "backfill", "--dsn", db.dsn, "--table", QUALIFIED, "--text-column", TEXT,
-                         "--fp-column", FP2, "--k", "3", "--blocks", "4", "--json")
+                         "--column", FP2, "-k", "3", "--blocks", "4", "--json")
     assert code == 0, err
     assert json.loads(out)["rows"] == 0
     # the look-alikes got no column
@@ -288,7 +288,7 @@ def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> Non
     from sqlalchemy import BigInteger, Column, Table, Text, select
     from sqlalchemy.orm import DeclarativeBase, Session
 
-    from simpg.sqlalchemy import SimHash, Sketch, near_duplicates, simhash_index
+    from simpg.sqlalchemy import SimHash, Sketch, near, simhash_index
 
     SimHashColumn(db.conn, QUALIFIED, FP).create(k=K, blocks=5)
 
@@ -314,7 +314,7 @@ def test_sqlalchemy_types_and_orm_lookups(db: Any, named: dict[int, str]) -> Non
         assert spec.repair(conn) == []
         with Session(conn) as session:
             for q in queries:
-                found = near_duplicates(session, Row, q)
+                found = near(session, Row, q)
                 assert [(r.key, bits.hamming(r.fp, q)) for r in found] == brute_near(fingerprints(named), q, K)
                 assert all(r.text == named[r.key] for r in found)
 
@@ -409,7 +409,7 @@ def test_spark_table_in_and_out(spark: Any, db: Any, named: dict[int, str],
     conn = db.conn
     out_table = quoted_name(SCHEMA, 'Pairs{hi}.%s "q" 表')
     code, out, err = run(capsys, "spark", "find-all", "-d", "3", "--dsn", db.dsn, "--table", QUALIFIED,
-                         "--fp-column", FP, "--id-column", KEY, "--output-table", out_table, "--partitions", "2")
+                         "--column", FP, "--key", KEY, "--output-table", out_table, "--partitions", "2")
     assert code == 0, err
     assert json.loads(out)["rows"] == len(named)
     got = conn.execute(sql.SQL("SELECT id_a, id_b, distance FROM {} ORDER BY 1, 2").format(
@@ -466,7 +466,7 @@ def test_shards(db: Any, distribution: str) -> None:
                 sql.SQL(QUALIFIED), sql.Identifier(KEY), sql.Identifier(FP))) as copy:
             for key, text in docs.items():
                 copy.write_row((key, bits.to_db(fingerprint(text))))
-        index = shards.ShardedIndex(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
+        index = shards.ShardedColumn(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
         queries = [fingerprint(text) for text in list(docs.values())[:8]]
         for q in queries:
             assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(docs), q, K)

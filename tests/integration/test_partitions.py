@@ -336,7 +336,7 @@ def test_partitions_refuse_their_own_index_and_prepare_partition_checks_its_tabl
         conn.execute("SELECT simpg.prepare_partition('plain', 'docs_a')")
     with pytest.raises(errors.WrongObjectType, match="table (public.)?docs_a is already a partition of (public.)?docs"):
         conn.execute("SELECT simpg.prepare_partition('docs', 'docs_a')")
-    with pytest.raises(errors.NullValueNotAllowed, match="parent and table must not be null"):
+    with pytest.raises(errors.NullValueNotAllowed, match="rel and partition must not be null"):
         conn.execute("SELECT simpg.prepare_partition('docs', NULL)")
     conn.execute("CREATE TABLE texty (id bigint PRIMARY KEY, simhash text, other bigint)")
     with pytest.raises(errors.DatatypeMismatch, match="column (public.)?texty.simhash is text, expected bigint"):

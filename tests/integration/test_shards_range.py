@@ -26,7 +26,7 @@ from simpg.cli import main
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.psycopg import Neighbor, configure_lookups
-from simpg.shards import Shard, ShardedIndex
+from simpg.shards import Shard, ShardedColumn
 from tests import servers
 from tests.oracles import brute_near_arrays, brute_pairs_arrays
 
@@ -233,7 +233,7 @@ def test_stored_permutations_are_pythons_and_each_row_is_on_its_shard(cluster: C
 def test_lookups_are_exact_against_brute_force(cluster: Cluster, data: Data) -> None:
     with coord(cluster) as conn:
         configure_lookups(conn)
-        index = ShardedIndex(conn, "docs", "simhash")
+        index = ShardedColumn(conn, "docs", "simhash")
         assert index.distribution == "range"
         for k in (0, 1, K):
             expected = [brute_near_arrays(data, q, k) for q in data.queries]
@@ -269,7 +269,7 @@ def test_lookups_are_exact_against_brute_force(cluster: Cluster, data: Data) -> 
         with pytest.raises(SimpgError, match="2\\*\\*64|fingerprint"):
             index.near(2**64)
         with pytest.raises(SimpgError, match="keyed by id, not body"):
-            ShardedIndex(conn, "docs", "simhash", id_column="body")
+            ShardedColumn(conn, "docs", "simhash", id_column="body")
 
 
 def remote_sql(plan: list[str]) -> list[str]:
@@ -293,9 +293,9 @@ def test_a_lookup_reads_one_partition_per_permuted_table(cluster: Cluster, data:
                 assert f"FROM public.{TABLES[t]} WHERE" in text
                 assert re.search(rf"\(p >= \(?{lo}\)?::bigint\)\) AND \(\(p <= \(?{hi}\)?::bigint\)", text), text
                 assert re.search(r"bit_count\(\(fp # \(?-?\d+\)?::bigint\)::bit\(64\)\)::integer <= 3\)", text), text
-        # ShardedIndex.near's prepared statement: a generic plan pruned when it starts
+        # ShardedColumn.near's prepared statement: a generic plan pruned when it starts
         conn.execute("SET plan_cache_mode = force_generic_plan")
-        index = ShardedIndex(conn, "docs", "simhash")
+        index = ShardedColumn(conn, "docs", "simhash")
         q = data.queries[0]
         conn.execute("PREPARE look AS " + index._near_statement)  # $1 fp, $2 k, then each table's lo, hi
         ranges = ", ".join(f"{lo}, {hi}" for lo, hi in LAYOUT.prefix_ranges(q))
@@ -315,7 +315,7 @@ def test_a_coordinator_with_the_plain_script_sends_the_same_filter(cluster: Clus
         assert shards.create_shards(conn, "items", "simhash", [Shard("s1", cluster.shard_dsn(0)),
                                                                Shard("s2", cluster.shard_dsn(1))],
                                     k=K, blocks=BLOCKS, distribution="range") == []
-        index = ShardedIndex(conn, "items", "simhash")
+        index = ShardedColumn(conn, "items", "simhash")
         assert [index.near(q) for q in data.queries[::6]] == [brute_near_arrays(data, q, K) for q in data.queries[::6]]
         q = data.queries[0]
         statement = conn.execute("SELECT simpg.range_near_query('items', %s)", [bits.to_db(q)]).fetchone()[0]
@@ -335,7 +335,7 @@ def in_step(conn: psycopg.Connection) -> None:
 def test_writes_keep_every_permuted_table_in_step(cluster: Cluster, data: Data) -> None:
     base = 10**6
     with coord(cluster) as conn:
-        index = ShardedIndex(conn, "docs", "simhash")
+        index = ShardedColumn(conn, "docs", "simhash")
         conn.execute("INSERT INTO docs (id, simhash, body) VALUES (%s, 77, 'a'), (%s, -77, 'b'), (%s, NULL, 'c')",
                      [base, base + 1, base + 2])
         assert index.near(77, 0) == [Neighbor(base, 0)] and index.near(2**64 - 77, 0) == [Neighbor(base + 1, 0)]
@@ -375,7 +375,7 @@ def test_truncate_empties_the_shards_and_a_second_table_has_its_own(cluster: Clu
                                                               Shard("s2", cluster.shard_dsn(1))],
                                         k=2, blocks=4, distribution="range")
         assert problems == []
-        index = ShardedIndex(conn, "notes", "fp", id_column="n")
+        index = ShardedColumn(conn, "notes", "fp", id_column="n")
         assert index.near(7, 0) == [Neighbor(7, 0)]
         assert shards.check_range_shards(conn, "notes") == []
         conn.execute("TRUNCATE notes")
@@ -403,7 +403,7 @@ def test_a_partitioned_table_on_the_coordinator_is_kept_in_step_through_its_pare
         assert shards.create_shards(conn, "parts", "fp", [Shard("s1", cluster.shard_dsn(0)),
                                                           Shard("s2", cluster.shard_dsn(1))],
                                     k=K, blocks=BLOCKS, distribution="range") == []
-        index = ShardedIndex(conn, "parts", "fp")
+        index = ShardedColumn(conn, "parts", "fp")
         conn.execute("INSERT INTO parts VALUES (201, -5), (202, -6)")
         conn.execute("UPDATE parts SET fp = -7 WHERE id = 201")        # rows of both partitions
         conn.execute("UPDATE parts SET id = 301 WHERE id = 202")       # moves to the other partition
@@ -418,7 +418,7 @@ def test_a_partitioned_table_on_the_coordinator_is_kept_in_step_through_its_pare
 
 def test_pairs_and_clusters_across_shards(cluster: Cluster, data: Data) -> None:
     with coord(cluster) as conn:
-        index = ShardedIndex(conn, "docs", "simhash")
+        index = ShardedColumn(conn, "docs", "simhash")
         got = [(p.a, p.b, p.distance) for p in index.pairs(K)]
         assert len(got) == len(set(got)) and set(got) == brute_pairs_arrays(data, K)
         assert {(p.a, p.b, p.distance) for p in index.pairs(1)} == brute_pairs_arrays(data, 1)
@@ -530,7 +530,7 @@ def test_a_shard_that_is_down_is_an_error_naming_it(cluster: Cluster, data: Data
     q = next(x for x in data.queries if {LAYOUT.permute(x, t) < 0 for t in range(LAYOUT.tables)} == {True, False})
     expected = brute_near_arrays(data, q, K)
     with coord(cluster) as conn:
-        index = ShardedIndex(conn, "docs", "simhash")
+        index = ShardedColumn(conn, "docs", "simhash")
         assert index.near(q) == expected  # postgres_fdw now holds a connection to each shard
         control = cluster.shard_servers[1].control
         assert control is not None

@@ -208,7 +208,7 @@ def test_cli_parquet_and_csv_with_ids_and_negative_fingerprints(spark: Any, tmp_
     expected = sorted((min(int(ids[a - 1]), int(ids[b - 1])), max(int(ids[a - 1]), int(ids[b - 1])), d)
                       for a, b, d in sorted(brute_pairs_numbered(fps.tolist(), 2)))
     code, out, err = run(capsys, "spark", "find-all", "-d", "2", "-i", str(tmp_path / "in.parquet"),
-                         "--id-column", "doc", "-o", str(tmp_path / "out.parquet"), "--block-size", "4")
+                         "--key", "doc", "-o", str(tmp_path / "out.parquet"), "--block-size", "4")
     assert code == 0, err
     assert _read(spark, tmp_path / "out.parquet") == expected
     # CSV: unsigned decimal text, as find-all reads it, and an id column named id
@@ -230,7 +230,7 @@ def test_cli_parquet_and_csv_with_ids_and_negative_fingerprints(spark: Any, tmp_
     ("1\n", ("-b", "five"), "simpg: --blocks must be a block count like 5 or 4x4, got 'five'"),
     ("1\n", ("--conf", "nonsense"), "simpg: --conf must be KEY=VALUE, got 'nonsense'"),
     ("1 5\n2 6\n1 7\n", (), "simpg: id 1 is given to 2 rows: ids must be unique"),
-    ("1\n", ("--fp-column", "x"), "simpg: text input has no columns: --fp-column and --id-column are for csv "
+    ("1\n", ("--column", "x"), "simpg: text input has no columns: --column and --key are for csv "
                                   "and parquet"),
 ])
 def test_cli_bad_input_one_line(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
@@ -246,9 +246,9 @@ def test_cli_missing_file_and_column(spark: Any, tmp_path: Path, capsys: pytest.
     assert (code, err.strip()) == (1, f"simpg: cannot read {str(tmp_path / 'none.txt')!r}: No such file or directory")
     (tmp_path / "a.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     code, _, err = run(capsys, "spark", "find-all", "-d", "3", "-i", str(tmp_path / "a.csv"), "-o", "x")
-    assert (code, err.strip()) == (1, "simpg: no fingerprint column among a, b; name it with --fp-column")
+    assert (code, err.strip()) == (1, "simpg: no fingerprint column among a, b; name it with --column")
     code, _, err = run(capsys, "spark", "find-all", "-d", "3", "-i", str(tmp_path / "a.csv"), "-o", "x",
-                       "--fp-column", "b", "--id-column", "c")
+                       "--column", "b", "--key", "c")
     assert (code, err.strip()) == (1, f"simpg: no column 'c' in {str(tmp_path / 'a.csv')!r} (columns: a, b)")
 
 

@@ -8,7 +8,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from simpg import bits
-from simpg.sqlalchemy import near_duplicates_async, url_from_dsn
+from simpg.sqlalchemy import near_async, url_from_dsn
 from tests.integration.models import CONFIG, Article, Base, K
 from tests.oracles import adversarial_rows_around, extreme_queries
 
@@ -49,10 +49,10 @@ async def test_async_session_within_equals_brute_force(db):
             )
             session.add_all([doc, twin])
             await session.commit()
-            found = await near_duplicates_async(session, Article, doc)
+            found = await near_async(session, Article, doc)
             assert doc not in found
             assert (twin in found) == (bits.hamming(doc.simhash, twin.simhash) <= K)
-            by_text = await near_duplicates_async(session, Article, doc.body, k=0, limit=5)
+            by_text = await near_async(session, Article, doc.body, k=0, limit=5)
             assert doc in by_text
     finally:
         await engine.dispose()

@@ -31,13 +31,13 @@ def test_backfill_then_index(db, capsys):
         "items",
         "--text-column",
         "body",
-        "--fp-column",
+        "--column",
         "simhash",
         "--batch-size",
         "200",
         "--config",
         config.to_json(),
-        "--k",
+        "-k",
         "3",
         "--blocks",
         "5",
@@ -90,7 +90,7 @@ def test_rerun_resumes_only_missing_rows(db, capsys):
             "items",
             "--text-column",
             "body",
-            "--fp-column",
+            "--column",
             "fp",
             "--json",
         )[0]
@@ -106,7 +106,7 @@ def test_rerun_resumes_only_missing_rows(db, capsys):
         "items",
         "--text-column",
         "body",
-        "--fp-column",
+        "--column",
         "fp",
         "--json",
     )
@@ -114,7 +114,7 @@ def test_rerun_resumes_only_missing_rows(db, capsys):
     assert code == 0 and result["column_added"] is False
     assert result["rows"] == 300 // 7 + 1 and result["index"] is None
     code, out, _ = run_cli(
-        capsys, "--dsn", db.dsn, "--table", "items", "--text-column", "body", "--fp-column", "fp"
+        capsys, "--dsn", db.dsn, "--table", "items", "--text-column", "body", "--column", "fp"
     )
     assert code == 0 and "fingerprints written" in out
 
@@ -131,7 +131,7 @@ def test_lock_timeout_gives_up_instead_of_queueing(db, capsys):
             "items",
             "--text-column",
             "body",
-            "--fp-column",
+            "--column",
             "simhash",
             "--lock-timeout",
             "200ms",
@@ -145,19 +145,19 @@ def test_lock_timeout_gives_up_instead_of_queueing(db, capsys):
     "argv, message",
     [
         (
-            ["--table", "nope", "--text-column", "body", "--fp-column", "fp"],
+            ["--table", "nope", "--text-column", "body", "--column", "fp"],
             "simpg: table nope does not exist",
         ),
         (
-            ["--table", "items", "--text-column", "body", "--fp-column", "body"],
+            ["--table", "items", "--text-column", "body", "--column", "body"],
             "simpg: column items.body is text, expected bigint",
         ),
         (
-            ["--table", "items", "--text-column", "body", "--fp-column", "fp", "--batch-size", "0"],
+            ["--table", "items", "--text-column", "body", "--column", "fp", "--batch-size", "0"],
             "simpg: batch size must be a positive integer, got 0",
         ),
         (
-            ["--table", "items", "--text-column", "body", "--fp-column", "fp", "--config", "{bad"],
+            ["--table", "items", "--text-column", "body", "--column", "fp", "--config", "{bad"],
             "simpg: invalid --config '{bad'",
         ),
     ],
@@ -172,13 +172,13 @@ def test_bad_arguments_are_one_line_errors(db, capsys, argv, message):
     "argv, message",
     [
         (["--text-column", "nosuch"], "simpg: column nosuch of table items does not exist"),
-        (["--text-column", "body", "--k", "3", "--blocks", "2"], "simpg: blocks must be greater than k"),
+        (["--text-column", "body", "-k", "3", "--blocks", "2"], "simpg: blocks must be greater than k"),
     ],
 )
 def test_refused_arguments_change_nothing(db, capsys, argv, message):
     """Issue 13 item 8: validate first, change after (no column fp9 left behind)."""
     make_items_table(db.conn, 20)
-    code, _, err = run_cli(capsys, "--dsn", db.dsn, "--table", "items", "--fp-column", "fp9", *argv)
+    code, _, err = run_cli(capsys, "--dsn", db.dsn, "--table", "items", "--column", "fp9", *argv)
     assert code == 1 and err.startswith(message), err
     columns = db.conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass "
                               "AND attname = 'fp9'").fetchone()

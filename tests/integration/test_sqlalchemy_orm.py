@@ -22,7 +22,7 @@ from simpg import bits
 from simpg.fingerprint import fingerprint
 from simpg.sqlalchemy import (
     SimHash,
-    near_duplicates,
+    near,
     near_select,
     simhash_index,
     url_from_dsn,
@@ -167,9 +167,9 @@ def test_fingerprint_on_write_and_near_duplicates(db):
         session.add_all([a, b, far])
         session.commit()
         dist = bits.hamming(a.simhash, b.simhash)
-        found = near_duplicates(session, Article, a)  # an object: itself excluded
+        found = near(session, Article, a)  # an object: itself excluded
         assert (dist <= K) == (b in found) and a not in found and far not in found
-        by_text = near_duplicates(session, Article, text_a, k=0)
+        by_text = near(session, Article, text_a, k=0)
         assert a in by_text
         by_fp = session.scalars(near_select(Article, far.simhash, 0)).all()
         assert by_fp == [far]

@@ -162,7 +162,7 @@ def test_bad_input_names_the_value(k, rows, message):
 
 
 def test_cli_table(capsys):
-    assert cli.main(["plan", "--k", "3", "--rows", "10M"]) == 0
+    assert cli.main(["plan", "-k", "3", "--rows", "10M"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert "recommended k3:5" in lines[0]
@@ -176,7 +176,7 @@ def test_cli_table(capsys):
 
 
 def test_cli_json_is_the_plan(capsys):
-    assert cli.main(["plan", "--k", "4", "--rows", "1_500_000", "--json", "--all"]) == 0
+    assert cli.main(["plan", "-k", "4", "--rows", "1_500_000", "--json", "--all"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["k"] == 4 and data["rows"] == 1_500_000
     assert data["designs"] == [d.as_dict() for d in planner.plan(4, 1_500_000, everything=True)]
@@ -186,11 +186,11 @@ def test_cli_json_is_the_plan(capsys):
     "argv, message",
     [
         (
-            ["--k", "3", "--rows", "ten"],
+            ["-k", "3", "--rows", "ten"],
             "simpg: rows must be a non-negative integer such as 10000000 or 10M, got 'ten'",
         ),
-        (["--k", "x", "--rows", "10"], "simpg: k must be an integer from 0 to 16, got 'x'"),
-        (["--k", "20", "--rows", "10"], "simpg: k must be an integer from 0 to 16, got 20"),
+        (["-k", "x", "--rows", "10"], "simpg: k must be an integer from 0 to 16, got 'x'"),
+        (["-k", "20", "--rows", "10"], "simpg: k must be an integer from 0 to 16, got 20"),
     ],
 )
 def test_cli_bad_input_is_one_line(capsys, argv, message):

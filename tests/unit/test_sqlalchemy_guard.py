@@ -34,11 +34,13 @@ def test_near_duplicate_ignores_other_errors() -> None:
 def test_near_duplicate_error_is_both_kinds() -> None:
     from sqlalchemy.exc import IntegrityError
 
-    from simpg.exc import NearDuplicate, SimpgError
-    from simpg.sqlalchemy import NearDuplicateError
+    from simpg import exc, sqlalchemy
 
-    assert issubclass(NearDuplicateError, IntegrityError) and issubclass(NearDuplicateError, NearDuplicate)
-    assert issubclass(NearDuplicateError, SimpgError)
+    # one name, NearDuplicate: SQLAlchemy's must stay an IntegrityError, and is simpg.exc's too
+    assert sqlalchemy.NearDuplicate.__name__ == exc.NearDuplicate.__name__ == "NearDuplicate"
+    assert issubclass(sqlalchemy.NearDuplicate, IntegrityError)
+    assert issubclass(sqlalchemy.NearDuplicate, exc.NearDuplicate)
+    assert issubclass(sqlalchemy.NearDuplicate, exc.SimpgError)
 
 
 def test_sketch_guard_declarations_are_checked() -> None:
