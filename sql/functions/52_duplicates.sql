@@ -135,10 +135,7 @@ BEGIN
         RAISE EXCEPTION 'sketch must have 256 bits, got %', length(sketch)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF max_sketch_distance IS NULL OR max_sketch_distance NOT BETWEEN 0 AND 256 THEN
-        RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %',
-            coalesce(max_sketch_distance::text, 'null') USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM simpg.check_max_sketch_distance(max_sketch_distance);
     IF sketch_column IS NULL THEN
         RAISE EXCEPTION 'sketch_column must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;

@@ -335,12 +335,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF sketch_column IS NOT NULL THEN
-        v_max_sketch := coalesce(max_sketch_distance, simpg.max_sketch_distance());
-        IF v_max_sketch < 0 OR v_max_sketch > 256 THEN
-            RAISE EXCEPTION 'a guard''s max_sketch_distance must be from 0 to 256 (the bits of a sketch), got %',
-                v_max_sketch
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
+        v_max_sketch := simpg.check_max_sketch_distance(coalesce(max_sketch_distance, simpg.max_sketch_distance()));
         IF simpg.with_bands(sketch_column, bands) THEN  -- the names simpg.psycopg._common.band_columns gives
             v_band_columns := ARRAY(SELECT sketch_column || '_b' || i FROM generate_series(0, simpg.band_count() - 1) AS i);
         END IF;

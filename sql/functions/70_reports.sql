@@ -205,12 +205,8 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
-    IF max_sketch_distance NOT BETWEEN 0 AND 256 THEN
-        RAISE EXCEPTION 'max_sketch_distance must be an integer from 0 to 256, got %', max_sketch_distance
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     PERFORM simpg.checked_sketch_columns(rel, sketch_column, simpg.with_bands(sketch_column, bands));
-    RETURN coalesce(max_sketch_distance, simpg.max_sketch_distance());
+    RETURN simpg.check_max_sketch_distance(coalesce(max_sketch_distance, simpg.max_sketch_distance()));
 END
 $$;
 
