@@ -110,7 +110,7 @@ def main() -> None:
                          **build(conn, f"cost_k{k}", data.fps, sketches, layout)})
     queries = [int(q) & M64 for q in data.queries[: args.queries]]
     query_sketches = [sketches[i % n].tobytes() for i in range(len(queries))]
-    handles = [SimHashColumn.connect(dsn, v["table"], "fp", id_column="id") for v in variants]
+    handles = [SimHashColumn.connect(dsn, v["table"], "fp", key_column="id") for v in variants]
     times: list[list[float]] = [[] for _ in variants]
     found = [0] * len(variants)
     say(f"{len(queries)} lookups x {args.rounds} rounds x {len(variants)} variants, interleaved")

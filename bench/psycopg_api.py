@@ -128,7 +128,7 @@ def single_lookups(conn: psycopg.Connection, index: SimHashColumn, tuned: SimHas
     union = sql.SQL(" UNION ").join(
         sql.SQL("SELECT x.{id}, simpg.hamming(x.{fp}, %(q)s) AS distance FROM {rel} AS x "
                 "WHERE x.{p} BETWEEN %(lo{i})s AND %(hi{i})s AND simpg.hamming(x.{fp}, %(q)s) <= %(k)s")
-        .format(id=t(info.id_column), fp=t(info.column), rel=info.relation, p=t(c), i=sql.SQL(str(i)))
+        .format(id=t(info.key_column), fp=t(info.column), rel=info.relation, p=t(c), i=sql.SQL(str(i)))
         for i, c in enumerate(info.prefix_columns))
     union = sql.SQL("SELECT id, distance FROM ({}) AS u ORDER BY distance, id").format(union)
     levels = "{" + ",".join(map(str, info.layout.levels)) + "}"
@@ -138,7 +138,7 @@ def single_lookups(conn: psycopg.Connection, index: SimHashColumn, tuned: SimHas
         for i, c in enumerate(info.prefix_columns))
     in_sql = sql.SQL("SELECT x.{id}, simpg.hamming(x.{fp}, %(q)s) AS distance FROM {rel} AS x WHERE ({c}) "
                      "AND simpg.hamming(x.{fp}, %(q)s) <= %(k)s ORDER BY distance, x.{id}").format(
-        id=t(info.id_column), fp=t(info.column), rel=info.relation, c=in_sql)
+        id=t(info.key_column), fp=t(info.column), rel=info.relation, c=in_sql)
     def union_params(q: int) -> dict[str, int]:
         flat = info.ranges.flat(q)
         params = {"q": Int8(bits.to_db(q)), "k": Int8(3)}
@@ -478,7 +478,7 @@ def lateral_or_sql(info: Any) -> sql.Composed:
                    "FROM {rel} AS x WHERE ({cond}) AND simpg.hamming(x.{fp}, u.q) <= %s) AS r "
                    "ORDER BY 1, 3, 2").format(
         a=sql.SQL(", ").join(sql.SQL("%s::bigint[]") for _ in names), names=sql.SQL(", ").join(t(x) for x in names),
-        id=t(info.id_column), fp=t(info.column), rel=info.relation, cond=cond)
+        id=t(info.key_column), fp=t(info.column), rel=info.relation, cond=cond)
 
 
 def lateral_union_all_sql(info: Any) -> sql.Composed:
@@ -489,7 +489,7 @@ def lateral_union_all_sql(info: Any) -> sql.Composed:
     branches = sql.SQL(" UNION ALL ").join(
         sql.SQL("SELECT x.{id} AS id, simpg.hamming(x.{fp}, u.q) AS distance FROM {rel} AS x "
                 "WHERE x.{p} BETWEEN u.{lo} AND u.{hi} AND simpg.hamming(x.{fp}, u.q) <= %s")
-        .format(id=t(info.id_column), fp=t(info.column), rel=info.relation, p=t(c), lo=t(f"lo{i}"), hi=t(f"hi{i}"))
+        .format(id=t(info.key_column), fp=t(info.column), rel=info.relation, p=t(c), lo=t(f"lo{i}"), hi=t(f"hi{i}"))
         for i, c in enumerate(info.prefix_columns))
     return sql.SQL("SELECT DISTINCT u.n, r.id, r.distance FROM unnest({a}) WITH ORDINALITY AS u({names}, n) "
                    "CROSS JOIN LATERAL ({b}) AS r ORDER BY 1, 3, 2").format(
@@ -551,14 +551,14 @@ def fetching(conn: psycopg.Connection, index: SimHashColumn) -> None:
         with conn.cursor(binary=True) as cur:
             cur.adapters.register_loader(1016, Raw)
             row = cur.execute(sql.SQL("SELECT array_agg({}), array_agg({}) FROM {}").format(
-                sql.Identifier(info.id_column), sql.Identifier(info.column), info.relation)).fetchone()
+                sql.Identifier(info.key_column), sql.Identifier(info.column), info.relation)).fetchone()
         dt = np.dtype([("len", ">i4"), ("v", ">i8")])
         return len(np.frombuffer(row[0], dtype=dt, offset=20)["v"].astype(np.int64))
 
     def with_copy() -> int:
         buf = bytearray()
         with conn.cursor() as cur, cur.copy(sql.SQL("COPY (SELECT {}, {} FROM {}) TO STDOUT (FORMAT BINARY)").format(
-                sql.Identifier(info.id_column), sql.Identifier(info.column), info.relation)) as copy:
+                sql.Identifier(info.key_column), sql.Identifier(info.column), info.relation)) as copy:
             for block in copy:
                 buf += block
         return (len(buf) - 21) // 26
@@ -602,7 +602,7 @@ def all_pairs(conn: psycopg.Connection, index: SimHashColumn, sql_pairs: bool) -
             "SELECT a.{id} AS a, b.{id} AS b FROM {rel} AS a JOIN {rel} AS b "
             "ON a.{p} >> {low} = b.{p} >> {low} AND a.{id} < b.{id} "
             "WHERE simpg.hamming(a.{fp}, b.{fp}) <= 3").format(
-            id=sql.Identifier(info.id_column), rel=info.relation, p=sql.Identifier(col),
+            id=sql.Identifier(info.key_column), rel=info.relation, p=sql.Identifier(col),
             low=sql.Literal(low), fp=sql.Identifier(info.column)))
     statement = sql.SQL("SELECT count(*) FROM ({}) AS s").format(sql.SQL(" UNION ").join(parts))
     t0 = time.perf_counter()

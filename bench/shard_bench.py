@@ -63,7 +63,7 @@ def time_lookups(lookup: Any, queries: list[int]) -> dict[str, float]:
 def _sharded_lookup(dsn: str) -> Any:
     conn = psycopg.connect(dsn, autocommit=True)
     configure_lookups(conn)
-    return ShardedColumn(conn, "sharded", "simhash", id_column="id").near
+    return ShardedColumn(conn, "sharded", "simhash", key_column="id").near
 
 
 def throughput(make: Any, queries: list[int], clients: int, seconds: float) -> float:
@@ -171,7 +171,7 @@ def main() -> None:
         single = SimHashColumn.connect(coord.dsn("bench"), "single", "simhash")
         lookups = psycopg.connect(coord.dsn("bench"), autocommit=True)
         configure_lookups(lookups)
-        sharded = ShardedColumn(lookups, "sharded", "simhash", id_column="id")
+        sharded = ShardedColumn(lookups, "sharded", "simhash", key_column="id")
         # answers: both against numpy for a sample, then against each other for all
         for q in queries[:50]:
             d = np.bitwise_count(fps ^ np.uint64(q))

@@ -159,7 +159,7 @@ def main() -> None:
             def hash_lookup() -> Any:
                 lc = psycopg.connect(coord.dsn("bench"), autocommit=True)
                 configure_lookups(lc)
-                index = ShardedColumn(lc, "hashed", "simhash", id_column="id")
+                index = ShardedColumn(lc, "hashed", "simhash", key_column="id")
                 return lambda q: [(x.id, x.distance) for x in index.near(q)]
 
             def range_lookup() -> Any:
@@ -201,8 +201,8 @@ def main() -> None:
             # triggers are as when the range shards were filled), alone, beside range_near's p50
             out["range_in_step_latency"] = latencies(
                 lambda q: sc.execute("SELECT simpg.range_in_step('ranged', 'simhash')").fetchall(), some)
-            for name, table, id_column in (("hash", "hashed", "id"), ("range", "ranged", None)):
-                index = ShardedColumn(sc, table, "simhash", id_column=id_column)
+            for name, table, key_column in (("hash", "hashed", "id"), ("range", "ranged", None)):
+                index = ShardedColumn(sc, table, "simhash", key_column=key_column)
                 t0 = time.perf_counter()
                 found = [index.near_many(queries[i:i + 100], 3) for i in range(0, 1000, 100)]
                 out[f"{name}_near_many_ms_per_lookup"] = (time.perf_counter() - t0) / 1000 * 1e3

@@ -93,7 +93,7 @@ def main() -> None:
     run("the same as postgres_fdw sends it (BEGIN, DECLARE, FETCH, CLOSE, COMMIT)", fdw_like)
     lookups = psycopg.connect(coord.dsn("bench"), autocommit=True)
     configure_lookups(lookups)
-    index = ShardedColumn(lookups, "t", "simhash", id_column="id")
+    index = ShardedColumn(lookups, "t", "simhash", key_column="id")
     run("through the coordinator", index.near)
     before = server_cpu_s(coord)
     for q in qs:

@@ -502,7 +502,7 @@ def main() -> None:
 
         lookups = psycopg.connect(coord.dsn("bench"), autocommit=True)
         configure_lookups(lookups)
-        index = ShardedColumn(lookups, name, "simhash", id_column="id")
+        index = ShardedColumn(lookups, name, "simhash", key_column="id")
         directs = [SimHashColumn.connect(s.dsn, name, "simhash") for s in shard_list]
         for q, hit in zip(queries, truth, strict=False):  # truth: the first --check
             assert sorted(index.near(q)) == hit, q
@@ -511,7 +511,7 @@ def main() -> None:
         def make(dsn: str = coord.dsn("bench"), table: str = name) -> Any:
             c = psycopg.connect(dsn, autocommit=True)
             configure_lookups(c)
-            return ShardedColumn(c, table, "simhash", id_column="id").near
+            return ShardedColumn(c, table, "simhash", key_column="id").near
 
         res.update(measure(name, out, index.near, make, index.near_many, lambda index=index: index.pairs(3), queries,
                            args.clients, args.seconds, reference,

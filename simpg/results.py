@@ -105,7 +105,7 @@ class IndexStats:
 
     table: str
     column: str
-    id_column: str | None
+    key_column: str | None
     layout: Layout
     rows: int
     rows_exact: bool
@@ -122,7 +122,7 @@ class IndexStats:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
-            "table": self.table, "column": self.column, "id_column": self.id_column,
+            "table": self.table, "column": self.column, "key_column": self.key_column,
             "layout": self.layout.name, "k": self.layout.k, "levels": list(self.layout.levels),
             "tables": self.layout.tables, "rows": self.rows, "rows_exact": self.rows_exact,
             "table_bytes": self.table_bytes, "index_bytes": self.index_bytes,

@@ -24,7 +24,7 @@ Example:
     >>> coord.execute("CREATE TABLE docs (id bigint NOT NULL, simhash bigint) PARTITION BY HASH (id)")  # doctest: +SKIP
     >>> create_shards(coord, "docs", "simhash", [Shard("s1", "host=db1 dbname=app"),
     ...                                          Shard("s2", "host=db2 dbname=app")], k=3, rows=10**8)  # doctest: +SKIP
-    >>> ShardedColumn(coord, "docs", "simhash", id_column="id").near(0x0123456789ABCDEF, 3)  # doctest: +SKIP
+    >>> ShardedColumn(coord, "docs", "simhash", key_column="id").near(0x0123456789ABCDEF, 3)  # doctest: +SKIP
     [Neighbor(id=12, distance=1)]
 """
 
@@ -606,22 +606,22 @@ class ShardedColumn:
     runs one prepared statement that reads one partition (one shard) per permuted table;
     ``near_many`` is ``simpg.range_near_many``; ``pairs`` and ``clusters`` read every
     ``(key, fingerprint)`` once from the first permuted table and find the pairs in
-    memory. The key is the one registered (``id_column``, if given, must name it).
+    memory. The key is the one registered (``key_column``, if given, must name it).
 
     For the lowest latency give the handle a connection of its own set up by
     :func:`simpg.psycopg.configure_lookups` (generic plans).
     """
 
     def __init__(self, conn: psycopg.Connection[Any], table: str, column: str = "simhash", *,
-                 id_column: str | None = None) -> None:
+                 key_column: str | None = None) -> None:
         self.conn = conn
         self.table = table
         self.distribution = distribution(conn, table)
         self.range: RangeLayout | None = None
         if self.distribution == "range":
             self.range = range_layout(conn, table, column)
-            if id_column is not None and id_column != self.range.key_column:
-                raise SimpgError(f"{table}'s range shards are keyed by {self.range.key_column}, not {id_column}")
+            if key_column is not None and key_column != self.range.key_column:
+                raise SimpgError(f"{table}'s range shards are keyed by {self.range.key_column}, not {key_column}")
             relations = [sql.Identifier(*_split_name(conn, name)) for name in self.range.tables]
             self._relations = relations
             self._base = sql.Identifier(*_split_name(conn, table)).as_string(conn)
@@ -629,9 +629,9 @@ class ShardedColumn:
             self._near_statement = _range_near_sql(relations, conditions, self._base,
                                                    self.range.column).as_string(conn)
             return
-        if id_column is None:
-            raise SimpgError(f"name the id column of {table}: a hash-sharded table has no primary key")
-        self.index = SimHashColumn(conn, table, column, id_column=id_column)
+        if key_column is None:
+            raise SimpgError(f"name the key column of {table}: a hash-sharded table has no primary key")
+        self.index = SimHashColumn(conn, table, column, key_column=key_column)
         self._many_conditions: dict[int, tuple[str, Any]] = {}  # batch size: (condition, the IndexInfo it is for)
 
     def _radius(self, k: int | None) -> int:
@@ -699,7 +699,7 @@ class ShardedColumn:
             "FROM (SELECT t.{id}, t.{fp} FROM {rel} AS t WHERE {cond}) AS t "
             "JOIN unnest({ns}::integer[], {qs}::bigint[]) AS u(n, q) ON simpg.hamming(t.{fp}, u.q) <= {k} "
             "ORDER BY u.n, distance, t.{id}"
-        ).format(id=sql.Identifier(self.index.id_column or ""), fp=sql.Identifier(info.column), rel=info.relation,
+        ).format(id=sql.Identifier(self.index.key_column or ""), fp=sql.Identifier(info.column), rel=info.relation,
                  cond=sql.SQL(condition), ns=sql.SQL(f"${3 * n + 1}"), qs=sql.SQL(f"${3 * n + 2}"),
                  k=sql.SQL(f"${3 * n + 3}"))
         params: list[Any] = []

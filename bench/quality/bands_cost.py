@@ -119,7 +119,7 @@ class Banded:
     def __init__(self, dsn: str, table: str, nb: int, k: int | None) -> None:
         self.k = k
         self.columns = [f"sketch_b{i}" for i in range(nb)]
-        self.handle = SimHashColumn.connect(dsn, table, "fp", id_column="id") if k is not None else None
+        self.handle = SimHashColumn.connect(dsn, table, "fp", key_column="id") if k is not None else None
         self.conn = self.handle.conn if self.handle else psycopg.connect(dsn, autocommit=True)
         register_dumpers(self.conn)
         self.info = _common.with_ids(self.handle.info) if self.handle else None
@@ -229,7 +229,7 @@ def main() -> None:
         elif v["kind"] == "sql":
             handles.append(SqlDuplicates(dsn, v["table"], v["k"]))
         else:
-            handles.append(SimHashColumn.connect(dsn, v["table"], "fp", id_column="id"))
+            handles.append(SimHashColumn.connect(dsn, v["table"], "fp", key_column="id"))
 
     def one(v: dict, h: Any, x: int) -> int:
         if v["kind"] == "near":

@@ -84,7 +84,7 @@ def aborted(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> boo
     return conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
 
 
-def id_column(primary_key: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+def key_column(primary_key: list[tuple[str, str]]) -> tuple[str | None, str | None]:
     """The single-column primary key; ``(None, None)`` when there is none (see :func:`with_ids`)."""
     if len(primary_key) != 1:
         return None, None
@@ -92,10 +92,10 @@ def id_column(primary_key: list[tuple[str, str]]) -> tuple[str | None, str | Non
 
 
 def with_ids(info: IndexInfo) -> IndexInfo:
-    """``info`` if lookups can name rows, else an error saying to name the id column."""
-    if not info.id_column:
+    """``info`` if lookups can name rows, else an error saying to name the key column."""
+    if not info.key_column:
         raise SimpgError(
-            f"table {info.table} has no single-column primary key; pass id_column= to name the id column"
+            f"table {info.table} has no single-column primary key; pass key_column= to name the key column"
         )
     return info
 
@@ -202,7 +202,7 @@ def make_stats(info: IndexInfo, row: Sequence[Any], exact: bool) -> IndexStats:
     rows, table_bytes, index_sizes = row
     _, identity = stored_config(info.fingerprint_config)
     return IndexStats(
-        table=f"{info.schema}.{info.table}", column=info.column, id_column=info.id_column,
+        table=f"{info.schema}.{info.table}", column=info.column, key_column=info.key_column,
         layout=info.layout, rows=int(rows), rows_exact=exact, table_bytes=int(table_bytes),
         index_bytes=dict(zip(info.index_names, map(int, index_sizes), strict=True)),
         prefix_columns=info.prefix_columns, fingerprint_config=identity,

@@ -83,7 +83,7 @@ def _confirmed_sql(info: IndexInfo, report: str) -> sql.Composed:
         "SELECT * FROM simpg.{report}((SELECT t.{id} FROM {rel} AS t LIMIT 0), %(rel)s::pg_catalog.regclass, "
         "%(k)s::integer, %(column)s::name, %(id)s::name{method}, sketch_column => %(sketch)s::name, "
         "max_sketch_distance => %(max)s::integer, bands => %(bands)s::boolean) ORDER BY {order}"
-    ).format(report=sql.Identifier(report), id=sql.Identifier(info.id_column or ""), rel=info.relation,
+    ).format(report=sql.Identifier(report), id=sql.Identifier(info.key_column or ""), rel=info.relation,
              method=method, order=order))
 
 
@@ -112,7 +112,7 @@ class AsyncSimHashColumn:
             (add() and create() open a savepoint or transaction of their own).
         table: the table, optionally schema-qualified (``"public.docs"``).
         column: the bigint fingerprint column.
-        id_column: the column returned as the row's id; default: the table's
+        key_column: the column returned as the row's id; default: the table's
             single-column primary key.
         prepare: prepare the lookup statements on the server (turn off behind a
             pooler that cannot keep prepared statements, e.g. PgBouncer in
@@ -120,7 +120,7 @@ class AsyncSimHashColumn:
     """
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], table: str, column: str = "simhash", *,
-                 id_column: str | None = None, prepare: bool = True) -> None:
+                 key_column: str | None = None, prepare: bool = True) -> None:
         if not isinstance(table, str) or not table:
             raise SimpgError(f"expected a table name, got {table!r}")
         if not isinstance(column, str) or not column:
@@ -129,7 +129,7 @@ class AsyncSimHashColumn:
         wire.register_dumpers(conn)  # the bigint[] parameters of lookups
         self.table = table
         self.column = column
-        self.id_column = id_column
+        self.key_column = key_column
         self.prepare = prepare
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
@@ -142,7 +142,7 @@ class AsyncSimHashColumn:
     if True:  # ASYNC
         @classmethod
         async def connect(cls, conninfo: str, table: str, column: str = "simhash", *,
-                          id_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimHashColumn:
+                          key_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncSimHashColumn:
             """A handle on a connection of its own, set up for lookups (:func:`configure_lookups_async`).
 
             The connection is in autocommit mode; :meth:`close` (or leaving the block of
@@ -150,10 +150,10 @@ class AsyncSimHashColumn:
             """
             with translated():
                 conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
-            return await cls._owning(conn, table, column, id_column, prepare)
+            return await cls._owning(conn, table, column, key_column, prepare)
     else:
         @classmethod
-        def connect(cls, conninfo: str, table: str, column: str = "simhash", *, id_column: str | None = None,
+        def connect(cls, conninfo: str, table: str, column: str = "simhash", *, key_column: str | None = None,
                     prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> AsyncSimHashColumn:
             """A handle on a connection of its own, set up for lookups (:func:`configure_lookups`).
 
@@ -175,15 +175,15 @@ class AsyncSimHashColumn:
                     conn: psycopg.Connection[Any] = polling
                 else:
                     conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
-            return cls._owning(conn, table, column, id_column, prepare)
+            return cls._owning(conn, table, column, key_column, prepare)
 
     @classmethod
-    async def _owning(cls, conn: psycopg.AsyncConnection[Any], table: str, column: str, id_column: str | None,
+    async def _owning(cls, conn: psycopg.AsyncConnection[Any], table: str, column: str, key_column: str | None,
                       prepare: bool) -> AsyncSimHashColumn:
         # connect()'s handle, which closes the connection with itself (or now, if it fails)
         try:
             await configure_lookups_async(conn)
-            handle = cls(conn, table, column, id_column=id_column, prepare=prepare)
+            handle = cls(conn, table, column, key_column=key_column, prepare=prepare)
         except BaseException:
             await conn.close()
             raise
@@ -233,16 +233,16 @@ class AsyncSimHashColumn:
                 await cur.execute(catalog.CATALOG_SQL, [self.table, self.column])
                 layout_row = await cur.fetchone()
                 assert layout_row is not None
-                pk_sql, type_sql = catalog.id_column_sql()
-                if self.id_column is None:
+                pk_sql, type_sql = catalog.key_column_sql()
+                if self.key_column is None:
                     await cur.execute(pk_sql, [self.table])
-                    name, type_ = _common.id_column(await cur.fetchall())
+                    name, type_ = _common.key_column(await cur.fetchall())
                 else:
-                    await cur.execute(type_sql, [self.table, self.id_column])
+                    await cur.execute(type_sql, [self.table, self.key_column])
                     row = await cur.fetchone()
                     if row is None:
-                        raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
-                    name, type_ = self.id_column, row[0]
+                        raise SimpgError(f"column {self.key_column} of table {self.table} does not exist")
+                    name, type_ = self.key_column, row[0]
         self._info = IndexInfo.from_rows(layout_row, name, type_)
         self._statements = {}
         return self._info
@@ -549,7 +549,7 @@ class AsyncSimHashColumn:
                   sql.Identifier(text_column) if text_column else sql.SQL("NULL"),
                   *(sql.Identifier(c) if banded else sql.SQL("NULL") for c in bands)]
         query = sql.SQL("SELECT {} FROM {} WHERE {} = %s").format(
-            sql.SQL(", ").join(fields), info.relation, sql.Identifier(info.id_column or ""))
+            sql.SQL(", ").join(fields), info.relation, sql.Identifier(info.key_column or ""))
         sides = []
         texts = []
         for key in (a_key, b_key):
@@ -557,7 +557,7 @@ class AsyncSimHashColumn:
                 await cur.execute(query, [key])
                 row = await cur.fetchone()
             if row is None:
-                raise SimpgError(f"no row with {info.id_column} = {key!r} in {info.table}")
+                raise SimpgError(f"no row with {info.key_column} = {key!r} in {info.table}")
             simhash, sketch_text, text, *keys = row
             made = from_sql(sketch_text)
             sides.append(Side(str(key), key if isinstance(key, int) else None, None, bits.from_db(simhash),
@@ -607,7 +607,7 @@ class AsyncSimHashColumn:
                              "(simpg.pairs, simpg.clusters) read the whole table")
         info = _common.with_ids(await self._current())
         params = {"rel": catalog.regclass_text(info), "k": _common.radius(k, info), "column": info.column,
-                  "id": info.id_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
+                  "id": info.key_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
                   "method": method}
         with translated():
             async with self.conn.cursor() as cur:

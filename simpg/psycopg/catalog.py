@@ -1,7 +1,7 @@
 """What a handle knows about one indexed column, and the catalog queries that tell it.
 
 :class:`IndexInfo` is read once per handle from ``simpg.indexes`` (:data:`CATALOG_SQL`)
-and the table's primary key (:func:`id_column_sql`); every statement of
+and the table's primary key (:func:`key_column_sql`); every statement of
 :mod:`simpg.psycopg.statements` is built from it. The check of ``k`` against the
 index's radius (:func:`check_k`) lives here too, and the SQLSTATEs of simpg's lookups
 (:data:`LAYOUT_CHANGED`, :data:`DAMAGED`) are re-exported from :mod:`simpg.exc`.
@@ -32,7 +32,7 @@ __all__ = [
     "REPAIR_SQL",
     "IndexInfo",
     "check_k",
-    "id_column_sql",
+    "key_column_sql",
     "regclass_text",
 ]
 
@@ -95,7 +95,7 @@ INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
 
 
 
-def id_column_sql() -> tuple[str, str]:
+def key_column_sql() -> tuple[str, str]:
     """The two catalog queries that find the id column: primary key, named column type."""
     return PRIMARY_KEY_SQL, COLUMN_TYPE_SQL
 
@@ -107,7 +107,7 @@ class IndexInfo:
     schema: str
     table: str
     column: str
-    id_column: str | None  # None: no single-column primary key, and none named
+    key_column: str | None  # None: no single-column primary key, and none named
     id_type: str | None
     layout: Layout
     prefix_columns: tuple[str, ...]
@@ -119,10 +119,10 @@ class IndexInfo:
     many_conditions: tuple[str, ...]
 
     @classmethod
-    def from_rows(cls, catalog: Sequence[Any], id_column: str | None, id_type: str | None) -> IndexInfo:
+    def from_rows(cls, catalog: Sequence[Any], key_column: str | None, id_type: str | None) -> IndexInfo:
         """Build from a :data:`CATALOG_SQL` row and the id column."""
         schema, table, column, k, levels, prefix_columns, index_names, config, condition, many = catalog
-        return cls(schema, table, column, id_column, id_type, Layout(k, tuple(levels)),
+        return cls(schema, table, column, key_column, id_type, Layout(k, tuple(levels)),
                    tuple(prefix_columns), tuple(index_names), config, condition, tuple(many))
 
     @property

@@ -82,7 +82,7 @@ def _confirmed_sql(info: IndexInfo, report: str) -> sql.Composed:
         "SELECT * FROM simpg.{report}((SELECT t.{id} FROM {rel} AS t LIMIT 0), %(rel)s::pg_catalog.regclass, "
         "%(k)s::integer, %(column)s::name, %(id)s::name{method}, sketch_column => %(sketch)s::name, "
         "max_sketch_distance => %(max)s::integer, bands => %(bands)s::boolean) ORDER BY {order}"
-    ).format(report=sql.Identifier(report), id=sql.Identifier(info.id_column or ""), rel=info.relation,
+    ).format(report=sql.Identifier(report), id=sql.Identifier(info.key_column or ""), rel=info.relation,
              method=method, order=order))
 
 
@@ -111,7 +111,7 @@ class SimHashColumn:
             (add() and create() open a savepoint or transaction of their own).
         table: the table, optionally schema-qualified (``"public.docs"``).
         column: the bigint fingerprint column.
-        id_column: the column returned as the row's id; default: the table's
+        key_column: the column returned as the row's id; default: the table's
             single-column primary key.
         prepare: prepare the lookup statements on the server (turn off behind a
             pooler that cannot keep prepared statements, e.g. PgBouncer in
@@ -119,7 +119,7 @@ class SimHashColumn:
     """
 
     def __init__(self, conn: psycopg.Connection[Any], table: str, column: str = "simhash", *,
-                 id_column: str | None = None, prepare: bool = True) -> None:
+                 key_column: str | None = None, prepare: bool = True) -> None:
         if not isinstance(table, str) or not table:
             raise SimpgError(f"expected a table name, got {table!r}")
         if not isinstance(column, str) or not column:
@@ -128,7 +128,7 @@ class SimHashColumn:
         wire.register_dumpers(conn)  # the bigint[] parameters of lookups
         self.table = table
         self.column = column
-        self.id_column = id_column
+        self.key_column = key_column
         self.prepare = prepare
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
@@ -139,7 +139,7 @@ class SimHashColumn:
         return f"SimHashColumn({self.table!r}, {self.column!r})"
 
     @classmethod
-    def connect(cls, conninfo: str, table: str, column: str = "simhash", *, id_column: str | None = None,
+    def connect(cls, conninfo: str, table: str, column: str = "simhash", *, key_column: str | None = None,
                 prepare: bool = True, busy_wait: float = 0.0, **kwargs: Any) -> SimHashColumn:
         """A handle on a connection of its own, set up for lookups (:func:`configure_lookups`).
 
@@ -161,15 +161,15 @@ class SimHashColumn:
                 conn: psycopg.Connection[Any] = polling
             else:
                 conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
-        return cls._owning(conn, table, column, id_column, prepare)
+        return cls._owning(conn, table, column, key_column, prepare)
 
     @classmethod
-    def _owning(cls, conn: psycopg.Connection[Any], table: str, column: str, id_column: str | None,
+    def _owning(cls, conn: psycopg.Connection[Any], table: str, column: str, key_column: str | None,
                 prepare: bool) -> SimHashColumn:
         # connect()'s handle, which closes the connection with itself (or now, if it fails)
         try:
             configure_lookups(conn)
-            handle = cls(conn, table, column, id_column=id_column, prepare=prepare)
+            handle = cls(conn, table, column, key_column=key_column, prepare=prepare)
         except BaseException:
             conn.close()
             raise
@@ -209,16 +209,16 @@ class SimHashColumn:
                 cur.execute(catalog.CATALOG_SQL, [self.table, self.column])
                 layout_row = cur.fetchone()
                 assert layout_row is not None
-                pk_sql, type_sql = catalog.id_column_sql()
-                if self.id_column is None:
+                pk_sql, type_sql = catalog.key_column_sql()
+                if self.key_column is None:
                     cur.execute(pk_sql, [self.table])
-                    name, type_ = _common.id_column(cur.fetchall())
+                    name, type_ = _common.key_column(cur.fetchall())
                 else:
-                    cur.execute(type_sql, [self.table, self.id_column])
+                    cur.execute(type_sql, [self.table, self.key_column])
                     row = cur.fetchone()
                     if row is None:
-                        raise SimpgError(f"column {self.id_column} of table {self.table} does not exist")
-                    name, type_ = self.id_column, row[0]
+                        raise SimpgError(f"column {self.key_column} of table {self.table} does not exist")
+                    name, type_ = self.key_column, row[0]
         self._info = IndexInfo.from_rows(layout_row, name, type_)
         self._statements = {}
         return self._info
@@ -525,7 +525,7 @@ class SimHashColumn:
                   sql.Identifier(text_column) if text_column else sql.SQL("NULL"),
                   *(sql.Identifier(c) if banded else sql.SQL("NULL") for c in bands)]
         query = sql.SQL("SELECT {} FROM {} WHERE {} = %s").format(
-            sql.SQL(", ").join(fields), info.relation, sql.Identifier(info.id_column or ""))
+            sql.SQL(", ").join(fields), info.relation, sql.Identifier(info.key_column or ""))
         sides = []
         texts = []
         for key in (a_key, b_key):
@@ -533,7 +533,7 @@ class SimHashColumn:
                 cur.execute(query, [key])
                 row = cur.fetchone()
             if row is None:
-                raise SimpgError(f"no row with {info.id_column} = {key!r} in {info.table}")
+                raise SimpgError(f"no row with {info.key_column} = {key!r} in {info.table}")
             simhash, sketch_text, text, *keys = row
             made = from_sql(sketch_text)
             sides.append(Side(str(key), key if isinstance(key, int) else None, None, bits.from_db(simhash),
@@ -583,7 +583,7 @@ class SimHashColumn:
                              "(simpg.pairs, simpg.clusters) read the whole table")
         info = _common.with_ids(self._current())
         params = {"rel": catalog.regclass_text(info), "k": _common.radius(k, info), "column": info.column,
-                  "id": info.id_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
+                  "id": info.key_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
                   "method": method}
         with translated():
             with self.conn.cursor() as cur:

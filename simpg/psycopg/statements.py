@@ -70,8 +70,8 @@ __all__ = [
 
 def _id(info: IndexInfo) -> str:
     # Handles check with_ids() before building lookups; this only narrows the type.
-    assert info.id_column is not None, "no id column"
-    return info.id_column
+    assert info.key_column is not None, "no id column"
+    return info.key_column
 
 
 def near_sql(info: IndexInfo, *, ordered: bool = False) -> sql.Composed:

@@ -158,7 +158,7 @@ def _column_fp(df: DataFrame, name: str, label: str) -> Column:
 
 
 def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column: str | None = None,
-              id_column: str | None = None) -> DataFrame:
+              key_column: str | None = None) -> DataFrame:
     """Read fingerprints (see the module docstring): a DataFrame of ``id``, ``fp``.
 
     Raises:
@@ -174,7 +174,7 @@ def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column:
         raise SimpgError(f"cannot read {path!r}: No such file or directory")
     try:
         if fmt == "text":
-            if fp_column or id_column:
+            if fp_column or key_column:
                 raise SimpgError("text input has no columns: --column and --key are for csv and parquet")
             return read_text(spark, path)
         reader = spark.read.option("header", True) if fmt == "csv" else spark.read
@@ -188,31 +188,31 @@ def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column:
             raise SimpgError(f"no fingerprint column among {', '.join(columns)}; name it with --column")
     if fp_column not in columns:
         raise SimpgError(f"no column {fp_column!r} in {path!r} (columns: {', '.join(columns)})")
-    if id_column is None and "id" in columns and fp_column != "id":
-        id_column = "id"
-    if id_column is not None and id_column not in columns:
-        raise SimpgError(f"no column {id_column!r} in {path!r} (columns: {', '.join(columns)})")
+    if key_column is None and "id" in columns and fp_column != "id":
+        key_column = "id"
+    if key_column is not None and key_column not in columns:
+        raise SimpgError(f"no column {key_column!r} in {path!r} (columns: {', '.join(columns)})")
     # The columns by position (_0, _1, ...): Spark reads dots and backticks in a column
     # name it is given (``a.b`` is field b of a), so a user's name is never handed to it.
     position = {c: f"_{i}" for i, c in reversed(list(enumerate(columns)))}  # the first of equal names
     df = df.toDF(*(f"_{i}" for i in range(len(columns))))
     fp = _column_fp(df, position[fp_column], fp_column)
-    if id_column is None:
+    if key_column is None:
         df = _row_numbers(df)
         ident, where = F.col("row"), F.concat(F.lit("row "), F.col("row").cast("string"))
     else:
-        kind = df.schema[position[id_column]].dataType
+        kind = df.schema[position[key_column]].dataType
         if isinstance(kind, T.LongType | T.IntegerType | T.ShortType | T.ByteType):
-            ident = F.col(position[id_column]).cast("long")
+            ident = F.col(position[key_column]).cast("long")
         elif isinstance(kind, T.StringType):
-            ident = F.col(position[id_column]).try_cast("long")
+            ident = F.col(position[key_column]).try_cast("long")
         else:
-            raise SimpgError(f"id column {id_column!r} must hold integers, got {kind.simpleString()}")
-        where = F.concat(F.lit(f"{id_column} "), F.col(position[id_column]).cast("string"))
+            raise SimpgError(f"key column {key_column!r} must hold integers, got {kind.simpleString()}")
+        where = F.concat(F.lit(f"{key_column} "), F.col(position[key_column]).cast("string"))
     parsed = df.select(ident.alias("id"), fp.alias("fp"), where.alias("_where"),
                        F.col(position[fp_column]).cast("string").alias("_value"))
     _fail_first(parsed, F.col("fp").isNull(), F.col("id"), F.col("_where"), F.col("_value"))
-    if id_column is not None:
+    if key_column is not None:
         first = parsed.where(F.col("id").isNull()).select("_where").limit(1).collect()
         if first:
             raise SimpgError(f"{first[0]['_where']}: expected an integer id")
@@ -228,7 +228,7 @@ def _connect(dsn: str) -> Any:
     return psycopg.connect(dsn, autocommit=True)
 
 
-def _resolve(conn: Any, table: str, fp_column: str, id_column: str) -> tuple[int, str, str]:
+def _resolve(conn: Any, table: str, fp_column: str, key_column: str) -> tuple[int, str, str]:
     """The table's oid, schema and name as the catalog has them; its two columns checked."""
     row = conn.execute("SELECT c.oid, n.nspname, c.relname FROM pg_catalog.pg_class AS c "
                        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
@@ -236,7 +236,7 @@ def _resolve(conn: Any, table: str, fp_column: str, id_column: str) -> tuple[int
     if row is None:
         raise SimpgError(f"no table {table!r}")
     oid, schema, name = row
-    for column, what in ((fp_column, "fingerprint"), (id_column, "id")):
+    for column, what in ((fp_column, "fingerprint"), (key_column, "id")):
         found = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
                              "WHERE attrelid = %s AND attname = %s AND attnum > 0 AND NOT attisdropped",
                              [oid, column]).fetchone()
@@ -255,10 +255,10 @@ def _copy_statement(names: tuple[str, str, str, str], lo: int, hi: int) -> Any:
     """
     from psycopg import sql
 
-    schema, table, id_column, fp_column = names
+    schema, table, key_column, fp_column = names
     return sql.SQL("COPY (SELECT {id}, {fp} FROM {rel} WHERE ctid >= {lo}::tid AND ctid < {hi}::tid "
                    "AND {fp} IS NOT NULL) TO STDOUT").format(
-        id=sql.Identifier(id_column), fp=sql.Identifier(fp_column), rel=sql.Identifier(schema, table),
+        id=sql.Identifier(key_column), fp=sql.Identifier(fp_column), rel=sql.Identifier(schema, table),
         lo=sql.Literal(f"({int(lo)},0)"), hi=sql.Literal(f"({int(hi)},0)"))
 
 
@@ -289,7 +289,7 @@ def _copy_task(batches: Iterator[pa.RecordBatch], dsn: str, names: tuple[str, st
 
 
 @contextlib.contextmanager
-def read_table(spark: SparkSession, dsn: str, table: str, fp_column: str = "simhash", id_column: str = "id",
+def read_table(spark: SparkSession, dsn: str, table: str, fp_column: str = "simhash", key_column: str = "id",
                partitions: int | None = None) -> Iterator[DataFrame]:
     """Read ``table``'s ids and fingerprints in parallel, all tasks in one snapshot.
 
@@ -298,7 +298,7 @@ def read_table(spark: SparkSession, dsn: str, table: str, fp_column: str = "simh
     whose fingerprint is NULL are left out.
     """
     with contextlib.closing(_connect(dsn)) as conn:
-        oid, schema, name = _resolve(conn, table, fp_column, id_column)
+        oid, schema, name = _resolve(conn, table, fp_column, key_column)
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
         pages = conn.execute("SELECT (pg_relation_size(%s::oid) / current_setting('block_size')::bigint)",
@@ -310,7 +310,7 @@ def read_table(spark: SparkSession, dsn: str, table: str, fp_column: str = "simh
         import functools
 
         spans = spark.sparkContext.parallelize(ranges, len(ranges)).toDF("lo long, hi long")
-        task = functools.partial(_copy_task, dsn=dsn, names=(schema, name, id_column, fp_column), snapshot=snapshot)
+        task = functools.partial(_copy_task, dsn=dsn, names=(schema, name, key_column, fp_column), snapshot=snapshot)
         yield spans.mapInArrow(task, "id long, fp long")
         conn.execute("COMMIT")
 

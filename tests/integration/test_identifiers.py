@@ -157,7 +157,7 @@ def test_guard_and_insert_or_get(db: Any) -> None:
     for name in (QUALIFIED, *DECOYS):
         conn.execute(sql.SQL("CREATE TABLE {} ({} bigint PRIMARY KEY, {} bigint)").format(
             sql.SQL(name), sql.Identifier(KEY), sql.Identifier(FP)))
-    index = SimHashColumn(conn, QUALIFIED, FP, id_column=KEY)
+    index = SimHashColumn(conn, QUALIFIED, FP, key_column=KEY)
     index.create(k=K, blocks=5)
     guard = index.create_guard()
     assert [(g.name, g.column, g.key_column) for g in index.guards()] == [(guard, FP, KEY)]
@@ -433,7 +433,7 @@ def test_spark_files_with_odd_column_names(spark: Any, tmp_path: Path) -> None:
     frame = spark.createDataFrame([(fp, i, -1) for i, fp in rows], f"`{fp_name.replace('`', '``')}` long, "
                                   f"`{id_name.replace('`', '``')}` string, `f` long")
     frame.write.parquet(str(tmp_path / "in.parquet"))
-    df = io.read_file(spark, str(tmp_path / "in.parquet"), fp_column=fp_name, id_column=id_name)
+    df = io.read_file(spark, str(tmp_path / "in.parquet"), fp_column=fp_name, key_column=id_name)
     assert sorted((r["id"], r["fp"]) for r in df.collect()) == sorted(rows)
 
 
@@ -466,7 +466,7 @@ def test_shards(db: Any, distribution: str) -> None:
                 sql.SQL(QUALIFIED), sql.Identifier(KEY), sql.Identifier(FP))) as copy:
             for key, text in docs.items():
                 copy.write_row((key, bits.to_db(fingerprint(text))))
-        index = shards.ShardedColumn(conn, QUALIFIED, FP, id_column=KEY if distribution == "hash" else None)
+        index = shards.ShardedColumn(conn, QUALIFIED, FP, key_column=KEY if distribution == "hash" else None)
         queries = [fingerprint(text) for text in list(docs.values())[:8]]
         for q in queries:
             assert [(n.id, n.distance) for n in index.near(q)] == brute_near(fingerprints(docs), q, K)

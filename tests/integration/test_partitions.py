@@ -55,7 +55,7 @@ class Strategy:
     member: Callable[[int, int], str]       # (p, rows) -> condition on staging columns id, lang
 
     @property
-    def id_column(self) -> str | None:
+    def key_column(self) -> str | None:
         return None if self.primary_key == "id" else "id"
 
 
@@ -98,7 +98,7 @@ def build(conn: psycopg.Connection, strategy: Strategy, rows: list[int]) -> SimH
         conn.execute(f"CREATE TABLE docs_p{p} PARTITION OF docs {strategy.bounds(p, n)}")
     conn.execute("INSERT INTO docs (id, lang, simhash) SELECT s.id, s.lang, s.simhash FROM staging AS s WHERE "
                  + " OR ".join(f"({strategy.member(p, n)})" for p in range(3)))
-    index = SimHashColumn(conn, "docs", "simhash", id_column=strategy.id_column)
+    index = SimHashColumn(conn, "docs", "simhash", key_column=strategy.key_column)
     assert index.create(LAYOUT.k, LAYOUT.levels[0]) == LAYOUT
     conn.execute(f"CREATE TABLE docs_p3 PARTITION OF docs {strategy.bounds(3, n)}")
     conn.execute(f"INSERT INTO docs (id, lang, simhash) SELECT s.id, s.lang, s.simhash FROM staging AS s "
@@ -222,7 +222,7 @@ def test_partitioned_table_is_one_index_and_answers_exactly(conn: psycopg.Connec
                          "HAVING count(DISTINCT tableoid) > 1) AS x").fetchone()
     assert split is not None and split[0] > 0
     assert conn.execute("SELECT count(*) FROM docs WHERE simhash < 0").fetchone() != (0,)
-    reports = strategy.id_column is None  # SQL reports need a key unique across partitions
+    reports = strategy.key_column is None  # SQL reports need a key unique across partitions
     assert_exact(conn, index, stored(conn), queries_, reports=reports)
     if not reports:
         # LIST by lang: the primary key is (id, lang), and no index can make id unique across partitions
@@ -241,7 +241,7 @@ def test_partitioned_table_is_one_index_and_answers_exactly(conn: psycopg.Connec
         assert size == conn.execute("SELECT sum(pg_relation_size(relid))::bigint FROM pg_partition_tree(%s)",
                                     [name]).fetchone()[0] > 0
     # a handle on one partition searches that partition alone
-    part = SimHashColumn(conn, "docs_p1", "simhash", id_column=strategy.id_column)
+    part = SimHashColumn(conn, "docs_p1", "simhash", key_column=strategy.key_column)
     assert part.check() == []
     only = stored(conn, "docs_p1")
     assert [part.near(q, 3) for q in queries_] == [brute_near(only, q, 3) for q in queries_]
@@ -256,7 +256,7 @@ def test_async_handle_on_a_partitioned_table(db: object) -> None:
 
     async def run() -> None:
         async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as aconn:  # type: ignore[attr-defined]
-            index = AsyncSimHashColumn(aconn, "docs", "simhash", id_column="id")
+            index = AsyncSimHashColumn(aconn, "docs", "simhash", key_column="id")
             for k in (0, LAYOUT.k):
                 expected = [brute_near(now, q, k) for q in queries_]
                 assert [await index.near(q, k) for q in queries_] == expected
@@ -447,7 +447,7 @@ def test_near_many_keeps_rows_of_two_partitions_at_the_same_place(conn: psycopg.
     conn.execute("SELECT simpg.create_index('docs', 'simhash', 3, 5)")
     conn.execute("INSERT INTO docs VALUES (7, 'en', -5), (7, 'zh', -5)")
     assert conn.execute("SELECT count(DISTINCT ctid) FROM docs").fetchone() == (1,)
-    index = SimHashColumn(conn, "docs", id_column="id")
+    index = SimHashColumn(conn, "docs", key_column="id")
     q = bits.from_db(-5)
     assert index.near(q, 3) == [Neighbor(7, 0), Neighbor(7, 0)]
     assert index.near_many([q, q ^ (1 << 63)], 3) == [[Neighbor(7, 0), Neighbor(7, 0)], [Neighbor(7, 1)] * 2]
@@ -519,7 +519,7 @@ def test_alembic_operations_on_a_table_partitioned_on_two_levels(db: object) -> 
                                "ON m.relid = i.indrelid WHERE NOT i.indisvalid").fetchone()
         assert invalid == (0,)
         assert conn.execute("SELECT * FROM simpg.check('docs')").fetchall() == []
-        index = SimHashColumn(conn, "docs", id_column="id")
+        index = SimHashColumn(conn, "docs", key_column="id")
         for q in (5, fps[0], 1 << 63):
             assert index.near(q, 3) == brute_near_numbered(fps, q, 3)
         assert index.near_many([5, fps[1]], 3) == [brute_near_numbered(fps, 5, 3), brute_near_numbered(fps, fps[1], 3)]

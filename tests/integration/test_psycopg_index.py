@@ -131,7 +131,7 @@ def test_stats(conn: psycopg.Connection) -> None:
     index = make_table(conn, layout, list(range(100)))
     stats = index.stats()
     assert (stats.rows, stats.rows_exact, stats.layout) == (100, True, layout)
-    assert stats.table == "public.docs" and stats.id_column == "id"
+    assert stats.table == "public.docs" and stats.key_column == "id"
     assert len(stats.index_bytes) == layout.tables
     assert all(size > 0 for size in stats.index_bytes.values())
     assert stats.total_index_bytes == sum(stats.index_bytes.values())
@@ -186,10 +186,10 @@ def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
     conn.execute("CREATE TABLE nokey (simhash bigint, label text)")
     nokey = SimHashColumn(conn, "nokey")
     nokey.create(3, 4)
-    with pytest.raises(SimpgError, match="no single-column primary key; pass id_column="):
+    with pytest.raises(SimpgError, match="no single-column primary key; pass key_column="):
         nokey.near(1)
     conn.execute("INSERT INTO nokey VALUES (5, 'five'), (4, 'four'), (5, 'five again')")
-    named = SimHashColumn(conn, "nokey", id_column="label")
+    named = SimHashColumn(conn, "nokey", key_column="label")
     assert named.near(5, 1) == [Neighbor("five", 0), Neighbor("five again", 0), Neighbor("four", 1)]
     # ids without an integer type come in the table's order, not sorted
     assert {(frozenset((p.a, p.b)), p.distance) for p in named.pairs(1)} == {
@@ -197,7 +197,7 @@ def test_tables_without_index_or_key(conn: psycopg.Connection) -> None:
         (frozenset(("five again", "four")), 1)}
     assert sorted(named.clusters(1)[0]) == ["five", "five again", "four"]
     with pytest.raises(SimpgError, match="column nothing of table nokey does not exist"):
-        SimHashColumn(conn, "nokey", id_column="nothing").near(1)
+        SimHashColumn(conn, "nokey", key_column="nothing").near(1)
 
 
 def test_database_errors_come_out_translated_or_as_they_are(conn: psycopg.Connection) -> None:
@@ -279,13 +279,13 @@ def test_create_index_builds_full_prefix_btrees(conn: psycopg.Connection) -> Non
 
 
 def test_near_many_keeps_rows_that_share_an_id(conn: psycopg.Connection) -> None:
-    # id_column need not be unique: each row is its own answer, as near() returns it
+    # key_column need not be unique: each row is its own answer, as near() returns it
     conn.execute("CREATE TABLE tagged (id bigint PRIMARY KEY, tag text, simhash bigint)")
     fps = [5, 5, 5 ^ (1 << 63), 7, 2**64 - 1]
     conn.execute("INSERT INTO tagged SELECT i, 't' || (i %% 2), fp FROM unnest(%s::bigint[]) "
                  "WITH ORDINALITY AS u(fp, i)", [[bits.to_db(f) for f in fps]])
     SimHashColumn(conn, "tagged").create(3, 5)
-    index = SimHashColumn(conn, "tagged", id_column="tag")
+    index = SimHashColumn(conn, "tagged", key_column="tag")
     queries = [5, 6, 2**64 - 2, 1 << 40]
     many = index.near_many(queries, 3)
     assert many == [index.near(q, 3) for q in queries]
@@ -439,7 +439,7 @@ def test_near_skips_the_cursor_only_where_it_means_the_same(db: object) -> None:
         # NULL and repeated ids in a nullable id column: ordered as the cursor's ORDER BY
         conn.execute("ALTER TABLE docs ADD COLUMN ref integer")
         conn.execute("UPDATE docs SET ref = CASE WHEN id % 3 = 0 THEN NULL ELSE -(id % 7) END")
-        by_ref = SimHashColumn(conn, "docs", id_column="ref")
+        by_ref = SimHashColumn(conn, "docs", key_column="ref")
         fast = [by_ref.near(q, 3) for q in queries]
         with conn.pipeline():
             assert [by_ref.near(q, 3) for q in queries] == fast

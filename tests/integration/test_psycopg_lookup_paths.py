@@ -98,7 +98,7 @@ def test_order_of_ids_that_are_null_repeated_or_text(db: object, internals: bool
     make_table(conn, Layout(3, (5,)), rows)
     conn.execute("ALTER TABLE docs ADD COLUMN ref integer")
     conn.execute("UPDATE docs SET ref = CASE WHEN id % 3 = 0 THEN NULL ELSE -(id % 7) END")
-    by_ref = SimHashColumn(conn, "docs", id_column="ref")
+    by_ref = SimHashColumn(conn, "docs", key_column="ref")
     near = lookup.NearLookup(conn)
     for q in queries:
         found = near.near(by_ref.info, q, 3)

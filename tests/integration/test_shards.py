@@ -220,7 +220,7 @@ def test_writes_through_the_coordinator_reach_both_shards(sharded: Cluster, data
         new = next(iter(a))
         conn.execute("INSERT INTO docs (id, simhash, body) VALUES (%s, 77, 'moved')", [10**6])
         conn.execute("UPDATE docs SET simhash = 78 WHERE id = %s", [10**6])
-        index = ShardedColumn(conn, "docs", "simhash", id_column="id")
+        index = ShardedColumn(conn, "docs", "simhash", key_column="id")
         assert index.near(78, 0) == [Neighbor(10**6, 0)] and index.near(77, 0) == []
         conn.execute("DELETE FROM docs WHERE id = %s", [10**6])
         assert index.near(78, 0) == []
@@ -234,7 +234,7 @@ def test_writes_through_the_coordinator_reach_both_shards(sharded: Cluster, data
 def test_lookups_are_exact_against_brute_force(sharded: Cluster, data: Data, db: str) -> None:
     table = TABLES[db]
     with psycopg.connect(sharded.dsn(db), autocommit=True) as conn:
-        index = ShardedColumn(conn, table, "simhash", id_column="id")
+        index = ShardedColumn(conn, table, "simhash", key_column="id")
         for k in (0, 1, K):
             expected = [brute_near_arrays(data, q, k) for q in data.queries]
             some = slice(None) if k == K else slice(None, None, 5)  # one lookup a statement: the slow part
@@ -285,7 +285,7 @@ def test_ranges_and_distance_filter_go_to_every_shard_at_once(sharded: Cluster, 
         assert [text for text in remote_sql(plan) if "bit_count((simhash::bit(64) # " in text] == remote_sql(plan)
         assert len(remote_sql(plan)) == 2, plan
         # SimHashColumn's prepared lookup (parameters, not literals) and ShardedColumn.near_many
-        index = ShardedColumn(conn, table, "simhash", id_column="id")
+        index = ShardedColumn(conn, table, "simhash", key_column="id")
         info = index.index.info
         wire.register_dumpers(conn)
         with psycopg.RawCursor(conn) as cur:  # near_sql's $n placeholders
@@ -309,7 +309,7 @@ def test_ranges_and_distance_filter_go_to_every_shard_at_once(sharded: Cluster, 
 
 def test_pairs_and_clusters_across_shards(sharded: Cluster, data: Data) -> None:
     with psycopg.connect(sharded.dsn("coord_ext"), autocommit=True) as conn:
-        index = ShardedColumn(conn, "docs", "simhash", id_column="id")
+        index = ShardedColumn(conn, "docs", "simhash", key_column="id")
         got = {(p.a, p.b, p.distance) for p in index.pairs(K)}
         assert got == brute_pairs_arrays(data, K)
         assert any(a in data.duplicate_ids and d == 0 for a, _, d in got)
@@ -343,10 +343,10 @@ def test_all_rows_are_read_shard_by_shard_in_ctid_ranges(sharded: Cluster, monke
         assert [name for _, name, _ in parts] == ["docs_s1", "docs_s2"] and all(b > 1 for _, _, b in parts), parts
         want = {(i, bits.from_db(fp))
                 for i, fp in conn.execute("SELECT id, simhash FROM docs WHERE simhash IS NOT NULL")}
-        ids, fps = ShardedColumn(conn, "docs", "simhash", id_column="id").index.fetch_all()
+        ids, fps = ShardedColumn(conn, "docs", "simhash", key_column="id").index.fetch_all()
         assert len(ids) == len(want) and set(zip(ids.tolist(), fps.tolist(), strict=True)) == want
         # the ranges go to the shard, which reads only those blocks
-        info = SimHashColumn(conn, "docs", "simhash", id_column="id").info
+        info = SimHashColumn(conn, "docs", "simhash", key_column="id").info
         statement = statements.fetch_sql(info, 1, 2, part=sql.Identifier("public", "docs_s1"))
         plan = [r[0] for r in conn.execute(sql.SQL("EXPLAIN (VERBOSE, COSTS OFF) ") + statement)]
         [remote] = remote_sql(plan)
@@ -356,7 +356,7 @@ def test_all_rows_are_read_shard_by_shard_in_ctid_ranges(sharded: Cluster, monke
     with psycopg.connect(sharded.dsn("coord_plain"), autocommit=True) as conn:
         want = {(i, bits.from_db(fp)) for i, fp in conn.execute("SELECT id, simhash FROM items "
                                                                   "WHERE simhash IS NOT NULL")}
-        ids, fps = ShardedColumn(conn, "items", "simhash", id_column="id").index.fetch_all()
+        ids, fps = ShardedColumn(conn, "items", "simhash", key_column="id").index.fetch_all()
         assert set(zip(ids.tolist(), fps.tolist(), strict=True)) == want and len(ids) == len(want)
 
 
@@ -460,7 +460,7 @@ def test_a_shard_that_is_down_is_an_error_naming_it(sharded: Cluster, data: Data
     q = data.queries[0]
     expected = brute_near_arrays(data, q, K)
     with psycopg.connect(sharded.dsn("coord_ext"), autocommit=True) as conn:
-        index = ShardedColumn(conn, "docs", "simhash", id_column="id")
+        index = ShardedColumn(conn, "docs", "simhash", key_column="id")
         assert index.near(q) == expected  # postgres_fdw now holds a connection to each shard
         control = sharded.shard_servers[1].control
         assert control is not None

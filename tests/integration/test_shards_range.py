@@ -269,7 +269,7 @@ def test_lookups_are_exact_against_brute_force(cluster: Cluster, data: Data) -> 
         with pytest.raises(SimpgError, match="2\\*\\*64|fingerprint"):
             index.near(2**64)
         with pytest.raises(SimpgError, match="keyed by id, not body"):
-            ShardedColumn(conn, "docs", "simhash", id_column="body")
+            ShardedColumn(conn, "docs", "simhash", key_column="body")
 
 
 def remote_sql(plan: list[str]) -> list[str]:
@@ -375,7 +375,7 @@ def test_truncate_empties_the_shards_and_a_second_table_has_its_own(cluster: Clu
                                                               Shard("s2", cluster.shard_dsn(1))],
                                         k=2, blocks=4, distribution="range")
         assert problems == []
-        index = ShardedColumn(conn, "notes", "fp", id_column="n")
+        index = ShardedColumn(conn, "notes", "fp", key_column="n")
         assert index.near(7, 0) == [Neighbor(7, 0)]
         assert shards.check_range_shards(conn, "notes") == []
         conn.execute("TRUNCATE notes")
