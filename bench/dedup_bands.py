@@ -66,14 +66,14 @@ def main() -> None:
 
     docs = documents(args.path)
     started = time.perf_counter()
-    fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
+    fps, sketches, band_keys = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
     per_document = time.perf_counter() - started
     print(f"{len(docs):,} documents; fingerprint + sketch + band keys: {per_document:.1f} s (the same for every "
           "variant)", file=sys.stderr)
     kept = [i for i, fp in enumerate(fps) if fp is not None]
     kept_fps = np.array([fps[i] for i in kept], dtype=np.uint64)
     kept_sketches = [sketches[i] for i in kept]
-    kept_bands = [bands[i] for i in kept]
+    kept_band_keys = [band_keys[i] for i in kept]
     with_sketch = [i for i, sk in enumerate(kept_sketches) if sk is not None]  # the rows dedup pairs
 
     if args.dsn:
@@ -94,11 +94,11 @@ def main() -> None:
                 t0 = time.perf_counter()
                 found = allpairs.decide(kept_fps[with_sketch], d.k, sketches=[kept_sketches[i] for i in with_sketch],
                                         max_sketch_distance=d.max_sketch_distance,
-                                        bands=[kept_bands[i] for i in with_sketch] if d.bands else None)
+                                        band_keys=[kept_band_keys[i] for i in with_sketch] if d.bands else None)
                 list(found.pair_chunks())
                 decide[name].append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                report = dedup.deduplicate(conn, "bench-dedup-bands", docs, fps, sketches, bands=bands,
+                report = dedup.deduplicate(conn, "bench-dedup-bands", docs, fps, sketches, band_keys=band_keys,
                                            decision=d, with_pairs=True)
                 whole[name].append(time.perf_counter() - t0)
                 pairs[name] = len(report["pairs"])

@@ -75,10 +75,10 @@ def time_deduplicate(made: str, dsn: str, with_pairs: bool) -> None:
     from simpg import dedup
 
     with open(made, "rb") as f:
-        docs, fps, sketches, bands = pickle.load(f)
+        docs, fps, sketches, band_keys = pickle.load(f)
     with psycopg.connect(dsn, autocommit=True) as conn:
         started = time.perf_counter()
-        dedup.deduplicate(conn, "bench", docs, fps, sketches, bands=bands, with_pairs=with_pairs)
+        dedup.deduplicate(conn, "bench", docs, fps, sketches, band_keys=band_keys, with_pairs=with_pairs)
         print(time.perf_counter() - started)
 
 

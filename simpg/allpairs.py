@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "CLUSTER_METHODS",
     "Decided",
-    "as_bands",
+    "as_band_keys",
     "as_fingerprints",
     "as_sketches",
     "clusters",
@@ -138,7 +138,7 @@ def as_sketches(values: Any) -> np.ndarray:
     return as_sketches(raw)
 
 
-def as_bands(values: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def as_band_keys(values: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Band keys (:func:`simpg.fingerprint.sketch_and_bands`) as an ``(n, BANDS)`` ``int64`` array and a mask.
 
     Accepts such an array (every row has keys), such an array and the mask as a pair, or
@@ -147,7 +147,7 @@ def as_bands(values: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarray]
     of rows expected.
     """
     if isinstance(values, tuple) and len(values) == 2 and all(isinstance(v, np.ndarray) for v in values):
-        keys, has = as_bands(values[0])[0], np.asarray(values[1], dtype=bool)
+        keys, has = as_band_keys(values[0])[0], np.asarray(values[1], dtype=bool)
         if has.shape != (len(keys),):
             raise InvalidFingerprint(f"expected one has-keys flag per row of band keys, got shape {has.shape}")
     elif isinstance(values, np.ndarray):
@@ -168,7 +168,7 @@ def as_bands(values: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarray]
     return keys, has
 
 
-def _keys(fps: np.ndarray, sketches: np.ndarray | None, bands: tuple[np.ndarray, np.ndarray] | None = None,
+def _keys(fps: np.ndarray, sketches: np.ndarray | None, band_keys: tuple[np.ndarray, np.ndarray] | None = None,
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
     """Distinct rows: their fingerprints, each row's key number, and the keys' sketches and band keys.
 
@@ -181,12 +181,12 @@ def _keys(fps: np.ndarray, sketches: np.ndarray | None, bands: tuple[np.ndarray,
     if len(sketches) != len(fps):
         raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sketches)} for {len(fps)}")
     parts = [fps[:, None], sketches]
-    if bands is not None:
-        parts += [bands[0].view(np.uint64), bands[1].astype(np.uint64)[:, None]]
+    if band_keys is not None:
+        parts += [band_keys[0].view(np.uint64), band_keys[1].astype(np.uint64)[:, None]]
     rows = np.concatenate(parts, axis=1)
     unique, inverse = np.unique(rows, axis=0, return_inverse=True)
     key_bands = None
-    if bands is not None:
+    if band_keys is not None:
         first = 1 + _WORDS  # after the fingerprint and the sketch: the keys, then the has-keys flag
         key_bands = (np.ascontiguousarray(unique[:, first:first + BANDS]).view(np.int64), unique[:, first + BANDS] == 1)
     key_sketches = np.ascontiguousarray(unique[:, 1:1 + _WORDS])
@@ -207,13 +207,13 @@ def _confirmed(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], sket
 
 
 def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: int | None = None,
-                          layout: Layout | None = None, bands: Any = None,
+                          layout: Layout | None = None, band_keys: Any = None,
                           ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """Every pair of rows within ``k`` bits, or sharing a band key, whose sketches confirm it, in chunks.
 
     The decision of ``simpg dedup`` and of every report and lookup that a sketch confirms
     (docs/fingerprinting.md, "One decision"): the fingerprints find candidates (exactly, as
-    :func:`pair_chunks`), and with ``bands`` so do shared band keys (:func:`band_pair_chunks`);
+    :func:`pair_chunks`), and with ``band_keys`` so do shared band keys (:func:`band_pair_chunks`);
     the sketches (:mod:`simpg.fingerprint.minhash`) keep those whose estimated Jaccard
     similarity is high enough.
 
@@ -224,7 +224,7 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
         max_sketch_distance: largest sketch distance that confirms a candidate (default
             :data:`simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`).
         layout: as :func:`pair_chunks`.
-        bands: one row of band keys per row (see :func:`as_bands`), or None: fingerprint
+        band_keys: one row of band keys per row (see :func:`as_band_keys`), or None: fingerprint
             candidates only.
 
     Yields:
@@ -237,18 +237,18 @@ def confirmed_pair_chunks(fps: Any, sketches: Any, k: int, max_sketch_distance: 
     _check_k(k, layout)
     if len(sk) != len(fps):
         raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sk)} for {len(fps)}")
-    keys = None if bands is None else as_bands(bands, len(fps))
+    keys = None if band_keys is None else as_band_keys(band_keys, len(fps))
     yield from _confirmed(pair_chunks(fps, k, layout), sk, limit)
     if keys is not None:
         yield from _band_pairs(fps, sk, keys, k, limit)
 
 
-def band_pair_chunks(fps: Any, sketches: Any, bands: Any, k: int, max_sketch_distance: int | None = None,
+def band_pair_chunks(fps: Any, sketches: Any, band_keys: Any, k: int, max_sketch_distance: int | None = None,
                      ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """The pairs that share a band key, are more than ``k`` bits apart and whose sketches confirm them.
 
     What band keys add to the pairs within ``k`` (:func:`confirmed_pair_chunks` with
-    ``bands``), as ``simpg.band_passes`` does in SQL: band ``b``'s pass reports the pairs
+    ``band_keys``), as ``simpg.band_passes`` does in SQL: band ``b``'s pass reports the pairs
     that share key ``b`` and no earlier one, so each pair comes out once. Rows without
     band keys share none.
 
@@ -260,12 +260,12 @@ def band_pair_chunks(fps: Any, sketches: Any, bands: Any, k: int, max_sketch_dis
     _check_k(k, None)
     if len(sk) != len(fps):
         raise InvalidFingerprint(f"expected one sketch per fingerprint, got {len(sk)} for {len(fps)}")
-    yield from _band_pairs(fps, sk, as_bands(bands, len(fps)), k, _sketch_limit(max_sketch_distance))
+    yield from _band_pairs(fps, sk, as_band_keys(band_keys, len(fps)), k, _sketch_limit(max_sketch_distance))
 
 
-def _band_pairs(fps: np.ndarray, sketches: np.ndarray, bands: tuple[np.ndarray, np.ndarray], k: int,
+def _band_pairs(fps: np.ndarray, sketches: np.ndarray, band_keys: tuple[np.ndarray, np.ndarray], k: int,
                 limit: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    keys, has = bands
+    keys, has = band_keys
     rows = np.flatnonzero(has)
     for b in range(keys.shape[1]):
         order = rows[np.argsort(keys[rows, b], kind="stable")]
@@ -873,8 +873,8 @@ class Decided:
 
 
 def decide(fps: Any, k: int, layout: Layout | None = None, sketches: Any = None,
-           max_sketch_distance: int | None = None, bands: Any = None) -> Decided:
-    """The near-duplicate pairs of ``fps`` (confirmed by ``sketches``, with ``bands`` as candidates too).
+           max_sketch_distance: int | None = None, band_keys: Any = None) -> Decided:
+    """The near-duplicate pairs of ``fps`` (confirmed by ``sketches``, with ``band_keys`` as candidates too).
 
     The decision of :func:`confirmed_pair_chunks` (of :func:`pair_chunks` without
     sketches), made once per distinct row (:class:`Decided`); :func:`clusters`, ``simpg
@@ -886,9 +886,9 @@ def decide(fps: Any, k: int, layout: Layout | None = None, sketches: Any = None,
     _check_k(k, layout)
     sk = None if sketches is None else as_sketches(sketches)
     limit = _sketch_limit(max_sketch_distance)
-    if bands is not None and sk is None:
+    if band_keys is not None and sk is None:
         raise InvalidFingerprint("band keys are candidates only with sketches to confirm them; pass sketches")
-    keys = None if bands is None else as_bands(bands, n)
+    keys = None if band_keys is None else as_band_keys(band_keys, n)
     unique, inverse, key_sketches, key_bands = _keys(fps, sk, keys)
     chunks: list[tuple[np.ndarray, ...]] = list(_confirmed(pair_chunks(unique, k, layout), key_sketches, limit))
     if key_bands is not None and key_sketches is not None:
@@ -898,7 +898,7 @@ def decide(fps: Any, k: int, layout: Layout | None = None, sketches: Any = None,
 
 def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "representative",
              rank: Any = None, sketches: Any = None, max_sketch_distance: int | None = None,
-             bands: Any = None) -> list[np.ndarray]:
+             band_keys: Any = None) -> list[np.ndarray]:
     """Clusters of rows within ``k`` (see :data:`CLUSTER_METHODS`), each of two or more rows.
 
     Equal fingerprints are folded together first, so a fingerprint repeated in many
@@ -916,7 +916,7 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
         sketches: one sketch per row (:func:`as_sketches`): a pair joins a cluster only
             when the sketches confirm it (:func:`confirmed_pair_chunks`).
         max_sketch_distance: with ``sketches``, the largest sketch distance that confirms.
-        bands: with ``sketches``, one row of band keys per row (:func:`as_bands`): rows
+        band_keys: with ``sketches``, one row of band keys per row (:func:`as_band_keys`): rows
             sharing a band key are candidates too, as in :func:`confirmed_pair_chunks`.
 
     Returns:
@@ -924,7 +924,7 @@ def clusters(fps: Any, k: int, layout: Layout | None = None, method: str = "repr
     """
     if method not in CLUSTER_METHODS:
         raise InvalidLayout(f"cluster method must be one of {', '.join(CLUSTER_METHODS)}, got {method!r}")
-    return decide(fps, k, layout, sketches, max_sketch_distance, bands).clusters(method, rank)
+    return decide(fps, k, layout, sketches, max_sketch_distance, band_keys).clusters(method, rank)
 
 
 # -- rows with ids: what the handles (simpg.psycopg, simpg.shards) return ---------------

@@ -15,9 +15,9 @@ The command line (:mod:`simpg.commands.dedup`) reads the documents, shows progre
 prints; everything else is here, usable from Python::
 
     docs = list(simpg.corpus.read_documents("corpus/"))
-    fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
+    fps, sketches, band_keys = dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig())
     with psycopg.connect(dsn, autocommit=True) as conn:
-        report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, bands=bands,
+        report = dedup.deduplicate(conn, "corpus", docs, fps, sketches, band_keys=band_keys,
                                    decision=dedup.Decision())
 """
 
@@ -144,7 +144,7 @@ class Decision:
 
 def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[Document],
                 fingerprints: Sequence[int | None], sketches: Sequence[bytes | None], *,
-                bands: Sequence[tuple[int, ...] | None] | None = None, decision: Decision = Decision(),
+                band_keys: Sequence[tuple[int, ...] | None] | None = None, decision: Decision = Decision(),
                 config: FingerprintConfig | None = None, append: bool = False,
                 with_pairs: bool = False, skipped: Sequence[str] = (), progress: Progress = _quiet,
                 stage: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
 
     The rows are stored (for ``simpg near``'s lookups and ``append``) and paired from the
     values given here, in memory (:func:`simpg.allpairs.decide`); only with ``append`` are
-    the rows stored earlier read back, as they were not computed here. ``bands`` (from
+    the rows stored earlier read back, as they were not computed here. ``band_keys`` (from
     :func:`sketch_and_band_documents`) are stored and, with ``decision.bands``, are
     candidates too; without them the rows have none (rows stored earlier keep theirs) and
     are found through fingerprints only. ``conn`` must be in autocommit mode. Returns the
@@ -163,7 +163,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     """
     config = config or FingerprintConfig()
     identity = config.identity
-    keys = [None] * len(docs) if bands is None else bands
+    keys = [None] * len(docs) if band_keys is None else band_keys
     kept = [(d, fp, sk, b) for d, fp, sk, b in zip(docs, fingerprints, sketches, keys, strict=True)
             if fp is not None]
     ensure_reference_schema(conn)
@@ -198,7 +198,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 **{col: [None if b is None else b[i] for _, _, _, b in chunk] for i, col in enumerate(BAND_COLUMNS)},
             })
     rows = _Rows(earlier.ids + ids, earlier.fingerprints + [fp for _, fp, _, _ in kept],
-                 earlier.sketches + [sk for _, _, sk, _ in kept], earlier.bands + [b for _, _, _, b in kept])
+                 earlier.sketches + [sk for _, _, sk, _ in kept], earlier.band_keys + [b for _, _, _, b in kept])
     how = ("or sharing a band key, " if decision.confirm and decision.bands else "") + (
         "confirmed by sketches" if decision.confirm else "fingerprints only")
     documents = f"{len(kept)} document{'' if len(kept) == 1 else 's'}"
@@ -231,7 +231,7 @@ class _Rows:
     ids: list[int]
     fingerprints: list[int]
     sketches: list[bytes | None]
-    bands: list[tuple[int, ...] | None]
+    band_keys: list[tuple[int, ...] | None]
 
 
 def _decide(rows: _Rows, decision: Decision, with_pairs: bool,
@@ -255,7 +255,8 @@ def _decide(rows: _Rows, decision: Decision, with_pairs: bool,
         allpairs.as_fingerprints([rows.fingerprints[r] for r in picked]), decision.k,
         sketches=[rows.sketches[r] for r in picked] if decision.confirm else None,
         max_sketch_distance=decision.max_sketch_distance,
-        bands=allpairs.as_bands([rows.bands[r] for r in picked]) if decision.confirm and decision.bands else None)
+        band_keys=(allpairs.as_band_keys([rows.band_keys[r] for r in picked])
+                   if decision.confirm and decision.bands else None))
     position = {id_: n for n, id_ in enumerate(ids.tolist())}
     decisions = decisions or review_decisions.Decisions("")
 
@@ -296,7 +297,7 @@ def _earlier_rows(conn: Any, collection: str, confirm: bool) -> _Rows:
         out.ids.append(id_)
         out.fingerprints.append(bits.from_db(simhash))
         out.sketches.append(from_sql(sketch_text))
-        out.bands.append(None if None in keys else tuple(keys))
+        out.band_keys.append(None if None in keys else tuple(keys))
     missing = conn.execute("SELECT id, source, title, body FROM simpg_documents WHERE collection = %s "
                            "AND sketch IS NULL", [collection]).fetchall() if confirm else []
     position = {id_: n for n, id_ in enumerate(out.ids)}
@@ -308,7 +309,7 @@ def _earlier_rows(conn: Any, collection: str, confirm: bool) -> _Rows:
             made, band_keys = sketch_and_bands({"title": title, "body": body} if title else body)
         except ValueError:
             continue
-        out.sketches[position[id_]], out.bands[position[id_]] = made, band_keys
+        out.sketches[position[id_]], out.band_keys[position[id_]] = made, band_keys
         updates.append((to_sql(made), *(band_keys or [None] * len(BAND_COLUMNS)), id_))
     if updates:
         with conn.cursor() as cur:

@@ -100,7 +100,7 @@ class Dedup:
             tmax = max(t for _, t in chosen)
             # the decision simpg dedup makes (simpg.allpairs.decide), on every row at once
             parts = list(confirmed_pair_chunks(fps[rows], sk[rows], kmax, tmax,
-                                               bands=(keys[rows], has_keys[rows]) if banded else None))
+                                               band_keys=(keys[rows], has_keys[rows]) if banded else None))
             i = rows[np.concatenate([p[0] for p in parts])] if parts else np.zeros(0, dtype=np.int64)
             j = rows[np.concatenate([p[1] for p in parts])] if parts else np.zeros(0, dtype=np.int64)
             d = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, dtype=np.int64)

@@ -253,7 +253,7 @@ def product_candidates(docs: Sequence[dict]) -> tuple[np.ndarray, np.ndarray, np
     keys, has_keys = product_band_keys(docs)
     rows = np.flatnonzero(valid & has_sketch)
     parts = list(confirmed_pair_chunks(fps[rows], sk[rows], DEDUP_K, minhash.SKETCH_BITS,
-                                       bands=(keys[rows], has_keys[rows])))
+                                       band_keys=(keys[rows], has_keys[rows])))
     cat = np.concatenate
     if not parts:
         z = np.zeros(0, dtype=np.int64)

@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         return progress(items, args, total, desc, weight=weight)
 
     config = FingerprintConfig(lang=args.lang)
-    fps, sketches, bands = dedup.fingerprint_sketch_and_band_documents(docs, config, args.workers, bar)
+    fps, sketches, band_keys = dedup.fingerprint_sketch_and_band_documents(docs, config, args.workers, bar)
     # no text left once separators and punctuation are left out: never a fingerprint that
     # unrelated documents share, so such documents are left out and listed with the reason
     featureless = [{"source": d.source, "reason": dedup.featureless_reason(d, config)}
@@ -184,8 +184,8 @@ def run(args: argparse.Namespace) -> int:
     decision = dedup.Decision(k=k, confirm=args.confirm == "sketch", max_sketch_distance=args.max_sketch_distance,
                               method=args.method, bands=args.bands and args.confirm == "sketch")
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
-        report = dedup.deduplicate(conn, collection, docs, fps, sketches, bands=bands, decision=decision, config=config,
-                                   append=args.append, with_pairs=args.json or bool(args.html),
+        report = dedup.deduplicate(conn, collection, docs, fps, sketches, band_keys=band_keys, decision=decision,
+                                   config=config, append=args.append, with_pairs=args.json or bool(args.html),
                                    skipped=sorted([u["source"] for u in unreadable] + empty), progress=bar,
                                    stage=lambda text: stage(args, text))
         if args.html:  # the review report: texts, fingerprints and sketches as stored, ids as in the table

@@ -177,7 +177,8 @@ def test_every_path_decides_the_same_pairs(db: Any, tmp_path: Path, capsys: pyte
     fps = np.array([m[0] for m in made], dtype=np.uint64)
     sketches = [m[1] for m in made]
     keys = [m[2] for m in made]
-    in_memory = {(int(a), int(b)) for i, j, _, _ in allpairs.confirmed_pair_chunks(fps, sketches, DEDUP_K, bands=keys)
+    in_memory = {(int(a), int(b))
+                 for i, j, _, _ in allpairs.confirmed_pair_chunks(fps, sketches, DEDUP_K, band_keys=keys)
                  for a, b in zip(i, j, strict=True)}
     assert in_memory == expected
 
@@ -207,7 +208,7 @@ def test_every_path_decides_the_same_pairs(db: Any, tmp_path: Path, capsys: pyte
 
     # clusters around representatives, in load order: dedup's, the engine's and the report's
     by_report = {frozenset(line[m["source"]] for m in c["documents"]) for c in report["clusters"]}
-    engine = allpairs.clusters(fps, DEDUP_K, sketches=sketches, bands=keys,
+    engine = allpairs.clusters(fps, DEDUP_K, sketches=sketches, band_keys=keys,
                                rank=[id_of[i] for i in range(len(made))])
     assert {frozenset(int(i) for i in c) for c in engine} == by_report
     assert {frozenset(doc_of[i] for i in c) for c in index.clusters(sketch_column="sketch")} == by_report

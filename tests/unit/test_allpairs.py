@@ -354,7 +354,7 @@ def brute_decision(fps: list[int], sketches: list[bytes], keys: list[tuple[int, 
 def test_confirmed_pairs_with_bands_equal_brute_force(seed: int, k: int) -> None:
     fps, sketches, keys = banded_rows(seed)
     got: dict[tuple[int, int], tuple[int, int]] = {}
-    for i, j, d, sd in allpairs.confirmed_pair_chunks(fps, sketches, k, 36, bands=keys):
+    for i, j, d, sd in allpairs.confirmed_pair_chunks(fps, sketches, k, 36, band_keys=keys):
         for pair in zip(i.tolist(), j.tolist(), d.tolist(), sd.tolist(), strict=True):
             assert pair[:2] not in got, f"pair {pair[:2]} reported twice"
             got[pair[:2]] = pair[2:]
@@ -368,7 +368,7 @@ def test_confirmed_pairs_with_bands_equal_brute_force(seed: int, k: int) -> None
     # the same keys as an (n, 4) array and a mask
     mask = np.array([kk is not None for kk in keys])
     array = np.array([kk or (0, 0, 0, 0) for kk in keys], dtype=np.int64)
-    again = {(a, b) for i, j, _, _ in allpairs.confirmed_pair_chunks(fps, sketches, k, 36, bands=(array, mask))
+    again = {(a, b) for i, j, _, _ in allpairs.confirmed_pair_chunks(fps, sketches, k, 36, band_keys=(array, mask))
              for a, b in zip(i.tolist(), j.tolist(), strict=True)}
     assert again == set(want)
 
@@ -385,17 +385,17 @@ def test_clusters_with_bands_are_made_of_the_decided_pairs(method: str) -> None:
     for row, label in enumerate(labels.tolist()):
         groups.setdefault(label, []).append(row)
     expected = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
-    got = allpairs.clusters(fps, 3, sketches=sketches, max_sketch_distance=36, bands=keys, method=method)
+    got = allpairs.clusters(fps, 3, sketches=sketches, max_sketch_distance=36, band_keys=keys, method=method)
     assert [c.tolist() for c in got] == expected
 
 
 def test_bad_band_keys_are_named() -> None:
     fps, sketches = [1, 2], [bytes(32), bytes(32)]
     with pytest.raises(InvalidFingerprint, match=r"expected 4 signed 64-bit band keys or None, got \(1, 2\)"):
-        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, bands=[(1, 2), None]))
+        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, band_keys=[(1, 2), None]))
     with pytest.raises(InvalidFingerprint, match="got 2\\*\\*63|got \\(9223372036854775808"):
-        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, bands=[(2**63, 0, 0, 0), None]))
+        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, band_keys=[(2**63, 0, 0, 0), None]))
     with pytest.raises(InvalidFingerprint, match="expected band keys for each of 2 rows, got 1"):
-        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, bands=[None]))
+        list(allpairs.confirmed_pair_chunks(fps, sketches, 3, band_keys=[None]))
     with pytest.raises(InvalidFingerprint, match="band keys are candidates only with sketches"):
-        allpairs.clusters(fps, 3, bands=[None, None])
+        allpairs.clusters(fps, 3, band_keys=[None, None])

@@ -73,7 +73,7 @@ def decided(ids: np.ndarray, fps: np.ndarray, sketches: list[bytes | None] | Non
     """allpairs.decide over the rows with a sketch (all rows without sketches), and its pairs as ids."""
     rows = np.arange(len(ids)) if sketches is None else np.flatnonzero([s is not None for s in sketches])
     made = allpairs.decide(fps[rows], k, sketches=None if sketches is None else [sketches[r] for r in rows],
-                           max_sketch_distance=t, bands=None if bands is None else [bands[r] for r in rows])
+                           max_sketch_distance=t, band_keys=None if bands is None else [bands[r] for r in rows])
     pairs = []
     for i, j, d, sd in made.pair_chunks():
         sds = [None] * len(i) if sd is None else sd.tolist()
