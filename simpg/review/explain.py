@@ -36,7 +36,7 @@ from simpg.corpus import Document
 from simpg.dedup import Decision
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, get_fingerprinter
-from simpg.fingerprint.minhash import from_sql, similarity, sketch_and_bands, sketch_distance
+from simpg.fingerprint.minhash import from_sql, similarity, sketch_distance
 from simpg.layout import Layout
 
 __all__ = ["Explanation", "Outcome", "Passage", "Side", "explain", "explain_values", "passages", "reference_layout",
@@ -220,11 +220,11 @@ def _text(doc: Document) -> Any:
 
 
 def _ad_hoc(doc: Document, config: FingerprintConfig) -> tuple[Side, str]:
-    fp = get_fingerprinter(config).fingerprint(_text(doc))
-    try:
-        made, band_keys = sketch_and_bands(_text(doc))
-    except ValueError:
-        made, band_keys = None, None
+    fingerprinter = get_fingerprinter(config)
+    try:  # one pass over the text, as simpg dedup makes them
+        fp, made, band_keys = fingerprinter.fingerprint_sketch_and_bands(_text(doc))
+    except ValueError:  # the fingerprint's error is raised again here; else nothing to sketch
+        fp, made, band_keys = fingerprinter.fingerprint(_text(doc)), None, None
     return Side(doc.source, None, None, fp, made.hex() if made else None,
                 list(band_keys) if band_keys else None), doc.body
 
