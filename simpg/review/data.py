@@ -34,15 +34,13 @@ import numpy as np
 from simpg import bits
 from simpg.exc import SimpgError
 from simpg.fingerprint.minhash import SKETCH_BITS, from_sql, similarity, sketch_distance
+from simpg.reference import VERDICTS
 
-__all__ = ["FORMAT", "VERDICTS", "StoredDocument", "build", "from_collection", "from_dedup_report",
-           "recorded_decisions",
-           "read_documents", "report_ids"]
+__all__ = ["FORMAT", "StoredDocument", "build", "from_collection", "from_dedup_report", "read_documents",
+           "recorded_decisions", "report_ids"]
 
 #: The report data's format name and version (embedded in the page).
 FORMAT = {"format": "simpg-review", "version": 1}
-#: A reviewer's verdicts on a pair, as ``simpg review apply`` reads them.
-VERDICTS = ("not_duplicate", "duplicate")
 
 
 @dataclass(frozen=True)
