@@ -258,28 +258,28 @@ def _decide(rows: _Rows, decision: Decision, with_pairs: bool,
         band_keys=(allpairs.as_band_keys([rows.band_keys[r] for r in picked])
                    if decision.confirm and decision.bands else None))
     position = {id_: n for n, id_ in enumerate(ids.tolist())}
-    decisions = decisions or review_decisions.Decisions("")
+    # a decision on a document left out here (no sketch) has nothing to bind
+    bound = review_decisions.Decisions(decisions.collection if decisions else "", [
+        d for d in decisions or () if d.a in position and d.b in position])
 
     def rows_of(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        # a decision on a document left out here (no sketch) has nothing to bind
-        return [(position[a], position[b]) for a, b in pairs if a in position and b in position]
+        return [(position[a], position[b]) for a, b in pairs]
 
     clusters = [ids[c].tolist() for c in decided.clusters(
-        decision.method, cannot_link=rows_of(decisions.cannot_link), must_link=rows_of(decisions.must_link))]
+        decision.method, cannot_link=rows_of(bound.cannot_link), must_link=rows_of(bound.must_link))]
     pairs: list[tuple[int, int, int, int | None]] = []
     if with_pairs:  # every pair, copies included: as many as the report asks for
         for i, j, d, sd in decided.pair_chunks():
             sds = [None] * len(i) if sd is None else sd.tolist()
             pairs += zip(ids[i].tolist(), ids[j].tolist(), d.tolist(), sds, strict=True)
-        row = {id_: r for id_, r in zip(ids.tolist(), picked, strict=True)}
 
         def measure(a: int, b: int) -> tuple[int, int, int, int | None]:
-            ska, skb = rows.sketches[row[a]], rows.sketches[row[b]]
-            return (a, b, bits.hamming(rows.fingerprints[row[a]], rows.fingerprints[row[b]]),
+            ra, rb = picked[position[a]], picked[position[b]]
+            ska, skb = rows.sketches[ra], rows.sketches[rb]
+            return (a, b, bits.hamming(rows.fingerprints[ra], rows.fingerprints[rb]),
                     sketch_distance(ska, skb) if decision.confirm and ska and skb else None)
 
-        pairs = review_decisions.apply(pairs, review_decisions.Decisions(decisions.collection, [
-            d for d in decisions if d.a in position and d.b in position]), measure)
+        pairs = review_decisions.apply(pairs, bound, measure)
         pairs.sort()
     return clusters, pairs
 
