@@ -119,15 +119,20 @@ def _table_exists(conn: psycopg.Connection[Any], name: str) -> bool:
     return bool(row and row[0] is not None)
 
 
-def load(conn: psycopg.Connection[Any], collection: str) -> Decisions:
-    """The decisions of ``collection``, oldest first (none when the database has no decisions table)."""
+def load(conn: psycopg.Connection[Any], collection: str, pair: tuple[int, int] | None = None) -> Decisions:
+    """The decisions of ``collection``, oldest first (none when the database has no decisions table).
+
+    With ``pair`` (two document ids, either order) only the decision on that pair, if any.
+    """
     if not _table_exists(conn, DECISIONS_TABLE):
         return Decisions(collection)
+    a, b = (min(pair), max(pair)) if pair is not None else (None, None)
     rows = conn.execute(
         "SELECT d.doc_a, d.doc_b, d.verdict, a.source, b.source, d.who, d.reviewer, d.decided_at, d.note "
         "FROM simpg_decisions AS d JOIN simpg_documents AS a ON a.id = d.doc_a "
-        "JOIN simpg_documents AS b ON b.id = d.doc_b WHERE d.collection = %s ORDER BY d.decided_at, d.id",
-        [collection]).fetchall()
+        "JOIN simpg_documents AS b ON b.id = d.doc_b WHERE d.collection = %s "
+        "AND (%s::bigint IS NULL OR (d.doc_a = %s AND d.doc_b = %s)) ORDER BY d.decided_at, d.id",
+        [collection, a, a, b]).fetchall()
     return Decisions(collection, [Recorded(*row) for row in rows])
 
 

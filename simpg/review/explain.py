@@ -295,7 +295,6 @@ def explain(a: int | str | Document, b: int | str | Document, *, conn: Any = Non
         from simpg.review.decisions import load
 
         assert side_a.collection is not None
-        found = next((d for d in load(conn, side_a.collection)
-                      if (d.a, d.b) == (min(side_a.id, side_b.id), max(side_a.id, side_b.id))), None)
+        found = next(iter(load(conn, side_a.collection, (side_a.id, side_b.id))), None)
         reviewer = found.to_json() if found else None
     return explain_values(side_a, side_b, text_a, text_b, decision=decision, reviewer_decision=reviewer)

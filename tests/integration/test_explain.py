@@ -96,7 +96,10 @@ def test_stored_pairs_against_independent_figures(db: Any, stored: dict[str, Any
     assert [w for p in near.differing for w in p.text_b.split()] == stored["changed"]  # in text order
     assert explain(ids["t0.txt"], ids["x.txt"], conn=db.conn).decision.duplicate is False
 
+    decisions.record(db.conn, "e", ids["t0.txt"], ids["x.txt"], "duplicate", who="bo")  # another pair's
     decisions.record(db.conn, "e", ids["t0.txt"], ids["t1.txt"], "not_duplicate", who="ana")
+    assert [d.verdict for d in decisions.load(db.conn, "e", (ids["t1.txt"], ids["t0.txt"]))] == ["not_duplicate"]
+    assert len(decisions.load(db.conn, "e")) == 2
     e = explain(ids["t1.txt"], ids["t0.txt"], conn=db.conn)
     assert e.reviewer_decision is not None and e.reviewer_decision["verdict"] == "not_duplicate"
     assert e.reviewer_decision["reviewer"] == "ana" and e.decision.duplicate  # the defaults' decision stays
