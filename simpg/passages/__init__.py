@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from simpg.passages.compare import MAX_MATCHES, SHINGLE, Comparison, SharedPassage, compare
+from simpg.passages.comparison import MATCH_CHUNK, SHINGLE, Comparison, SharedPassage, compare
 from simpg.passages.config import COMMENT_PREFIX, DEFAULT_WINDOW, FORMAT, K, PassageConfig
 from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, tokens
 from simpg.passages.winnow import (
@@ -37,7 +37,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "FORMAT",
     "K",
-    "MAX_MATCHES",
+    "MATCH_CHUNK",
     "SHINGLE",
     "SPACELESS",
     "Comparison",

@@ -1,8 +1,10 @@
 """Tokens of a text for passage hashes, with their character offsets in the original text.
 
-After NFKC and lowercasing, a token is a run of word characters of a spaced script (Latin,
-Cyrillic, Greek, Hangul, Arabic words, numbers) or a single letter of a spaceless script
-(Han, kana, Bopomofo, Thai, Lao, Khmer, Myanmar, Tibetan: :data:`SPACELESS`). Punctuation
+After NFKC and lowercasing (and folding the final sigma ``ς`` to ``σ``, which lowercasing
+chooses by the letter that follows: a word's token must not depend on its neighbour), a
+token is a run of word characters of a spaced script (Latin, Cyrillic, Greek, Hangul,
+Arabic words, numbers) or a single letter of a spaceless script (Han, kana, Bopomofo,
+Thai, Lao, Khmer, Myanmar, Tibetan: :data:`SPACELESS`). Punctuation
 and whitespace are not tokens, so reflowed lines and full- or half-width punctuation do not
 change them; a Chinese text is tokenised by characters and needs no dictionary.
 
@@ -73,11 +75,12 @@ class Tokens:
 
 @lru_cache(maxsize=65536)
 def _char(c: str) -> str:
-    return unicodedata.normalize("NFKC", c).lower()
+    return _whole(c)
 
 
 def _whole(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+    # the final sigma is folded: str.lower() spells a Σ by what follows it, a pasted word must not
+    return unicodedata.normalize("NFKC", text).lower().replace("ς", "σ")
 
 
 def _aligned(text: str, norm: str) -> bool:
@@ -121,10 +124,11 @@ def normalize_with_offsets(text: str) -> tuple[str, IntArray, IntArray]:
     """NFKC and lowercase ``text`` as a whole, with the original span of each normalised character.
 
     Returns:
-        ``(norm, start, end)``: ``norm`` equals ``unicodedata.normalize("NFKC", text).lower()``,
+        ``(norm, start, end)``: ``norm`` is ``unicodedata.normalize("NFKC", text).lower()`` with
+        ``ς`` spelled ``σ``,
         and normalised character ``i`` came from ``text[start[i]:end[i]]`` (a character with the
         combining characters after it, or, where normalising one alone would differ from the
-        whole, such as a final sigma, its whitespace-separated chunk).
+        whole, its whitespace-separated chunk).
     """
     norm = _whole(text)
     if _aligned(text, norm):

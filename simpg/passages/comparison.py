@@ -39,13 +39,12 @@ from simpg.fingerprint.errors import InvalidDocument
 from simpg.passages.config import K
 from simpg.passages.tokens import Tokens, tokens
 
-__all__ = ["MAX_MATCHES", "SHINGLE", "Comparison", "SharedPassage", "compare"]
+__all__ = ["MATCH_CHUNK", "SHINGLE", "Comparison", "SharedPassage", "compare"]
 
 #: Tokens per shingle of the containment.
 SHINGLE = 3
-#: Matching k-gram pairs a comparison may enumerate (texts that repeat one phrase thousands of
-#: times make a number quadratic in their length): above it, an error rather than a partial answer.
-MAX_MATCHES = 1 << 22
+#: Matching k-gram pairs enumerated at a time: bounds the memory of texts that repeat a phrase.
+MATCH_CHUNK = 1 << 20
 
 IntArray = npt.NDArray[np.int64]
 
@@ -133,19 +132,51 @@ def _shingles(ids: IntArray, alphabet: int) -> IntArray:
     return ids
 
 
-def _matches(ga: IntArray, gb: IntArray) -> tuple[IntArray, IntArray]:
-    """Every pair of positions (i, j) with ``ga[i] == gb[j]``."""
+def _pieces(pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Runs of matching k-gram positions: (diagonal, first, last + 1), consecutive matches on one diagonal."""
+    diag = pb - pa
+    order = np.lexsort((pa, diag))
+    pa, diag = pa[order], diag[order]
+    new = np.ones(len(pa), dtype=bool)
+    new[1:] = (diag[1:] != diag[:-1]) | (pa[1:] != pa[:-1] + 1)
+    first = np.flatnonzero(new)
+    return diag[first], pa[first], pa[np.append(first[1:], len(pa)) - 1] + 1
+
+
+def _match_runs(ga: IntArray, gb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Every maximal run of matching k-grams (``ga[i] == gb[i + diagonal]``): (diagonal, first, last + 1).
+
+    The matching pairs are enumerated :data:`MATCH_CHUNK` at a time (a text repeating one
+    phrase makes their number quadratic in its length), and runs cut at a chunk boundary
+    joined again.
+    """
     order = np.argsort(gb, kind="stable")
     sorted_b = gb[order]
     lo = np.searchsorted(sorted_b, ga, "left")
     cnt = np.searchsorted(sorted_b, ga, "right") - lo
-    total = int(cnt.sum())
-    if total > MAX_MATCHES:
-        raise InvalidDocument(f"texts repeat k-grams too often to compare: {total} matching pairs "
-                              f"(at most {MAX_MATCHES})")
-    ia = np.repeat(np.arange(len(ga), dtype=np.int64), cnt)
-    offset = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)
-    return ia, order[offset].astype(np.int64)
+    ends = np.cumsum(cnt)
+    cuts = np.unique(np.searchsorted(ends, np.arange(MATCH_CHUNK, int(ends[-1]) if len(ends) else 0, MATCH_CHUNK)))
+    parts = []
+    for s, e in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(ga)].tolist(), strict=True):
+        c = cnt[s:e]
+        total = int(c.sum())
+        if total == 0:
+            continue
+        pa = np.repeat(np.arange(s, e, dtype=np.int64), c)
+        offset = np.repeat(lo[s:e] - (np.cumsum(c) - c), c) + np.arange(total, dtype=np.int64)
+        parts.append(_pieces(pa, order[offset].astype(np.int64)))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    diag, first, stop = (np.concatenate(x) for x in zip(*parts, strict=True))
+    if len(parts) > 1:  # join the pieces of one run cut by a chunk boundary
+        order = np.lexsort((first, diag))
+        diag, first, stop = diag[order], first[order], stop[order]
+        new = np.ones(len(diag), dtype=bool)
+        new[1:] = (diag[1:] != diag[:-1]) | (first[1:] != stop[:-1])
+        heads = np.flatnonzero(new)
+        diag, first, stop = diag[heads], first[heads], stop[np.append(heads[1:], len(new)) - 1]
+    return diag, first, stop
 
 
 def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
@@ -160,8 +191,7 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
         The shared passages, ordered by their start in a then in b, and the shingle counts.
 
     Raises:
-        InvalidDocument: a text is neither ``str`` nor :class:`Tokens`, or the two repeat
-            k-grams so often that more than :data:`MAX_MATCHES` pairs would be compared.
+        InvalidDocument: a text is neither ``str`` nor :class:`Tokens`.
     """
     ta, tb = _as_tokens(a, "a"), _as_tokens(b, "b")
     words = np.array(ta.words + tb.words, dtype=str)
@@ -175,24 +205,14 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
     passages: tuple[SharedPassage, ...] = ()
     if len(ia) >= K and len(ib) >= K:
         ga, gb = _gram_ids([ia, ib], K, alphabet)
-        passages = _runs(ta, tb, *_matches(ga, gb))
+        passages = _passages(ta, tb, *_match_runs(ga, gb))
     return Comparison(passages, len(ua), len(ub), shared)
 
 
-def _runs(ta: Tokens, tb: Tokens, pa: IntArray, pb: IntArray) -> tuple[SharedPassage, ...]:
-    """Maximal runs from matching k-gram positions: consecutive matches on one diagonal form one run."""
-    if len(pa) == 0:
-        return ()
-    diag = pb - pa
-    order = np.lexsort((pa, diag))
-    pa, diag = pa[order], diag[order]
-    new = np.ones(len(pa), dtype=bool)
-    new[1:] = (diag[1:] != diag[:-1]) | (pa[1:] != pa[:-1] + 1)
-    first = np.flatnonzero(new)
-    a0 = pa[first]
-    a1 = a0 + np.diff(np.append(first, len(pa))) + K - 1
-    b0 = a0 + diag[first]
-    b1 = a1 + diag[first]
+def _passages(ta: Tokens, tb: Tokens, diag: IntArray, first: IntArray, stop: IntArray) -> tuple[SharedPassage, ...]:
+    """Runs of matching k-grams as passages of tokens (a run of m k-grams is m + K - 1 tokens), by start."""
+    a0, a1 = first, stop + K - 1
+    b0, b1 = a0 + diag, a1 + diag
     by_start = np.lexsort((b0, a0))
     a0, a1, b0, b1 = a0[by_start], a1[by_start], b0[by_start], b1[by_start]
     columns = (a0, a1, b0, b1, ta.starts[a0], ta.ends[a1 - 1], tb.starts[b0], tb.ends[b1 - 1])
