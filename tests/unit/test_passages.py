@@ -8,6 +8,8 @@ whole text, then the script-aware token pattern).
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import random
 import re
 import unicodedata
@@ -300,3 +302,10 @@ def test_runs_cut_by_a_chunk_of_matches_are_joined_again(monkeypatch: pytest.Mon
 
 def test_shared_passage_length() -> None:
     assert SharedPassage(3, 10, 0, 7, 5, 40, 0, 35).length == 7
+
+
+@pytest.mark.parametrize("name", ["simpg.passages", "simpg.passages.config", "simpg.passages.tokens",
+                                  "simpg.passages.winnow", "simpg.passages.comparison"])
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
