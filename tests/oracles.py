@@ -366,3 +366,56 @@ def brute_text_clusters(texts: dict[str, object], k: int, confirm: bool = True) 
     """Connected components of the brute-force near-duplicate pairs of texts."""
     edges = (tuple(sorted(pair)) for pair in brute_text_pairs(texts, k, confirm))
     return {frozenset(g) for g in components(texts, edges) if len(g) > 1}  # type: ignore[arg-type]
+
+
+# -- (e) partial duplicates: passages of token lists (issue 30) ---------------------------------
+# Token lists are compared as lists of strings: how a text becomes tokens is simpg's business
+# (tests compare that with the study's rule separately); these loops decide what two token
+# lists share.
+
+def brute_common_runs(a: Sequence[str], b: Sequence[str], min_length: int) -> list[tuple[int, int, int, int]]:
+    """Every maximal run of equal tokens of at least ``min_length``: (a_start, a_end, b_start, b_end),
+    ordered by a_start, then b_start.
+
+    A run is maximal when it cannot be extended left or right; one starting at (i, j) starts
+    where a[i - 1] != b[j - 1] (or at a text's start). Every diagonal counts on its own.
+    """
+    runs = []
+    for i in range(len(a)):
+        for j in range(len(b)):
+            if a[i] != b[j] or (i > 0 and j > 0 and a[i - 1] == b[j - 1]):
+                continue
+            n = 0
+            while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
+                n += 1
+            if n >= min_length:
+                runs.append((i, i + n, j, j + n))
+    return sorted(runs, key=lambda r: (r[0], r[2]))
+
+
+def brute_shingle_set(tokens: Sequence[str], n: int = 3) -> set[tuple[str, ...]]:
+    """The n-shingles of a token list; a list shorter than n has one shingle of all its tokens."""
+    if not tokens:
+        return set()
+    if len(tokens) < n:
+        return {tuple(tokens)}
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def brute_containment(a: Sequence[str], b: Sequence[str], n: int = 3) -> tuple[int, int, int]:
+    """(|S(a)|, |S(b)|, |S(a) ∩ S(b)|) over n-shingle sets."""
+    sa, sb = brute_shingle_set(a, n), brute_shingle_set(b, n)
+    return len(sa), len(sb), len(sa & sb)
+
+
+def brute_winnow(hashes: Sequence[int], window: int) -> set[int]:
+    """Positions winnowing selects: in every window of ``window`` hashes (one window when fewer),
+    the position of its minimum, the rightmost one of ties."""
+    picked = set()
+    for first in range(max(1, len(hashes) - window + 1)):
+        inside = range(first, min(first + window, len(hashes)))
+        if not inside:
+            continue
+        low = min(hashes[p] for p in inside)
+        picked.add(max(p for p in inside if hashes[p] == low))
+    return picked

@@ -35,20 +35,20 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from simpg.passages.tokens import SPACELESS, TOKEN
+
 N = 3
 _WORD = re.compile(r"\w+")
 #: The definition a part's language uses, where it is not its own name.
 DEFINITION = {"mixreal": "mixed", "revisions": "mixed", "revisions-en": "en"}
 
 
-#: Scripts written without spaces (the script-aware truth spells them character by character).
-SPACELESS = ("\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
-             "\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-             "\u0e00-\u0e7f\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff")
+# SPACELESS: scripts written without spaces (the script-aware truth spells them character by
+# character), the table simpg.passages tokenises with; "script" is its token pattern.
 #: Hangul: ``script-hangul`` spells it by characters too (as the product's sketch does; Korean words carry particles).
 HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 _SCRIPT_TOKEN = {
-    "script": re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+"),
+    "script": TOKEN,
     "script-hangul": re.compile(rf"(?:(?=[{SPACELESS}{HANGUL}])[^\W_])|[^\W{SPACELESS}{HANGUL}]+"),
 }
 DEFINITIONS = ("default", "script", "script-hangul")

@@ -1,0 +1,219 @@
+"""Exact comparison of two texts: the passages they share and how much of each is in the other.
+
+A shared passage is a maximal run of equal tokens (it cannot be extended left or right) of at
+least :data:`~simpg.passages.config.K` tokens, reported with its token range and its character
+offsets in both texts. Every run is found, on every diagonal: a text that contains a passage
+twice gives both occurrences. Containment is counted exactly over token 3-shingle sets (a text
+of 1 or 2 tokens has one shingle of all its tokens): ``b_in_a = |S(a) ∩ S(b)| / |S(b)|``.
+Tokens are compared as strings, not by their hashes, so a hash collision changes nothing.
+
+A lookup verifies each candidate the passage index found with :func:`compare` (passing the
+query's :class:`~simpg.passages.tokens.Tokens` once tokenised): nothing is reported above its
+true value.
+
+Example:
+    >>> source = "It was the best of times, it was the worst of times, it was the age of wisdom."
+    >>> copy = "Dickens wrote: it was the best of times, IT WAS THE WORST of times! Then more."
+    >>> c = compare(source, copy)
+    >>> [(p.a_start, p.a_end, p.b_start, p.b_end) for p in c.passages]
+    [(0, 12, 2, 14), (10, 15, 6, 11)]
+    >>> p = c.passages[0]
+    >>> source[p.a_char_start:p.a_char_end]
+    'It was the best of times, it was the worst of times'
+    >>> copy[p.b_char_start:p.b_char_end]
+    'it was the best of times, IT WAS THE WORST of times'
+    >>> c.passages[1].length  # "of times, it was the" again, further on in a
+    5
+    >>> round(c.b_in_a, 3), round(c.a_in_b, 3)
+    (0.692, 0.75)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simpg.fingerprint.errors import InvalidDocument
+from simpg.passages.config import K
+from simpg.passages.tokens import Tokens, tokens
+
+__all__ = ["MATCH_CHUNK", "SHINGLE", "Comparison", "SharedPassage", "compare"]
+
+#: Tokens per shingle of the containment.
+SHINGLE = 3
+#: Matching k-gram pairs enumerated at a time: bounds the memory of texts that repeat a phrase.
+MATCH_CHUNK = 1 << 20
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class SharedPassage:
+    """One maximal run of equal tokens in text a and text b.
+
+    Token ranges are ``[start, end)`` token indices; character offsets ``[char_start, char_end)``
+    index the original texts (``a_text[a_char_start:a_char_end]`` is the passage as written in a).
+    """
+
+    a_start: int
+    a_end: int
+    b_start: int
+    b_end: int
+    a_char_start: int
+    a_char_end: int
+    b_char_start: int
+    b_char_end: int
+
+    @property
+    def length(self) -> int:
+        """Tokens in the passage."""
+        return self.a_end - self.a_start
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What two texts share: the passages, and the shingle counts of the containment both ways."""
+
+    passages: tuple[SharedPassage, ...]
+    a_shingles: int
+    b_shingles: int
+    shared_shingles: int
+
+    @property
+    def shared_tokens(self) -> int:
+        """Tokens of all shared passages together (a passage found twice counts twice)."""
+        return sum(p.length for p in self.passages)
+
+    @property
+    def longest(self) -> int:
+        """Tokens of the longest shared passage (0 for none)."""
+        return max((p.length for p in self.passages), default=0)
+
+    @property
+    def a_in_b(self) -> float:
+        """How much of a is in b: ``|S(a) ∩ S(b)| / |S(a)|`` (0.0 for a text without tokens)."""
+        return self.shared_shingles / self.a_shingles if self.a_shingles else 0.0
+
+    @property
+    def b_in_a(self) -> float:
+        """How much of b is in a: ``|S(a) ∩ S(b)| / |S(b)|`` (0.0 for a text without tokens)."""
+        return self.shared_shingles / self.b_shingles if self.b_shingles else 0.0
+
+
+def _as_tokens(text: str | Tokens, name: str) -> Tokens:
+    if isinstance(text, Tokens):
+        return text
+    if not isinstance(text, str):
+        raise InvalidDocument(f"expected str or Tokens for {name}, got {text!r:.60}")
+    return tokens(text)
+
+
+def _gram_ids(seqs: list[IntArray], n: int, alphabet: int) -> list[IntArray]:
+    """Ids of every n consecutive symbols of each sequence, equal ids for equal n-grams across all.
+
+    Symbols are ids below ``alphabet``. Pairs are numbered again after each step (np.unique),
+    so keys stay below ``count * alphabet`` whatever n is: exact, no hashing.
+    """
+    counts = [max(0, len(s) - n + 1) for s in seqs]
+    keys = np.concatenate([s[:c] for s, c in zip(seqs, counts, strict=True)]) if seqs else np.zeros(0, np.int64)
+    for t in range(1, n):
+        step = np.concatenate([s[t : t + c] for s, c in zip(seqs, counts, strict=True)])
+        _, keys = np.unique(keys * alphabet + step, return_inverse=True)
+        keys = keys.astype(np.int64)
+    return np.split(keys, np.cumsum(counts)[:-1])
+
+
+def _shingles(ids: IntArray, alphabet: int) -> IntArray:
+    """The sequence padded so that a text of 1 or 2 tokens makes one shingle of them all."""
+    if 0 < len(ids) < SHINGLE:
+        return np.concatenate([ids, np.full(SHINGLE - len(ids), alphabet, dtype=np.int64)])
+    return ids
+
+
+def _pieces(pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Runs of matching k-gram positions: (diagonal, first, last + 1), consecutive matches on one diagonal."""
+    diag = pb - pa
+    order = np.lexsort((pa, diag))
+    pa, diag = pa[order], diag[order]
+    new = np.ones(len(pa), dtype=bool)
+    new[1:] = (diag[1:] != diag[:-1]) | (pa[1:] != pa[:-1] + 1)
+    first = np.flatnonzero(new)
+    return diag[first], pa[first], pa[np.append(first[1:], len(pa)) - 1] + 1
+
+
+def _match_runs(ga: IntArray, gb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Every maximal run of matching k-grams (``ga[i] == gb[i + diagonal]``): (diagonal, first, last + 1).
+
+    The matching pairs are enumerated :data:`MATCH_CHUNK` at a time (a text repeating one
+    phrase makes their number quadratic in its length), and runs cut at a chunk boundary
+    joined again.
+    """
+    order = np.argsort(gb, kind="stable")
+    sorted_b = gb[order]
+    lo = np.searchsorted(sorted_b, ga, "left")
+    cnt = np.searchsorted(sorted_b, ga, "right") - lo
+    ends = np.cumsum(cnt)
+    cuts = np.unique(np.searchsorted(ends, np.arange(MATCH_CHUNK, int(ends[-1]) if len(ends) else 0, MATCH_CHUNK)))
+    parts = []
+    for s, e in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(ga)].tolist(), strict=True):
+        c = cnt[s:e]
+        total = int(c.sum())
+        if total == 0:
+            continue
+        pa = np.repeat(np.arange(s, e, dtype=np.int64), c)
+        offset = np.repeat(lo[s:e] - (np.cumsum(c) - c), c) + np.arange(total, dtype=np.int64)
+        parts.append(_pieces(pa, order[offset].astype(np.int64)))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    diag, first, stop = (np.concatenate(x) for x in zip(*parts, strict=True))
+    if len(parts) > 1:  # join the pieces of one run cut by a chunk boundary
+        order = np.lexsort((first, diag))
+        diag, first, stop = diag[order], first[order], stop[order]
+        new = np.ones(len(diag), dtype=bool)
+        new[1:] = (diag[1:] != diag[:-1]) | (first[1:] != stop[:-1])
+        heads = np.flatnonzero(new)
+        diag, first, stop = diag[heads], first[heads], stop[np.append(heads[1:], len(new)) - 1]
+    return diag, first, stop
+
+
+def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
+    """The passages ``a`` and ``b`` share and their containment both ways, exactly.
+
+    Args:
+        a: a text, or its :func:`~simpg.passages.tokens.tokens` (tokenise a query once and
+            compare it with many candidates).
+        b: the other text, or its tokens.
+
+    Returns:
+        The shared passages, ordered by their start in a then in b, and the shingle counts.
+
+    Raises:
+        InvalidDocument: a text is neither ``str`` nor :class:`Tokens`.
+    """
+    ta, tb = _as_tokens(a, "a"), _as_tokens(b, "b")
+    words = np.array(ta.words + tb.words, dtype=str)
+    _, inverse = np.unique(words, return_inverse=True)
+    inverse = inverse.astype(np.int64).reshape(-1)
+    ia, ib = inverse[: len(ta)], inverse[len(ta) :]
+    alphabet = len(words) + 1
+    sa, sb = _gram_ids([_shingles(ia, alphabet), _shingles(ib, alphabet)], SHINGLE, alphabet + 1)
+    ua, ub = np.unique(sa), np.unique(sb)
+    shared = len(np.intersect1d(ua, ub, assume_unique=True))
+    passages: tuple[SharedPassage, ...] = ()
+    if len(ia) >= K and len(ib) >= K:
+        ga, gb = _gram_ids([ia, ib], K, alphabet)
+        passages = _passages(ta, tb, *_match_runs(ga, gb))
+    return Comparison(passages, len(ua), len(ub), shared)
+
+
+def _passages(ta: Tokens, tb: Tokens, diag: IntArray, first: IntArray, stop: IntArray) -> tuple[SharedPassage, ...]:
+    """Runs of matching k-grams as passages of tokens (a run of m k-grams is m + K - 1 tokens), by start."""
+    a0, a1 = first, stop + K - 1
+    b0, b1 = a0 + diag, a1 + diag
+    by_start = np.lexsort((b0, a0))
+    a0, a1, b0, b1 = a0[by_start], a1[by_start], b0[by_start], b1[by_start]
+    columns = (a0, a1, b0, b1, ta.starts[a0], ta.ends[a1 - 1], tb.starts[b0], tb.ends[b1 - 1])
+    return tuple(SharedPassage(*row) for row in zip(*(c.tolist() for c in columns), strict=True))

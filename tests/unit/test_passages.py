@@ -1,0 +1,311 @@
+"""simpg.passages (issue 30): tokens with original offsets, winnowed passage hashes, exact compare.
+
+Compared with tests/oracles.py's plain loops on seeded random and adversarial texts: what two
+token lists share (maximal common runs, shingle containment) and what winnowing selects.
+Tokens are compared with the study's rule (bench/quality/partial.py: NFKC + lowercase of the
+whole text, then the script-aware token pattern).
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import random
+import re
+import unicodedata
+
+import numpy as np
+import pytest
+
+import simpg.passages.comparison as comparison_module
+from simpg.fingerprint import InvalidConfig, InvalidDocument, fnv1a64
+from simpg.passages import (
+    COMMENT_PREFIX,
+    K,
+    PassageConfig,
+    SharedPassage,
+    compare,
+    kgram_hashes,
+    normalize_with_offsets,
+    passage_hashes,
+    passage_hashes_array,
+    passage_hashes_many,
+    tokens,
+    winnow,
+)
+from tests.oracles import brute_common_runs, brute_containment, brute_winnow
+
+#: The study's tokens (bench/quality/truth.py's script-aware rule), written out here.
+SPACELESS = ("\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
+             "\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+             "\u0e00-\u0e7f\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff")
+STUDY_TOKEN = re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+")
+
+
+def study_tokens(text: str) -> list[str]:
+    # one deliberate difference: simpg folds the final sigma (lower() picks it by the next letter)
+    return STUDY_TOKEN.findall(unicodedata.normalize("NFKC", text).lower().replace("ς", "σ"))
+
+
+#: Spellings of a few words that normalise alike (full-width, ligatures, capitals, combining accents),
+#: Han, kana and Thai letters, Greek with a final sigma, and separators.
+WORDS = ["the", "The", "ＴＨＥ", "ﬁle", "file", "FILE", "café", "cafe\u0301", "CAFÉ", "naïve", "nai\u0308ve",
+         "ΟΔΟΣ", "οδος", "ΣΟΦΟΣ.", "λόγος", "straße", "ǆem", "x", "42", "４２"]
+LETTERS = ["中", "文", "字", "の", "カ", "ก", "ข"]
+SEPARATORS = [" ", "  ", "\n", ", ", ". ", "。", "，", " - ", "\t"]
+
+
+def random_text(rng: random.Random, n: int, vocab: list[str] | None = None) -> str:
+    parts = []
+    for _ in range(n):
+        if rng.random() < 0.3:
+            parts.append(rng.choice(LETTERS))
+            parts.append(rng.choice(["", "", " "]))
+        else:
+            parts.append(rng.choice(vocab or WORDS))
+            parts.append(rng.choice(SEPARATORS))
+    return "".join(parts)
+
+
+def spans(text: str) -> list[str]:
+    t = tokens(text)
+    return [text[s:e] for s, e in zip(t.starts.tolist(), t.ends.tolist(), strict=True)]
+
+
+# -- config ---------------------------------------------------------------------------------
+
+def test_config_round_trips_through_its_comment() -> None:
+    for window in (1, 2, 46, 1000):
+        config = PassageConfig(window)
+        assert config.to_comment() == f'simpg passages: {{"format": 1, "k": 5, "window": {window}}}'
+        assert PassageConfig.from_comment(config.to_comment()) == config
+        assert config.guarantee == window + K - 1
+    assert PassageConfig().window == 46 and K == 5 and COMMENT_PREFIX == "simpg passages: "
+
+
+@pytest.mark.parametrize("window", [0, -1, True, 1.5, "46", None])
+def test_config_rejects_a_bad_window_naming_it(window: object) -> None:
+    with pytest.raises(InvalidConfig, match=re.escape(f"expected window >= 1, got {window!r}")):
+        PassageConfig(window)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("comment, message", [
+    ("simpg fingerprint_config: x", "expected a comment starting with 'simpg passages:'"),
+    ("simpg passages: {", "expected {\"format\", \"k\", \"window\"} in the comment"),
+    ('simpg passages: {"format": 2, "k": 5, "window": 46}', "unsupported passage format 2"),
+    ('simpg passages: {"format": 1, "k": 4, "window": 46}', "unsupported k 4"),
+    ('simpg passages: {"format": 1, "k": 5, "window": 0}', "expected window >= 1, got 0"),
+    ('simpg passages: {"format": 1, "k": 5}', "expected {\"format\", \"k\", \"window\"} in the comment"),
+])
+def test_config_rejects_a_bad_comment(comment: str, message: str) -> None:
+    with pytest.raises(InvalidConfig, match=re.escape(message)):
+        PassageConfig.from_comment(comment)
+
+
+# -- tokens ---------------------------------------------------------------------------------
+
+def test_tokens_are_the_study_tokens_and_map_back_to_the_original_text() -> None:
+    rng = random.Random(30)
+    for _ in range(300):
+        text = random_text(rng, rng.randrange(0, 40))
+        t = tokens(text)
+        assert list(t.words) == study_tokens(text)
+        assert t.hashes.tolist() == [fnv1a64(w) for w in t.words]
+        for word, original in zip(t.words, spans(text), strict=True):
+            assert study_tokens(original) == [word], (text, original)
+        assert np.all(np.diff(t.starts) > 0) if len(t) > 1 else True
+
+
+def test_normalisation_keeps_where_each_character_came_from() -> None:
+    text = "ﬁ Ａ e\u0301 İ ΟΔΟΣ ½ ㍱"
+    norm, start, end = normalize_with_offsets(text)
+    assert norm == unicodedata.normalize("NFKC", text).lower().replace("ς", "σ")
+    assert len(start) == len(end) == len(norm)
+    assert [text[s:e] for s, e in zip(start.tolist(), end.tolist(), strict=True)][:4] == ["ﬁ", "ﬁ", " ", "Ａ"]
+    assert spans("Café e\u0301tude") == ["Café", "e\u0301tude"]
+    assert spans("ΟΔΟΣ.ΣΟΦΟΣ") == ["ΟΔΟΣ", "ΣΟΦΟΣ"]
+    assert tokens("ΟΔΟΣ.ΣΟΦΟΣ").words == tokens("οδος σοφος").words == ("οδοσ", "σοφοσ")  # final sigma folded
+
+
+def test_a_character_that_normalises_to_several_tokens_gives_each_its_span() -> None:
+    t = tokens("a½b")  # NFKC: "a1⁄2b": tokens "a1" and "2b", both touching the one character ½
+    assert t.words == ("a1", "2b")
+    assert spans("a½b") == ["a½", "½b"]
+
+
+def test_empty_and_tokenless_texts() -> None:
+    for text in ("", "  \n", "...，。!"):
+        assert len(tokens(text)) == 0
+        assert passage_hashes(text) == []
+        assert passage_hashes_array(text).dtype == np.int64
+
+
+@pytest.mark.parametrize("bad", [None, b"bytes", 42, ["a"]])
+def test_bad_input_is_an_error_naming_it(bad: object) -> None:
+    with pytest.raises(InvalidDocument, match=re.escape(f"expected str, got {bad!r:.60}")):
+        tokens(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidDocument, match="expected str"):
+        passage_hashes(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidDocument, match=re.escape(f"expected str or Tokens for b, got {bad!r:.60}")):
+        compare("a", bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfig, match="expected a PassageConfig, got 46"):
+        passage_hashes("a", 46)  # type: ignore[arg-type]
+
+
+# -- winnowing and passage hashes ------------------------------------------------------------
+
+def test_winnow_is_the_rightmost_minimum_of_every_window() -> None:
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randrange(0, 60)
+        values = [rng.randrange(0, rng.choice([3, 10, 2**64])) for _ in range(n)]  # ties too
+        window = rng.randrange(1, 12)
+        assert set(winnow(np.array(values, dtype=np.uint64), window).tolist()) == brute_winnow(values, window)
+
+
+def test_a_smaller_window_selects_everything_a_larger_one_does() -> None:
+    # docs/partial.md: the minimum of a w2-window is the minimum of every w1-window inside it
+    # that contains it (rightmost of ties alike), so a lookup may winnow with any w1 <= w2
+    rng = random.Random(12)
+    for _ in range(300):
+        values = np.array([rng.randrange(0, rng.choice([4, 2**64])) for _ in range(rng.randrange(0, 80))],
+                          dtype=np.uint64)
+        w1 = rng.randrange(1, 20)
+        w2 = rng.randrange(w1, 40)
+        assert set(winnow(values, w2).tolist()) <= set(winnow(values, w1).tolist())
+
+
+def test_passage_hashes_are_sorted_distinct_signed_and_depend_on_tokens_only() -> None:
+    text = "The quick brown fox jumps over the lazy dog. " * 20 + "中文字の本"
+    hashes = passage_hashes(text)
+    assert hashes == sorted(set(hashes)) and all(-2**63 <= h < 2**63 for h in hashes)
+    assert passage_hashes_array(text).tolist() == hashes
+    respelled = text.upper().replace(". ", "。\n").replace(" ", "  ")
+    assert passage_hashes(respelled) == hashes
+    grams = kgram_hashes(tokens(text).hashes)
+    assert hashes == sorted(set(grams[sorted(brute_winnow(grams.tolist(), 46))].view(np.int64).tolist()))
+    assert passage_hashes(text, PassageConfig(window=1)) == sorted(set(grams.view(np.int64).tolist()))
+
+
+def test_a_text_shorter_than_k_tokens_has_one_hash_of_all_its_tokens() -> None:
+    for n in range(1, K):
+        words = [f"w{i}" for i in range(n)]
+        assert len(passage_hashes(" ".join(words))) == 1
+        assert passage_hashes(" ".join(words)) != passage_hashes(" ".join(words[:-1] + ["other"]))
+    assert len(kgram_hashes(tokens("a b c d e").hashes)) == 1
+
+
+def test_every_shared_run_of_window_plus_k_minus_1_tokens_is_found() -> None:
+    rng = random.Random(46)
+    vocab = [f"v{i}" for i in range(40)]  # small: k-grams repeat, hashes tie
+    for trial in range(200):
+        w1 = rng.choice([1, 2, 5, 16, 46])
+        w2 = rng.choice([w1, w1 + rng.randrange(0, 30)])  # the two documents' windows may differ
+        run = [rng.choice(vocab) for _ in range(w2 + K - 1)]
+        a = [rng.choice(vocab) for _ in range(rng.randrange(0, 300))]
+        b = [rng.choice(vocab) for _ in range(rng.randrange(0, 300))]
+        at, bt = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
+        a[at:at] = run
+        b[bt:bt] = run
+        ha = passage_hashes(" ".join(a), PassageConfig(w1))
+        hb = passage_hashes(" ".join(b), PassageConfig(w2))
+        assert set(ha) & set(hb), (trial, w1, w2)
+
+
+def test_passage_hashes_many_is_passage_hashes_of_each_in_order() -> None:
+    rng = random.Random(3)
+    texts = [random_text(rng, rng.randrange(0, 200)) for _ in range(40)]
+    config = PassageConfig(8)
+    expected = [passage_hashes(t, config) for t in texts]
+    assert list(passage_hashes_many(texts, config, workers=1)) == expected
+    assert list(passage_hashes_many(texts, config, workers=2, chunksize=7)) == expected
+
+
+# -- compare --------------------------------------------------------------------------------
+
+def check_against_oracle(a: str, b: str) -> None:
+    c = compare(a, b)
+    ta, tb = tokens(a), tokens(b)
+    runs = brute_common_runs(ta.words, tb.words, K)
+    assert [(p.a_start, p.a_end, p.b_start, p.b_end) for p in c.passages] == runs
+    assert (c.a_shingles, c.b_shingles, c.shared_shingles) == brute_containment(ta.words, tb.words)
+    for p in c.passages:
+        assert tokens(a[p.a_char_start:p.a_char_end]).words == ta.words[p.a_start:p.a_end]
+        assert tokens(b[p.b_char_start:p.b_char_end]).words == ta.words[p.a_start:p.a_end]
+    assert c.shared_tokens == sum(e - s for s, e, _, _ in runs)
+    assert c.longest == max((e - s for s, e, _, _ in runs), default=0)
+    if c.b_shingles:
+        assert c.b_in_a == c.shared_shingles / c.b_shingles
+
+
+def test_compare_equals_the_oracle_on_random_texts_with_planted_passages() -> None:
+    rng = random.Random(30)
+    for _ in range(150):
+        vocab = rng.choice([WORDS, WORDS[:4], [f"w{i}" for i in range(300)]])
+        a = random_text(rng, rng.randrange(0, 120), vocab)
+        b = random_text(rng, rng.randrange(0, 120), vocab)
+        if rng.random() < 0.7:  # b gets a passage of a, respelled
+            ta = tokens(a)
+            if len(ta) > 1:
+                s = rng.randrange(len(ta))
+                e = rng.randrange(s, len(ta))
+                passage = a[int(ta.starts[s]):int(ta.ends[e])]
+                at = rng.randrange(len(b) + 1)
+                b = b[:at] + " " + passage.upper() + " " + b[at:]
+        check_against_oracle(a, b)
+        check_against_oracle(b, a)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("", ""), ("", "one"), ("one", "one"), ("one two", "one two"), ("a b c d", "a b c d"),
+    ("a b c d e", "a b c d e"), ("a b c d e", "A, B; C. D! E?"),
+    ("x " * 30, "x " * 7),  # one word repeated: a run on every diagonal
+    ("la la la li la la la li " * 10, "la la la li la la la " * 3),
+    ("中文字の本です" * 3, "これは中文字の本です。"),  # CJK: a token per letter
+    ("ﬁle ＴＨＥ café straße " * 4, "FILE the cafe\u0301 STRASSE file the café straße file"),
+])
+def test_compare_equals_the_oracle_on_adversarial_texts(a: str, b: str) -> None:
+    check_against_oracle(a, b)
+    check_against_oracle(b, a)
+
+
+def test_a_document_containing_itself_twice_shares_it_twice() -> None:
+    doc = " ".join(f"word{i}" for i in range(60)) + "."
+    c = compare(doc + "\n" + doc, doc)
+    assert [(p.a_start, p.a_end, p.b_start, p.b_end) for p in c.passages] == [(0, 60, 0, 60), (60, 120, 0, 60)]
+    assert c.b_in_a == 1.0 and c.shared_tokens == 120 and c.longest == 60
+    second = c.passages[1]
+    assert (doc + "\n" + doc)[second.a_char_start:second.a_char_end] == doc[:-1]
+
+
+def test_short_texts_have_no_passage_but_their_one_shingle_counts() -> None:
+    c = compare("One word", "one WORD")
+    assert c.passages == () and (c.a_shingles, c.b_shingles, c.shared_shingles) == (1, 1, 1)
+    assert c.a_in_b == c.b_in_a == 1.0
+    empty = compare("", "something")
+    assert (empty.a_shingles, empty.b_shingles, empty.shared_shingles) == (0, 1, 0)
+    assert empty.a_in_b == empty.b_in_a == 0.0
+
+
+def test_compare_accepts_tokens_once_made() -> None:
+    a, b = "the best of times it was " * 3, "it was the best of times"
+    assert compare(tokens(a), b) == compare(a, tokens(b)) == compare(a, b)
+
+
+def test_runs_cut_by_a_chunk_of_matches_are_joined_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = "a b " * 40 + "c d e f g " * 5, "a b " * 30 + "c d e f g " * 4
+    expected = compare(a, b)
+    monkeypatch.setattr(comparison_module, "MATCH_CHUNK", 7)
+    assert compare(a, b) == expected
+    check_against_oracle(a, b)
+
+
+def test_shared_passage_length() -> None:
+    assert SharedPassage(3, 10, 0, 7, 5, 40, 0, 35).length == 7
+
+
+@pytest.mark.parametrize("name", ["simpg.passages", "simpg.passages.config", "simpg.passages.tokens",
+                                  "simpg.passages.winnow", "simpg.passages.comparison"])
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
