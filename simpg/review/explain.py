@@ -27,7 +27,6 @@ sketched as ``simpg dedup`` does. Example::
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +37,7 @@ from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig, get_fingerprinter
 from simpg.fingerprint.minhash import from_sql, similarity, sketch_distance
 from simpg.layout import Layout
+from simpg.passages import tokens as passage_tokens
 
 __all__ = ["Explanation", "Outcome", "Passage", "Side", "explain", "explain_values", "passages", "reference_layout",
            "shared_tables"]
@@ -47,11 +47,6 @@ DEFAULTS = Decision()
 
 #: Passages listed at most, of each kind (the longest shared ones, the differing ones in text order).
 MAX_PASSAGES = 20
-
-# a CJK character is a token by itself; a word (letters, digits) is one; so is each other sign
-_TOKEN = re.compile(r"[\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-                    r"\uf900-\ufaff\U00020000-\U0003134f]|\w+|[^\w\s]")
-
 
 @dataclass(frozen=True)
 class Side:
@@ -131,7 +126,9 @@ def shared_tables(a: int, b: int, layout: Layout) -> list[int]:
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    # the passages' tokens (simpg.passages.tokens): words, CJK characters, offsets in the original text
+    t = passage_tokens(text)
+    return list(zip(t.words, t.starts.tolist(), t.ends.tolist(), strict=True))
 
 
 def _span(tokens: list[tuple[str, int, int]], i: int, j: int, length: int) -> tuple[int, int]:
@@ -144,7 +141,8 @@ def _span(tokens: list[tuple[str, int, int]], i: int, j: int, length: int) -> tu
 def passages(text_a: str, text_b: str, limit: int = MAX_PASSAGES) -> tuple[list[Passage], list[Passage], float]:
     """The longest shared passages, the differing ones, and the share of tokens in shared passages.
 
-    Tokens are words (CJK: characters) and signs; passages are runs of tokens that
+    Tokens are those of :func:`simpg.passages.tokens` (words, CJK characters; case and
+    punctuation set aside, as the fingerprints do); passages are runs of tokens that
     :class:`difflib.SequenceMatcher` matches (shared) or not (differing), with their
     character offsets in each text.
     """
