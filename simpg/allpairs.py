@@ -187,7 +187,16 @@ def _keys(fps: np.ndarray, sketches: np.ndarray | None, band_keys: tuple[np.ndar
     if band_keys is not None:
         parts += [band_keys[0].view(np.uint64), band_keys[1].astype(np.uint64)[:, None]]
     rows = np.concatenate(parts, axis=1)
-    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    # Only rows whose fingerprint repeats can be equal rows: a row-wise np.unique (a sort of
+    # whole rows) over just those, the others each their own key.
+    _, fp_inverse, fp_counts = np.unique(fps, return_inverse=True, return_counts=True)
+    repeated = fp_counts[fp_inverse.reshape(-1)] > 1
+    alone, shared = np.flatnonzero(~repeated), np.flatnonzero(repeated)
+    shared_unique, shared_inverse = np.unique(rows[shared], axis=0, return_inverse=True)
+    unique = np.concatenate([rows[alone], shared_unique])
+    inverse = np.empty(len(fps), dtype=np.int64)
+    inverse[alone] = np.arange(len(alone))
+    inverse[shared] = len(alone) + shared_inverse.reshape(-1)
     key_bands = None
     if band_keys is not None:
         first = 1 + _WORDS  # after the fingerprint and the sketch: the keys, then the has-keys flag
