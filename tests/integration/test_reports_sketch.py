@@ -470,3 +470,27 @@ def test_python_confirmed_uuid_keys_and_bad_columns(conn: psycopg.Connection) ->
     with pytest.raises(SimpgError, match=re.escape(
             "column lone of table docs must be bit(256) (sketches), got a sketch of 3 bits")):
         list(index.pairs(sketch_column="lone", bands=False))
+
+
+def test_python_confirmed_on_a_partitioned_table(conn: psycopg.Connection) -> None:
+    """Partition by partition, in one snapshot: the pairs and clusters of the same rows in a
+    hash-partitioned table are brute force's, and the plain table's."""
+    rng = random.Random(17)
+    table = with_copies(keyed(make_rows(17), rng), rng)
+    load(conn, table)
+    columns = ", ".join(["id", "simhash", "sketch", "body", *BAND_COLUMNS])
+    conn.execute("CREATE TABLE parts (id bigint PRIMARY KEY, simhash bigint, sketch bit(256), body text, "
+                 + ", ".join(f"{c} bigint" for c in BAND_COLUMNS) + ") PARTITION BY HASH (id)")
+    for p in range(3):
+        conn.execute(f"CREATE TABLE parts_{p} PARTITION OF parts FOR VALUES WITH (MODULUS 3, REMAINDER {p})")
+    conn.execute(f"INSERT INTO parts ({columns}) SELECT {columns} FROM docs")
+    conn.execute("SELECT simpg.create_index('parts', 'simhash', %s, %s)", [K, K + 2])
+    plain, parts = SimHashColumn(conn, "docs", "simhash"), SimHashColumn(conn, "parts", "simhash")
+    for where in (None, sql.SQL("t.id % 2 = 0")):
+        kept = {key: row for key, row in table.items() if where is None or key % 2 == 0}
+        want = brute(kept, K, T, True)
+        for method in ("representative", "components"):
+            got = handle_pairs_and_clusters(parts, None, None, None, method, where)
+            assert got == handle_pairs_and_clusters(plain, None, None, None, method, where)
+            assert {(a, b): d for a, b, d in got[0]} == want and len(got[0]) == len(want)
+            assert labelled(got[1]) == brute_clusters(kept, want, method)
