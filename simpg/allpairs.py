@@ -59,12 +59,15 @@ __all__ = [
     "as_band_keys",
     "as_fingerprints",
     "as_sketches",
+    "band_keys_with_nulls",
     "clusters",
     "band_pair_chunks",
     "cluster_method",
     "clusters_of",
     "component_labels",
+    "confirmed_clusters_of",
     "confirmed_pair_chunks",
+    "confirmed_pairs_of",
     "decide",
     "pair_arrays",
     "pair_chunks",
@@ -184,7 +187,16 @@ def _keys(fps: np.ndarray, sketches: np.ndarray | None, band_keys: tuple[np.ndar
     if band_keys is not None:
         parts += [band_keys[0].view(np.uint64), band_keys[1].astype(np.uint64)[:, None]]
     rows = np.concatenate(parts, axis=1)
-    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    # Only rows whose fingerprint repeats can be equal rows: a row-wise np.unique (a sort of
+    # whole rows) over just those, the others each their own key.
+    _, fp_inverse, fp_counts = np.unique(fps, return_inverse=True, return_counts=True)
+    repeated = fp_counts[fp_inverse.reshape(-1)] > 1
+    alone, shared = np.flatnonzero(~repeated), np.flatnonzero(repeated)
+    shared_unique, shared_inverse = np.unique(rows[shared], axis=0, return_inverse=True)
+    unique = np.concatenate([rows[alone], shared_unique])
+    inverse = np.empty(len(fps), dtype=np.int64)
+    inverse[alone] = np.arange(len(alone))
+    inverse[shared] = len(alone) + shared_inverse.reshape(-1)
     key_bands = None
     if band_keys is not None:
         first = 1 + _WORDS  # after the fingerprint and the sketch: the keys, then the has-keys flag
@@ -953,21 +965,18 @@ def cluster_method(value: Any) -> str:
     return str(value)
 
 
-def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "representative") -> list[list[Any]]:
-    """Clusters (size >= 2) as lists of ids, largest first.
+def _id_rank(ids: np.ndarray) -> np.ndarray | None:
+    """The order rows arrive in for ``"representative"``: by id (None: ids without an order, the table's)."""
+    if ids.dtype != object:
+        return ids
+    try:
+        return np.argsort(np.array(sorted(range(len(ids)), key=ids.__getitem__)), kind="stable")
+    except TypeError:  # ids without an order: the table's
+        return None
 
-    ``"representative"`` takes rows in id order (the table's order for ids that have
-    none), so the representative is the smallest id of its cluster.
-    """
-    rank = None
-    if method == "representative" and ids.dtype != object:
-        rank = ids
-    elif method == "representative":
-        try:
-            rank = np.argsort(np.array(sorted(range(len(ids)), key=ids.__getitem__)), kind="stable")
-        except TypeError:  # ids without an order: the table's
-            rank = None
-    groups = clusters(fps, k, method=method, rank=rank)
+
+def _id_clusters(ids: np.ndarray, groups: Iterable[np.ndarray], by_smallest_id: bool = False) -> list[list[Any]]:
+    """Clusters of row numbers as sorted lists of ids, largest first (then by smallest id if asked)."""
     out = []
     for rows in groups:
         members = ids[rows].tolist()
@@ -976,5 +985,85 @@ def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "represe
         except TypeError:  # ids without an order: keep the table's
             pass
         out.append(members)
+    if by_smallest_id:
+        try:
+            out.sort(key=lambda c: c[0])
+        except TypeError:  # ids without an order: the table's
+            pass
     out.sort(key=lambda c: -len(c))
     return out
+
+
+def clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str = "representative") -> list[list[Any]]:
+    """Clusters (size >= 2) as lists of ids, largest first.
+
+    ``"representative"`` takes rows in id order (the table's order for ids that have
+    none), so the representative is the smallest id of its cluster.
+    """
+    rank = _id_rank(ids) if method == "representative" else None
+    return _id_clusters(ids, clusters(fps, k, method=method, rank=rank))
+
+
+def band_keys_with_nulls(keys: np.ndarray, nulls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Band keys read from a table, where any key may be NULL, as :func:`as_band_keys` takes them.
+
+    ``nulls``: bit ``b`` set where band ``b`` is NULL. A NULL key shares no band, as in SQL
+    (``NULL = NULL`` is not true): a row with every key NULL has none (mask False), and a
+    NULL among keys gets a value found nowhere else in its band column, each its own.
+    """
+    keys = np.array(keys, dtype=np.int64, copy=True)
+    has = np.ones(len(keys), dtype=bool)
+    every = (1 << keys.shape[1]) - 1
+    has[(nulls.astype(np.int64) & every) == every] = False
+    for b in range(keys.shape[1]):
+        null = (nulls.astype(np.int64) >> b) & 1 == 1
+        fill = int(np.count_nonzero(null & has))
+        if not fill:
+            continue
+        present = np.unique(keys[~null, b])
+        unused = np.setdiff1d(np.arange(fill + len(present), dtype=np.int64) + np.iinfo(np.int64).min, present,
+                              assume_unique=True)
+        keys[null & has, b] = unused[:fill]
+    return keys, has
+
+
+def confirmed_pairs_of(ids: np.ndarray, fps: np.ndarray, k: int, sketches: Any,
+                       max_sketch_distance: int | None = None,
+                       band_keys: tuple[np.ndarray, np.ndarray] | None = None) -> list[Pair]:
+    """Every pair :func:`decide` decides over rows with ids, as Pairs ``a < b``, sorted by ``(a, b)``.
+
+    ``sketches``, ``band_keys`` as :func:`decide` takes them (band keys None: fingerprint
+    candidates only). Ids without an order come in the table's order.
+    """
+    decided = decide(fps, k, sketches=sketches, max_sketch_distance=max_sketch_distance, band_keys=band_keys)
+    chunks = list(decided.pair_chunks())
+    if not chunks:
+        return []
+    i = np.concatenate([c[0] for c in chunks])
+    j = np.concatenate([c[1] for c in chunks])
+    d = np.concatenate([c[2] for c in chunks])
+    a, b = ids[i], ids[j]
+    if ids.dtype != object:
+        a, b = np.minimum(a, b), np.maximum(a, b)
+        order = np.lexsort((b, a))
+        return [Pair(x, y, z) for x, y, z in zip(a[order].tolist(), b[order].tolist(), d[order].tolist(),
+                                                 strict=True)]
+    pairs = [Pair(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), d.tolist(), strict=True)]
+    try:
+        pairs = sorted(Pair(x, y, z) if x < y else Pair(y, x, z) for x, y, z in pairs)
+    except TypeError:  # ids without an order: the table's
+        pass
+    return pairs
+
+
+def confirmed_clusters_of(ids: np.ndarray, fps: np.ndarray, k: int, method: str, sketches: Any,
+                          max_sketch_distance: int | None = None,
+                          band_keys: tuple[np.ndarray, np.ndarray] | None = None) -> list[list[Any]]:
+    """:func:`clusters_of` over the pairs :func:`confirmed_pairs_of` decides, ties by smallest id.
+
+    ``"representative"`` takes rows in id order: every member is a confirmed
+    near-duplicate of its cluster's smallest id.
+    """
+    decided = decide(fps, k, sketches=sketches, max_sketch_distance=max_sketch_distance, band_keys=band_keys)
+    rank = _id_rank(ids) if method == "representative" else None
+    return _id_clusters(ids, decided.clusters(method, rank=rank), by_smallest_id=True)

@@ -7,6 +7,7 @@ Free of I/O. The result types are :mod:`simpg.results`', the error translation
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,8 @@ from simpg.fingerprint.config import config_for_index, stored_config
 from simpg.fingerprint.minhash import checked_max_sketch_distance, to_sql
 from simpg.psycopg.catalog import INTEGER_TYPES, IndexInfo, check_k
 from simpg.psycopg.statements import near_params
-from simpg.psycopg.wire import Int8Array
-from simpg.results import IndexStats, Neighbor
+from simpg.psycopg.wire import Int8Array, parse_sketched
+from simpg.results import IndexStats, Neighbor, Pair
 
 
 def duplicates_params(info: IndexInfo, fp: int, k: int, sketch: Any, max_sketch_distance: Any,
@@ -207,3 +208,52 @@ def make_stats(info: IndexInfo, row: Sequence[Any], exact: bool) -> IndexStats:
         index_bytes=dict(zip(info.index_names, map(int, index_sizes), strict=True)),
         prefix_columns=info.prefix_columns, fingerprint_config=identity,
     )
+
+
+@dataclass(frozen=True)
+class SketchedRows:
+    """The rows the sketch-confirmed pairs and clusters decide on (those with a sketch), read once.
+
+    ``band_keys`` as :func:`simpg.allpairs.as_band_keys` takes them, None without bands;
+    ``k`` and ``max_sketch_distance`` checked.
+    """
+
+    ids: np.ndarray
+    fingerprints: np.ndarray
+    sketches: np.ndarray
+    band_keys: tuple[np.ndarray, np.ndarray] | None
+    k: int
+    max_sketch_distance: int
+
+    def pairs(self) -> list[Pair]:
+        """Every confirmed pair, ``a < b``, sorted (:func:`simpg.allpairs.confirmed_pairs_of`)."""
+        return allpairs.confirmed_pairs_of(self.ids, self.fingerprints, self.k, self.sketches,
+                                           self.max_sketch_distance, self.band_keys)
+
+    def clusters(self, method: str) -> list[list[Any]]:
+        """The clusters of the confirmed pairs (:func:`simpg.allpairs.confirmed_clusters_of`)."""
+        return allpairs.confirmed_clusters_of(self.ids, self.fingerprints, self.k, method, self.sketches,
+                                              self.max_sketch_distance, self.band_keys)
+
+
+def sketched_rows(rows: Sequence[Sequence[Any]], integer: bool, bands: int, k: int, max_sketch_distance: int,
+                  table: str, sketch_column: str) -> SketchedRows:
+    """SketchedRows from the :func:`~simpg.psycopg.statements.fetch_sketched_sql` rows of every part.
+
+    A sketch that is not 256 bits (a ``bit varying`` column) raises, naming the column.
+    """
+    parts = []
+    for row in rows:
+        try:
+            parts.append(parse_sketched(row, integer, bands))
+        except ValueError as err:
+            raise SimpgError(f"column {sketch_column} of table {table} must be bit(256) (sketches), got {err}"
+                             ) from None
+    if parts:
+        ids, fps, sketches, keys, nulls = (np.concatenate([p[n] for p in parts]) for n in range(5))
+    else:
+        ids = np.empty(0, dtype=np.int64 if integer else object)
+        fps, sketches = np.empty(0, dtype=np.uint64), np.empty((0, minhash.SKETCH_BYTES), dtype=np.uint8)
+        keys, nulls = np.empty((0, bands), dtype=np.int64), np.empty(0, dtype=np.int16)
+    return SketchedRows(ids, fps, sketches, allpairs.band_keys_with_nulls(keys, nulls) if bands else None,
+                        k, max_sketch_distance)

@@ -58,7 +58,6 @@ from simpg.psycopg import _common, catalog, lookup, settings, statements, wire
 from simpg.psycopg.busywait import BusyWaitConnection, check_busy_wait
 from simpg.psycopg.catalog import IndexInfo
 from simpg.results import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
-from simpg.sqlnames import with_parameters
 
 if TYPE_CHECKING:
     from simpg.review.explain import Explanation
@@ -70,20 +69,10 @@ __all__ = ["SimHashColumn", "configure_lookups"]
 _T = TypeVar("_T")
 
 
-def _confirmed_sql(info: IndexInfo, report: str) -> sql.Composed:
-    """``simpg.pairs`` or ``simpg.clusters`` confirmed by a sketch column, ids of the id column's type.
-
-    The first argument, a NULL of that type (a subquery that returns no row), types the
-    keys the report returns, as ``NULL::uuid`` would.
-    """
-    method = sql.SQL(", method => %(method)s") if report == "clusters" else sql.SQL("")
-    order = sql.SQL("key_a, key_b" if report == "pairs" else "cluster_id, key")
-    return with_parameters(sql.SQL(
-        "SELECT * FROM simpg.{report}((SELECT t.{id} FROM {rel} AS t LIMIT 0), %(rel)s::pg_catalog.regclass, "
-        "%(k)s::integer, %(column)s::name, %(id)s::name{method}, sketch_column => %(sketch)s::name, "
-        "max_sketch_distance => %(max)s::integer, bands => %(bands)s::boolean) ORDER BY {order}"
-    ).format(report=sql.Identifier(report), id=sql.Identifier(info.key_column or ""), rel=info.relation,
-             method=method, order=order))
+#: The checks of the SQL reports' sketch arguments (a sketch column to go with them, its
+#: type and its band columns', the distance's range), and the distance that confirms.
+_SKETCH_DISTANCE_SQL = ("SELECT simpg.report_sketch_distance(%s::pg_catalog.regclass, %s::name, %s::integer, "
+                        "%s::boolean)")
 
 
 def configure_lookups(conn: psycopg.Connection[Any]) -> None:
@@ -552,8 +541,16 @@ class SimHashColumn:
         """
         info = _common.with_ids(self._current())
         integer = _common.integer_ids(info)
+        rows = self._fetch(info, lambda first, end, part: statements.fetch_sql(info, first, end, where, part))
+        return _common.join_parts([wire.parse_fetch(ids, fps, integer) for ids, fps in rows], integer)
+
+    def _fetch(self, info: IndexInfo,
+               statement: Callable[[int, int | None, sql.Composable], sql.Composed],
+               columns_error: Callable[[psycopg.Error], Exception] | None = None) -> list[tuple[Any, ...]]:
+        # The row of each statement(first block, end block, partition), all in one snapshot;
+        # columns_error says what a missing or mistyped column means.
         outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        parts = []
+        rows = []
         with translated():
             with self.conn.transaction(), self.conn.cursor(binary=True) as cur:
                 cur.adapters.register_loader("bytea", wire.RawByteaLoader)
@@ -566,29 +563,36 @@ class SimHashColumn:
                 for schema, name, blocks in cur.fetchall():
                     part = sql.Identifier(schema, name)
                     for first, end in statements.fetch_ranges(int(blocks)):
-                        cur.execute(statements.fetch_sql(info, first, end, where, part))
-                        ids, fps = cur.fetchone() or (None, None)
-                        parts.append(wire.parse_fetch(ids, fps, integer))
+                        try:
+                            cur.execute(statement(first, end, part))
+                        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as err:
+                            if columns_error is None:
+                                raise
+                            raise columns_error(err) from err
+                        row = cur.fetchone()  # aggregates: always one row
+                        assert row is not None
+                        rows.append(row)
                 if outer and saved:
                     cur.execute(local.restore_statement, local.restore_params(saved))
-        return _common.join_parts(parts, integer)
+        return rows
 
-    def _confirmed(self, report: str, k: int | None, where: sql.Composable | None, sketch_column: str | None,
-                   max_sketch_distance: int | None, bands: bool | None, method: str = "representative",
-                   ) -> list[tuple[Any, ...]]:
-        # Pairs or clusters confirmed by the sketch come from the SQL report: exact, and it
-        # reads the band keys' B-trees; the rows it returns are the answer's own.
-        if where is not None:
-            raise SimpgError("where= cannot be combined with sketch_column: the confirmed reports "
-                             "(simpg.pairs, simpg.clusters) read the whole table")
+    def _sketched_rows(self, k: int | None, where: sql.Composable | None, sketch_column: str | None,
+                       max_sketch_distance: int | None, bands: bool | None) -> _common.SketchedRows:
+        # What the confirmed pairs and clusters decide on, read once: the rows with a
+        # fingerprint and a sketch (meeting where), their sketches and band keys. The
+        # arguments are checked as the SQL reports check them, with the same errors.
         info = _common.with_ids(self._current())
-        params = {"rel": catalog.regclass_text(info), "k": _common.radius(k, info), "column": info.column,
-                  "id": info.key_column, "sketch": sketch_column, "max": max_sketch_distance, "bands": bands,
-                  "method": method}
-        with translated():
-            with self.conn.cursor() as cur:
-                cur.execute(_confirmed_sql(info, report), params)
-                return cur.fetchall()
+        k = _common.radius(k, info)
+        limit = (self._call(_SKETCH_DISTANCE_SQL, [catalog.regclass_text(info), sketch_column,
+                                                   max_sketch_distance, bands]))[0]
+        assert sketch_column is not None  # else simpg.report_sketch_distance raised
+        columns = minhash.band_columns(sketch_column, None) if bands is not False else ()
+        integer = _common.integer_ids(info)
+        rows = self._fetch(
+            info, lambda first, end, part: statements.fetch_sketched_sql(info, first, end, where, part,
+                                                                   sketch_column, columns),
+            lambda err: _common.sketch_column_error(err, self.table, sketch_column, columns))
+        return _common.sketched_rows(rows, integer, len(columns), k, limit, self.table, sketch_column)
 
     def _rows_within(self, k: int | None, where: sql.Composable | None) -> tuple[np.ndarray, np.ndarray, int]:
         # what pairs and clusters start from: k checked first, then every row read
@@ -619,21 +623,24 @@ class SimHashColumn:
         :data:`~simpg.fingerprint.minhash.MAX_SKETCH_DISTANCE`); with ``bands`` (the
         default with a sketch column, as ``simpg dedup`` decides) also the pairs so
         confirmed that share a band key (``<sketch_column>_b0`` .. ``_b3``), whose
-        ``distance`` may exceed ``k``. These come from ``simpg.pairs`` in the
-        database (exact, through the B-trees), ``a < b`` in the id column's order.
+        ``distance`` may exceed ``k``. Rows without a sketch are nobody's pair; a NULL
+        band key shares no band. The handle reads ``(id, fingerprint, sketch, band
+        keys)`` of the rows with a sketch once, as above, and decides in memory with
+        numpy (:func:`simpg.allpairs.decide`, the decision of ``simpg dedup``): the
+        pairs ``simpg.pairs`` reports in SQL with these arguments, sorted, ``a < b``
+        (ids without a numeric order in Python's order, as PostgreSQL's for uuid).
 
         Args:
             k: largest distance (default: the index's radius).
             where: only rows meeting this condition on the table alias ``t``, e.g.
-                ``sql.SQL("t.collection = {}").format("news")`` (not with a sketch column).
+                ``sql.SQL("t.collection = {}").format("news")``.
             sketch_column: the table's ``bit(256)`` column of sketches to confirm by.
             max_sketch_distance: the largest sketch distance that confirms a pair.
             bands: also pairs that share a band key, confirmed by their sketches
                 (default: with ``sketch_column``; False confirms fingerprint pairs only).
         """
         if sketch_column is not None or max_sketch_distance is not None or bands:
-            rows = self._confirmed("pairs", k, where, sketch_column, max_sketch_distance, bands)
-            return (Pair(*row) for row in rows)
+            return iter(self._sketched_rows(k, where, sketch_column, max_sketch_distance, bands).pairs())
         chunks = self.pair_arrays(k, where)
         return (pair for chunk in chunks for pair in allpairs.pairs_from_arrays(chunk))
 
@@ -651,15 +658,14 @@ class SimHashColumn:
 
         With ``sketch_column`` (and ``max_sketch_distance``, ``bands``: on by default with
         a sketch column) the clusters are made of the pairs :meth:`pairs` confirms with
-        them, by ``simpg.clusters`` in the database: every member is a confirmed near-duplicate of its representative.
+        them, in memory from the rows read once (:meth:`simpg.allpairs.Decided.clusters`),
+        as ``simpg.clusters`` makes them in SQL: every member is a confirmed
+        near-duplicate of its representative. ``where`` keeps only the rows meeting it.
         """
         method = allpairs.cluster_method(method)
         if sketch_column is not None or max_sketch_distance is not None or bands:
-            rows = self._confirmed("clusters", k, where, sketch_column, max_sketch_distance, bands, method)
-            groups: dict[Any, list[Any]] = {}
-            for cluster_id, key, _ in rows:  # ordered by cluster, then key
-                groups.setdefault(cluster_id, []).append(key)
-            return sorted(groups.values(), key=len, reverse=True)
+            rows = self._sketched_rows(k, where, sketch_column, max_sketch_distance, bands)
+            return rows.clusters(method)
         ids, fps, k = self._rows_within(k, where)
         return allpairs.clusters_of(ids, fps, k, method)
 

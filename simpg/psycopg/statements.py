@@ -58,6 +58,7 @@ __all__ = [
     "duplicates_condition_params",
     "duplicates_sql",
     "fetch_ranges",
+    "fetch_sketched_sql",
     "fetch_sql",
     "layout_guard",
     "near_many_params",
@@ -222,7 +223,8 @@ FETCH_PARTS_SQL = (
 
 
 def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,
-              where: sql.Composable | None = None, part: sql.Composable | None = None) -> sql.Composed:
+              where: sql.Composable | None = None, part: sql.Composable | None = None,
+              extra: Sequence[sql.Composable] = ()) -> sql.Composed:
     """``(ids, fingerprints)`` of the rows with a fingerprint in heap blocks ``[first, end)``.
 
     Each comes back as ONE value: the fingerprints as a bytea of big-endian int8
@@ -233,7 +235,8 @@ def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,
     aggregates read the same rows in the same order.
     ``end_block`` None reads to the end of the table; ``where`` is an extra condition
     on the table's alias ``t``; ``part`` a partition to read instead of the table
-    (:data:`FETCH_PARTS_SQL`).
+    (:data:`FETCH_PARTS_SQL`); ``extra`` more aggregates over the same rows, selected after
+    those two (:func:`fetch_sketched_sql`).
     """
     integer = info.id_type in INTEGER_TYPES
     ids = (sql.SQL("pg_catalog.string_agg(pg_catalog.int8send(t.{}::bigint), ''::bytea)") if integer
@@ -246,10 +249,36 @@ def fetch_sql(info: IndexInfo, first_block: int, end_block: int | None,
     if end_block is not None:
         conditions.append(sql.SQL("t.ctid < {}::tid").format(sql.Literal(f"({end_block},0)")))
     return sql.SQL(
-        "SELECT {ids}, pg_catalog.string_agg(pg_catalog.int8send(t.{fp}), ''::bytea) "
+        "SELECT {ids}, pg_catalog.string_agg(pg_catalog.int8send(t.{fp}), ''::bytea){extra} "
         "FROM {rel} AS t WHERE {where}"
     ).format(ids=ids, fp=sql.Identifier(info.column), rel=info.relation if part is None else part,
-             where=sql.SQL(" AND ").join(conditions))
+             where=sql.SQL(" AND ").join(conditions), extra=sql.SQL("").join(sql.SQL(", {}").format(e) for e in extra))
+
+
+def fetch_sketched_sql(info: IndexInfo, first_block: int, end_block: int | None, where: sql.Composable | None,
+                       part: sql.Composable | None, sketch_column: str, band_columns: Sequence[str] = (),
+                       ) -> sql.Composed:
+    """:func:`fetch_sql` for the rows with a fingerprint and a sketch, with their sketches and band keys.
+
+    After the ids and fingerprints: the sketches as one bytea of ``varbit_send`` values (a
+    4-byte bit count, then the bits: 36 bytes a row for ``bit(256)``), and with
+    ``band_columns`` each column's keys as a bytea of big-endian int8 (0 for NULL), then
+    one bytea of int2 flags, bit ``i`` set where column ``i`` is NULL. Rows without a
+    sketch are left out: nobody's pair.
+    """
+    sketch = sql.Identifier(sketch_column)
+    extra = [sql.SQL("pg_catalog.string_agg(pg_catalog.varbit_send(t.{}), ''::bytea)").format(sketch)]
+    if band_columns:
+        extra += [sql.SQL("pg_catalog.string_agg(pg_catalog.int8send(coalesce(t.{}, 0)), ''::bytea)").format(
+            sql.Identifier(c)) for c in band_columns]
+        flags = sql.SQL(" + ").join(sql.SQL("(t.{} IS NULL)::integer * {}").format(sql.Identifier(c),
+                                                                                   sql.Literal(1 << i))
+                                    for i, c in enumerate(band_columns))
+        extra.append(sql.SQL("pg_catalog.string_agg(pg_catalog.int2send(({})::smallint), ''::bytea)").format(flags))
+    sketched = sql.SQL("t.{} IS NOT NULL").format(sketch)
+    if where is not None:
+        sketched = sql.SQL("{} AND ({})").format(sketched, where)
+    return fetch_sql(info, first_block, end_block, sketched, part, extra)
 
 
 def fetch_ranges(blocks: int) -> list[tuple[int, int | None]]:

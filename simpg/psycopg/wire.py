@@ -7,8 +7,8 @@ What the handles send and read in bulk without a Python loop per value:
 * :class:`Int8Array`: a ``bigint[]`` parameter already in the binary array format
   (the lookups' range starts, ``near_many``'s arrays), sent by
   :class:`Int8ArrayBinaryDumper` once :func:`register_dumpers` taught a connection;
-* :class:`RawByteaLoader` and :func:`parse_fetch`: ``fetch_all``'s aggregated bytea
-  values back to numpy arrays.
+* :class:`RawByteaLoader`, :func:`parse_fetch` and :func:`parse_sketched`: ``fetch_all``'s
+  (and the sketch-confirmed pairs' and clusters') aggregated bytea values back to numpy arrays.
 
 Nothing here runs a statement.
 """
@@ -31,6 +31,7 @@ __all__ = [
     "binary_copy_payload",
     "int8_array_header",
     "parse_fetch",
+    "parse_sketched",
     "register_dumpers",
 ]
 
@@ -127,3 +128,36 @@ def parse_fetch(ids: Any, fps: Any, integer: bool) -> tuple[np.ndarray, np.ndarr
         id_arr = np.empty(len(fp_arr), dtype=object)
         id_arr[:] = list(ids or [])
     return id_arr, fp_arr
+
+
+#: Bytes of one ``varbit_send`` value of a ``bit(256)`` sketch: the bit count (int4), then 32 bytes.
+SKETCH_RECORD = 4 + 32
+
+
+def parse_sketched(row: Sequence[Any], integer: bool, bands: int,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Numpy arrays from one :func:`~simpg.psycopg.statements.fetch_sketched_sql` row.
+
+    ``(ids, fingerprints, sketches, band keys, NULL flags)``: sketches as ``(n, 32)``
+    ``uint8``, band keys as ``(n, bands)`` ``int64``, the flags as int16 (bit ``i``: band
+    ``i`` is NULL). Raises ValueError naming the bit count of a sketch that is not 256 bits.
+    """
+    ids, fps = parse_fetch(row[0], row[1], integer)
+    n = len(fps)
+    raw = np.frombuffer(row[2] or b"", dtype=np.uint8)
+    records = raw.reshape(n, SKETCH_RECORD) if len(raw) == n * SKETCH_RECORD else None
+    if records is None or bool(np.any(np.ascontiguousarray(records[:, :4]).view(">i4") != 256)):
+        at = 0
+        while at + 4 <= len(raw):  # the first sketch of another length, for the message
+            count = int.from_bytes(bytes(raw[at:at + 4]), "big")
+            if count != 256:
+                raise ValueError(f"a sketch of {count} bits")
+            at += SKETCH_RECORD
+        raise ValueError("sketches of another length")
+    sketches = np.ascontiguousarray(records[:, 4:])
+    keys = np.empty((n, bands), dtype=np.int64)
+    for b in range(bands):
+        keys[:, b] = np.frombuffer(row[3 + b] or b"", dtype=">i8")
+    nulls = (np.frombuffer(row[3 + bands] or b"", dtype=">i2").astype(np.int16) if bands
+             else np.zeros(n, dtype=np.int16))
+    return ids, fps, sketches, keys, nulls

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import uuid
 from collections import Counter
 from collections.abc import Hashable
@@ -344,22 +345,62 @@ def test_a_sketch_or_band_column_the_caller_cannot_read_is_refused(db: Any) -> N
     assert db.conn.execute("SELECT to_regclass('sentinel') IS NOT NULL").fetchone()[0]
 
 
-def test_python_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, db: Any) -> None:
+def with_copies(table: dict[Any, Row], rng: random.Random) -> dict[Any, Row]:
+    """The table and exact copies (fingerprint, sketch and band keys) of some rows, under new keys:
+    rows the in-memory decision folds into one and hands their pairs back."""
+    rows = dict(table)
+    spare = iter(rng.sample(range(10 * len(table), 20 * len(table)), 3 * len(table)))
+    for key in rng.sample(sorted(table), 12):
+        for _ in range(rng.randint(1, 3)):
+            row = table[key]
+            rows[next(spare)] = Row(row.fp, row.sketch, list(row.bands))
+    return rows
+
+
+def handle_pairs_and_clusters(index: SimHashColumn, k: int | None, t: int | None, bands: bool | None,
+                              method: str, where: sql.Composable | None = None,
+                              ) -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+    pairs = [tuple(p) for p in index.pairs(k, where, sketch_column="sketch", max_sketch_distance=t, bands=bands)]
+    return pairs, index.clusters(k, where, method, sketch_column="sketch", max_sketch_distance=t, bands=bands)
+
+
+def report_pairs_and_clusters(conn: psycopg.Connection, k: int, t: int | None, bands: bool | None, method: str,
+                              keys: str = "") -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+    """What the handle answered when it ran the SQL reports: pairs by (a, b), clusters largest
+    first, ties by smallest key, each in key order."""
+    args = {"k": k, "t": t, "b": bands, "m": method}
+    pairs = conn.execute(f"SELECT * FROM simpg.pairs({keys}'docs', %(k)s, sketch_column => 'sketch', "
+                         "max_sketch_distance => %(t)s, bands => %(b)s) ORDER BY key_a, key_b", args).fetchall()
+    groups: dict[Any, list[Any]] = {}
+    for cluster_id, key, _ in conn.execute(
+            f"SELECT * FROM simpg.clusters({keys}'docs', %(k)s, method => %(m)s, sketch_column => 'sketch', "
+            "max_sketch_distance => %(t)s, bands => %(b)s) ORDER BY cluster_id, key", args):
+        groups.setdefault(cluster_id, []).append(key)
+    return pairs, sorted(groups.values(), key=len, reverse=True)
+
+
+def test_python_pairs_and_clusters_equal_the_reports_and_brute_force(conn: psycopg.Connection, db: Any) -> None:
+    """The handles decide in memory (allpairs.decide): the same pairs, in the same order, and the
+    same clusters as the SQL reports they ran before, and as brute force, on the adversarial rows
+    (distance 0, bits 0 and 63, negative int8, NULL sketches and band keys, band keys shared far
+    beyond k, at the sketch limit and one beyond) with exact copies, at every k up to the radius."""
     rng = random.Random(9)
-    table = keyed(make_rows(9), rng)
+    table = with_copies(keyed(make_rows(9), rng), rng)
     load(conn, table)
     index = SimHashColumn(conn, "docs", "simhash")
-    for k, t, bands in ((K, None, False), (1, 0, True), (None, None, True)):
-        want = brute(table, K if k is None else k, T if t is None else t, bands)
-        got = list(index.pairs(k, sketch_column="sketch", max_sketch_distance=t, bands=bands))
-        assert {(p.a, p.b): p.distance for p in got} == want and len(got) == len(want)
-        for method in ("representative", "components"):
-            clusters = index.clusters(k, method=method, sketch_column="sketch", max_sketch_distance=t, bands=bands)
-            groups: dict[Any, list[Any]] = {}
-            for key, (c, _) in brute_clusters(table, want, method).items():
-                groups.setdefault(c, []).append(key)
-            assert sorted(map(sorted, groups.values())) == sorted(clusters)
-            assert [len(c) for c in clusters] == sorted((len(c) for c in clusters), reverse=True)
+    checked = 0
+    for k in (0, 1, K):
+        for t, bands in [*SKETCH_ARGS, (None, None), (256, True)]:
+            want = brute(table, k, T if t is None else t, bands is not False)
+            for method in ("representative", "components"):
+                pairs, clusters = handle_pairs_and_clusters(index, k, t, bands, method)
+                assert (pairs, clusters) == report_pairs_and_clusters(conn, k, t, bands, method), (k, t, bands)
+                assert {(a, b): d for a, b, d in pairs} == want and len(pairs) == len(want)
+                assert labelled(clusters) == brute_clusters(table, want, method), (k, t, bands, method)
+                assert [len(c) for c in clusters] == sorted((len(c) for c in clusters), reverse=True)
+            checked += len(want)
+    assert checked > 1000
+    assert any(d > K for _, _, d in index.pairs(sketch_column="sketch"))  # band keys beyond k, by default
 
     async def run() -> tuple[list[Any], list[list[Any]]]:
         async with await psycopg.AsyncConnection.connect(db.dsn, autocommit=True) as aconn:
@@ -368,13 +409,88 @@ def test_python_pairs_and_clusters_equal_brute_force(conn: psycopg.Connection, d
             return pairs, await aindex.clusters(sketch_column="sketch", bands=True)
 
     pairs, clusters = asyncio.run(run())
-    assert pairs == list(index.pairs(sketch_column="sketch", bands=True))
+    assert pairs == list(index.pairs(sketch_column="sketch", bands=True)) and len(pairs) > 50
     assert clusters == index.clusters(sketch_column="sketch", bands=True)
     with pytest.raises(SimpgError, match="max_sketch_distance must be an integer from 0 to 256, got 300"):
         list(index.pairs(sketch_column="sketch", max_sketch_distance=300))
     with pytest.raises(SimpgError, match="takes bands, got true, only with a sketch_column"):
         index.clusters(bands=True)
-    with pytest.raises(SimpgError, match="where= cannot be combined with sketch_column"):
-        list(index.pairs(where=sql.SQL("true"), sketch_column="sketch"))
+    with pytest.raises(SimpgError, match="k=4 is above the radius k=3"):
+        list(index.pairs(4, sketch_column="sketch"))
     assert brute_pairs({k: r.fp for k, r in table.items()}, K) == {
         (p.a, p.b): p.distance for p in index.pairs()}  # without a sketch, as before
+
+
+def test_python_pairs_and_clusters_with_where(conn: psycopg.Connection) -> None:
+    """where= keeps the rows meeting it, with a sketch column too: brute force over those rows."""
+    rng = random.Random(13)
+    table = with_copies(keyed(make_rows(13), rng), rng)
+    load(conn, table)
+    index = SimHashColumn(conn, "docs", "simhash")
+    kept = {key: row for key, row in table.items() if key % 3}
+    assert 0 < len(kept) < len(table)
+    where = sql.SQL("t.id % {} <> 0").format(3)
+    for bands in (False, True):
+        want = brute(kept, K, T, bands)
+        for method in ("representative", "components"):
+            pairs, clusters = handle_pairs_and_clusters(index, None, None, bands, method, where)
+            assert {(a, b): d for a, b, d in pairs} == want and len(pairs) == len(want)
+            assert labelled(clusters) == brute_clusters(kept, want, method)
+        assert want != brute(table, K, T, bands)  # the condition matters
+    assert list(index.pairs(where=sql.SQL("false"), sketch_column="sketch")) == []
+    assert index.clusters(where=sql.SQL("false"), sketch_column="sketch") == []
+
+
+def test_python_confirmed_uuid_keys_and_bad_columns(conn: psycopg.Connection) -> None:
+    """uuid keys: a < b and clusters as the reports give them. A missing or mistyped sketch or
+    band column, or a bit varying sketch not 256 bits long, raises naming the column."""
+    rng = random.Random(5)
+    table = {uuid.UUID(int=rng.getrandbits(128)): row for row in make_rows(5)}
+    load(conn, table, "uuid")
+    index = SimHashColumn(conn, "docs", "simhash")
+    for method in ("representative", "components"):
+        pairs, clusters = handle_pairs_and_clusters(index, None, None, None, method)
+        assert (pairs, clusters) == report_pairs_and_clusters(conn, K, None, None, method, "NULL::uuid, ")
+        assert {(a, b): d for a, b, d in pairs} == brute(table, K, T, True)
+    conn.execute("ALTER TABLE docs ADD COLUMN lone bit varying, ADD COLUMN lone_b0 bigint, ADD COLUMN lone_b1 text")
+    bad = [("nope", None, "column nope of table public.docs does not exist (the sketches to confirm with)"),
+           ("body", False, "column body of table public.docs must be bit(256) (sketches), got text"),
+           ("lone", None, "column lone_b1 of table public.docs must be bigint (band keys), got text")]
+    for column, bands, message in bad:
+        with pytest.raises(SimpgError, match=re.escape(message)):
+            list(index.pairs(sketch_column=column, bands=bands))
+        with pytest.raises(SimpgError, match=re.escape(message)):
+            index.clusters(sketch_column=column, bands=bands)
+    assert index.clusters(sketch_column="lone", bands=False) == []  # no sketch in it: nobody's pair
+    conn.execute("UPDATE docs SET lone = sketch WHERE sketch IS NOT NULL")
+    assert list(index.pairs(sketch_column="lone", bands=False)) == list(index.pairs(sketch_column="sketch",
+                                                                                   bands=False))
+    conn.execute("UPDATE docs SET lone = B'101' "
+                 "WHERE id = (SELECT id FROM docs WHERE sketch IS NOT NULL ORDER BY id DESC LIMIT 1)")
+    with pytest.raises(SimpgError, match=re.escape(
+            "column lone of table docs must be bit(256) (sketches), got a sketch of 3 bits")):
+        list(index.pairs(sketch_column="lone", bands=False))
+
+
+def test_python_confirmed_on_a_partitioned_table(conn: psycopg.Connection) -> None:
+    """Partition by partition, in one snapshot: the pairs and clusters of the same rows in a
+    hash-partitioned table are brute force's, and the plain table's."""
+    rng = random.Random(17)
+    table = with_copies(keyed(make_rows(17), rng), rng)
+    load(conn, table)
+    columns = ", ".join(["id", "simhash", "sketch", "body", *BAND_COLUMNS])
+    conn.execute("CREATE TABLE parts (id bigint PRIMARY KEY, simhash bigint, sketch bit(256), body text, "
+                 + ", ".join(f"{c} bigint" for c in BAND_COLUMNS) + ") PARTITION BY HASH (id)")
+    for p in range(3):
+        conn.execute(f"CREATE TABLE parts_{p} PARTITION OF parts FOR VALUES WITH (MODULUS 3, REMAINDER {p})")
+    conn.execute(f"INSERT INTO parts ({columns}) SELECT {columns} FROM docs")
+    conn.execute("SELECT simpg.create_index('parts', 'simhash', %s, %s)", [K, K + 2])
+    plain, parts = SimHashColumn(conn, "docs", "simhash"), SimHashColumn(conn, "parts", "simhash")
+    for where in (None, sql.SQL("t.id % 2 = 0")):
+        kept = {key: row for key, row in table.items() if where is None or key % 2 == 0}
+        want = brute(kept, K, T, True)
+        for method in ("representative", "components"):
+            got = handle_pairs_and_clusters(parts, None, None, None, method, where)
+            assert got == handle_pairs_and_clusters(plain, None, None, None, method, where)
+            assert {(a, b): d for a, b, d in got[0]} == want and len(got[0]) == len(want)
+            assert labelled(got[1]) == brute_clusters(kept, want, method)
