@@ -106,7 +106,8 @@ def test_dump_and_restore_keep_the_passage_index(scene: Scene, how: str) -> None
     scene.install(how)
     with scene.connect(scene.alice) as alice:
         rows = passage_table(alice)
-        alice.execute("CREATE TABLE parts (id bigint PRIMARY KEY, body text, passages bigint[]) PARTITION BY RANGE (id)")
+        alice.execute("CREATE TABLE parts (id bigint PRIMARY KEY, body text, passages bigint[]) "
+                      "PARTITION BY RANGE (id)")
         alice.execute("CREATE TABLE parts_1 PARTITION OF parts FOR VALUES FROM (0) TO (100)")
         alice.execute("SELECT simpg.create_passage_index('parts', 'passages', 20)")
         want = alice.execute("SELECT indexed_table::text, passage_column, passage_window, format, k, index_name "
