@@ -422,7 +422,7 @@ def adversarial_hash_arrays(rng: random.Random, n: int) -> dict[int, list[int | 
             if rng.random() < 0.2:
                 values += values[: rng.randrange(1, len(values) + 1)]  # repeats
             if rng.random() < 0.5:
-                values = sorted({v for v in values if v is not None})  # as simpg stores them
+                values = [v for v in sorted({v for v in values if v is not None})]  # as simpg stores them
             else:
                 rng.shuffle(values)
             rows[key] = values
