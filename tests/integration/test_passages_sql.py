@@ -304,3 +304,28 @@ def test_the_lookup_reads_the_gin_index(conn):
     plan = "\n".join(r[0] for r in conn.execute("EXPLAIN EXECUTE p ('{5, 6}', '{}')").fetchall())
     assert "docs_passages_gin_idx" in plan, plan
     assert [r[0] for r in conn.execute("EXECUTE p ('{5, 6}', '{}')").fetchall()] == [5, 4, 6]
+
+
+def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
+    make_docs(conn, {1: [1, 2], 2: [2, 3]})
+    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)"
+                         ).fetchall()
+    assert steps == [
+        ("gin", "CREATE INDEX CONCURRENTLY docs_passages_gin_idx ON public.docs USING gin (passages)"),
+        ("analyze", "ANALYZE public.docs (passages)"),
+        ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % 46 + "'"),
+    ]
+    conn.execute(steps[0][1])  # autocommit: outside a transaction block
+    conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_passages_gin_idx'::regclass")
+    # an INVALID GIN index (what a stopped concurrent build leaves) is dropped and built again
+    assert [phase for phase, _ in conn.execute(
+        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)").fetchall()] == [
+        "drop_invalid", "gin", "analyze", "comment"]
+    for (statement,) in conn.execute(
+            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)").fetchall():
+        conn.execute(statement)
+    assert conn.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [("docs_passages_gin_idx",)]
+    assert conn.execute("SELECT count(*) FROM simpg.passage_index_ddl('docs', 'passages')").fetchone() == (0,)
+    conn.execute("CREATE TABLE parts (id bigint, passages bigint[]) PARTITION BY RANGE (id)")
+    with pytest.raises(errors.WrongObjectType, match="cannot build the passage index of public.parts concurrently"):
+        conn.execute("SELECT * FROM simpg.passage_index_ddl('parts', 'passages', 46, true)")
