@@ -419,3 +419,64 @@ def brute_winnow(hashes: Sequence[int], window: int) -> set[int]:
         low = min(hashes[p] for p in inside)
         picked.add(max(p for p in inside if hashes[p] == low))
     return picked
+
+
+# -- passage hashes: rows sharing stored values (the SQL of sql/functions/45_passages.sql) ------
+
+HashArray = Sequence[int | None] | None  # a bigint[] as stored: NULL, empty, unsorted, repeated, NULL elements
+
+
+def shared_values(a: HashArray, b: HashArray, skip: Iterable[int] = ()) -> int:
+    """How many distinct non-NULL values two stored arrays have in common, values in skip left out."""
+    left = {v for v in a or () if v is not None} - set(skip)
+    return len(left & {v for v in b or () if v is not None})
+
+
+def brute_passage_pairs(rows: Mapping[Key, HashArray], min_shared: int,
+                        skip: Iterable[int] = ()) -> dict[tuple[Key, Key], int]:
+    """{(key_a, key_b): shared} for key_a < key_b sharing at least min_shared distinct values
+    (values in skip not counted)."""
+    skipped = set(skip)
+    found = {}
+    for (ka, a), (kb, b) in itertools.combinations(sorted(rows.items()), 2):
+        n = shared_values(a, b, skipped)
+        if n >= min_shared:
+            found[(ka, kb)] = n
+    return found
+
+
+def brute_passage_candidates(rows: Mapping[Key, HashArray], hashes: HashArray,
+                             skip: Iterable[int] = ()) -> dict[Key, int]:
+    """{key: shared} for every row sharing at least one value of hashes not in skip."""
+    skipped = set(skip)
+    return {key: n for key, stored in rows.items() if (n := shared_values(hashes, stored, skipped)) > 0}
+
+
+def adversarial_hash_arrays(rng: random.Random, n: int) -> dict[int, list[int | None] | None]:
+    """n stored arrays {1..n: array}: random small hashes (so rows share), the int64 extremes,
+    NULL arrays, empty ones, NULL elements, repeats and unsorted orders, and one value (42) in
+    most rows."""
+    extremes = [-(1 << 63), (1 << 63) - 1, -1, 0, 1]
+    rows: dict[int, list[int | None] | None] = {}
+    for key in range(1, n + 1):
+        kind = rng.random()
+        if kind < 0.05:
+            rows[key] = None
+        elif kind < 0.1:
+            rows[key] = []
+        else:
+            values: list[int | None] = [rng.randrange(-60, 60) for _ in range(rng.randrange(1, 12))]
+            if rng.random() < 0.3:
+                values.append(rng.choice(extremes))
+            if rng.random() < 0.6:
+                values.append(42)
+            if rng.random() < 0.1:
+                values.append(None)
+            if rng.random() < 0.2:
+                values += values[: rng.randrange(1, len(values) + 1)]  # repeats
+            if rng.random() < 0.5:
+                values = [v for v in sorted({v for v in values if v is not None})]  # as simpg stores them
+            else:
+                rng.shuffle(values)
+            rows[key] = values
+    return rows

@@ -1,0 +1,563 @@
+-- passage functions (partial duplicates, docs/partial.md)
+--
+-- A passage index is a bigint[] column of the user's own table holding each row's
+-- winnowed k-gram hashes (sorted ascending and distinct, as simpg.passages writes them;
+-- filled by Python like the fingerprint column), a GIN index on it (the built-in
+-- array_ops: t.col && $1 finds every row sharing a hash with a text), and the config
+-- in the column's comment:
+--     simpg passages: {"format": 1, "k": 5, "window": 46}
+-- As for the fingerprint indexes, nothing is stored in a table of simpg's: the catalog
+-- (simpg.passage_indexes) is read from pg_description and pg_index, and goes with the
+-- table through pg_dump, partitions and renames.
+-- Every function here is SECURITY INVOKER: it reads the table with the caller's rights.
+-- The arrays are expected sorted and distinct, but no answer depends on it: counts are
+-- taken over distinct values, and NULL elements match nothing.
+
+-- passage_comment: the column comment that records a passage index's config, exactly
+-- as simpg.passages.PassageConfig.to_comment() writes it.
+CREATE FUNCTION simpg.passage_comment(passage_window integer) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN pg_catalog.format('simpg passages: {"format": 1, "k": 5, "window": %s}', passage_window);
+
+COMMENT ON FUNCTION simpg.passage_comment(integer) IS
+    'Internal: the column comment that records a passage index (format 1, k 5, the window)';
+
+-- passage_columns_of: rel's bigint[] columns whose comment records a passage index, one
+-- row each, with the config read from the comment and a valid GIN (array_ops) index on
+-- exactly that column if there is one (index_name NULL otherwise: lookups stay exact,
+-- they read the whole table). Only the comment's exact shape counts; a column of
+-- another type with such a comment is not listed.
+CREATE FUNCTION simpg.passage_columns_of(rel regclass)
+    RETURNS TABLE (passage_column name, passage_window integer, format integer, k integer, index_name name)
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT a.attname, m.v[3]::integer, m.v[1]::integer, m.v[2]::integer,
+           (SELECT min(ic.relname)::name
+            FROM pg_index AS i JOIN pg_class AS ic ON ic.oid = i.indexrelid
+            WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = a.attnum
+              AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid
+              AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin')
+              AND i.indclass[0] = (SELECT oc.oid FROM pg_opclass AS oc
+                                   WHERE oc.opcname = 'array_ops' AND oc.opcnamespace = 'pg_catalog'::regnamespace
+                                     AND oc.opcmethod = ic.relam))
+    FROM pg_attribute AS a
+    JOIN pg_description AS d ON d.objoid = rel AND d.classoid = 'pg_class'::regclass AND d.objsubid = a.attnum
+    CROSS JOIN LATERAL (
+        SELECT regexp_match(d.description,
+                            '^simpg passages: \{"format": (\d{1,9}), "k": (\d{1,9}), "window": (\d{1,9})\}$') AS v
+    ) AS m
+    WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.atttypid = 'bigint[]'::regtype AND m.v IS NOT NULL
+    ORDER BY a.attnum;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_columns_of(regclass) IS
+    'Internal: rel''s bigint[] columns recorded as passage indexes (config from the comment) and their GIN index if any';
+
+-- The catalog of passage indexes: one row per recorded column of a table in the
+-- database. A partitioned table is one row, its own (its partitions get its GIN index
+-- from PostgreSQL and are not listed). index_name NULL: the GIN index is missing
+-- (dropped by hand, or an INVALID one left by a stopped build).
+CREATE VIEW simpg.passage_indexes AS
+SELECT r.oid::regclass AS indexed_table, p.passage_column, p.passage_window, p.format, p.k, p.index_name
+FROM pg_catalog.pg_class AS r
+CROSS JOIN LATERAL simpg.passage_columns_of(r.oid::regclass) AS p
+WHERE r.oid IN (SELECT d.objoid FROM pg_catalog.pg_description AS d
+                WHERE d.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objsubid > 0
+                  AND pg_catalog.starts_with(d.description, 'simpg passages: '))
+  AND NOT r.relispartition;
+
+COMMENT ON VIEW simpg.passage_indexes IS
+    'One row per passage index: its table, bigint[] column, window, format, k and GIN index (read from the system catalogs)';
+
+GRANT SELECT ON simpg.passage_indexes TO PUBLIC;
+
+-- passage_column_type: raises unless col is a column of rel of type bigint[].
+CREATE FUNCTION simpg.passage_column_type(rel regclass, col name) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_type regtype;
+BEGIN
+    IF rel IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'table and column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF v_type <> 'bigint[]'::regtype THEN
+        RAISE EXCEPTION 'column %.% is %, expected bigint[]', rel, quote_ident(col), v_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_column_type(regclass, name) IS
+    'Internal: raises unless col is a bigint[] column of rel';
+
+-- passage_layout: the catalog row of rel.col. Raises for a NULL table or column, a column
+-- that does not exist or is not bigint[], a column with no passage index, and a format
+-- or k this version does not know.
+CREATE FUNCTION simpg.passage_layout(rel regclass, col name) RETURNS simpg.passage_indexes
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.passage_indexes;
+BEGIN
+    PERFORM simpg.passage_column_type(rel, col);
+    SELECT rel, p.* INTO v_row FROM simpg.passage_columns_of(rel) AS p WHERE p.passage_column = col;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no simpg passage index on %.%', rel, quote_ident(col)
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'create one with simpg.create_passage_index(table, column)';
+    END IF;
+    IF v_row.format <> 1 OR v_row.k <> 5 THEN
+        RAISE EXCEPTION 'the passage index on %.% has format % and k %, which this version of simpg does not read (format 1, k 5)',
+            rel, quote_ident(col), v_row.format, v_row.k
+            USING ERRCODE = 'feature_not_supported', HINT = 'update simpg';
+    END IF;
+    RETURN v_row;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_layout(regclass, name) IS
+    'Internal: the simpg.passage_indexes row of rel.col; raises if there is none';
+
+-- checked_window: raises unless passage_window is at least 1.
+CREATE FUNCTION simpg.checked_window(passage_window integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF passage_window IS NULL OR passage_window < 1 THEN
+        RAISE EXCEPTION 'passage_window must be at least 1, got %', coalesce(passage_window::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN passage_window;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_window(integer) IS
+    'Internal: passage_window, or an error naming it when it is NULL or below 1';
+
+-- passage_index_ddl: the statements that give rel.col its passage index, in order, one
+-- row each: phase 'drop_invalid' (an INVALID GIN index on the column, left by a stopped
+-- concurrent build), 'gin' (the index; on a partitioned table it covers every partition,
+-- those attached later too), 'analyze' (the element statistics simpg.common_passage_hashes
+-- reads), 'comment' (the config). What is there already is left out, so a stopped build
+-- resumes. With concurrently the statements must run outside a transaction block.
+-- Contract: reads the catalogs, changes nothing, checks no rights (the statements do).
+-- Raises for a column that is not bigint[], a window below 1, a column recorded with
+-- another window, and with concurrently on a partitioned table (PostgreSQL cannot
+-- build a partitioned index concurrently; build it without).
+CREATE FUNCTION simpg.passage_index_ddl(rel regclass, col name, passage_window integer DEFAULT 46,
+                                        concurrently boolean DEFAULT false)
+    RETURNS TABLE (phase text, index_name name, statement text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_rel text;
+    v_relname name;
+    v_relkind "char";
+    v_found record;
+    v_attnum smallint;
+    v_concurrently text := CASE WHEN passage_index_ddl.concurrently THEN ' CONCURRENTLY' ELSE '' END;
+BEGIN
+    PERFORM simpg.passage_column_type(rel, col);
+    PERFORM simpg.checked_window(passage_window);
+    IF passage_index_ddl.concurrently IS NULL THEN
+        RAISE EXCEPTION 'concurrently must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_rel := simpg.relation_name(rel);
+    SELECT c.relname, c.relkind INTO v_relname, v_relkind FROM pg_class AS c WHERE c.oid = rel;
+    IF passage_index_ddl.concurrently AND v_relkind = 'p' THEN
+        RAISE EXCEPTION 'cannot build the passage index of % concurrently: it is partitioned', rel
+            USING ERRCODE = 'wrong_object_type', HINT = 'build it without concurrently';
+    END IF;
+    SELECT p.* INTO v_found FROM simpg.passage_columns_of(rel) AS p WHERE p.passage_column = col;
+    IF FOUND AND (v_found.passage_window, v_found.format, v_found.k) IS DISTINCT FROM (passage_window, 1, 5) THEN
+        RAISE EXCEPTION 'column %.% already has a simpg passage index with window % (format %, k %), not window %',
+            rel, quote_ident(col), v_found.passage_window, v_found.format, v_found.k, passage_window
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'its stored hashes were made with that window: drop it with simpg.drop_passage_index(table, column), fill the column again, and create it';
+    END IF;
+    SELECT a.attnum INTO v_attnum FROM pg_attribute AS a WHERE a.attrelid = rel AND a.attname = col;
+    RETURN QUERY
+    SELECT 'drop_invalid', ic.relname,
+           format('DROP INDEX%s IF EXISTS %I.%I', CASE WHEN v_relkind <> 'p' THEN v_concurrently ELSE '' END,
+                  n.nspname, ic.relname)
+    FROM pg_index AS i
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
+    WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = v_attnum AND NOT i.indisvalid
+      AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin')
+    ORDER BY ic.relname;
+    IF v_found.index_name IS NULL THEN
+        phase := 'gin';
+        index_name := simpg.index_name(rel, v_relname || '_' || col, '_gin_idx');
+        statement := format('CREATE INDEX%s %I ON %s USING gin (%I)', v_concurrently, index_name, v_rel, col);
+        RETURN NEXT;
+        phase := 'analyze';
+        index_name := NULL;
+        statement := simpg.analyze_statement(rel, ARRAY[col]);
+        RETURN NEXT;
+    END IF;
+    IF v_found.passage_column IS NULL THEN
+        phase := 'comment';
+        index_name := NULL;
+        statement := format('COMMENT ON COLUMN %s.%I IS %L', v_rel, col, simpg.passage_comment(passage_window));
+        RETURN NEXT;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, boolean) IS
+    'The statements that give a bigint[] column its passage index (GIN, ANALYZE, the config comment), leaving out what is there';
+
+-- create_passage_index: a GIN index on rel.col and the comment recording the window;
+-- idempotent: a column that has it already (same window) gets only what is missing.
+-- Contract: col is a bigint[] column of rel (filled by simpg.passages.passage_hashes
+-- with this window: the column's hashes are the caller's to keep right), the caller owns
+-- rel, rel is not a partition (its partitioned table's index covers it); window >= 1.
+CREATE FUNCTION simpg.create_passage_index(rel regclass, col name, passage_window integer DEFAULT 46)
+    RETURNS simpg.passage_indexes
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_step record;
+BEGIN
+    PERFORM simpg.passage_column_type(rel, col);
+    PERFORM simpg.checked_window(passage_window);
+    PERFORM simpg.not_a_partition(rel, 'create');
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    FOR v_step IN SELECT * FROM simpg.passage_index_ddl(rel, col, passage_window) LOOP
+        EXECUTE v_step.statement;
+    END LOOP;
+    RETURN simpg.passage_layout(rel, col);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.create_passage_index(regclass, name, integer) IS
+    'Index a bigint[] column of winnowed passage hashes: a GIN index and the config comment (window, default 46)';
+
+-- drop_passage_index: remove what create_passage_index added: every GIN index on exactly
+-- rel.col (valid or not) and the comment. The column and its values stay.
+CREATE FUNCTION simpg.drop_passage_index(rel regclass, col name) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_drops text;
+    v_recorded boolean;
+BEGIN
+    PERFORM simpg.passage_column_type(rel, col);
+    PERFORM simpg.not_a_partition(rel, 'drop');
+    IF NOT simpg.owns(rel) THEN
+        RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    v_recorded := EXISTS (SELECT FROM simpg.passage_columns_of(rel) AS p WHERE p.passage_column = col);
+    SELECT string_agg(format('%I.%I', n.nspname, ic.relname), ', ' ORDER BY ic.relname) INTO v_drops
+    FROM pg_index AS i
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
+    JOIN pg_attribute AS a ON a.attrelid = rel AND a.attname = col
+    WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = a.attnum
+      AND i.indexprs IS NULL AND i.indpred IS NULL
+      AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin');
+    IF NOT v_recorded AND v_drops IS NULL THEN
+        RAISE EXCEPTION 'no simpg passage index on %.%', rel, quote_ident(col)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF v_drops IS NOT NULL THEN
+        EXECUTE 'DROP INDEX ' || v_drops;
+    END IF;
+    IF v_recorded THEN
+        EXECUTE format('COMMENT ON COLUMN %s.%I IS NULL', simpg.relation_name(rel), col);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.drop_passage_index(regclass, name) IS
+    'Remove the GIN index and the config comment that create_passage_index added (the column and its hashes stay)';
+
+-- checked_max_common: raises unless max_common is NULL (skip nothing) or at least 0.
+CREATE FUNCTION simpg.checked_max_common(max_common bigint) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF max_common < 0 THEN
+        RAISE EXCEPTION 'max_common must be at least 0 or null, got %', max_common
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN max_common;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_max_common(bigint) IS
+    'Internal: max_common, or an error naming it when it is negative';
+
+-- common_passage_hashes: the hashes of rel.col that the planner's statistics put in more
+-- than max_common rows (pg_stats.most_common_elems, their frequencies times the rows
+-- with a non-NULL array, rounded), ascending; '{}' for max_common NULL, or before the column was
+-- analyzed. An estimate, as fresh as the last ANALYZE (autovacuum's): lookups that skip
+-- these hashes say so. A partitioned table's (and a table with inheritance children)
+-- statistics are the whole tree's. Needs SELECT on the column, like pg_stats, which
+-- would otherwise answer nothing (so: skip nothing) rather than refuse.
+CREATE FUNCTION simpg.common_passage_hashes(rel regclass, col name, max_common bigint) RETURNS bigint[]
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_rows float8;
+    v_inherited boolean;
+    v_found bigint[];
+BEGIN
+    PERFORM simpg.passage_column_type(rel, col);
+    PERFORM simpg.checked_max_common(max_common);
+    IF NOT has_column_privilege(rel, col, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied for table %', rel USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF max_common IS NULL THEN
+        RETURN '{}';
+    END IF;
+    v_inherited := EXISTS (SELECT FROM pg_inherits AS h WHERE h.inhparent = rel);
+    -- the rows the statistics speak of: a partitioned table's own reltuples is not kept
+    -- on every version, so the whole tree's (each table's own, -1 before its first ANALYZE)
+    WITH RECURSIVE tree (oid) AS (
+        SELECT rel::oid
+        UNION
+        SELECT h.inhrelid FROM pg_inherits AS h JOIN tree ON h.inhparent = tree.oid)
+    SELECT sum(greatest(c.reltuples, 0)) INTO v_rows
+    FROM tree JOIN pg_class AS c ON c.oid = tree.oid
+    WHERE c.relkind <> 'p';
+    SELECT coalesce(array_agg(e.hash ORDER BY e.hash), '{}') INTO v_found
+    FROM pg_stats AS s
+    CROSS JOIN LATERAL unnest(s.most_common_elems::text::bigint[],
+                              s.most_common_elem_freqs[1:cardinality(s.most_common_elems::text::bigint[])])
+        AS e(hash, freq)
+    WHERE s.schemaname = (SELECT n.nspname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+                          WHERE c.oid = rel)
+      AND s.tablename = (SELECT c.relname FROM pg_class AS c WHERE c.oid = rel)
+      AND s.attname = col AND s.inherited = v_inherited
+      AND round(e.freq * (1 - s.null_frac) * v_rows) > max_common;
+    RETURN v_found;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.common_passage_hashes(regclass, name, bigint) IS
+    'Hashes of a passage column that the statistics put in more than max_common rows (boilerplate a lookup may skip)';
+
+-- passage_probe: the distinct non-NULL hashes of hashes that are not in skip, ascending:
+-- what a lookup looks for. Not STRICT: skip NULL skips nothing.
+CREATE FUNCTION simpg.passage_probe(hashes bigint[], skip bigint[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ARRAY(SELECT DISTINCT h.h FROM pg_catalog.unnest(hashes) AS h(h)
+                 WHERE h.h IS NOT NULL AND h.h <> ALL (COALESCE(skip, '{}'::bigint[]))
+                 ORDER BY h.h);
+
+COMMENT ON FUNCTION simpg.passage_probe(bigint[], bigint[]) IS
+    'Internal: the distinct non-NULL hashes not in skip, ascending: what a passage lookup searches';
+
+-- shared_hashes: how many distinct non-NULL values stored and probe have in common
+-- (probe distinct, as passage_probe makes it).
+CREATE FUNCTION simpg.shared_hashes(stored bigint[], probe bigint[]) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (SELECT pg_catalog.count(DISTINCT s.h)::integer FROM pg_catalog.unnest(stored) AS s(h)
+            WHERE s.h = ANY (probe));
+
+COMMENT ON FUNCTION simpg.shared_hashes(bigint[], bigint[]) IS
+    'Internal: the number of distinct values two hash arrays share';
+
+-- passage_layout_is: true when rel.col still has the passage index of this window, else
+-- an error with SQLSTATE SPG01. Declared IMMUTABLE on purpose, as simpg.layout_is: with
+-- constant arguments PostgreSQL checks it when it plans the statement; creating or
+-- dropping the GIN index (which create_passage_index and drop_passage_index always do
+-- when the config changes) makes PostgreSQL plan cached statements again.
+CREATE FUNCTION simpg.passage_layout_is(rel regclass, col name, passage_window integer) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM simpg.snapshot_sees_table(rel);
+    PERFORM FROM simpg.passage_columns_of(rel) AS p
+    WHERE p.passage_column = col AND p.passage_window = passage_layout_is.passage_window AND p.format = 1 AND p.k = 5;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'the passage index on %.% is no longer the window % index this lookup was made for',
+            rel, quote_ident(col), passage_window
+            USING ERRCODE = 'SPG01', HINT = 'read the passage index again';
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer) IS
+    'True if rel.col has the passage index of this window, else an error (SQLSTATE SPG01); checked when a statement is planned';
+
+-- passage_lookup_statement: the one statement every surface runs to find the rows that
+-- share a hash with a text: $1 bigint[] the text's hashes, $2 bigint[] hashes to skip
+-- (simpg.common_passage_hashes; NULL or '{}' skips nothing). Columns: key (the key
+-- column, its own type), body (the text column, its own type), hashes (the stored
+-- bigint[]), shared (integer: distinct hashes of $1 not skipped that the row holds, >= 1);
+-- most shared first, then by key. The window it was made for is stated in it
+-- (simpg.passage_layout_is), checked whenever PostgreSQL plans it.
+-- key_column NULL: the single-column primary key (simpg.report_key's rules).
+CREATE FUNCTION simpg.passage_lookup_statement(rel regclass, col name, text_column name,
+                                               key_column name DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
+    v_key record := simpg.report_key(rel, key_column);
+BEGIN
+    IF text_column IS NULL THEN
+        RAISE EXCEPTION 'text column must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute AS a
+                   WHERE a.attrelid = rel AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(text_column), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    -- the probe is a scalar subquery: one InitPlan, evaluated once per execution, whose
+    -- value the GIN index scan takes as its key
+    RETURN format('SELECT t.%1$I AS key, t.%2$I AS body, t.%3$I AS hashes, '
+                  'simpg.shared_hashes(t.%3$I, (SELECT simpg.passage_probe($1::bigint[], $2::bigint[]))) AS shared '
+                  'FROM %4$s AS t '
+                  'WHERE simpg.passage_layout_is(%5$s::oid::regclass, %6$L::name, %7$s) '
+                  'AND t.%3$I OPERATOR(pg_catalog.&&) (SELECT simpg.passage_probe($1::bigint[], $2::bigint[])) '
+                  'ORDER BY shared DESC, key',
+                  v_key.column_name, text_column, col, simpg.relation_name(rel), rel::oid, col,
+                  v_row.passage_window);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_lookup_statement(regclass, name, name, name) IS
+    'The parameterised statement ($1 the text''s hashes, $2 hashes to skip) that finds the rows sharing a passage hash: key, body, hashes, shared';
+
+-- passage_candidates: the rows of the table whose row type is given that share at least
+-- one hash of hashes (less those simpg.common_passage_hashes skips at max_common), with
+-- shared, the number of distinct hashes shared; most shared first. A candidate only:
+-- the texts decide (simpg.passages.compare).
+--   SELECT c.shared, (c.hit).id FROM simpg.passage_candidates(NULL::docs, 'passages', hashes) AS c
+CREATE FUNCTION simpg.passage_candidates(tbl anyelement, col name, hashes bigint[], max_common bigint DEFAULT 1000)
+    RETURNS TABLE (shared integer, hit anyelement)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_rel regclass := simpg.lookup_rel(tbl);
+    v_row simpg.passage_indexes := simpg.passage_layout(v_rel, col);
+    v_skip bigint[] := simpg.common_passage_hashes(v_rel, col, max_common);
+BEGIN
+    IF hashes IS NULL THEN
+        RAISE EXCEPTION 'hashes must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT simpg.shared_hashes(t.%1$I, q.probe), t FROM %2$s AS t, '
+        '(SELECT simpg.passage_probe($1, $2) AS probe) AS q '
+        'WHERE simpg.passage_layout_is(%3$s::oid::regclass, %4$L::name, %5$s) '
+        'AND t.%1$I OPERATOR(pg_catalog.&&) q.probe ORDER BY 1 DESC',
+        col, simpg.relation_name(v_rel), v_rel::oid, col, v_row.passage_window)
+        USING hashes, v_skip;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_candidates(anyelement, name, bigint[], bigint) IS
+    'Rows of the table whose row type is given sharing a passage hash with hashes (common hashes skipped at max_common), with the count shared';
+
+-- passage_pairs_query: the statement passage_pairs runs: every pair of rows sharing at
+-- least min_shared distinct hashes, as (key_a, key_b, shared) with key_a < key_b in the
+-- key's own order, keys cast to key_type (simpg.report_key_type's rules). One pass:
+-- each row's distinct hashes (less the common ones, a literal here), joined with
+-- themselves on the hash, grouped by the pair.
+CREATE FUNCTION simpg.passage_pairs_query(rel regclass, col name, min_shared integer DEFAULT 1,
+                                          max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
+                                          key_type regtype DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
+    v_key record := simpg.report_key(rel, key_column);
+    v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+    v_skip bigint[] := simpg.common_passage_hashes(rel, col, max_common);
+BEGIN
+    IF min_shared IS NULL OR min_shared < 1 THEN
+        RAISE EXCEPTION 'min_shared must be at least 1, got %', coalesce(min_shared::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- DISTINCT inside each row (a small sort of its own array) keeps the counts right
+    -- for arrays stored unsorted or with repeats, without sorting every element of the table
+    RETURN format(
+        'WITH e AS MATERIALIZED (SELECT t.%1$I AS key, u.h FROM %2$s AS t '
+        'CROSS JOIN LATERAL (SELECT DISTINCT x.h FROM pg_catalog.unnest(t.%3$I) AS x(h) '
+        'WHERE x.h IS NOT NULL%4$s) AS u) '
+        'SELECT a.key::%5$s AS key_a, b.key::%5$s AS key_b, pg_catalog.count(*)::integer AS shared '
+        'FROM e AS a JOIN e AS b ON b.h = a.h AND a.key < b.key '
+        'GROUP BY a.key, b.key HAVING pg_catalog.count(*) >= %6$s',
+        v_key.column_name, simpg.relation_name(rel), col,
+        CASE WHEN cardinality(v_skip) > 0 THEN format(' AND x.h <> ALL (%L::bigint[])', v_skip) ELSE '' END,
+        v_type, min_shared);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_pairs_query(regclass, name, integer, bigint, name, regtype) IS
+    'The statement passage_pairs runs, for EXPLAIN or a view';
+
+-- passage_pairs: every pair of rows sharing at least min_shared distinct passage hashes
+-- (hashes in more than max_common rows by the statistics skipped; NULL skips nothing),
+-- once each (key_a < key_b), keys of an integer key column as bigint. The report's
+-- candidates: the texts decide.
+CREATE FUNCTION simpg.passage_pairs(rel regclass, col name, min_shared integer DEFAULT 1,
+                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL)
+    RETURNS TABLE (key_a bigint, key_b bigint, shared integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    SET work_mem = '64MB'
+AS $$
+BEGIN
+    PERFORM simpg.report_work_mem(rel);
+    RETURN QUERY EXECUTE simpg.passage_pairs_query(rel, col, min_shared, max_common, key_column, 'bigint');
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_pairs(regclass, name, integer, bigint, name) IS
+    'Every pair of rows sharing at least min_shared passage hashes, once each (key_a < key_b), with the count; integer keys as bigint';
+
+-- passage_pairs with a typed first argument: keys of any type, e.g.
+-- simpg.passage_pairs(NULL::uuid, 'docs', 'passages').
+CREATE FUNCTION simpg.passage_pairs(key_type anyelement, rel regclass, col name, min_shared integer DEFAULT 1,
+                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL)
+    RETURNS TABLE (key_a anyelement, key_b anyelement, shared integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    SET work_mem = '64MB'
+AS $$
+BEGIN
+    PERFORM simpg.report_work_mem(rel);
+    RETURN QUERY EXECUTE simpg.passage_pairs_query(rel, col, min_shared, max_common, key_column,
+                                                   pg_typeof(key_type)::regtype);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_pairs(anyelement, regclass, name, integer, bigint, name) IS
+    'Every pair of rows sharing at least min_shared passage hashes, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';
