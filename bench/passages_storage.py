@@ -100,9 +100,10 @@ def doc_hashes(tokens: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
     return values, pos[first].astype(np.int32)
 
 
-def replicate(hashes: list[np.ndarray], replicas: int) -> list[list[np.ndarray]]:
+def replicate(hashes: list[np.ndarray], replicas: int) -> tuple[list[list[np.ndarray]], float]:
     """``replicas`` groups of the documents' arrays: group 0 the real ones, group r every hash mapped to a
-    fresh one (one map per group) except the boilerplate ones (held by >= BOILERPLATE_DOCS documents)."""
+    fresh one (one map per group) except the boilerplate ones (held by >= BOILERPLATE_DOCS documents);
+    and the share of the stored hashes that are boilerplate."""
     every = np.concatenate(hashes) if hashes else np.zeros(0, np.int64)
     values, counts = np.unique(every, return_counts=True)
     boiler = values[counts >= BOILERPLATE_DOCS]
@@ -115,7 +116,8 @@ def replicate(hashes: list[np.ndarray], replicas: int) -> list[list[np.ndarray]]
             fresh = signed(study._splitmix(h.view(np.uint64) ^ salt))
             group.append(np.unique(np.where(keep, h, fresh)))
         groups.append(group)
-    return groups
+    share = float(np.isin(every, boiler).mean()) if len(every) else 0.0
+    return groups, share
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
@@ -145,7 +147,7 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str])
             tz = study.tokenize(texts)
             for w in windows:
                 made = [doc_hashes(t, w) for t in tz.tokens]
-                groups = replicate([h for h, _ in made], replicas)
+                groups, boiler_share = replicate([h for h, _ in made], replicas)
                 rows = [(g * len(texts) + n + 1, h, made[n][1])
                         for g, group in enumerate(groups) for n, h in enumerate(group)]
                 n_docs, n_hashes = len(rows), sum(len(h) for _, h, _ in rows)
@@ -196,7 +198,8 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str])
                         heap, index = s["heap"], s["index"]
                     total = heap + s["toast"] + index
                     out.append({"lang": lang, "window": w, "design": design, "documents": n_docs,
-                                "hashes_per_doc": n_hashes / n_docs, "text_bytes_per_doc": text_bytes / n_docs,
+                                "hashes_per_doc": n_hashes / n_docs, "boilerplate_share": boiler_share,
+                                "text_bytes_per_doc": text_bytes / n_docs,
                                 "heap_per_doc": heap / n_docs, "toast_per_doc": s["toast"] / n_docs,
                                 "index_per_doc": index / n_docs, "total_per_doc": total / n_docs,
                                 "index_x_text": index / text_bytes, "total_x_text": total / text_bytes})
@@ -245,7 +248,7 @@ def setup_scale(conn: psycopg.Connection[Any], rows: int, lengths: list[int]) ->
                                     SELECT b.h FROM boiler b
                                     WHERE (b.rare AND g % 1000 = 0) OR (NOT b.rare AND g % 100 = 1)
                                    ) x ORDER BY h)
-        FROM generate_series(1, {rows}) g JOIN lens l ON l.n = (g * 7919) % {len(lengths)}""")
+        FROM generate_series(1, {rows}) g JOIN lens l ON l.n = (g::bigint * 7919) % {len(lengths)}""")
     made = time.perf_counter() - t0
     say(f"rows made in {made:.0f} s; side table")
     t0 = time.perf_counter()
@@ -409,12 +412,12 @@ def measure_inserts(conn: psycopg.Connection[Any], n: int, lengths: list[int], f
 
 
 def bytes_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| lang | w | design | docs | hashes / doc | text B / doc | heap B / doc | TOAST B / doc | "
+    lines = ["| lang | w | design | docs | hashes / doc | boilerplate | text B / doc | heap B / doc | TOAST B / doc | "
              "index B / doc | total B / doc | index / text | total / text |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['lang']} | {r['window']} | {r['design']} | {r['documents']:,} | "
-                     f"{r['hashes_per_doc']:.1f} | "
+                     f"{r['hashes_per_doc']:.1f} | {r['boilerplate_share']:.1%} | "
                      f"{r['text_bytes_per_doc']:,.0f} | {r['heap_per_doc']:.0f} | {r['toast_per_doc']:.0f} | "
                      f"{r['index_per_doc']:.0f} | {r['total_per_doc']:.0f} | {r['index_x_text']:.2f}x | "
                      f"{r['total_x_text']:.2f}x |")
