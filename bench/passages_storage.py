@@ -50,7 +50,8 @@ hashes. Timed on the client, result rows fetched: (a) ``SELECT id, passages FROM
 passages && $1``; (b) ``SELECT doc, count(*), array_agg(pos) FROM unnest($1) q(hash) JOIN side
 USING (hash) GROUP BY doc``; (c) (a) after removing the hashes that ``pg_stats``
 (``most_common_elems`` x ``most_common_elem_freqs`` x ``reltuples``) puts in more than 1,000 rows,
-the statistics read on every query (their cost also shown alone). Inserts: 10,000 single-row
+the statistics read on every query (their cost also shown alone); (d) the same with a bound of
+100 rows. How many rows the statistics put the boilerplate hashes in is printed too. Inserts: 10,000 single-row
 inserts of fresh rows with real-length arrays, each its own transaction
 (``synchronous_commit = off``, so the figure is the index work, not the WAL flush): the row
 without hashes (baseline), with the array under GIN fastupdate off and on, and the row plus its
@@ -79,6 +80,7 @@ K = 5
 WINDOWS = (16, 26, 36, 46)
 BOILERPLATE_DOCS = 5  # a hash held by this many documents of the part is kept by every replica
 MAX_COMMON = 1000  # the spec's skip rule: hashes the statistics put in more rows are skipped
+LOW_MAX_COMMON = 100  # a tighter bound, beside it
 QUERY_HASHES = 37  # a 5 KB English text at w = 46
 SESSION = ("SET maintenance_work_mem = '1GB'", "SET work_mem = '64MB'")
 
@@ -293,6 +295,21 @@ def common_hashes(conn: psycopg.Connection[Any], max_common: int) -> set[int]:
     return {e for e, f in zip(elems, freqs[: len(elems)], strict=True) if f * reltuples > max_common}
 
 
+def boilerplate_estimates(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """How many rows pg_stats puts each boilerplate group's hashes in (true: 0.1% and 1% of the rows)."""
+    row = conn.execute(STATS).fetchone()
+    assert row is not None
+    elems, freqs, reltuples = row
+    est = {e: f * reltuples for e, f in zip(elems or [], (freqs or [])[: len(elems or [])], strict=True)}
+    out: dict[str, Any] = {"most_common_elems": len(est), "reltuples": reltuples}
+    for rare, label in ((True, "B1 (0.1%)"), (False, "B2 (1%)")):
+        hs = [h for (h,) in conn.execute("SELECT h FROM boiler WHERE rare = %s", (rare,)).fetchall()]
+        counts = [est[h] for h in hs if h in est]
+        out[label] = {"listed": len(counts), "of": len(hs), "rows_min": min(counts, default=0.0),
+                      "rows_max": max(counts, default=0.0)}
+    return out
+
+
 def pct(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": statistics.median(xs) * 1e3, "p99_ms": float(np.percentile(xs, 99)) * 1e3,
             "mean_ms": statistics.fmean(xs) * 1e3}
@@ -321,7 +338,7 @@ def measure_lookups(conn: psycopg.Connection[Any], rows: int, queries: int) -> l
     docs = SimHashColumn(conn, "big", "simhash", key_column="id")
     for kind in ("clean", "boilerplate"):
         qs = [query(i, kind) for i in range(queries)]
-        found: dict[str, list[int]] = {"a": [], "b": [], "c": [], "skipped": []}
+        found: dict[str, list[int]] = {"a": [], "b": [], "c": [], "d": [], "c_skipped": [], "d_skipped": []}
 
         def a(q: list[int], found: dict[str, list[int]] = found) -> None:
             found["a"].append(len(conn.execute(LOOKUP_A, (q,), prepare=True).fetchall()))
@@ -329,11 +346,17 @@ def measure_lookups(conn: psycopg.Connection[Any], rows: int, queries: int) -> l
         def b(q: list[int], found: dict[str, list[int]] = found) -> None:
             found["b"].append(len(conn.execute(LOOKUP_B, (q,), prepare=True).fetchall()))
 
-        def c(q: list[int], found: dict[str, list[int]] = found) -> None:
-            common = common_hashes(conn, MAX_COMMON)
+        def skipping(q: list[int], key: str, max_common: int, found: dict[str, list[int]] = found) -> None:
+            common = common_hashes(conn, max_common)
             kept = [h for h in q if h not in common]
-            found["skipped"].append(len(q) - len(kept))
-            found["c"].append(len(conn.execute(LOOKUP_A, (kept,), prepare=True).fetchall()))
+            found[f"{key}_skipped"].append(len(q) - len(kept))
+            found[key].append(len(conn.execute(LOOKUP_A, (kept,), prepare=True).fetchall()))
+
+        def c(q: list[int]) -> None:
+            skipping(q, "c", MAX_COMMON)
+
+        def d(q: list[int]) -> None:
+            skipping(q, "d", LOW_MAX_COMMON)
 
         def stats(q: list[int]) -> None:
             common_hashes(conn, MAX_COMMON)
@@ -344,7 +367,9 @@ def measure_lookups(conn: psycopg.Connection[Any], rows: int, queries: int) -> l
             docs.near(fps_of[id(q)], 3)
 
         lookups = {"(a) passages && $1, key + array": a, "(b) side table join, grouped by doc": b,
-                   "(c) (a) minus hashes in > 1000 rows by pg_stats": c, "pg_stats read alone (part of c)": stats,
+                   f"(c) (a) minus hashes in > {MAX_COMMON} rows by pg_stats": c,
+                   f"(d) (a) minus hashes in > {LOW_MAX_COMMON} rows by pg_stats": d,
+                   "pg_stats read alone (part of c)": stats,
                    "document level: SimHashColumn.near(fp, 3)": near}
         for fn in lookups.values():  # warm the caches and the prepared statements
             for q in qs[:5]:
@@ -362,8 +387,8 @@ def measure_lookups(conn: psycopg.Connection[Any], rows: int, queries: int) -> l
             key = label[1] if label.startswith("(") else None
             if key:
                 row["rows_p50"], row["rows_max"] = float(np.median(found[key])), int(max(found[key]))
-            if key == "c":
-                row["skipped_p50"] = float(np.median(found["skipped"]))
+            if key in ("c", "d"):
+                row["skipped_p50"] = float(np.median(found[f"{key}_skipped"]))
             out.append(row)
             say(f"{kind} {label}: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms")
     return out
@@ -436,6 +461,13 @@ def lookup_table(scale: dict[str, Any]) -> str:
         skipped = f"{r['skipped_p50']:.0f}" if "skipped_p50" in r else "–"
         lines.append(f"| {r['query']} | {r['lookup']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                      f"{r['mean_ms']:.2f} | {found} | {skipped} |")
+    st = scale.get("statistics")
+    if st:
+        lines += ["", f"pg_stats (default statistics target): {st['most_common_elems']} most common elements; "
+                  + "; ".join(f"{g}: {st[g]['listed']} of {st[g]['of']} hashes listed, estimated in "
+                              f"{st[g]['rows_min']:,.0f}-{st[g]['rows_max']:,.0f} rows"
+                              for g in ("B1 (0.1%)", "B2 (1%)"))
+                  + "."]
     lines += ["", "| insert (one row a transaction) | hashes / row | mean ms | p50 ms | p99 ms "
               "| vs row without hashes (mean) |",
               "|---|---:|---:|---:|---:|---:|"]
@@ -478,6 +510,8 @@ def main(argv: list[str] | None = None) -> None:
         lengths = real_lengths(46)
         with connect(dsn) as conn:
             scale = setup_scale(conn, args.rows, lengths)
+            scale["statistics"] = boilerplate_estimates(conn)
+            say(f"pg_stats: {scale['statistics']}")
             scale["lookups"] = measure_lookups(conn, args.rows, args.queries)
             scale["inserts"] = measure_inserts(conn, args.inserts, lengths, 10 * args.rows)
         report["lookup"] = scale
