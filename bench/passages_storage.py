@@ -293,8 +293,7 @@ def setup_scale(conn: psycopg.Connection[Any], rows: int, lengths: list[int],
                        "pg_relation_size('big_side')").fetchone()
     assert gin is not None
     return {"rows": rows, "hashes": int(elements), "stats_target": stats_target,
-            "build_s": {"rows": made, "side": side_s, "gin": gin_s,
-                                                               "btree": btree_s},
+            "build_s": {"rows": made, "side": side_s, "gin": gin_s, "btree": btree_s},
             "gin_bytes": int(gin[0]), "btree_bytes": int(gin[1]), "side_heap_bytes": int(gin[2])}
 
 
