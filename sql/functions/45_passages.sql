@@ -150,11 +150,27 @@ $$;
 COMMENT ON FUNCTION simpg.checked_window(integer) IS
     'Internal: passage_window, or an error naming it when it is NULL or below 1';
 
+-- passage_statistics_target: the statistics target create_passage_index gives a passage
+-- column. ANALYZE then samples 300,000 rows and lists the hashes in more than about
+-- 0.0063 * 37 * rows / 1,000 rows (233 at a million rows of 5 KB texts at window 46): enough
+-- for the default max_common of 1,000 up to about four million rows; a bigger table wants
+-- ALTER TABLE ... ALTER COLUMN ... SET STATISTICS up to 10,000 (docs/partial.md).
+CREATE FUNCTION simpg.passage_statistics_target() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 1000;
+
+COMMENT ON FUNCTION simpg.passage_statistics_target() IS
+    'Internal: the statistics target create_passage_index gives a passage column';
+
 -- passage_index_ddl: the statements that give rel.col its passage index, in order, one
 -- row each: phase 'drop_invalid' (an INVALID GIN index on the column, left by a stopped
 -- concurrent build), 'gin' (the index; on a partitioned table it covers every partition,
--- those attached later too), 'analyze' (the element statistics simpg.common_passage_hashes
--- reads), 'comment' (the config). What is there already is left out, so a stopped build
+-- those attached later too), 'statistics' (the column's statistics target raised to
+-- simpg.passage_statistics_target() where it is lower: ANALYZE lists an array element only
+-- when it is in more than about 0.0063 * (hashes a row) * rows / target rows, so at the
+-- default target of 100 a hash in 1,000 of a million rows is never listed, never skipped,
+-- and a lookup sharing it reads all its rows), 'analyze' (the element statistics
+-- simpg.common_passage_hashes reads), 'comment' (the config). What is there already is left out, so a stopped build
 -- resumes. With concurrently the statements must run outside a transaction block.
 -- Contract: reads the catalogs, changes nothing, checks no rights (the statements do).
 -- Raises for a column that is not bigint[], a window below 1, a column recorded with
@@ -172,6 +188,7 @@ DECLARE
     v_relkind "char";
     v_found record;
     v_attnum smallint;
+    v_target integer;
     v_concurrently text := CASE WHEN passage_index_ddl.concurrently THEN ' CONCURRENTLY' ELSE '' END;
 BEGIN
     PERFORM simpg.passage_column_type(rel, col);
@@ -208,6 +225,19 @@ BEGIN
         index_name := simpg.index_name(rel, v_relname || '_' || col, '_gin_idx');
         statement := format('CREATE INDEX%s %I ON %s USING gin (%I)', v_concurrently, index_name, v_rel, col);
         RETURN NEXT;
+    END IF;
+    -- -1 (NULL from PostgreSQL 17): the default target
+    SELECT coalesce(nullif(a.attstattarget::integer, -1), current_setting('default_statistics_target')::integer)
+        INTO v_target
+    FROM pg_attribute AS a WHERE a.attrelid = rel AND a.attnum = v_attnum;
+    IF v_target < simpg.passage_statistics_target() THEN
+        phase := 'statistics';
+        index_name := NULL;
+        statement := format('ALTER TABLE %s ALTER COLUMN %I SET STATISTICS %s', v_rel, col,
+                            simpg.passage_statistics_target());
+        RETURN NEXT;
+    END IF;
+    IF v_found.index_name IS NULL OR v_target < simpg.passage_statistics_target() THEN
         phase := 'analyze';
         index_name := NULL;
         statement := simpg.analyze_statement(rel, ARRAY[col]);
@@ -223,7 +253,7 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, boolean) IS
-    'The statements that give a bigint[] column its passage index (GIN, ANALYZE, the config comment), leaving out what is there';
+    'The statements that give a bigint[] column its passage index (GIN, statistics target, ANALYZE, the config comment), leaving out what is there';
 
 -- create_passage_index: a GIN index on rel.col and the comment recording the window;
 -- idempotent: a column that has it already (same window) gets only what is missing.

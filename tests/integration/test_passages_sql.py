@@ -312,6 +312,7 @@ def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
                          ).fetchall()
     assert steps == [
         ("gin", "CREATE INDEX CONCURRENTLY docs_passages_gin_idx ON public.docs USING gin (passages)"),
+        ("statistics", "ALTER TABLE public.docs ALTER COLUMN passages SET STATISTICS 1000"),
         ("analyze", "ANALYZE public.docs (passages)"),
         ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % 46 + "'"),
     ]
@@ -320,12 +321,20 @@ def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
     # an INVALID GIN index (what a stopped concurrent build leaves) is dropped and built again
     assert [phase for phase, _ in conn.execute(
         "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)").fetchall()] == [
-        "drop_invalid", "gin", "analyze", "comment"]
+        "drop_invalid", "gin", "statistics", "analyze", "comment"]
     for (statement,) in conn.execute(
             "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)").fetchall():
         conn.execute(statement)
     assert conn.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [("docs_passages_gin_idx",)]
     assert conn.execute("SELECT count(*) FROM simpg.passage_index_ddl('docs', 'passages')").fetchone() == (0,)
+    assert conn.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'docs'::regclass "
+                        "AND attname = 'passages'").fetchone() == (1000,)
+    # a target set higher by the owner stays; one set lower is raised again (with a fresh ANALYZE)
+    conn.execute("ALTER TABLE docs ALTER COLUMN passages SET STATISTICS 5000")
+    assert conn.execute("SELECT count(*) FROM simpg.passage_index_ddl('docs', 'passages')").fetchone() == (0,)
+    conn.execute("ALTER TABLE docs ALTER COLUMN passages SET STATISTICS 10")
+    assert [phase for phase, _ in conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', "
+                                               "'passages')").fetchall()] == ["statistics", "analyze"]
     conn.execute("CREATE TABLE parts (id bigint, passages bigint[]) PARTITION BY RANGE (id)")
     with pytest.raises(errors.WrongObjectType, match="cannot build the passage index of public.parts concurrently"):
         conn.execute("SELECT * FROM simpg.passage_index_ddl('parts', 'passages', 46, true)")
