@@ -191,6 +191,10 @@ class Passages(BigintArray):
         """The stored array as a list of ints (None stays None)."""
         return None if value is None else list(value)
 
+    def __repr__(self) -> str:
+        # what Alembic writes into a migration: the type takes no arguments
+        return "Passages()"
+
 
 #: The type of within()'s range starts parameter, one instance: SQLAlchemy's cache key of
 #: a new type costs more than the rest of a within() together.
