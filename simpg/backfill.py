@@ -54,6 +54,8 @@ from simpg.fingerprint import FingerprintConfig, fingerprint_many
 from simpg.fingerprint.config import identity_of
 from simpg.fingerprint.minhash import BANDS, sketch, sketch_and_bands, to_sql
 from simpg.layout import Layout
+from simpg.passages import PassageConfig, passage_hashes, passage_hashes_many
+from simpg.passages.config import config_or_default
 from simpg.sqlnames import with_parameters
 
 logger = logging.getLogger(__name__)
@@ -61,19 +63,25 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "BackfillResult",
     "IndexResult",
+    "PassageIndexResult",
     "add_fingerprint_column",
+    "add_passage_column",
     "add_band_columns",
     "add_sketch_column",
     "backfill_fingerprints",
+    "backfill_passages",
     "backfill_sketches",
     "build_index",
+    "build_passage_index",
     "check_config_matches_index",
+    "check_passages",
     "check_source",
     "column_type",
     "create_guard",
     "existing_layout",
     "guard_sketches",
     "layout_to_build",
+    "passage_window",
     "record_config",
     "register_prefixes",
 ]
@@ -195,8 +203,8 @@ def check_source(conn: Connection, table: str, text_column: str) -> tuple[int, s
     return found.oid, found.qualified, found.primary_key[0]
 
 
-#: The two column types backfill adds: a constant each, never user input.
-_TYPES = {"bigint": sql.SQL("bigint"), "bit(256)": sql.SQL("bit(256)")}
+#: The column types backfill adds: a constant each, never user input.
+_TYPES = {"bigint": sql.SQL("bigint"), "bit(256)": sql.SQL("bit(256)"), "bigint[]": sql.SQL("bigint[]")}
 
 
 def _add_column(conn: Connection, table: str, column: str, sql_type: str, lock_timeout: str) -> bool:
@@ -225,8 +233,9 @@ def add_sketch_column(conn: Connection, table: str, column: str, *, lock_timeout
 
 
 def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tuple[str, str]],
-          compute: Callable[[list[str]], list[Any]], batch_size: int,
-          progress: Callable[[int, int], None] | None, every_row: bool = False) -> BackfillResult:
+          compute: Callable[[list[Any]], list[Any]], batch_size: int,
+          progress: Callable[[int, int], None] | None, every_row: bool = False,
+          null_texts: bool = False) -> BackfillResult:
     """Write ``compute(texts)`` into ``columns`` (name, SQL type) for every row where one is NULL, in batches.
 
     Keyset pagination on the single-column primary key; one UPDATE (its own short
@@ -234,7 +243,8 @@ def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tupl
     returns, per text, a tuple of values in the SQL text form of the columns' types
     (None in it: that column NULL), or None to skip the row. A row is written only where
     a value changes. With ``every_row``, every row is computed again and a skipped row's
-    columns become NULL: a re-run repeats the work but changes nothing more.
+    columns become NULL: a re-run repeats the work but changes nothing more. With
+    ``null_texts``, ``compute`` gets a NULL text as None (else as ``""``).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise SimpgError(f"batch size must be a positive integer, got {batch_size!r}")
@@ -284,7 +294,7 @@ def _fill(conn: Connection, table: str, text_column: str, columns: Sequence[tupl
         if not rows:
             break
         last = rows[-1][0]
-        computed = compute([text if isinstance(text, str) else "" for _, text in rows])
+        computed = compute([text if isinstance(text, str) else (None if null_texts else "") for _, text in rows])
         keys: list[Any] = []
         written: list[list[Any]] = [[] for _ in columns]
         for (k, _), value in zip(rows, computed, strict=True):
@@ -674,3 +684,156 @@ def create_guard(conn: Connection, table: str, fp_column: str) -> str | None:
     """``simpg.create_guard`` with the index's k (docs/guard.md); returns its name."""
     row = conn.execute("SELECT simpg.create_guard(%s::regclass, %s)", (table, fp_column)).fetchone()
     return row[0] if row else None
+
+
+# -- passage hashes (partial duplicates, docs/partial.md) -----------------------------------
+
+
+@dataclass
+class PassageIndexResult:
+    """What :func:`build_passage_index` did: the GIN index's name, the INVALID ones dropped, the time."""
+
+    index_name: str | None
+    window: int
+    concurrently: bool
+    seconds: float
+    invalid_dropped: list[str] = field(default_factory=list)
+    built: bool = False
+
+
+def add_passage_column(conn: Connection, table: str, column: str = "passages", *, lock_timeout: str = "5s") -> bool:
+    """Add a nullable ``bigint[]`` passage column if missing; returns whether it was added."""
+    return _add_column(conn, table, column, "bigint[]", lock_timeout)
+
+
+def passage_window(conn: Connection, table: str, column: str) -> int | None:
+    """The window ``simpg.passage_indexes`` records for ``table.column``, None if it has no passage index."""
+    found = _table(conn, table)
+    row = conn.execute("SELECT passage_window FROM simpg.passage_indexes "
+                       "WHERE indexed_table = %s::oid::regclass AND passage_column = %s",
+                       (found.oid, column)).fetchone()
+    return None if row is None else int(row[0])
+
+
+#: Stored rows :func:`check_passages` recomputes at each end of the key order: an
+#: interrupted fill or move goes from the lowest key, so the highest keys show an old window.
+SAMPLE = 100
+
+
+def check_passages(conn: Connection, table: str, text_column: str, column: str = "passages", *,
+                   config: PassageConfig | None = None, refill: bool = False) -> None:
+    """Everything ``simpg backfill --passages`` can refuse, refused before the first change.
+
+    The table needs a single-column key and the text column; the passage column, if
+    there, must be ``bigint[]``. Without ``refill``: its passage index, if any, must record
+    ``config``'s window, and the stored hashes of the :data:`SAMPLE` first and last rows
+    (by key) must be their texts' hashes with that window, else the column holds hashes of
+    another window (or of changed texts, or an interrupted move): refused, naming
+    ``--refingerprint``, which makes every row's hashes again.
+    """
+    cfg = config_or_default(config)
+    oid, qualified, key = check_source(conn, table, text_column)
+    kind = _column_type(conn, oid, column)
+    if kind is None:
+        return
+    if kind != "bigint[]":
+        raise SimpgError(f"column {qualified}.{column} is {kind}, expected bigint[]")
+    if refill:
+        return
+    recorded = passage_window(conn, table, column)
+    if recorded is not None and recorded != cfg.window:
+        raise SimpgError(f"column {qualified}.{column} has a simpg passage index with window {recorded}, not "
+                         f"{cfg.window}; to move it to window {cfg.window}, make every row's hashes again "
+                         "(simpg backfill --passages --refingerprint)")
+    found = _table(conn, table)
+    names = {"key": sql.Identifier(key), "text": sql.Identifier(text_column), "col": sql.Identifier(column),
+             "table": found.ident}
+    sample = sql.SQL("(SELECT {key}, {text}, {col} FROM {table} WHERE {col} IS NOT NULL AND {text} IS NOT NULL "
+                     "ORDER BY {key} {order} LIMIT {n})")
+    query = sql.SQL(" UNION ALL ").join(sample.format(order=sql.SQL(order), n=sql.Literal(SAMPLE), **names)
+                                         for order in ("ASC", "DESC"))
+    for row_key, text, stored in conn.execute(query):
+        if list(stored) != passage_hashes(text, cfg):
+            raise SimpgError(f"column {qualified}.{column} holds hashes that are not those of window {cfg.window} "
+                             f"(row {row_key}): another window, changed texts or an interrupted move; make every "
+                             "row's hashes again (simpg backfill --passages --refingerprint)")
+
+
+def backfill_passages(
+    conn: Connection,
+    table: str,
+    text_column: str,
+    column: str = "passages",
+    *,
+    config: PassageConfig | None = None,
+    batch_size: int = 2000,
+    workers: int | None = 1,
+    progress: Callable[[int, int], None] | None = None,
+    refill: bool = False,
+) -> BackfillResult:
+    """Write the passage hashes of ``text_column`` into ``column`` for every row where it is NULL.
+
+    As :func:`backfill_fingerprints`: batches on the single-column key, one short
+    transaction each (``conn`` in autocommit), so a re-run resumes; a row whose text is
+    NULL stays NULL (counted in ``skipped``); an empty text gets ``'{}'``.
+
+    With ``refill``, every row is computed again with ``config`` and written where its
+    hashes changed: how a column moves to another window. The column's passage index of
+    another window is dropped first (its GIN index and the comment: lookups then refuse
+    the table, naming the missing index, instead of answering with mixed windows), and
+    :func:`build_passage_index` records the new one.
+
+    Args:
+        conn: psycopg connection in autocommit mode.
+        table: table name (may be schema-qualified).
+        text_column: the text.
+        column: the ``bigint[]`` passage column.
+        config: the window (default ``PassageConfig()``).
+        batch_size: rows per batch (and per transaction).
+        workers: hashing processes (None: one per CPU).
+        progress: called with (rows done, estimated total) after each batch.
+        refill: every row again (see above).
+    """
+    cfg = config_or_default(config)
+    if refill:
+        recorded = passage_window(conn, table, column)
+        if recorded is not None and recorded != cfg.window:
+            conn.execute("SELECT simpg.drop_passage_index(%s::oid::regclass, %s)", (_table(conn, table).oid, column))
+            logger.info("dropped the window %s passage index of %s.%s to move it to window %s", recorded, table,
+                        column, cfg.window)
+
+    def compute(texts: list[str | None]) -> list[Any]:
+        present = [t for t in texts if t is not None]
+        made = iter(passage_hashes_many(present, cfg, workers=workers))
+        return [None if t is None else ("{" + ",".join(map(str, next(made))) + "}",) for t in texts]
+
+    return _fill(conn, table, text_column, [(column, "bigint[]")], compute, batch_size, progress, refill,
+                 null_texts=True)
+
+
+def build_passage_index(conn: Connection, table: str, column: str = "passages", *,
+                        config: PassageConfig | None = None) -> PassageIndexResult:
+    """The passage index (``simpg.passage_index_ddl``'s statements): GIN, ANALYZE, the window's comment.
+
+    ``conn`` must be in autocommit mode: the GIN index is built with ``CREATE INDEX
+    CONCURRENTLY`` (writes go on), except on a partitioned table, which PostgreSQL cannot
+    index concurrently. What is there is left out: an INVALID index a stopped build left
+    is dropped and built again, a complete index is left as it is.
+    """
+    cfg = config_or_default(config)
+    found = _table(conn, table)
+    row = conn.execute("SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = %s", (found.oid,)).fetchone()
+    concurrently = not (row and row[0])
+    started = time.perf_counter()
+    steps = conn.execute(
+        "SELECT s.phase, s.index_name, s.statement FROM simpg.passage_index_ddl(%s::oid::regclass, %s, %s, %s) "
+        "WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n",
+        (found.oid, column, cfg.window, concurrently)).fetchall()
+    for _, _, statement in steps:
+        conn.execute(statement)
+    name = conn.execute("SELECT index_name FROM simpg.passage_indexes WHERE indexed_table = %s::oid::regclass "
+                        "AND passage_column = %s", (found.oid, column)).fetchone()
+    logger.info("passage index of %s.%s (window %s)", found.qualified, column, cfg.window)
+    return PassageIndexResult(name[0] if name else None, cfg.window, concurrently, time.perf_counter() - started,
+                              [str(n) for phase, n, _ in steps if phase == "drop_invalid"],
+                              any(phase == "gin" for phase, _, _ in steps))

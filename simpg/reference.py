@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "TABLE", "VERDICTS", "decisions_statements",
-           "ensure_reference_schema", "script", "statements"]
+__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_WINDOW", "TABLE", "VERDICTS",
+           "decisions_statements", "ensure_reference_schema", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
 TABLE = "simpg_documents"
@@ -43,6 +43,10 @@ VERDICTS = ("not_duplicate", "duplicate")
 #: The band key columns, in band order (``SimHashColumn.duplicates(..., band_keys=)``'s default names);
 #: the model declares them under these names.
 BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
+
+#: The passage column (``bigint[]``) and its window: the model declares its passage index so.
+PASSAGE_COLUMN = "passages"
+PASSAGE_WINDOW = 46
 
 
 def _table() -> Table:
@@ -84,6 +88,14 @@ def _index_statement() -> sql.Composed:
         sql.Literal(TABLE), sql.Literal(spec.column.name), sql.SQL(", ").join(arguments))
 
 
+def _passage_index_statement() -> sql.Composed:
+    """``SELECT simpg.create_passage_index(...)`` for the model's passage index (its GIN index and comment)."""
+    from psycopg import sql
+
+    return sql.SQL("SELECT simpg.create_passage_index({}, {}, {})").format(
+        sql.Literal(TABLE), sql.Literal(PASSAGE_COLUMN), sql.Literal(PASSAGE_WINDOW))
+
+
 def _plain_indexes(table: Table, columns: set[str] | None = None) -> list[str]:
     """``CREATE INDEX`` of the model's B-trees other than the prefix ones (only those on ``columns`` if given)."""
     from sqlalchemy.schema import CreateIndex
@@ -107,7 +119,7 @@ def statements() -> list[sql.SQL | sql.Composed]:
     create = CreateTable(table)
     create.columns = [c for c in create.columns if not _is_prefix(c.element)]
     return [sql.SQL(_compiled(create)), *map(sql.SQL, _plain_indexes(table)), _index_statement(),
-            *decisions_statements()]
+            _passage_index_statement(), *decisions_statements()]
 
 
 def decisions_statements() -> list[sql.SQL | sql.Composed]:
@@ -130,9 +142,9 @@ def _missing_columns(conn: psycopg.Connection) -> list[Column[object]]:
 def ensure_reference_schema(conn: psycopg.Connection) -> bool:
     """Create ``simpg_documents`` and its simpg index unless the table exists.
 
-    A table made by an earlier simpg gets the columns of the model it lacks (``sketch``
-    and the band keys), and the model's B-trees on them, and the decisions table
-    ``simpg_decisions`` when there is none.
+    A table made by an earlier simpg gets the columns of the model it lacks (``sketch``,
+    the band keys, ``passages``), and the model's B-trees on them, the passage index
+    when it has none, and the decisions table ``simpg_decisions`` when there is none.
 
     The connection's database must have simpg installed (ExtensionNotInstalled
     otherwise). The table is looked up on the connection's search_path.
@@ -157,6 +169,12 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
                 for index in _plain_indexes(_table(), {c.name for c in missing}):
                     conn.execute(sql.SQL(index))
             logger.info("added %s to %s", ", ".join(c.name for c in missing), TABLE)
+        indexed = conn.execute(
+            "SELECT index_name IS NOT NULL FROM simpg.passage_indexes "
+            "WHERE indexed_table = %s::regclass AND passage_column = %s", [TABLE, PASSAGE_COLUMN]).fetchone()
+        if not (indexed and indexed[0]):  # made by simpg < 0.3 (migrations/versions/0006 adds the same)
+            conn.execute(_passage_index_statement())
+            logger.info("created the passage index of %s", TABLE)
         row = conn.execute("SELECT pg_catalog.to_regclass(%s)", [DECISIONS_TABLE]).fetchone()
         if row and row[0] is None:  # made by simpg < 0.3 (migrations/versions/0005 adds the same)
             with conn.transaction():

@@ -12,14 +12,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from simpg.fingerprint.minhash import similarity
 from simpg.layout import Layout
+from simpg.passages.comparison import SharedPassage
 
-__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair"]
+T = TypeVar("T")
+
+__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "PassageLookup",
+           "PassageMatch"]
 
 
 class Neighbor(NamedTuple):
@@ -79,6 +83,52 @@ class Pair(NamedTuple):
     a: Any
     b: Any
     distance: int
+
+
+@dataclass(frozen=True)
+class PassageMatch:
+    """A stored row that shares passages with a text, verified on both texts (:func:`simpg.passages.compare`).
+
+    ``passages`` are the shared passages, ``a_*`` fields in the query text and ``b_*`` in
+    the row's text (token ranges and character offsets, to highlight them);
+    ``shared_tokens`` their total length; ``text_in_row`` the share of the query text's
+    3-shingles found in the row, ``row_in_text`` the share of the row's in the text;
+    ``shared_hashes`` the distinct passage hashes (not skipped) the row shares with the
+    text, as the index found it.
+    """
+
+    key: Any
+    passages: tuple[SharedPassage, ...]
+    shared_tokens: int
+    text_in_row: float
+    row_in_text: float
+    shared_hashes: int
+
+    @property
+    def longest(self) -> int:
+        """Tokens of the longest shared passage."""
+        return max((p.length for p in self.passages), default=0)
+
+
+@dataclass(frozen=True)
+class PassageLookup(Generic[T]):
+    """What a passage lookup found, and the common hashes it skipped (``max_common``).
+
+    Iterates over ``matches``. ``skipped_hashes`` empty: nothing was skipped, so every
+    row sharing a passage of at least the index's guarantee with the text is in it.
+    """
+
+    matches: tuple[T, ...]
+    skipped_hashes: tuple[int, ...] = ()
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.matches)
+
+    def __len__(self) -> int:
+        return len(self.matches)
+
+    def __getitem__(self, i: int) -> T:
+        return self.matches[i]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from sqlalchemy import Column, text
 
 from simpg.alembic.ops import (
     _VERSION_SQL,
+    CreatePassageIndexOp,
     CreateSimhashGuardOp,
     CreateSimhashIndexOp,
     DropSimhashIndexOp,
@@ -33,10 +34,12 @@ from simpg.alembic.ops import (
 )
 from simpg.alembic.render import mark_simhash_types
 from simpg.sqlalchemy.index import SimHashIndex, table_guards, table_indexes
+from simpg.sqlalchemy.passages import is_passage_comment, table_passage_indexes
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CatalogIndex", "compare_partitions", "compare_simhash_guards", "compare_simhash_indexes"]
+__all__ = ["CatalogIndex", "compare_partitions", "compare_passage_indexes", "compare_simhash_guards",
+           "compare_simhash_indexes"]
 
 _T = TypeVar("_T")
 Key = tuple[Any, str, str]  # (schema or None for the default one, table, fingerprint column)
@@ -320,6 +323,81 @@ def compare_simhash_guards(
     return PriorityDispatchResult.CONTINUE
 
 
+# The passage indexes in the database: (schema, table, column) -> (window, GIN index name or
+# None); none when simpg is not installed or predates them.
+_PASSAGES_SQL = text("""
+SELECT n.nspname, c.relname, p.passage_column, p.passage_window, p.index_name
+FROM simpg.passage_indexes AS p
+JOIN pg_catalog.pg_class AS c ON c.oid = p.indexed_table
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+""")
+
+
+def _strip_passage_comments(upgrade_ops: ops.UpgradeOps, schema: str | None, table: str,
+                             default_schema: str | None, column: str) -> None:
+    """Remove Alembic's changes of a passage column's comment: the passage operations own it."""
+    for op in upgrade_ops.ops:
+        if not isinstance(op, ops.ModifyTableOps) or not _same_table(op, schema, table, default_schema):
+            continue
+        for inner in op.ops:
+            if (isinstance(inner, ops.AlterColumnOp) and inner.column_name == column
+                    and (is_passage_comment(inner.modify_comment) or is_passage_comment(inner.existing_comment))):
+                inner.modify_comment = False
+        op.ops = [inner for inner in op.ops if not (isinstance(inner, ops.AlterColumnOp) and not inner.has_changes())]
+    upgrade_ops.ops = [op for op in upgrade_ops.ops if not (isinstance(op, ops.ModifyTableOps) and op.is_empty())]
+
+
+def compare_passage_indexes(
+    autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
+) -> PriorityDispatchResult:
+    """Declared passage indexes (:func:`~simpg.sqlalchemy.passage_index`) against ``simpg.passage_indexes``.
+
+    As for simhash indexes: Alembic's own operations on the GIN index (which the model
+    does not declare: ``simpg.passage_index_ddl`` makes it) and on the column's comment
+    (the recorded window) are replaced by one ``op.create_passage_index(...)`` after the
+    table's other operations, or ``op.drop_passage_index(...)`` before them; nothing when
+    the database matches the model. Runs after :func:`compare_simhash_indexes`.
+    """
+    conn = autogen_context.connection
+    if conn is None or conn.dialect.name != "postgresql":
+        return PriorityDispatchResult.CONTINUE
+    default_schema = conn.dialect.default_schema_name
+    norm = _normaliser(default_schema)
+    declared, compared = _declared(autogen_context, schemas, norm, table_passage_indexes)
+    stored: dict[Key, tuple[int, str | None]] = {}
+    if conn.execute(text("SELECT to_regclass('simpg.passage_indexes') IS NOT NULL")).scalar():
+        for nsp, table, column, window, index_name in conn.execute(_PASSAGES_SQL):
+            if norm(nsp) in schemas:
+                stored[(norm(nsp), table, column)] = (window, index_name)
+    dropped = {(norm(op.schema), op.table_name) for op in upgrade_ops.ops if isinstance(op, ops.DropTableOp)}
+    for key in sorted(set(declared) | set(stored), key=lambda x: (x[0] or "", x[1], x[2])):
+        schema, table, column = key
+        want, row = declared.get(key), stored.get(key)
+        # the model declares no Index for the GIN index: Alembic would drop it
+        _strip(upgrade_ops, schema, table, default_schema, set(), {row[1]} if row and row[1] else set())
+        _strip_passage_comments(upgrade_ops, schema, table, default_schema, column)
+        if want is not None and row is not None and row[0] == want.window and row[1] is not None:
+            continue  # matches
+        where = _positions(upgrade_ops, schema, table, default_schema)
+        replace = row is not None and want is not None and row[0] != want.window
+        if want is not None:
+            create = CreatePassageIndexOp(table, column, window=want.window, schema=schema)
+            create.replaces_window = row[0] if replace and row is not None else None
+            upgrade_ops.ops.insert(where[-1] + 1 if where else len(upgrade_ops.ops), create)
+            logger.info("Detected added passage index on %s.%s", table, column)
+        seen = (schema, table) in compared or (schema, table) in dropped
+        if row is not None and (want is None or replace) and seen:
+            drop = CreatePassageIndexOp(table, column, window=row[0], schema=schema).reverse()
+            upgrade_ops.ops.insert(where[0] if where else 0, drop)
+            logger.info("Detected removed passage index on %s.%s", table, column)
+    if any(isinstance(op, CreatePassageIndexOp) for op in upgrade_ops.ops) and not any(
+        isinstance(op, InstallSimpgOp) for op in upgrade_ops.ops
+    ) and conn.execute(_VERSION_SQL).scalar() is None:
+        upgrade_ops.ops.insert(0, InstallSimpgOp())
+        logger.info("Detected simpg not installed: op.install_simpg() first")
+    return PriorityDispatchResult.CONTINUE
+
+
 # Every partition (at any level) and the root of its tree; pg_partition_root is PostgreSQL 12+.
 _PARTITIONS_SQL = text("""
 SELECT n.nspname, c.relname, rn.nspname, r.relname
@@ -376,4 +454,5 @@ def _register(fn: Callable[..., PriorityDispatchResult]) -> None:
 
 _register(compare_simhash_indexes)
 _register(compare_simhash_guards)
+_register(compare_passage_indexes)
 _register(compare_partitions)

@@ -12,8 +12,10 @@ Example (in a migration file)::
         op.install_simpg()
         op.create_simhash_index("articles", "simhash", k=3, blocks=5)
         op.create_simhash_guard("articles", "simhash")    # no two rows within k (docs/guard.md)
+        op.create_passage_index("articles", "passages", window=46)  # partial duplicates
 
     def downgrade():
+        op.drop_passage_index("articles", "passages")
         op.drop_simhash_guard("articles", "simhash")
         op.drop_simhash_index("articles", "simhash")
         op.uninstall_simpg()
@@ -39,13 +41,16 @@ from simpg import schema as simpg_schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
 from simpg.sqlalchemy.index import register_statement, simhash_index
+from simpg.sqlalchemy.passages import passage_index_statement
 from simpg.sqlnames import quoted_name
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CreatePassageIndexOp",
     "CreateSimhashGuardOp",
     "CreateSimhashIndexOp",
+    "DropPassageIndexOp",
     "DropSimhashGuardOp",
     "DropSimhashIndexOp",
     "InstallSimpgOp",
@@ -617,4 +622,100 @@ def _create_simhash_guard(operations: Operations, op: CreateSimhashGuardOp) -> N
 def _drop_simhash_guard(operations: Operations, op: DropSimhashGuardOp) -> None:
     rel = _rel(op.table_name, op.schema)
     operations.execute(select(_simpg("drop_guard", cast(literal(rel, Text), REGCLASS),
+                                     literal(op.column_name, Text))))
+
+
+# -- passage indexes (partial duplicates, docs/partial.md) ---------------------------------
+
+
+@Operations.register_operation("create_passage_index")
+class CreatePassageIndexOp(MigrateOperation):
+    """Give a ``bigint[]`` column its passage index: the GIN index and the window's comment."""
+
+    def __init__(self, table_name: str, column_name: str, *, window: int = 46, schema: str | None = None,
+                 concurrently: bool = False) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.window = window
+        self.schema = schema
+        self.concurrently = concurrently
+        #: set by autogenerate when the index replaces one of another window: the rendered
+        #: migration then says that the stored hashes must be made again
+        self.replaces_window: int | None = None
+
+    @classmethod
+    def create_passage_index(cls, operations: Operations, table_name: str, column_name: str, *, window: int = 46,
+                             schema: str | None = None, concurrently: bool = False) -> None:
+        """Index a ``bigint[]`` column of passage hashes (as ``simpg.create_passage_index`` does).
+
+        Args:
+            operations: given by Alembic.
+            table_name: the table.
+            column_name: its ``bigint[]`` column (filled with this window's hashes).
+            window: the winnowing window, recorded in the column's comment.
+            schema: the table's schema.
+            concurrently: build the GIN index with CREATE INDEX CONCURRENTLY, outside the
+                migration's transaction (not on a partitioned table; online only).
+        """
+        operations.invoke(cls(table_name, column_name, window=window, schema=schema, concurrently=concurrently))
+
+    def reverse(self) -> DropPassageIndexOp:
+        """The operation that undoes this one."""
+        return DropPassageIndexOp(self.table_name, self.column_name, schema=self.schema, _reverse=self)
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("add_passage_index", self.schema, self.table_name, self.column_name, self.window)
+
+
+@Operations.register_operation("drop_passage_index")
+class DropPassageIndexOp(MigrateOperation):
+    """Remove a passage index: the GIN index and the comment (the column and its hashes stay)."""
+
+    def __init__(self, table_name: str, column_name: str, *, schema: str | None = None,
+                 _reverse: CreatePassageIndexOp | None = None) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.schema = schema
+        self._reverse = _reverse
+
+    @classmethod
+    def drop_passage_index(cls, operations: Operations, table_name: str, column_name: str, *,
+                           schema: str | None = None) -> None:
+        """Drop what create_passage_index made (``simpg.drop_passage_index``)."""
+        operations.invoke(cls(table_name, column_name, schema=schema))
+
+    def reverse(self) -> CreatePassageIndexOp:
+        """The operation that undoes this one."""
+        if self._reverse is None:
+            raise ValueError(f"drop_passage_index({self.table_name!r}, {self.column_name!r}) is not reversible: "
+                             "its window is unknown")
+        return self._reverse
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return ("remove_passage_index", self.schema, self.table_name, self.column_name)
+
+
+@Operations.implementation_for(CreatePassageIndexOp)
+def _create_passage_index(operations: Operations, op: CreatePassageIndexOp) -> None:
+    rel = _rel(op.table_name, op.schema)
+    if not op.concurrently:
+        operations.execute(select(_simpg("create_passage_index", cast(literal(rel, Text), REGCLASS),
+                                         literal(op.column_name, Text), literal(op.window, Integer))))
+        return
+    bind = _online_bind(operations, "create_passage_index(concurrently=True)")
+    # simpg.create_passage_index's statements (simpg.passage_index_ddl), with CONCURRENTLY:
+    # they cannot run inside a function, since a function runs in a transaction
+    statements = bind.execute(passage_index_statement(rel, op.column_name, op.window, concurrently=True))
+    with operations.get_context().autocommit_block():
+        for statement in statements.scalars().all():
+            # no_parameters: the text is run as written (names may hold % or :)
+            bind.exec_driver_sql(statement, execution_options={"no_parameters": True})
+
+
+@Operations.implementation_for(DropPassageIndexOp)
+def _drop_passage_index(operations: Operations, op: DropPassageIndexOp) -> None:
+    rel = _rel(op.table_name, op.schema)
+    operations.execute(select(_simpg("drop_passage_index", cast(literal(rel, Text), REGCLASS),
                                      literal(op.column_name, Text))))

@@ -15,8 +15,10 @@ from alembic.autogenerate.api import AutogenContext
 from alembic.operations import ops
 
 from simpg.alembic.ops import (
+    CreatePassageIndexOp,
     CreateSimhashGuardOp,
     CreateSimhashIndexOp,
+    DropPassageIndexOp,
     DropSimhashGuardOp,
     DropSimhashIndexOp,
     InstallSimpgOp,
@@ -74,6 +76,30 @@ def _render_drop_guard(autogen_context: AutogenContext, op: DropSimhashGuardOp) 
     return _call("drop_simhash_guard", [repr(op.table_name), repr(op.column_name)], kwargs)
 
 
+@renderers.dispatch_for(CreatePassageIndexOp)
+def _render_create_passage_index(autogen_context: AutogenContext, op: CreatePassageIndexOp) -> str:
+    autogen_context.imports.add(OPS_IMPORT)
+    kwargs: dict[str, Any] = {"window": op.window}
+    if op.schema is not None:
+        kwargs["schema"] = op.schema
+    if op.concurrently:
+        kwargs["concurrently"] = True
+    call = _call("create_passage_index", [repr(op.table_name), repr(op.column_name)], kwargs)
+    if op.replaces_window is None:
+        return call
+    # the hashes are the caller's to keep right: a lookup trusts the recorded window
+    return (f"# the stored hashes were made with window {op.replaces_window}: make them again with this window\n"
+            f"# (simpg backfill --passages --refingerprint --table {op.table_name} --window {op.window} ...)\n"
+            + call)
+
+
+@renderers.dispatch_for(DropPassageIndexOp)
+def _render_drop_passage_index(autogen_context: AutogenContext, op: DropPassageIndexOp) -> str:
+    autogen_context.imports.add(OPS_IMPORT)
+    kwargs = {"schema": op.schema} if op.schema is not None else {}
+    return _call("drop_passage_index", [repr(op.table_name), repr(op.column_name)], kwargs)
+
+
 @renderers.dispatch_for(InstallSimpgOp)
 def _render_install(autogen_context: AutogenContext, op: InstallSimpgOp) -> str:
     autogen_context.imports.add(OPS_IMPORT)
@@ -112,9 +138,10 @@ _WRAPPERS: dict[type, type] = {
 
 
 def _is_simhash(type_: Any) -> bool:
-    from simpg.sqlalchemy.types import SimHash
+    """Whether ``type_`` renders as a type of ``simpg.sqlalchemy.types`` that needs its import."""
+    from simpg.sqlalchemy.types import Passages, SimHash
 
-    return isinstance(type_, SimHash)
+    return isinstance(type_, (SimHash, Passages))
 
 
 def needs_types_import(op: Any) -> bool:

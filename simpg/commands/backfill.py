@@ -51,8 +51,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--table", required=True, help="table (may be schema-qualified)")
     p.add_argument("--text-column", required=True, help="column holding the text")
     p.add_argument(
-        "--column", required=True, help="bigint fingerprint column (added if missing)"
+        "--column", help="bigint fingerprint column (added if missing); with --passages the bigint[] passage "
+                         "column (default passages)"
     )
+    p.add_argument("--passages", action="store_true",
+                   help="fill a bigint[] column with the text's passage hashes (partial duplicates, "
+                        "docs/partial.md), then build its passage index (GIN, concurrently)")
+    p.add_argument("--window", type=int, default=46,
+                   help="with --passages: the winnowing window (default 46; every shared run of window + 4 "
+                        "tokens is found)")
     p.add_argument(
         "--batch-size", type=int, default=2000, help="rows per batch and transaction (default 2000)"
     )
@@ -69,7 +76,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--refingerprint", action="store_true",
                    help="fingerprint every row again with --config (not only empty ones), with --sketch-column "
                         "sketch it again too (and its band keys with --bands), and record that config on the "
-                        "column's simpg index: how a table moves to a new config or format")
+                        "column's simpg index: how a table moves to a new config or format; with --passages, "
+                        "make every row's passage hashes again with --window (the passage index of another "
+                        "window is dropped first, lookups refuse the table until it is built again)")
     p.add_argument("-k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
@@ -111,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.dsn:
         raise SimpgError("no database given; pass --dsn or set SIMPG_DSN")
+    if args.passages:
+        return _run_passages(args)
+    if not args.column:
+        raise SimpgError("--column is required (the bigint fingerprint column), or pass --passages")
     if args.bands and not args.sketch_column:
         raise SimpgError("--bands needs --sketch-column: the band keys come from the same minima as the sketch")
     config = _config(args.config)
@@ -120,12 +133,7 @@ def run(args: argparse.Namespace) -> int:
     def progress(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            # the progress library of every command; imported when a bar is shown (50 ms)
-            from tqdm import tqdm  # type: ignore[import-untyped]
-
-            bar = tqdm(total=total, unit="row", file=sys.stderr, leave=True,
-                       bar_format="simpg backfill: {n:,}/{total:,} rows ({percentage:.0f}%) {bar} "
-                                  "[{elapsed}<{remaining}, {rate_fmt}]")
+            bar = _bar(total)
         bar.total = total
         bar.update(done - bar.n)
 
@@ -199,4 +207,76 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(name) for name, _ in rows)
         for name, value in rows:
             print(f"{name:<{width}}  {value}")
+    return 0
+
+
+def _bar(total: int) -> Any:
+    """The progress bar on stderr."""
+    # the progress library of every command; imported when a bar is shown (50 ms)
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    return tqdm(total=total, unit="row", file=sys.stderr, leave=True,
+                bar_format="simpg backfill: {n:,}/{total:,} rows ({percentage:.0f}%) {bar} "
+                           "[{elapsed}<{remaining}, {rate_fmt}]")
+
+
+#: Options of the fingerprint backfill that mean nothing with --passages.
+_FINGERPRINT_ONLY = ("sketch_column", "bands", "config", "k", "blocks", "inner_blocks", "guard")
+
+
+def _run_passages(args: argparse.Namespace) -> int:
+    """``simpg backfill --passages``: add the column, fill it in batches, build the passage index."""
+    from simpg import backfill
+    from simpg.fingerprint.errors import InvalidConfig
+    from simpg.passages import PassageConfig
+
+    for name in _FINGERPRINT_ONLY:
+        if getattr(args, name):
+            raise SimpgError(f"--{name.replace('_', '-')} is for fingerprints, not with --passages")
+    column = args.column or "passages"
+    try:
+        config = PassageConfig(args.window)
+    except InvalidConfig as err:
+        raise SimpgError(f"invalid --window: {err}") from None
+    show = args.progress or sys.stderr.isatty()
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = _bar(total)
+        bar.total = total
+        bar.update(done - bar.n)
+
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        # everything that can be refused is refused before the first change
+        backfill.check_passages(conn, args.table, args.text_column, column, config=config,
+                                refill=args.refingerprint)
+        added = backfill.add_passage_column(conn, args.table, column, lock_timeout=args.lock_timeout)
+        filled = backfill.backfill_passages(conn, args.table, args.text_column, column, config=config,
+                                            batch_size=args.batch_size, workers=args.workers,
+                                            progress=progress if show else None, refill=args.refingerprint)
+        if bar is not None:
+            bar.close()
+        index = backfill.build_passage_index(conn, args.table, column, config=config)
+    result = {"column_added": added, **asdict(filled), "index": asdict(index)}
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    rows = [
+        ("column added", "yes" if added else "no (existed)"),
+        ("passage hashes changed" if args.refingerprint else "passage hashes written", f"{filled.rows:,}"),
+        ("rows skipped (NULL text)", f"{filled.skipped:,}"),
+        ("batches", f"{filled.batches:,}"),
+        ("fill time", f"{filled.seconds:.1f} s"),
+        ("passage index", f"{index.index_name} (window {index.window}, "
+                          f"{'built' if index.built else 'existed'}"
+                          f"{', concurrently' if index.built and index.concurrently else ''})"),
+        ("index time", f"{index.seconds:.1f} s"),
+    ]
+    if index.invalid_dropped:
+        rows.append(("invalid indexes dropped", ", ".join(index.invalid_dropped)))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
     return 0

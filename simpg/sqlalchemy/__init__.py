@@ -44,12 +44,25 @@ from simpg.sqlalchemy.orm import (
     near_async,
     near_select,
 )
-from simpg.sqlalchemy.types import SimHash, Sketch
+from simpg.sqlalchemy.passages import (
+    PassageIndex,
+    PassagesWriter,
+    passage_index,
+    passage_index_for,
+    passages_near,
+    passages_near_async,
+    passages_on_write,
+    table_passage_indexes,
+)
+from simpg.sqlalchemy.types import Passages, SimHash, Sketch
 from simpg.sqlalchemy.urls import url_from_dsn
 
 __all__ = [
     "FingerprintWriter",
     "NearDuplicate",
+    "PassageIndex",
+    "Passages",
+    "PassagesWriter",
     "SimHash",
     "SimHashGuard",
     "SimHashIndex",
@@ -68,6 +81,11 @@ __all__ = [
     "near_async",
     "near_select",
     "object_name",
+    "passage_index",
+    "passage_index_for",
+    "passages_near",
+    "passages_near_async",
+    "passages_on_write",
     "permute",
     "prefix_expression",
     "prefix_hi",
@@ -79,5 +97,6 @@ __all__ = [
     "sketch_distance",
     "table_guards",
     "table_indexes",
+    "table_passage_indexes",
     "url_from_dsn",
 ]

@@ -31,9 +31,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from simpg.reference import BAND_COLUMNS, DECISIONS_TABLE, TABLE, VERDICTS
+from simpg.reference import BAND_COLUMNS, DECISIONS_TABLE, PASSAGE_WINDOW, TABLE, VERDICTS
 from simpg.sqlalchemy.index import simhash_index
-from simpg.sqlalchemy.types import SimHash, Sketch
+from simpg.sqlalchemy.passages import passage_index
+from simpg.sqlalchemy.types import Passages, SimHash, Sketch
 
 __all__ = ["Decision", "Document", "DocumentsBase", "metadata"]
 
@@ -70,9 +71,14 @@ class Document(DocumentsBase):
     sketch_b1: Mapped[int | None] = mapped_column(BigInteger)
     sketch_b2: Mapped[int | None] = mapped_column(BigInteger)
     sketch_b3: Mapped[int | None] = mapped_column(BigInteger)
+    # passage hashes (simpg.passages.passage_hashes, window PASSAGE_WINDOW): the passages a
+    # document shares with others (partial duplicates, docs/partial.md); NULL until filled
+    # (simpg backfill --passages), and in rows stored before them
+    passages: Mapped[list[int] | None] = mapped_column(Passages)
 
 
 simhash_index(Document.simhash, k=4, blocks=6)
+passage_index(Document.passages, window=PASSAGE_WINDOW)
 
 
 class Decision(DocumentsBase):

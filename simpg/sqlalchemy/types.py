@@ -35,7 +35,7 @@ from simpg.layout import check_radius
 from simpg.sqlalchemy.functions import hamming, sketch_distance
 from simpg.sqlalchemy.index import SimHashIndex, index_for, layout_guard
 
-__all__ = ["SimHash", "Sketch", "within_clause"]
+__all__ = ["BigintArray", "Passages", "SimHash", "Sketch", "within_clause"]
 
 _PSYCOPG = ("psycopg", "psycopg_async")
 
@@ -150,25 +150,55 @@ def _check_k(k: Any, spec: SimHashIndex) -> int:
     return check_radius(k, spec.layout.k, what=f"the simhash index on {spec.table.name}.{spec.column.name}")
 
 
-class _Lows(TypeDecorator[Sequence[int]]):
-    """within()'s range starts: a ``bigint[]``, sent as one with psycopg.
+class BigintArray(TypeDecorator[Sequence[int]]):
+    """A ``bigint[]`` sent as one with psycopg.
 
     psycopg sends a list of ints as the smallest array type that holds them, and keys
     its prepared statements by the parameters' types: ``Int8`` elements keep one
-    statement for every fingerprint, as :class:`SimHash` does for the fingerprint.
+    statement for every value, as :class:`SimHash` does for the fingerprint.
     """
 
     impl = ARRAY(BigInteger())
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Any) -> Any:
-        """Each start as an ``Int8`` with psycopg."""
-        return [Int8(lo) for lo in value] if value is not None and dialect.driver in _PSYCOPG else value
+        """Each element as an ``Int8`` with psycopg."""
+        return [Int8(v) for v in value] if value is not None and dialect.driver in _PSYCOPG else value
+
+
+class Passages(BigintArray):
+    """A document's passage hashes (:func:`simpg.passages.passage_hashes`) in a PostgreSQL ``bigint[]``.
+
+    Sorted, distinct, signed 64-bit values, as Python computes them; bound values are
+    checked (a value out of the signed 64-bit range fails where the statement is built,
+    naming it). Declare its GIN index with :func:`simpg.sqlalchemy.passage_index` and fill
+    it with :func:`simpg.sqlalchemy.passages_on_write`. ARRAY's comparator applies:
+    ``Article.passages.overlap(hashes)`` is ``&&``.
+    """
+
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        """A list of signed 64-bit ints (each ``Int8`` with psycopg); anything else is an error naming it."""
+        if value is None:
+            return None
+        if isinstance(value, (str, bytes)) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63) for v in value):
+            raise SimpgError(f"expected passage hashes (signed 64-bit ints), got {value!r:.80}")
+        return super().process_bind_param(list(value), dialect)
+
+    def process_result_value(self, value: Any, dialect: Any) -> list[int] | None:
+        """The stored array as a list of ints (None stays None)."""
+        return None if value is None else list(value)
+
+    def __repr__(self) -> str:
+        # what Alembic writes into a migration: the type takes no arguments
+        return "Passages()"
 
 
 #: The type of within()'s range starts parameter, one instance: SQLAlchemy's cache key of
 #: a new type costs more than the rest of a within() together.
-_LOWS = _Lows()
+_LOWS = BigintArray()
 
 
 def within_clause(expr: Any, other: Any, k: int) -> ColumnElement[bool]:

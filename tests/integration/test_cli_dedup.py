@@ -262,8 +262,11 @@ def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> N
         ("body", "text", "NO"), ("simhash", "bigint", "NO"), ("fingerprint_config", "text", "NO"),
         ("created_at", "timestamp with time zone", "NO"), ("sketch", "bit", "YES"), ("sketch_b0", "bigint", "YES"),
         ("sketch_b1", "bigint", "YES"), ("sketch_b2", "bigint", "YES"), ("sketch_b3", "bigint", "YES"),
+        ("passages", "ARRAY", "YES"),
     ]
     assert SimHashColumn(conn, "simpg_documents").layout.name == "k4:6"
+    assert conn.execute("SELECT passage_column, passage_window, index_name FROM simpg.passage_indexes").fetchall() == [
+        ("passages", 46, "simpg_documents_passages_gin_idx")]
     with pytest.raises(ExtensionNotInstalled):
         ensure_reference_schema(bare_db.conn)  # type: ignore[attr-defined]
 

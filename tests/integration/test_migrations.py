@@ -66,6 +66,17 @@ def table_snapshot(conn: psycopg.Connection, rel: str) -> dict[str, object]:
             "FROM simpg.indexes WHERE indexed_table = %s::regclass",
             (rel,),
         ).fetchall(),
+        "passages": conn.execute(
+            "SELECT passage_column, passage_window, format, k, index_name FROM simpg.passage_indexes "
+            "WHERE indexed_table = %s::regclass ORDER BY 1",
+            (rel,),
+        ).fetchall(),
+        "comments": conn.execute(
+            "SELECT a.attname, col_description(a.attrelid, a.attnum) FROM pg_attribute AS a "
+            "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped "
+            "AND col_description(a.attrelid, a.attnum) IS NOT NULL ORDER BY 1",
+            (rel,),
+        ).fetchall(),
     }
 
 
@@ -98,6 +109,7 @@ def test_upgrade_downgrade_and_equal_schemas(pg, bare_db, db):
     assert run.returncode == 0, run.stderr
     migrated = snapshot(bare_db.conn)
     assert schema.installed_version(bare_db.conn) == schema.default_version()
+    assert migrated["passages"] == [("passages", 46, 1, 5, "simpg_documents_passages_gin_idx")]
 
     assert reference.ensure_reference_schema(db.conn) is True
     assert snapshot(db.conn) == migrated
@@ -113,6 +125,12 @@ def test_upgrade_downgrade_and_equal_schemas(pg, bare_db, db):
 
     cfg = alembic_config(bare_db.dsn)
     command.check(cfg)  # the models and the migrated database agree
+    command.downgrade(cfg, "0005")  # 0006 down: the passage index and column go, nothing else
+    before = snapshot(bare_db.conn)
+    assert before["passages"] == [] and "passages" not in [c[0] for c in before["columns"]]
+    assert before["indexes"] == [i for i in migrated["indexes"] if "passages" not in i[0]]
+    command.upgrade(cfg, "head")
+    assert snapshot(bare_db.conn) == migrated
     command.downgrade(cfg, "base")
     assert bare_db.conn.execute("SELECT to_regclass('simpg_documents')").fetchone() == (None,)
     assert schema.installed_version(bare_db.conn) is None
@@ -148,7 +166,7 @@ def test_the_migrations_head_is_the_model(bare_db):
     assert autogenerate_differences(bare_db.dsn) == []
 
 
-@pytest.mark.parametrize("revision", ["0002", "0003", "0004"])
+@pytest.mark.parametrize("revision", ["0002", "0003", "0004", "0005"])
 def test_ensure_reference_schema_moves_an_earlier_table_to_the_head(pg, bare_db, revision):
     command.upgrade(alembic_config(bare_db.dsn), "head")
     head = snapshot(bare_db.conn)
@@ -163,8 +181,8 @@ def test_ensure_reference_schema_moves_an_earlier_table_to_the_head(pg, bare_db,
             assert snapshot(conn) != head
             assert reference.ensure_reference_schema(conn) is False
             assert snapshot(conn) == head
-            assert conn.execute("SELECT source, sketch, sketch_b0 FROM simpg_documents").fetchall() == [
-                ("a.txt", None, None)]
+            assert conn.execute("SELECT source, sketch, sketch_b0, passages FROM simpg_documents").fetchall() == [
+                ("a.txt", None, None, None)]
             before = snapshot(conn)
             assert reference.ensure_reference_schema(conn) is False  # nothing left to add
             assert snapshot(conn) == before

@@ -26,7 +26,7 @@ def test_the_statements_leave_the_prefix_columns_to_simpg_create_index() -> None
     decisions = [s.as_string() for s in reference.decisions_statements()]
     *documents, = (s.as_string() for s in reference.statements())
     assert documents[-len(decisions):] == decisions and decisions[0].startswith("CREATE TABLE simpg_decisions (")
-    create_table, *indexes, create_index = documents[:-len(decisions)]
+    create_table, *indexes, create_index, create_passage_index = documents[:-len(decisions)]
     assert create_table.startswith("CREATE TABLE simpg_documents (\n    id BIGSERIAL NOT NULL,\n")
     assert "simhash_p" not in create_table and "\t" not in create_table
     plain = [c.name for c in Document.__table__.c if "simpg_prefix_of" not in c.info]
@@ -34,7 +34,9 @@ def test_the_statements_leave_the_prefix_columns_to_simpg_create_index() -> None
     assert indexes == [f"CREATE INDEX simpg_documents_{c}_idx ON simpg_documents ({c})"
                        for c in ("collection", *reference.BAND_COLUMNS)]
     assert create_index == "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6)"
-    assert reference.script() == "".join(s + ";\n" for s in (create_table, *indexes, create_index, *decisions))
+    assert create_passage_index == "SELECT simpg.create_passage_index('simpg_documents', 'passages', 46)"
+    assert reference.script() == "".join(s + ";\n" for s in (create_table, *indexes, create_index,
+                                                              create_passage_index, *decisions))
 
 
 def test_importing_the_module_needs_no_sqlalchemy() -> None:

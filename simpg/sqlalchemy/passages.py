@@ -1,0 +1,377 @@
+"""Passages (partial duplicates) on a model: the column, its index, writes and lookups.
+
+``passage_index(Article.passages, window=46)`` declares what ``simpg.create_passage_index``
+makes: the GIN index on the ``bigint[]`` column and the comment that records the window.
+The comment is set on the model's column (Alembic then sees the model as the database
+is); an ``after_create`` event runs ``simpg.passage_index_ddl``'s statements, the one
+source of the index's DDL. ``passages_on_write(Article.body, Article.passages)`` fills the
+column whenever the text is set; ``passages_near(session, Article, text)`` runs the one
+lookup statement (``simpg.passage_lookup_statement``) and verifies every candidate on the
+texts (:func:`simpg.passages.lookup.verify`), returning the objects with their shared
+passages and the containment both ways.
+
+Example:
+    >>> from sqlalchemy import BigInteger, Text
+    >>> from sqlalchemy.orm import DeclarativeBase, mapped_column
+    >>> from simpg.sqlalchemy import Passages, passage_index, passages_on_write
+    >>> class Base(DeclarativeBase):
+    ...     pass
+    >>> class Page(Base):
+    ...     __tablename__ = "pages"
+    ...     id = mapped_column(BigInteger, primary_key=True)
+    ...     body = mapped_column(Text)
+    ...     passages = mapped_column(Passages)
+    >>> spec = passage_index(Page.passages, window=46)
+    >>> _ = passages_on_write(Page.body, Page.passages)
+    >>> Page(body="one two three four five six").passages == spec.hashes("one two three four five six")
+    True
+    >>> Page.__table__.c.passages.comment
+    'simpg passages: {"format": 1, "k": 5, "window": 46}'
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from sqlalchemy import ARRAY, BigInteger, Column, Table, bindparam, event, inspect, select, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import TextClause
+
+from simpg.exc import SimpgError
+from simpg.fingerprint.errors import InvalidConfig
+from simpg.passages.config import COMMENT_PREFIX, PassageConfig, config_or_default
+from simpg.passages.lookup import checked_thresholds, query_hashes, query_text, verify
+from simpg.passages.winnow import passage_hashes
+from simpg.results import PassageLookup, PassageMatch
+from simpg.sqlalchemy.index import _resolve_column
+from simpg.sqlnames import quoted_name
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.orm import Session
+
+__all__ = [
+    "PassageIndex",
+    "PassagesWriter",
+    "passage_index",
+    "passage_index_for",
+    "passage_index_statement",
+    "passages_near",
+    "passages_near_async",
+    "passages_on_write",
+    "table_passage_indexes",
+]
+
+_INDEX_KEY = "simpg_passage_index"  # Column.info key of a passage column's PassageIndex
+_WRITER_KEY = "simpg_passages"  # Column.info key of its PassagesWriter
+# Table -> {passage column name: PassageIndex}; not in Table.info, which Alembic renders
+_TABLE_SPECS: weakref.WeakKeyDictionary[Table, dict[str, PassageIndex]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, eq=False)
+class PassageIndex:
+    """A passage index declared on a ``bigint[]`` column (:func:`passage_index`)."""
+
+    table: Table
+    column: Column[Any]
+    config: PassageConfig
+
+    @property
+    def window(self) -> int:
+        """The winnowing window recorded in the column's comment."""
+        return self.config.window
+
+    def hashes(self, text: str) -> list[int]:
+        """The passage hashes of ``text`` with this index's config (what the column stores)."""
+        return passage_hashes(text, self.config)
+
+
+def _rel(table: Table) -> str:
+    """The table as regclass input text (quoted, schema-qualified when it has a schema)."""
+    return quoted_name(*(part for part in (table.schema, table.name) if part))
+
+
+def passage_index_statement(rel: str, column: str, window: int, *, concurrently: bool = False) -> TextClause:
+    """``SELECT statement FROM simpg.passage_index_ddl(...)``: the index's statements, in order, as rows."""
+    return text(
+        "SELECT s.statement FROM simpg.passage_index_ddl(CAST(:rel AS regclass), :col, :window, :concurrently) "
+        "WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n"
+    ).bindparams(rel=rel, col=column, window=window, concurrently=concurrently)
+
+
+def _is_bigint_array(type_: Any) -> bool:
+    impl = getattr(type_, "impl_instance", type_)
+    return isinstance(impl, ARRAY) and isinstance(impl.item_type, BigInteger)
+
+
+def passage_index(column: Any, window: int = 46) -> PassageIndex:
+    """Declare a passage index on a ``bigint[]`` column (``Passages``): ``create_all`` makes it.
+
+    Sets the column's comment to the config's (``simpg passages: {...}``, where simpg
+    records the window) and, after the table is created, runs
+    ``simpg.passage_index_ddl``'s statements (the GIN index, ANALYZE). Call it once per
+    column, after the model is defined.
+
+    Args:
+        column: the passage column, e.g. ``Article.passages`` or ``table.c.passages``.
+        window: the winnowing window (every shared run of ``window + 4`` tokens is found).
+
+    Returns:
+        The :class:`PassageIndex` (also :func:`passage_index_for`).
+    """
+    col = _resolve_column(column)
+    table = col.table
+    if not _is_bigint_array(col.type):
+        raise SimpgError(f"column {table.name}.{col.name} is {col.type!r}, expected Passages (bigint[])")
+    config = PassageConfig(window)
+    if _INDEX_KEY in col.info:
+        raise SimpgError(f"column {table.name}.{col.name} already has a passage index")
+    if col.comment is not None and col.comment != config.to_comment():
+        raise SimpgError(f"column {table.name}.{col.name} has the comment {col.comment!r:.60}; simpg records "
+                         "the passage index's window there: remove it")
+    writer = col.info.get(_WRITER_KEY)
+    if writer is not None and writer.config != config:
+        raise SimpgError(f"passages_on_write fills {table.name}.{col.name} with window {writer.config.window}, "
+                         f"not {window}")
+    col.comment = config.to_comment()
+    spec = PassageIndex(table, col, config)
+    col.info[_INDEX_KEY] = spec
+    if table not in _TABLE_SPECS:
+        _TABLE_SPECS[table] = {}
+        event.listen(table, "after_create", _after_create)
+    _TABLE_SPECS[table][col.name] = spec
+    return spec
+
+
+def table_passage_indexes(table: Table) -> dict[str, PassageIndex]:
+    """Passage column name -> PassageIndex declared on ``table`` (empty if none)."""
+    return dict(_TABLE_SPECS.get(table, {}))
+
+
+def passage_index_for(column: Any) -> PassageIndex:
+    """The PassageIndex of a passage column (also through ORM attributes)."""
+    spec = _resolve_column(column).info.get(_INDEX_KEY)
+    if not isinstance(spec, PassageIndex):
+        raise SimpgError(f"column {column!r} has no passage index; declare one with "
+                         "simpg.sqlalchemy.passage_index(column)")
+    return spec
+
+
+def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
+    for spec in table_passage_indexes(table).values():
+        statements = connection.execute(passage_index_statement(_rel(table), spec.column.name, spec.window))
+        for statement in statements.scalars().all():
+            # no_parameters: run as the server wrote it (names may hold % or :)
+            connection.exec_driver_sql(statement, execution_options={"no_parameters": True})
+
+
+@dataclass(frozen=True)
+class PassagesWriter:
+    """Writes the passage hashes of ``source`` into ``target`` whenever ``source`` is set."""
+
+    source: str
+    target: str
+    config: PassageConfig
+
+    def hashes(self, text: Any) -> list[int]:
+        """The passage hashes of one text with this writer's config."""
+        return passage_hashes(query_text(text), self.config)
+
+
+def passages_on_write(source: Any, target: Any, config: PassageConfig | None = None) -> PassagesWriter:
+    """Opt in: setting ``source`` (``Article.body``) also sets ``target`` (``Article.passages``).
+
+    As :func:`~simpg.sqlalchemy.fingerprint_on_write`: computed when the attribute is set
+    (in the constructor too); setting ``source`` to None sets ``target`` to None; bulk
+    ``insert()``/``update()`` statements bypass ORM events (use
+    :func:`simpg.passages.passage_hashes_many`, or ``simpg backfill --passages``).
+
+    Args:
+        source: mapped text attribute.
+        target: mapped ``Passages`` attribute.
+        config: the window; None means the column's :func:`passage_index` config, or the default.
+    """
+    target_column = _resolve_column(target)
+    if not _is_bigint_array(target_column.type):
+        raise SimpgError(f"column {target_column.table.name}.{target_column.name} is {target_column.type!r}, "
+                         "expected Passages (bigint[])")
+    spec = target_column.info.get(_INDEX_KEY)
+    if config is None and spec is not None:
+        config = spec.config
+    config = config_or_default(config)
+    if spec is not None and spec.config != config:
+        raise SimpgError(f"the passage index on {target_column.table.name}.{target_column.name} has window "
+                         f"{spec.window}, not {config.window}")
+    writer = PassagesWriter(source.key, target.key, config)
+
+    def on_set(obj: Any, value: Any, oldvalue: Any, initiator: Any) -> None:
+        setattr(obj, writer.target, None if value is None else writer.hashes(value))
+
+    event.listen(source, "set", on_set, propagate=True)
+    target_column.info[_WRITER_KEY] = writer
+    return writer
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """One passage lookup, resolved from the model: what to ask the database."""
+
+    entity: Any
+    key: Any  # the primary key attribute
+    rel: str
+    column: str
+    text_column: str
+    key_column: str
+
+
+def _lookup(entity: Any, column: Any, text_column: Any) -> _Lookup:
+    mapper = inspect(entity).mapper
+    table = mapper.local_table
+    if column is None:
+        found = [c for c in table.columns if _INDEX_KEY in c.info or _WRITER_KEY in c.info]
+        if len(found) != 1:
+            raise SimpgError(f"{mapper.class_.__name__} has {len(found)} passage columns; pass column=")
+        col = found[0]
+    else:
+        col = _resolve_column(column)
+    if text_column is None:
+        writer = col.info.get(_WRITER_KEY)
+        if writer is None:
+            raise SimpgError(f"no text column for {table.name}.{col.name}; pass text_column=, or declare "
+                             "passages_on_write(text_attribute, passage_attribute)")
+        text_name = mapper.attrs[writer.source].columns[0].name
+    else:
+        text_name = _resolve_column(text_column).name if not isinstance(text_column, str) else text_column
+    if len(mapper.primary_key) != 1:
+        raise SimpgError(f"{mapper.class_.__name__} needs a single-column primary key, has "
+                         f"{len(mapper.primary_key)}")
+    pk = mapper.primary_key[0]
+    return _Lookup(entity, getattr(entity, mapper.get_property_by_column(pk).key), _rel(table), col.name,
+                   text_name, pk.name)
+
+
+#: The lookup's statement and config (the window it was made for) and the hashes to skip,
+#: in one round trip; the statement's text is the server's (simpg.passage_lookup_statement).
+_PLAN_SQL = (
+    "SELECT simpg.passage_lookup_statement(%(rel)s::regclass, %(col)s, %(text)s, %(key)s), "
+    "(simpg.passage_layout(%(rel)s::regclass, %(col)s)).passage_window, "
+    "simpg.common_passage_hashes(%(rel)s::regclass, %(col)s, %(max_common)s)"
+)
+
+
+def _max_common(value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise InvalidConfig(f"expected max_common >= 0 or None, got {value!r}")
+    return value
+
+
+def _driver(connection: Any, what: str) -> Any:
+    driver = getattr(connection, "driver_connection", None)
+    if not isinstance(driver, (psycopg.Connection, psycopg.AsyncConnection)):
+        raise SimpgError(f"{what} needs the psycopg driver (postgresql+psycopg), got {type(driver).__name__}")
+    return driver
+
+
+def _plan_params(lookup: _Lookup, max_common: int | None) -> dict[str, Any]:
+    return {"rel": lookup.rel, "col": lookup.column, "text": lookup.text_column, "key": lookup.key_column,
+            "max_common": max_common}
+
+
+def _objects_select(lookup: _Lookup, keys: list[Any]) -> Any:
+    return select(lookup.entity).where(lookup.key.in_(bindparam("keys", keys, expanding=True)))
+
+
+def _paired(objects: Any, matches: list[PassageMatch], skipped: list[int] | None, lookup: _Lookup,
+            ) -> PassageLookup[tuple[Any, PassageMatch]]:
+    by_key = {getattr(obj, lookup.key.key): obj for obj in objects}
+    # a row deleted between the two statements (another transaction) is left out
+    pairs = tuple((by_key[m.key], m) for m in matches if m.key in by_key)
+    return PassageLookup(pairs, tuple(skipped or ()))
+
+
+def passages_near(
+    session: Session,
+    entity: Any,
+    text: str,
+    *,
+    min_tokens: int | None = None,
+    min_containment: float | None = None,
+    max_common: int | None = 1000,
+    column: Any = None,
+    text_column: Any = None,
+) -> PassageLookup[tuple[Any, PassageMatch]]:
+    """The stored objects that share passages with ``text``, verified, most shared tokens first.
+
+    Runs the one lookup statement (``simpg.passage_lookup_statement``) on the session's
+    connection (flushed first when the session autoflushes), then
+    :func:`simpg.passages.lookup.verify` compares every candidate's text with ``text``.
+
+    Args:
+        session: a ``Session`` on a ``postgresql+psycopg`` engine.
+        entity: the mapped class.
+        text: the query text.
+        min_tokens: the longest shared passage must have this many tokens (default and
+            lowest: the index's guarantee, window + 4).
+        min_containment: ``max(text_in_row, row_in_text)`` must reach it.
+        max_common: skip hashes the statistics put in more than this many rows
+            (boilerplate); None skips nothing. The skipped ones are in ``skipped_hashes``.
+        column: the passage attribute, when the entity has several.
+        text_column: the text attribute (default: the one ``passages_on_write`` reads).
+
+    Returns:
+        ``(object, PassageMatch)`` pairs; ``PassageMatch.key`` is the primary key.
+    """
+    lookup = _lookup(entity, column, text_column)
+    query = query_text(text)
+    skip_limit = _max_common(max_common)
+    if session.autoflush:
+        session.flush()
+    driver = _driver(session.connection().connection, "passages_near")
+    statement, window, skipped = driver.execute(_PLAN_SQL, _plan_params(lookup, skip_limit)).fetchone()
+    config = PassageConfig(window)
+    checked_thresholds(config, min_tokens, min_containment)  # before the lookup: errors name the value
+    hashes = query_hashes(query, config)
+    rows = psycopg.RawCursor(driver).execute(statement, [hashes, skipped]).fetchall() if hashes else []
+    matches = verify(query, config, rows, min_tokens=min_tokens, min_containment=min_containment)
+    objects = session.scalars(_objects_select(lookup, [m.key for m in matches])).all() if matches else []
+    return _paired(objects, matches, skipped, lookup)
+
+
+async def passages_near_async(
+    session: AsyncSession,
+    entity: Any,
+    text: str,
+    *,
+    min_tokens: int | None = None,
+    min_containment: float | None = None,
+    max_common: int | None = 1000,
+    column: Any = None,
+    text_column: Any = None,
+) -> PassageLookup[tuple[Any, PassageMatch]]:
+    """:func:`passages_near` for an ``AsyncSession`` (``postgresql+psycopg_async``)."""
+    lookup = _lookup(entity, column, text_column)
+    query = query_text(text)
+    skip_limit = _max_common(max_common)
+    if session.autoflush:
+        await session.flush()
+    raw = await (await session.connection()).get_raw_connection()
+    driver = _driver(raw, "passages_near_async")
+    cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, skip_limit))
+    statement, window, skipped = await cur.fetchone()
+    config = PassageConfig(window)
+    checked_thresholds(config, min_tokens, min_containment)
+    hashes = query_hashes(query, config)
+    rows: list[Any] = []
+    if hashes:
+        rows = await (await psycopg.AsyncRawCursor(driver).execute(statement, [hashes, skipped])).fetchall()
+    matches = verify(query, config, rows, min_tokens=min_tokens, min_containment=min_containment)
+    objects = (await session.scalars(_objects_select(lookup, [m.key for m in matches]))).all() if matches else []
+    return _paired(objects, matches, skipped, lookup)
+
+
+def is_passage_comment(comment: Any) -> bool:
+    """Whether a column comment is one a passage index writes."""
+    return isinstance(comment, str) and comment.startswith(COMMENT_PREFIX)
