@@ -110,3 +110,17 @@ def assert_exact(conn: psycopg.Connection, rows: dict[int, int | None], k: int =
         near = {r[0] for r in conn.execute("SELECT id FROM simpg.near(NULL::docs, %s, %s)",
                                             [bits.to_db(probe), k]).fetchall()}
         assert near == {key for key, fp in rows.items() if fp is not None and bits.hamming(fp, probe) <= k}
+
+
+def dump(scene: Scene, user: str) -> bytes:
+    server = scene.pg.server
+    return subprocess.run([str(server.bindir / "pg_dump"), "-h", server.host, "-p", str(server.port),
+                           "-U", user, "-Fc", scene.name], check=True, capture_output=True).stdout
+
+
+def restore(scene: Scene, archive: bytes, user: str, target: str) -> subprocess.CompletedProcess:
+    server = scene.pg.server
+    scene.admin.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0").format(
+        sql.Identifier(target), sql.Identifier(scene.alice)))
+    return subprocess.run([str(server.bindir / "pg_restore"), "-h", server.host, "-p", str(server.port),
+                           "-U", user, "--exit-on-error", "-d", target], input=archive, capture_output=True)

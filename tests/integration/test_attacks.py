@@ -20,10 +20,11 @@ from simpg import bits
 from tests.integration.scenes import (
     FRESH,
     PATHS,
-    Scene,
     assert_exact,
     docs_table,
+    dump,
     extension_path,
+    restore,
 )
 from tests.oracles import brute_pairs
 
@@ -126,20 +127,6 @@ def test_operators_in_public_are_never_bound_into_simpg(scene, how):
 
 
 # -- 3. backups restore exact answers ---------------------------------------------------
-
-
-def dump(scene: Scene, user: str) -> bytes:
-    server = scene.pg.server
-    return subprocess.run([str(server.bindir / "pg_dump"), "-h", server.host, "-p", str(server.port),
-                           "-U", user, "-Fc", scene.name], check=True, capture_output=True).stdout
-
-
-def restore(scene: Scene, archive: bytes, user: str, target: str) -> subprocess.CompletedProcess:
-    server = scene.pg.server
-    scene.admin.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0").format(
-        sql.Identifier(target), sql.Identifier(scene.alice)))
-    return subprocess.run([str(server.bindir / "pg_restore"), "-h", server.host, "-p", str(server.port),
-                           "-U", user, "--exit-on-error", "-d", target], input=archive, capture_output=True)
 
 
 @pytest.mark.parametrize("how", PATHS)

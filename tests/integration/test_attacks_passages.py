@@ -16,8 +16,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
-from tests.integration.scenes import FRESH, PATHS, Scene
-from tests.integration.test_attacks import dump, restore
+from tests.integration.scenes import FRESH, PATHS, Scene, dump, restore
 from tests.oracles import HashArray, adversarial_hash_arrays, brute_passage_candidates, brute_passage_pairs
 
 
