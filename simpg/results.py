@@ -1,4 +1,4 @@
-"""What simpg's handles return: neighbours, duplicates, pairs, guards and index reports.
+"""What simpg's handles return: neighbours, duplicates, pairs, guards, passages and index reports.
 
 The same types come from every surface (``simpg.psycopg``, ``simpg.shards``,
 ``simpg.sqlalchemy``), so code that reads results does not depend on which one found
@@ -18,8 +18,10 @@ from typing import Any, NamedTuple
 
 from simpg.fingerprint.minhash import similarity
 from simpg.layout import Layout
+from simpg.passages import PassageConfig, SharedPassage
 
-__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair"]
+__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "PassageIndex",
+           "PassageMatch", "PassageMatches", "SharedPassage"]
 
 
 class Neighbor(NamedTuple):
@@ -129,3 +131,79 @@ class IndexStats:
             "total_index_bytes": self.total_index_bytes, "prefix_columns": list(self.prefix_columns),
             "fingerprint_config": self.fingerprint_config,
         }
+
+
+class PassageIndex(NamedTuple):
+    """A passage index as a handle reads it (``simpg.passage_indexes``) with the columns its lookups read.
+
+    ``index_name`` is None when the GIN index is missing (lookups stay exact, they read the
+    whole table).
+    """
+
+    table: str
+    column: str
+    window: int
+    index_name: str | None
+    key_column: str
+    text_column: str
+
+    @property
+    def config(self) -> PassageConfig:
+        """The config the stored hashes were made with (texts are winnowed with it)."""
+        return PassageConfig(self.window)
+
+    @property
+    def guarantee(self) -> int:
+        """Every shared run of at least this many tokens is found: ``window + K - 1``."""
+        return self.config.guarantee
+
+
+@dataclass(frozen=True)
+class PassageMatch:
+    """A row that shares passages with the text looked up, verified on both texts.
+
+    In each of ``passages`` (:class:`~simpg.passages.SharedPassage`) side ``a`` is the text
+    looked up and side ``b`` the row's text: ``text[p.a_char_start:p.a_char_end]`` is the
+    passage in the text, ``row_text[p.b_char_start:p.b_char_end]`` in the row, in order of
+    their start in the text. Containment is exact, over token 3-shingle sets, both ways.
+    """
+
+    key: Any
+    passages: tuple[SharedPassage, ...]
+    shared_tokens: int  #: tokens of all shared passages together
+    longest: int  #: tokens of the longest shared passage
+    row_in_text: float  #: how much of the row is in the text (its shingles found in the text)
+    text_in_row: float  #: how much of the text is in the row
+    shared_hashes: int  #: passage hashes the index found shared (not skipped)
+
+    @property
+    def passage_count(self) -> int:
+        """The number of shared passages (a passage the text holds twice counts twice)."""
+        return len(self.passages)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (passages as text and row offsets)."""
+        return {"key": self.key, "passage_count": self.passage_count, "shared_tokens": self.shared_tokens,
+                "longest": self.longest, "row_in_text": self.row_in_text, "text_in_row": self.text_in_row,
+                "shared_hashes": self.shared_hashes,
+                "passages": [{"tokens": p.length, "text_start": p.a_char_start, "text_end": p.a_char_end,
+                              "row_start": p.b_char_start, "row_end": p.b_char_end} for p in self.passages]}
+
+
+class PassageMatches(list[PassageMatch]):
+    """What a passage lookup returns: its matches (a list, most shared tokens first) and what it skipped.
+
+    ``skipped``: the text's passage hashes the lookup did not search, because the
+    statistics put each in more than ``max_common`` rows (boilerplate); a row that shares
+    only those with the text is not found. Empty: the answer is exact (every row sharing
+    a run of the index's guarantee is in it).
+    """
+
+    skipped: tuple[int, ...]
+
+    def __init__(self, matches: Sequence[PassageMatch] = (), skipped: Sequence[int] = ()) -> None:
+        super().__init__(matches)
+        self.skipped = tuple(skipped)
+
+    def __repr__(self) -> str:
+        return f"PassageMatches({list(self)!r}, skipped={self.skipped!r})"
