@@ -121,8 +121,8 @@ def run(dsn: str, n: int, queries: int, seed: int, workers: int | None) -> dict[
     asked = query_texts(rows, queries, rng)
     with psycopg.connect(dsn, autocommit=True) as conn:
         built = load(conn, rows, workers)
-        sizes = conn.execute("SELECT pg_table_size('bench_passages'), pg_relation_size('bench_passages_passages_gin_idx')"
-                             ).fetchone()
+        sizes = conn.execute("SELECT pg_table_size('bench_passages'), "
+                             "pg_relation_size('bench_passages_passages_gin_idx')").fetchone()
     with psycopg.connect(dsn, autocommit=True) as conn:
         configure_lookups(conn)
         passages = PassageColumn(conn, "bench_passages", text_column="body")
