@@ -41,9 +41,11 @@ from psycopg import sql
 
 from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
 from simpg.passages import (
+    K,
     PassageConfig,
     Tokens,
     compare,
+    kgram_hashes,
     passage_hashes,
     passage_hashes_array,
     passage_hashes_many,
@@ -110,6 +112,22 @@ def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> li
     return list(passage_hashes_many(docs, config, workers=workers))
 
 
+def _longest_kgram_run(query_grams: np.ndarray, row: Tokens) -> int:
+    """The longest run of consecutive k-grams of ``row`` whose hashes are k-gram hashes of the query, in tokens.
+
+    Equal tokens have equal hashes, so a run of ``n`` tokens the two texts share is a run of
+    ``n - K + 1`` such k-grams: a row whose longest run is shorter than ``min_tokens`` shares
+    no run of ``min_tokens`` tokens, and is dropped without the full comparison (exact: it
+    only ever drops rows that :func:`~simpg.passages.compare` would drop).
+    """
+    grams = kgram_hashes(row.hashes) if len(row) >= K else np.zeros(0, dtype=np.uint64)
+    hit = np.isin(grams, query_grams, assume_unique=False)
+    if not hit.any():
+        return 0
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], hit.view(np.int8), [0]))))
+    return int((edges[1::2] - edges[::2]).max()) + K - 1
+
+
 def _verified(query: Tokens, rows: Iterable[Sequence[Any]], min_tokens: int, min_containment: float | None,
               limit: int | None) -> list[PassageMatch]:
     """The candidates ``(key, body, hashes, shared)`` verified on the texts, most shared tokens first.
@@ -117,9 +135,13 @@ def _verified(query: Tokens, rows: Iterable[Sequence[Any]], min_tokens: int, min
     A row is kept when it shares a run of ``min_tokens`` tokens with the query (and
     ``min_containment`` one way or the other).
     """
+    query_grams = np.unique(kgram_hashes(query.hashes)) if len(query) >= K else np.zeros(0, dtype=np.uint64)
     found = []
     for key, body, _, shared in rows:
-        c = compare(query, "" if body is None else str(body))
+        row = tokens("" if body is None else str(body))
+        if _longest_kgram_run(query_grams, row) < min_tokens:
+            continue  # cheap and exact: compare() would find no run this long
+        c = compare(query, row)
         if c.longest < min_tokens:
             continue
         if min_containment is not None and max(c.a_in_b, c.b_in_a) < min_containment:

@@ -315,3 +315,20 @@ def test_bad_input_is_an_error_naming_it(conn) -> None:
     docs.drop()
     with pytest.raises(SimpgError, match=r"^no simpg passage index on public\.docs\.passages"):
         docs.near("a text")
+
+
+def test_the_cheap_check_never_drops_a_row_the_comparison_keeps() -> None:
+    """The k-gram run bound the handle checks before compare() is never below compare()'s longest run."""
+    import numpy as np
+
+    from simpg.passages import compare, kgram_hashes, tokens
+    from simpg.psycopg.passage_aio import _longest_kgram_run
+
+    rows, queries = corpus(53, n=80)
+    for query in [*queries, "", "w1", rows[5]]:
+        q = tokens(query)
+        grams = np.unique(kgram_hashes(q.hashes)) if len(q) >= K else np.zeros(0, dtype=np.uint64)
+        for text in rows.values():
+            longest = compare(q, text).longest
+            bound = _longest_kgram_run(grams, tokens(text))
+            assert bound >= longest and (longest == 0 or bound >= K)
