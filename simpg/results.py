@@ -1,4 +1,4 @@
-"""What simpg's handles return: neighbours, duplicates, pairs, guards and index reports.
+"""What simpg's handles return: neighbours, duplicates, pairs, guards, passages and index reports.
 
 The same types come from every surface (``simpg.psycopg``, ``simpg.shards``,
 ``simpg.sqlalchemy``), so code that reads results does not depend on which one found
@@ -12,18 +12,20 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from simpg.fingerprint.minhash import similarity
 from simpg.layout import Layout
-from simpg.passages.comparison import SharedPassage
+from simpg.passages import PassageConfig, SharedPassage
 
-T = TypeVar("T")
+__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "PassageIndex",
+           "PassageMatch", "PassageMatches", "SharedPassage"]
 
-__all__ = ["Duplicate", "Guard", "IndexProblem", "IndexStats", "Inserted", "Neighbor", "Pair", "PassageLookup",
-           "PassageMatch"]
+#: What a :class:`PassageMatches` holds: a :class:`PassageMatch`, or a pair with one
+#: (SQLAlchemy's ``passages_near``: ``(object, PassageMatch)``).
+MatchT = TypeVar("MatchT")
 
 
 class Neighbor(NamedTuple):
@@ -86,52 +88,6 @@ class Pair(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PassageMatch:
-    """A stored row that shares passages with a text, verified on both texts (:func:`simpg.passages.compare`).
-
-    ``passages`` are the shared passages, ``a_*`` fields in the query text and ``b_*`` in
-    the row's text (token ranges and character offsets, to highlight them);
-    ``shared_tokens`` their total length; ``text_in_row`` the share of the query text's
-    3-shingles found in the row, ``row_in_text`` the share of the row's in the text;
-    ``shared_hashes`` the distinct passage hashes (not skipped) the row shares with the
-    text, as the index found it.
-    """
-
-    key: Any
-    passages: tuple[SharedPassage, ...]
-    shared_tokens: int
-    text_in_row: float
-    row_in_text: float
-    shared_hashes: int
-
-    @property
-    def longest(self) -> int:
-        """Tokens of the longest shared passage."""
-        return max((p.length for p in self.passages), default=0)
-
-
-@dataclass(frozen=True)
-class PassageLookup(Generic[T]):
-    """What a passage lookup found, and the common hashes it skipped (``max_common``).
-
-    Iterates over ``matches``. ``skipped_hashes`` empty: nothing was skipped, so every
-    row sharing a passage of at least the index's guarantee with the text is in it.
-    """
-
-    matches: tuple[T, ...]
-    skipped_hashes: tuple[int, ...] = ()
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self.matches)
-
-    def __len__(self) -> int:
-        return len(self.matches)
-
-    def __getitem__(self, i: int) -> T:
-        return self.matches[i]
-
-
-@dataclass(frozen=True)
 class IndexProblem:
     """One problem that ``simpg.check`` found in a simpg index (see docs/security.md).
 
@@ -179,3 +135,82 @@ class IndexStats:
             "total_index_bytes": self.total_index_bytes, "prefix_columns": list(self.prefix_columns),
             "fingerprint_config": self.fingerprint_config,
         }
+
+
+class PassageIndex(NamedTuple):
+    """A passage index as a handle reads it (``simpg.passage_indexes``) with the columns its lookups read.
+
+    ``index_name`` is None when the GIN index is missing (lookups stay exact, they read the
+    whole table).
+    """
+
+    table: str
+    column: str
+    window: int
+    index_name: str | None
+    key_column: str
+    text_column: str
+
+    @property
+    def config(self) -> PassageConfig:
+        """The config the stored hashes were made with (texts are winnowed with it)."""
+        return PassageConfig(self.window)
+
+    @property
+    def guarantee(self) -> int:
+        """Every shared run of at least this many tokens is found: ``window + K - 1``."""
+        return self.config.guarantee
+
+
+@dataclass(frozen=True)
+class PassageMatch:
+    """A row that shares passages with the text looked up, verified on both texts.
+
+    In each of ``passages`` (:class:`~simpg.passages.SharedPassage`) side ``a`` is the text
+    looked up and side ``b`` the row's text: ``text[p.a_char_start:p.a_char_end]`` is the
+    passage in the text, ``row_text[p.b_char_start:p.b_char_end]`` in the row, in order of
+    their start in the text. Containment is exact, over token 3-shingle sets, both ways.
+    """
+
+    key: Any
+    passages: tuple[SharedPassage, ...]
+    shared_tokens: int  #: tokens of all shared passages together
+    longest: int  #: tokens of the longest shared passage
+    row_in_text: float  #: how much of the row is in the text (its shingles found in the text)
+    text_in_row: float  #: how much of the text is in the row
+    shared_hashes: int  #: passage hashes the index found shared (not skipped)
+
+    @property
+    def passage_count(self) -> int:
+        """The number of shared passages (a passage the text holds twice counts twice)."""
+        return len(self.passages)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (passages as text and row offsets)."""
+        return {"key": self.key, "passage_count": self.passage_count, "shared_tokens": self.shared_tokens,
+                "longest": self.longest, "row_in_text": self.row_in_text, "text_in_row": self.text_in_row,
+                "shared_hashes": self.shared_hashes,
+                "passages": [{"tokens": p.length, "text_start": p.a_char_start, "text_end": p.a_char_end,
+                              "row_start": p.b_char_start, "row_end": p.b_char_end} for p in self.passages]}
+
+
+class PassageMatches(list[MatchT]):
+    """What a passage lookup returns: its matches (a list, most shared tokens first) and what it skipped.
+
+    The psycopg handles return ``PassageMatches[PassageMatch]``, SQLAlchemy's
+    ``passages_near`` ``PassageMatches[tuple[object, PassageMatch]]`` (the objects loaded).
+
+    ``skipped``: the text's passage hashes the lookup did not search, because the
+    statistics put each in more than ``max_common`` rows (boilerplate); a row that shares
+    only those with the text is not found. Empty: the answer is exact (every row sharing
+    a run of the index's guarantee is in it).
+    """
+
+    skipped: tuple[int, ...]
+
+    def __init__(self, matches: Iterable[MatchT] = (), skipped: Iterable[int] = ()) -> None:
+        super().__init__(matches)
+        self.skipped = tuple(skipped)
+
+    def __repr__(self) -> str:
+        return f"PassageMatches({list(self)!r}, skipped={self.skipped!r})"

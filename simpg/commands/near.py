@@ -11,6 +11,8 @@ by sketches as ``simpg dedup`` confirms (:meth:`SimHashColumn.duplicates`), unle
 ``_b3``, as ``simpg_documents`` has), rows sharing a band key with the text are
 candidates too. ``--collection`` keeps the rows of one collection of ``simpg_documents``
 (the embedded default database holds every run's collections: ``simpg collections list``).
+``--passages`` looks texts up through a passage index instead: the rows that copied passages
+of them (:mod:`simpg.commands._near_passages`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from simpg.commands._common import (
     check_max_sketch_distance,
     database_dsn,
 )
+from simpg.commands._near_passages import max_common_argument
 from simpg.exc import InvalidFingerprint, SimpgError
 
 
@@ -44,7 +47,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--table", default="simpg_documents", help="indexed table (default: simpg_documents)")
     p.add_argument("--collection", help="only documents of this collection of simpg_documents (simpg dedup "
                                         "--collection; default: all of them; simpg collections list)")
-    p.add_argument("--column", default="simhash", help="fingerprint column (default: simhash)")
+    p.add_argument("--column", default=None,
+                   help="fingerprint column (default: simhash), or with --passages the passage column "
+                        "(default: passages)")
     p.add_argument("--lang", choices=("auto", "en", "zh"), default="auto",
                    help="word splitting of --text/--file, as in simpg dedup (default: auto)")
     p.add_argument("--confirm", choices=("auto", "sketch", "none"), default="auto",
@@ -53,6 +58,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("--sketch-column", default="sketch", help="the table's bit(256) sketches (default: sketch)")
     p.add_argument("--max-sketch-distance", type=int, default=None, metavar="BITS",
                    help="largest number of differing sketch bits that confirms a match (default: 36)")
+    passages = p.add_argument_group("partial duplicates (--passages)")
+    passages.add_argument("--passages", action="store_true",
+                          help="find the rows that copied passages of --text/--file, through a passage index")
+    passages.add_argument("--text-column", default=None, help="the table's text column (default: body)")
+    passages.add_argument("--key-column", default=None, help="the key shown (default: the primary key)")
+    passages.add_argument("--min-tokens", type=int, default=None, metavar="N",
+                          help="shortest shared run of tokens that counts (default and least: the index's "
+                               "window + 4, 50 for the default window)")
+    passages.add_argument("--min-containment", type=float, default=None, metavar="FRACTION",
+                          help="keep rows of which this much is in the text, or the text in them (0 to 1)")
+    passages.add_argument("--max-common", type=max_common_argument, default=1000, metavar="ROWS",
+                          help="skip the text's hashes the statistics put in more rows than this "
+                               "(boilerplate; default 1000; none: skip nothing)")
+    passages.add_argument("--limit", type=int, default=None, metavar="N", help="at most N rows per text")
     add_dsn_argument(p)
     add_common_arguments(p, k_default=None, k_help="(default: the radius the table's simpg index was built for)")
     p.set_defaults(func=run)
@@ -91,6 +110,15 @@ def _queries(args: argparse.Namespace) -> list[Query]:
 def run(args: argparse.Namespace) -> int:
     """Look the queries up and print the neighbours."""
     import psycopg
+
+    if args.passages:
+        from simpg.commands import _near_passages
+
+        return _near_passages.run(args)
+    for option in ("text_column", "key_column", "min_tokens", "min_containment", "limit"):
+        if getattr(args, option) is not None:
+            raise SimpgError(f"--{option.replace('_', '-')} applies to --passages lookups")
+    args.column = args.column or "simhash"
 
     from simpg.fingerprint.minhash import band_columns
     from simpg.psycopg import SimHashColumn

@@ -1,6 +1,7 @@
-"""simpg for psycopg 3: handles on a table's fingerprint column (sync and async), Fingerprint.
+"""simpg for psycopg 3: handles on a table's fingerprint or passage column (sync and async), Fingerprint.
 
-``SimHashColumn`` is a live handle on one indexed fingerprint column, as against the
+``SimHashColumn`` is a live handle on one indexed fingerprint column, ``PassageColumn`` on
+one passage column (partial duplicates, docs/partial.md), as against the
 SQLAlchemy column type ``SimHash`` and index declaration ``SimHashIndex``. The result
 types (:mod:`simpg.results`) and ``near_duplicate`` (:mod:`simpg.exc`) are re-exported here.
 
@@ -17,12 +18,27 @@ from simpg.exc import near_duplicate
 from simpg.psycopg.aio import AsyncSimHashColumn, configure_lookups_async
 from simpg.psycopg.busywait import BusyWaitConnection
 from simpg.psycopg.index import SimHashColumn, configure_lookups
+from simpg.psycopg.passage_aio import AsyncPassageColumn
+from simpg.psycopg.passage_index import PassageColumn
 from simpg.psycopg.register import Fingerprint, register_simpg, register_simpg_async
 from simpg.psycopg.settings import LOOKUP_SETTINGS
-from simpg.results import Duplicate, Guard, IndexProblem, IndexStats, Inserted, Neighbor, Pair
+from simpg.results import (
+    Duplicate,
+    Guard,
+    IndexProblem,
+    IndexStats,
+    Inserted,
+    Neighbor,
+    Pair,
+    PassageIndex,
+    PassageMatch,
+    PassageMatches,
+    SharedPassage,
+)
 
 __all__ = [
     "LOOKUP_SETTINGS",
+    "AsyncPassageColumn",
     "AsyncSimHashColumn",
     "BusyWaitConnection",
     "Duplicate",
@@ -33,6 +49,11 @@ __all__ = [
     "Inserted",
     "Neighbor",
     "Pair",
+    "PassageColumn",
+    "PassageIndex",
+    "PassageMatch",
+    "PassageMatches",
+    "SharedPassage",
     "SimHashColumn",
     "configure_lookups",
     "configure_lookups_async",

@@ -1,15 +1,18 @@
-"""Write the sync handle (``index.py``) from the async one (``aio.py``), the source of both.
+"""Write the sync handles from the async ones, the source of both (:data:`PAIRS`).
 
-Run ``python -m simpg.psycopg._async_to_sync`` after changing ``aio.py``
-(``--check``: only say whether ``index.py`` is current; tests/unit/test_async_to_sync.py
-fails when it is not). The rules are few, and enough for ``aio.py``:
+``index.py`` (``SimHashColumn``) is written from ``aio.py``, ``passage_index.py``
+(``PassageColumn``) from ``passage_aio.py``. Run ``python -m simpg.psycopg._async_to_sync``
+after changing a source (``--check``: only say whether every target is current;
+tests/unit/test_async_to_sync.py fails when one is not). The rules are few, and enough
+for these sources:
 
 * ``await x`` -> ``x``; ``async def``, ``async with``, ``async for`` lose ``async``;
 * ``asyncio.to_thread(f, *args)`` -> ``f(*args)``; ``Awaitable[T]`` -> ``T``;
 * an ``if True:  # ASYNC`` block is replaced by its ``else:`` branch (or by nothing);
 * the names of :data:`RENAMES` become their sync twins, as whole words anywhere
   (code, strings, comments), and ``await`` / ``async`` go from docstrings too;
-* an import line whose names changed drops the names no longer used and is sorted again.
+* an import line whose names changed (or that imports ``Awaitable``) drops the names no
+  longer used and is sorted again.
 
 The edits are made in the text at the places the syntax tree gives, not by
 re-printing the tree, so comments and layout stay as written.
@@ -24,14 +27,20 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["RENAMES", "SOURCE", "TARGET", "convert", "main"]
+__all__ = ["PAIRS", "RENAMES", "SOURCE", "TARGET", "convert", "header", "main"]
 
 SOURCE = Path(__file__).with_name("aio.py")
 TARGET = Path(__file__).with_name("index.py")
+#: Every (async source, sync target) pair the tool writes, in order.
+PAIRS: list[tuple[Path, Path]] = [
+    (SOURCE, TARGET),
+    (Path(__file__).with_name("passage_aio.py"), Path(__file__).with_name("passage_index.py")),
+]
 
 #: Async names and their sync twins.
 RENAMES = {
     "AsyncSimHashColumn": "SimHashColumn",
+    "AsyncPassageColumn": "PassageColumn",
     "AsyncConnection": "Connection",
     "AsyncNearLookup": "NearLookup",
     "AsyncRawCursor": "RawCursor",
@@ -41,14 +50,21 @@ RENAMES = {
     "__aexit__": "__exit__",
 }
 
-HEADER = ("# Generated from aio.py by simpg/psycopg/_async_to_sync.py: do not edit.\n"
-          "# Change aio.py, then run python -m simpg.psycopg._async_to_sync\n")
+
+
+def header(source_name: str) -> str:
+    """The first lines of a target written from the source file ``source_name``."""
+    return (f"# Generated from {source_name} by simpg/psycopg/_async_to_sync.py: do not edit.\n"
+            f"# Change {source_name}, then run python -m simpg.psycopg._async_to_sync\n")
+
+
+HEADER = header("aio.py")
 
 _Edit = tuple[int, int, str]  # replace text[start:end] with this
 
 
-def convert(source: str) -> str:
-    """The sync module for the async module ``source``."""
+def convert(source: str, source_name: str = "aio.py") -> str:
+    """The sync module for the async module ``source`` (the text of the file ``source_name``)."""
     text = _apply(source, _async_blocks(source))
     text = _apply(text, _async_syntax(text))
     text = re.sub(r"\b(" + "|".join(RENAMES) + r")\b", lambda m: RENAMES[m.group(1)], text)
@@ -60,7 +76,7 @@ def convert(source: str) -> str:
                                                                    ast.AsyncFor))]
     if left:
         raise ValueError(f"async code left on line {getattr(left[0], 'lineno', '?')}")
-    return HEADER + text
+    return header(source_name) + text
 
 
 def _lines(text: str) -> list[str]:
@@ -180,7 +196,8 @@ def _imports(text: str) -> list[_Edit]:
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     edits = []
     for node in tree.body:
-        if not isinstance(node, ast.ImportFrom) or not any(a.name in RENAMES.values() for a in node.names):
+        if not isinstance(node, ast.ImportFrom) or not any(a.name in RENAMES.values() or a.name == "Awaitable"
+                                                            for a in node.names):
             continue
         if any(a.asname for a in node.names):
             raise ValueError(f"line {node.lineno}: 'as' in an import that names a renamed name")
@@ -192,18 +209,19 @@ def _imports(text: str) -> list[_Edit]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write ``index.py`` from ``aio.py`` (``--check``: exit 1 if it differs instead)."""
+    """Write every target of :data:`PAIRS` from its source (``--check``: exit 1 if one differs instead)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only check that index.py is current")
+    parser.add_argument("--check", action="store_true", help="only check that every target is current")
     args = parser.parse_args(argv)
-    generated = convert(SOURCE.read_text(encoding="utf-8"))
-    if args.check:
-        current = TARGET.read_text(encoding="utf-8") == generated
-        if not current:
-            print(f"{TARGET} is stale: run python -m simpg.psycopg._async_to_sync", file=sys.stderr)
-        return 0 if current else 1
-    TARGET.write_text(generated, encoding="utf-8")
-    return 0
+    stale = 0
+    for source, target in PAIRS:
+        generated = convert(source.read_text(encoding="utf-8"), source.name)
+        if not args.check:
+            target.write_text(generated, encoding="utf-8")
+        elif not target.exists() or target.read_text(encoding="utf-8") != generated:
+            print(f"{target} is stale: run python -m simpg.psycopg._async_to_sync", file=sys.stderr)
+            stale = 1
+    return stale
 
 
 if __name__ == "__main__":

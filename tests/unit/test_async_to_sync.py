@@ -6,25 +6,36 @@ import inspect
 import subprocess
 import sys
 
-from simpg.psycopg import AsyncSimHashColumn, SimHashColumn
-from simpg.psycopg._async_to_sync import HEADER, SOURCE, TARGET, convert
+import pytest
+
+from simpg.psycopg import AsyncPassageColumn, AsyncSimHashColumn, PassageColumn, SimHashColumn
+from simpg.psycopg._async_to_sync import HEADER, PAIRS, SOURCE, TARGET, convert
 
 
 def test_index_py_is_what_aio_py_gives() -> None:
     assert TARGET.read_text(encoding="utf-8") == convert(SOURCE.read_text(encoding="utf-8")), (
         "simpg/psycopg/index.py is stale: run python -m simpg.psycopg._async_to_sync")
+    assert [(s.name, t.name) for s, t in PAIRS] == [("aio.py", "index.py"), ("passage_aio.py", "passage_index.py")]
+    for source, target in PAIRS:
+        assert target.read_text(encoding="utf-8") == convert(source.read_text(encoding="utf-8"), source.name), (
+            f"{target} is stale: run python -m simpg.psycopg._async_to_sync")
+        assert target.read_text(encoding="utf-8").startswith(f"# Generated from {source.name} ")
 
 
-def test_check_exits_1_when_stale(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("which", [0, 1])
+def test_check_exits_1_when_stale(tmp_path, monkeypatch, which: int) -> None:
     from simpg.psycopg import _async_to_sync
 
-    stale = tmp_path / "index.py"
+    pairs = [(source, tmp_path / target.name) for source, target in PAIRS]
+    for (_, copy), (_, target) in zip(pairs, PAIRS, strict=True):
+        copy.write_text(target.read_text(encoding="utf-8"), encoding="utf-8")
+    stale = pairs[which][1]
     stale.write_text("# edited by hand\n", encoding="utf-8")
-    monkeypatch.setattr(_async_to_sync, "TARGET", stale)
+    monkeypatch.setattr(_async_to_sync, "PAIRS", pairs)
     assert _async_to_sync.main(["--check"]) == 1
     assert _async_to_sync.main([]) == 0
     assert _async_to_sync.main(["--check"]) == 0
-    assert stale.read_text(encoding="utf-8") == TARGET.read_text(encoding="utf-8")
+    assert stale.read_text(encoding="utf-8") == PAIRS[which][1].read_text(encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "simpg.psycopg._async_to_sync", "--check"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -83,6 +94,16 @@ class SimHashColumn:
         return self.read()
 '''
     assert convert(source) == HEADER + expected
+
+
+def test_both_passage_handles_have_the_same_methods() -> None:
+    public = {name for name in vars(AsyncPassageColumn) if not name.startswith("_")}
+    assert {name for name in vars(PassageColumn) if not name.startswith("_")} == public
+    assert isinstance(vars(PassageColumn)["info"], property)
+    for name in sorted(public - {"info"}):
+        sync = dict(inspect.signature(getattr(PassageColumn, name)).parameters)
+        assert sync == dict(inspect.signature(getattr(AsyncPassageColumn, name)).parameters), name
+        assert inspect.iscoroutinefunction(getattr(AsyncPassageColumn, name))
 
 
 def test_both_handles_have_the_same_methods() -> None:

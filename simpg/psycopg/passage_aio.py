@@ -1,0 +1,400 @@
+"""A handle on one passage column (partial duplicates, docs/partial.md), for psycopg 3.
+
+``passage_aio.py`` is the one source of both handles, the async one and the sync one:
+``passage_index.py`` is written from it by
+``python -m simpg.psycopg._async_to_sync``, as ``index.py`` is from ``aio.py`` (see there).
+
+A passage column is a ``bigint[]`` of each row's winnowed k-gram hashes
+(:func:`simpg.passages.passage_hashes`) with a GIN index and its window recorded in the
+column's comment (``simpg.create_passage_index``). :meth:`AsyncPassageColumn.near` finds the
+rows that copied passages of a text: it winnows the text with the index's window, runs the
+one lookup statement (``simpg.passage_lookup_statement``: the rows sharing a hash), and
+verifies every candidate on the two texts (:func:`simpg.passages.compare`). Rows sharing a
+run of at least ``window + 4`` tokens with the text are all found, unless only hashes
+skipped as common (``max_common``) lead to them; the lookup reports those it skipped.
+
+Example:
+    >>> import psycopg
+    >>> from simpg.psycopg import AsyncPassageColumn
+    >>> conn = await psycopg.AsyncConnection.connect("dbname=app", autocommit=True)  # doctest: +SKIP
+    >>> docs = AsyncPassageColumn(conn, "docs", text_column="body")  # doctest: +SKIP
+    >>> await docs.create()  # doctest: +SKIP
+    >>> await docs.add(["a long text ...", "another one ..."])  # doctest: +SKIP
+    2
+    >>> await docs.near("a text that quotes a long text ...")  # doctest: +SKIP
+    PassageMatches([PassageMatch(key=1, ...)], skipped=())
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
+from simpg.passages import (
+    K,
+    PassageConfig,
+    Tokens,
+    compare,
+    kgram_hashes,
+    passage_hashes,
+    passage_hashes_array,
+    passage_hashes_many,
+    tokens,
+)
+from simpg.psycopg import _common, wire
+from simpg.results import PassageIndex, PassageMatch, PassageMatches
+
+if True:  # ASYNC
+    import asyncio
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["COMMON_TTL", "AsyncPassageColumn"]
+
+_T = TypeVar("_T")
+
+#: Seconds a handle keeps the common hashes it read (``simpg.common_passage_hashes``) before
+#: reading them again: they change only when ANALYZE runs (autovacuum's, minutes apart), and
+#: reading them costs a catalog query per lookup.
+COMMON_TTL = 60.0
+
+_LAYOUT_SQL = ("SELECT p.indexed_table::text, p.passage_column, p.passage_window, p.index_name, k.column_name "
+               "FROM simpg.passage_layout(%s::pg_catalog.regclass, %s) AS p, "
+               "simpg.report_key(%s::pg_catalog.regclass, %s) AS k")
+_TEXT_TYPE_SQL = ("SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute AS a "
+                  "WHERE a.attrelid = %s::pg_catalog.regclass AND a.attname = %s AND a.attnum > 0 "
+                  "AND NOT a.attisdropped")
+_STATEMENT_SQL = "SELECT simpg.passage_lookup_statement(%s::pg_catalog.regclass, %s, %s, %s)"
+_COMMON_SQL = "SELECT simpg.common_passage_hashes(%s::pg_catalog.regclass, %s, %s)"
+#: Types whose values psycopg loads as str.
+_TEXT_TYPES = frozenset({"text", "character varying", "character", "name", "citext"})
+
+
+def _checked_text(text: Any) -> str:
+    if not isinstance(text, str):
+        raise SimpgError(f"expected a text (str), got {text!r:.60}")
+    return text
+
+
+def _checked_options(index: PassageIndex, min_tokens: Any, min_containment: Any, max_common: Any,
+                     limit: Any) -> tuple[int, float | None]:
+    """``(min_tokens, min_containment)`` checked, min_tokens defaulting to the index's guarantee."""
+    if min_tokens is None:
+        min_tokens = index.guarantee
+    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < index.guarantee:
+        raise SimpgError(f"min_tokens must be an integer of at least {index.guarantee} (the passage index's window "
+                         f"{index.window} + 4: shorter shared runs are not all found), got {min_tokens!r}")
+    if min_containment is not None and (isinstance(min_containment, bool)
+                                        or not isinstance(min_containment, (int, float))
+                                        or not (0.0 <= min_containment <= 1.0) or math.isnan(min_containment)):
+        raise SimpgError(f"min_containment must be a number from 0 to 1 or None, got {min_containment!r}")
+    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int) or max_common < 0):
+        raise SimpgError(f"max_common must be an integer of at least 0 or None, got {max_common!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise SimpgError(f"limit must be an integer of at least 1 or None, got {limit!r}")
+    return min_tokens, None if min_containment is None else float(min_containment)
+
+
+def _query(text: str, config: PassageConfig) -> tuple[Tokens, np.ndarray]:
+    """The text's tokens (made once: every candidate is compared with them) and its passage hashes."""
+    query = tokens(text)
+    return query, passage_hashes_array(query, config)
+
+
+def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> list[list[int]]:
+    return list(passage_hashes_many(docs, config, workers=workers))
+
+
+def _longest_kgram_run(query_grams: np.ndarray, row: Tokens) -> int:
+    """The longest run of consecutive k-grams of ``row`` whose hashes are k-gram hashes of the query, in tokens.
+
+    Equal tokens have equal hashes, so a run of ``n`` tokens the two texts share is a run of
+    ``n - K + 1`` such k-grams: a row whose longest run is shorter than ``min_tokens`` shares
+    no run of ``min_tokens`` tokens, and is dropped without the full comparison (exact: it
+    only ever drops rows that :func:`~simpg.passages.compare` would drop).
+    """
+    grams = kgram_hashes(row.hashes) if len(row) >= K else np.zeros(0, dtype=np.uint64)
+    hit = np.isin(grams, query_grams, assume_unique=False)
+    if not hit.any():
+        return 0
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], hit.view(np.int8), [0]))))
+    return int((edges[1::2] - edges[::2]).max()) + K - 1
+
+
+def _verified(query: Tokens, rows: Iterable[Sequence[Any]], min_tokens: int, min_containment: float | None,
+              limit: int | None) -> list[PassageMatch]:
+    """The candidates ``(key, body, hashes, shared)`` verified on the texts, most shared tokens first.
+
+    A row is kept when it shares a run of ``min_tokens`` tokens with the query (and
+    ``min_containment`` one way or the other).
+    """
+    query_grams = np.unique(kgram_hashes(query.hashes)) if len(query) >= K else np.zeros(0, dtype=np.uint64)
+    found = []
+    for key, body, _, shared in rows:
+        row = tokens("" if body is None else str(body))
+        if _longest_kgram_run(query_grams, row) < min_tokens:
+            continue  # cheap and exact: compare() would find no run this long
+        c = compare(query, row)
+        if c.longest < min_tokens:
+            continue
+        if min_containment is not None and max(c.a_in_b, c.b_in_a) < min_containment:
+            continue
+        found.append(PassageMatch(key, c.passages, c.shared_tokens, c.longest, c.b_in_a, c.a_in_b, shared))
+    found.sort(key=lambda m: -m.shared_tokens)  # stable: the statement's order (most hashes, key) within ties
+    return found if limit is None else found[:limit]
+
+
+class AsyncPassageColumn:
+    """Partial-duplicate search on ``table.column``, a passage column, through its GIN index.
+
+    Args:
+        conn: a psycopg 3 connection. Statements run in its current transaction
+            (add() opens a savepoint or transaction of its own).
+        table: the table, optionally schema-qualified (``"public.docs"``).
+        column: the ``bigint[]`` column of passage hashes.
+        text_column: the column of the texts (lookups verify candidates on it).
+        key_column: the column returned as the row's key; default: the table's
+            single-column primary key.
+        prepare: prepare the lookup statement on the server (turn off behind a pooler
+            that cannot keep prepared statements).
+    """
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], table: str, column: str = "passages", *,
+                 text_column: str = "body", key_column: str | None = None, prepare: bool = True) -> None:
+        for name, value in (("table", table), ("column", column), ("text_column", text_column)):
+            if not isinstance(value, str) or not value:
+                raise SimpgError(f"expected a name for {name}, got {value!r}")
+        if key_column is not None and (not isinstance(key_column, str) or not key_column):
+            raise SimpgError(f"expected a name for key_column, got {key_column!r}")
+        self.conn = conn
+        wire.register_dumpers(conn)
+        self.table = table
+        self.column = column
+        self.text_column = text_column
+        self.key_column = key_column
+        self.prepare = prepare
+        self._info: PassageIndex | None = None
+        self._statement: bytes | None = None
+        self._common: dict[int, tuple[float, frozenset[int]]] = {}  # max_common -> (read at, hashes)
+        self._owns_conn = False
+
+    def __repr__(self) -> str:
+        return f"AsyncPassageColumn({self.table!r}, {self.column!r}, text_column={self.text_column!r})"
+
+    @classmethod
+    async def connect(cls, conninfo: str, table: str, column: str = "passages", *, text_column: str = "body",
+                      key_column: str | None = None, prepare: bool = True, **kwargs: Any) -> AsyncPassageColumn:
+        """A handle on a connection of its own, in autocommit mode; :meth:`close` closes it.
+
+        ``kwargs`` go to :meth:`psycopg.AsyncConnection.connect`.
+        """
+        with translated():
+            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
+        try:
+            handle = cls(conn, table, column, text_column=text_column, key_column=key_column, prepare=prepare)
+        except BaseException:
+            await conn.close()
+            raise
+        handle._owns_conn = True
+        return handle
+
+    async def close(self) -> None:
+        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
+        if self._owns_conn:
+            await self.conn.close()
+
+    async def __aenter__(self) -> AsyncPassageColumn:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- catalog ------------------------------------------------------------------
+
+    if True:  # ASYNC
+        async def info(self) -> PassageIndex:
+            """The passage index as this handle read it (on first use; see :meth:`refresh`)."""
+            return await self._current()
+    else:
+        @property
+        def info(self) -> PassageIndex:
+            """The passage index as this handle read it (on first use; see :meth:`refresh`)."""
+            return self._current()
+
+    async def _current(self) -> PassageIndex:
+        return self._info or await self.refresh()
+
+    async def refresh(self) -> PassageIndex:
+        """Read the passage index (``simpg.passage_indexes``), the key column and the lookup statement again.
+
+        Raises:
+            SimpgError: the column has no passage index, the key or text column does not
+                exist, or the text column is not of a text type.
+        """
+        with translated():
+            async with self.conn.cursor() as cur:
+                await cur.execute(_LAYOUT_SQL, [self.table, self.column, self.table, self.key_column])
+                row = await cur.fetchone()
+                assert row is not None  # the functions raise rather than return nothing
+                await cur.execute(_TEXT_TYPE_SQL, [self.table, self.text_column])
+                typed = await cur.fetchone()
+                if typed is None:
+                    raise SimpgError(f"column {self.text_column} of table {self.table} does not exist")
+                if typed[0] not in _TEXT_TYPES:
+                    raise SimpgError(f"column {self.text_column} of table {self.table} is {typed[0]}, expected text")
+                await cur.execute(_STATEMENT_SQL, [self.table, self.column, self.text_column, row[4]])
+                statement = await cur.fetchone()
+        assert statement is not None
+        table, column, window, index_name, key_column = row
+        self._info = PassageIndex(table, column, window, index_name, key_column, self.text_column)
+        self._statement = statement[0].encode()  # bytes: psycopg sends them as they are
+        self._common = {}
+        return self._info
+
+    async def create(self, window: int = PassageConfig().window) -> PassageIndex:
+        """Index the column (``simpg.create_passage_index``: a GIN index and the window in its comment).
+
+        Idempotent for the same window; another window than the column's is refused.
+        """
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise SimpgError(f"window must be an integer of at least 1, got {window!r}")
+        await self._call("SELECT simpg.create_passage_index(%s::pg_catalog.regclass, %s, %s)",
+                         [self.table, self.column, window])
+        return await self.refresh()
+
+    async def drop(self) -> None:
+        """Remove the GIN index and the comment (``simpg.drop_passage_index``); the column and its hashes stay."""
+        await self._call("SELECT simpg.drop_passage_index(%s::pg_catalog.regclass, %s)", [self.table, self.column])
+        self._info, self._statement, self._common = None, None, {}
+
+    async def _call(self, statement: str, params: Sequence[Any]) -> Any:
+        # one statement, its first row
+        with translated():
+            async with self.conn.cursor() as cur:
+                await cur.execute(statement, params)
+                return await cur.fetchone()
+
+    # -- loading --------------------------------------------------------------------
+
+    async def hashes(self, text: str) -> list[int]:
+        """The passage hashes of ``text`` with the index's window: what :meth:`add` stores for it."""
+        config = (await self._current()).config
+        return passage_hashes(_checked_text(text), config)
+
+    async def add(self, texts: Iterable[str], keys: Sequence[Any] | None = None, *,
+                  columns: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None) -> int:
+        """Insert one row per text with its passage hashes, through COPY, all or nothing; returns the rows.
+
+        Args:
+            texts: the texts (``str``), stored in the text column.
+            keys: the key column's value of each row; None lets the column's default
+                make them (a serial or identity key).
+            columns: other columns of the new rows, name -> one value per row.
+            workers: processes hashing the texts (default: 1 for fewer than 2000
+                texts, else one per CPU; see :func:`simpg.passages.passage_hashes_many`).
+        """
+        docs = [_checked_text(t) for t in texts]
+        info = await self._current()
+        if keys is not None:
+            keys = list(keys)
+            if len(keys) != len(docs):
+                raise SimpgError(f"expected one key per text ({len(docs)}), got {len(keys)}")
+        names, values = _common.extra_columns(columns, len(docs))
+        if workers is None:
+            workers = 1 if len(docs) < 2000 else None
+        hashed = await asyncio.to_thread(_hash_all, docs, info.config, workers)
+        targets = ([info.key_column] if keys is not None else []) + [info.text_column, info.column, *names]
+        # info.table is indexed_table::text, quoted by the server where it needs to be
+        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+            sql.SQL(info.table), sql.SQL(", ").join(map(sql.Identifier, targets)))
+        with translated():
+            async with self.conn.transaction(), self.conn.cursor() as cur:
+                async with cur.copy(statement) as copy:
+                    for i, (doc, stored) in enumerate(zip(docs, hashed, strict=True)):
+                        head = [keys[i]] if keys is not None else []
+                        await copy.write_row([*head, doc, stored, *(v[i] for v in values)])
+        return len(docs)
+
+    # -- lookups --------------------------------------------------------------------
+
+    async def common_hashes(self, max_common: int | None = 1000) -> frozenset[int]:
+        """The column's hashes that the statistics put in more than ``max_common`` rows (none for None).
+
+        ``simpg.common_passage_hashes``, kept by the handle for :data:`COMMON_TTL` seconds
+        (the statistics change only when ANALYZE runs) and read again by :meth:`refresh`.
+        """
+        if max_common is None:
+            return frozenset()
+        kept = self._common.get(max_common)
+        now = time.monotonic()
+        if kept is not None and now - kept[0] < COMMON_TTL:
+            return kept[1]
+        row = await self._call(_COMMON_SQL, [self.table, self.column, max_common])
+        found = frozenset(row[0])
+        self._common[max_common] = (now, found)
+        return found
+
+    async def near(self, text: str, *, min_tokens: int | None = None, min_containment: float | None = None,
+                   max_common: int | None = 1000, limit: int | None = None) -> PassageMatches:
+        """The rows that share passages with ``text``, verified on both texts, most shared tokens first.
+
+        A row is returned when it shares a run of at least ``min_tokens`` equal tokens with
+        the text (and, with ``min_containment``, when at least that fraction of the row is
+        in the text or of the text in the row). Every such row is found, except those that
+        share with the text only hashes skipped as common: the result's ``skipped``.
+
+        Args:
+            text: the text to look up.
+            min_tokens: the shortest shared run that counts; default and least: the
+                index's guarantee, ``window + 4`` (50 for the default window).
+            min_containment: the least containment, one way or the other, from 0 to 1.
+            max_common: skip the text's hashes that the statistics put in more than this
+                many rows (boilerplate); None skips nothing (exact for every hash).
+            limit: at most this many rows (the most shared first).
+
+        Raises:
+            SimpgError: a bad argument (naming it), or no passage index on the column.
+        """
+        query_text = _checked_text(text)
+
+        async def run(info: PassageIndex) -> PassageMatches:
+            least, containment = _checked_options(info, min_tokens, min_containment, max_common, limit)
+            query, hashes = await asyncio.to_thread(_query, query_text, info.config)
+            common = await self.common_hashes(max_common)
+            skipped = sorted(common.intersection(hashes.tolist())) if common else []
+            params = [wire.Int8Array(hashes), wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
+            assert self._statement is not None
+            async with psycopg.AsyncRawCursor(self.conn) as cur:  # $1, $2
+                await cur.execute(self._statement, params, prepare=self.prepare, binary=True)
+                rows = await cur.fetchall()
+            found = await asyncio.to_thread(_verified, query, rows, least, containment, limit)
+            return PassageMatches(found, skipped)
+
+        return await self._lookup(run)
+
+    async def _lookup(self, run: Callable[[PassageIndex], Awaitable[_T]]) -> _T:
+        # The statement carries simpg.passage_layout_is: if the index was re-created with
+        # another window since this handle read it (SQLSTATE SPG01), read it again and run
+        # the lookup once more. When the error aborted the caller's transaction, say so.
+        try:
+            return await run(await self._current())
+        except psycopg.Error as err:
+            if err.sqlstate != LAYOUT_CHANGED:
+                raise translate(err) from err
+            stale, self._info = self._info, None
+            if _common.aborted(self.conn):
+                raise SimpgError(
+                    f"the passage index on {self.table}.{self.column} changed since this handle read it "
+                    f"(window {stale.window if stale else '?'}); roll back and call again") from err
+            logger.info("simpg passage index on %s.%s changed; reading it again", self.table, self.column)
+        info = await self.refresh()
+        with translated():
+            return await run(info)
