@@ -1,10 +1,13 @@
-"""The verification step of a passage lookup, shared by every surface (SQLAlchemy, psycopg).
+"""The checks and the verification step of a passage lookup, shared by every surface (SQLAlchemy, psycopg).
 
-A surface runs the one lookup statement (SQL's ``simpg.passage_lookup_statement``: rows
-sharing a hash with the text's :func:`query_hashes`) and hands the rows to
-:func:`verify`, which compares each row's text with the query text
-(:func:`~simpg.passages.compare`) and keeps those that share a passage of at least
-``min_tokens`` tokens and, with ``min_containment``, hold or are held that much.
+A surface checks the arguments here (:func:`checked_thresholds`, :func:`checked_max_common`,
+:func:`checked_limit`), prepares the text once (:func:`prepared_query`: its tokens, its
+k-gram hashes, its passage hashes), runs the one lookup statement (SQL's
+``simpg.passage_lookup_statement``: rows sharing a hash with the text, but for the common
+hashes :func:`to_skip` names) and hands the rows to :func:`verify`, which compares each
+row's text with the query text (:func:`~simpg.passages.compare`) and keeps those that share
+a passage of at least ``min_tokens`` tokens and, with ``min_containment``, hold or are
+held that much.
 
 Thresholds: the index finds every row sharing a run of at least the config's
 ``guarantee`` (``window + K - 1``) tokens with the text, and no promise below it, so
@@ -23,84 +26,55 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from simpg.fingerprint.errors import InvalidConfig, InvalidDocument
 from simpg.passages.comparison import compare
 from simpg.passages.config import K, PassageConfig, config_or_default
 from simpg.passages.tokens import Tokens, tokens
-from simpg.passages.winnow import passage_hashes
+from simpg.passages.winnow import I64Array, U64Array, kgram_hashes, winnowed
 from simpg.results import PassageMatch
 
-__all__ = ["checked_thresholds", "query_hashes", "verify"]
+__all__ = ["Query", "checked_limit", "checked_max_common", "checked_thresholds", "prepared_query", "query_text",
+           "to_skip", "verify"]
 
 
 def checked_thresholds(config: PassageConfig, min_tokens: Any, min_containment: Any) -> tuple[int, float]:
     """``(min_tokens, min_containment)`` with their defaults, or an error naming the bad value.
 
-    ``min_tokens`` None means the config's guarantee; below it (or below K) is refused.
-    ``min_containment`` None means 0.0; it must be a number in [0, 1].
+    ``min_tokens`` None means the config's guarantee; below it is refused.
+    ``min_containment`` None means 0.0; it must be a number from 0 to 1.
     """
     guarantee = config.guarantee
     if min_tokens is None:
         min_tokens = guarantee
-    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < K:
-        raise InvalidConfig(f"expected min_tokens >= {K}, got {min_tokens!r}")
-    if min_tokens < guarantee:
-        raise InvalidConfig(
-            f"min_tokens {min_tokens} is below the passage index's guarantee {guarantee} "
-            f"(window {config.window} + k {K} - 1): shorter shared passages are not all found")
+    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < guarantee:
+        raise InvalidConfig(f"min_tokens must be an integer of at least {guarantee} (the passage index's window "
+                            f"{config.window} + {K - 1}: shorter shared runs are not all found), got {min_tokens!r}")
     if min_containment is None:
         min_containment = 0.0
+    # NaN fails the range test too
     if isinstance(min_containment, bool) or not isinstance(min_containment, (int, float)) or not (
             0.0 <= min_containment <= 1.0):
-        raise InvalidConfig(f"expected min_containment between 0 and 1, got {min_containment!r}")
+        raise InvalidConfig(f"min_containment must be a number from 0 to 1 or None, got {min_containment!r}")
     return min_tokens, float(min_containment)
 
 
-def query_hashes(text: str | Tokens, config: PassageConfig | None = None) -> list[int]:
-    """The hashes a lookup of ``text`` searches for ($1 of the lookup statement): its passage hashes."""
-    if not isinstance(text, (str, Tokens)):
-        raise InvalidDocument(f"expected a text (str), got {text!r:.60}")
-    return passage_hashes(text, config)
+def checked_max_common(max_common: Any) -> int | None:
+    """``max_common`` (skip hashes in more rows than this; None skips none), or an error naming it."""
+    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int)
+                                   or max_common < 0):
+        raise InvalidConfig(f"max_common must be an integer of at least 0 or None, got {max_common!r}")
+    return max_common
 
 
-def verify(
-    text: str | Tokens,
-    config: PassageConfig | None,
-    rows: Iterable[Sequence[Any]],
-    *,
-    min_tokens: int | None = None,
-    min_containment: float | None = None,
-) -> list[PassageMatch]:
-    """The candidate rows that truly share passages with ``text``, most shared tokens first.
-
-    Args:
-        text: the query text (or its tokens).
-        config: the passage index's config (its window sets the default ``min_tokens``).
-        rows: the lookup statement's rows, ``(key, body, hashes, shared)`` (``hashes`` unused);
-            in the statement's order, which breaks ties.
-        min_tokens: the longest shared passage must have at least this many tokens
-            (default and lowest: the config's guarantee).
-        min_containment: ``max(text_in_row, row_in_text)`` must reach it (default 0).
-
-    Returns:
-        One :class:`~simpg.results.PassageMatch` per row kept, by shared tokens (most
-        first), then in the statement's order.
-    """
-    cfg = config_or_default(config)
-    least, containment = checked_thresholds(cfg, min_tokens, min_containment)
-    query = text if isinstance(text, Tokens) else tokens(query_text(text))
-    found: list[PassageMatch] = []
-    for key, body, _hashes, shared in rows:
-        if not isinstance(body, str):  # a NULL text: nothing to verify, nothing claimed
-            continue
-        c = compare(query, body)
-        if c.longest < least or max(c.a_in_b, c.b_in_a) < containment:
-            continue
-        found.append(PassageMatch(key, c.passages, c.shared_tokens, c.a_in_b, c.b_in_a, int(shared)))
-    # stable: rows with as many shared tokens keep the statement's order (most hashes, then key)
-    return sorted(found, key=lambda m: -m.shared_tokens)
+def checked_limit(limit: Any) -> int | None:
+    """``limit`` (at most this many matches; None: all), or an error naming it."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidConfig(f"limit must be an integer of at least 1 or None, got {limit!r}")
+    return limit
 
 
 def query_text(text: Any) -> str:
@@ -108,3 +82,89 @@ def query_text(text: Any) -> str:
     if not isinstance(text, str):
         raise InvalidDocument(f"expected a text (str), got {text!r:.60}")
     return text
+
+
+class Query(NamedTuple):
+    """A text to look up, prepared once: every candidate is compared with it."""
+
+    tokens: Tokens
+    grams: U64Array  #: its distinct k-gram hashes (none under K tokens): the cheap check's
+    hashes: I64Array  #: its passage hashes, sorted: what the lookup statement searches ($1)
+
+
+def prepared_query(text: str | Tokens | Query, config: PassageConfig | None = None) -> Query:
+    """The tokens, k-gram hashes and passage hashes (with ``config``'s window) of a text, each made once."""
+    if isinstance(text, Query):
+        return text
+    toks = text if isinstance(text, Tokens) else tokens(query_text(text))
+    grams = kgram_hashes(toks.hashes)
+    # under K tokens the one "k-gram" is all the tokens: no run of K tokens to check against
+    distinct = np.unique(grams) if len(toks) >= K else np.zeros(0, dtype=np.uint64)
+    return Query(toks, distinct, winnowed(grams, config))
+
+
+def to_skip(hashes: I64Array, common: Iterable[int]) -> list[int]:
+    """The query's passage hashes among the column's ``common`` ones, sorted: what the lookup skips ($2)."""
+    common = frozenset(common)
+    return sorted(common.intersection(hashes.tolist())) if common else []
+
+
+def _longest_kgram_run(query_grams: U64Array, row: Tokens) -> int:
+    """The longest run of consecutive k-grams of ``row`` whose hashes are k-gram hashes of the query, in tokens.
+
+    Equal tokens have equal hashes, so a run of ``n`` tokens the two texts share is a run of
+    ``n - K + 1`` such k-grams: a row whose longest run is shorter than ``min_tokens`` shares
+    no run of ``min_tokens`` tokens, and is dropped without the full comparison (exact: it
+    only ever drops rows that :func:`~simpg.passages.compare` would drop).
+    """
+    grams = kgram_hashes(row.hashes) if len(row) >= K else np.zeros(0, dtype=np.uint64)
+    hit = np.isin(grams, query_grams)
+    if not hit.any():
+        return 0
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], hit.view(np.int8), [0]))))
+    return int((edges[1::2] - edges[::2]).max()) + K - 1
+
+
+def verify(
+    text: str | Tokens | Query,
+    config: PassageConfig | None,
+    rows: Iterable[Sequence[Any]],
+    *,
+    min_tokens: int | None = None,
+    min_containment: float | None = None,
+    limit: int | None = None,
+) -> list[PassageMatch]:
+    """The candidate rows that truly share passages with ``text``, most shared tokens first.
+
+    Args:
+        text: the query text (or its tokens, or :func:`prepared_query`'s answer).
+        config: the passage index's config (its window sets the default ``min_tokens``).
+        rows: the lookup statement's rows, ``(key, body, hashes, shared)`` (``hashes`` unused);
+            in the statement's order, which breaks ties. A NULL body matches nothing.
+        min_tokens: the longest shared passage must have at least this many tokens
+            (default and lowest: the config's guarantee).
+        min_containment: ``max(text_in_row, row_in_text)`` must reach it (default 0).
+        limit: at most this many matches (the most shared tokens first); None: all.
+
+    Returns:
+        One :class:`~simpg.results.PassageMatch` per row kept, by shared tokens (most
+        first), then in the statement's order.
+    """
+    least, containment = checked_thresholds(config_or_default(config), min_tokens, min_containment)
+    checked_limit(limit)
+    query = prepared_query(text, config)
+    found: list[PassageMatch] = []
+    for key, body, _hashes, shared in rows:
+        if body is None:  # a NULL text: nothing to verify, nothing claimed
+            continue
+        row = tokens(body)
+        if _longest_kgram_run(query.grams, row) < least:
+            continue  # cheap and exact: compare() would find no run this long
+        c = compare(query.tokens, row)
+        if c.longest < least or max(c.a_in_b, c.b_in_a) < containment:
+            continue
+        found.append(PassageMatch(key, c.passages, c.shared_tokens, c.longest, row_in_text=c.b_in_a,
+                                  text_in_row=c.a_in_b, shared_hashes=int(shared)))
+    # stable: rows with as many shared tokens keep the statement's order (most hashes, then key)
+    found.sort(key=lambda m: -m.shared_tokens)
+    return found if limit is None else found[:limit]

@@ -29,7 +29,7 @@ from simpg.fingerprint.batch import _each
 from simpg.passages.config import K, PassageConfig, config_or_default
 from simpg.passages.tokens import Tokens, tokens
 
-__all__ = ["kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many", "winnow"]
+__all__ = ["kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many", "winnow", "winnowed"]
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
@@ -83,12 +83,16 @@ def winnow(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
     return np.unique(np.concatenate(picked)).astype(np.intp)
 
 
+def winnowed(grams: U64Array, config: PassageConfig | None = None) -> I64Array:
+    """The passage hashes of a text from its k-gram hashes (:func:`kgram_hashes`): sorted, distinct ``int64``."""
+    return np.unique(grams[winnow(grams, config_or_default(config).window)].view(np.int64))
+
+
 def passage_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
     """:func:`passage_hashes` as a sorted ``int64`` array (no Python ints: for batches and COPY)."""
     cfg = config_or_default(config)
     toks = text if isinstance(text, Tokens) else tokens(text)
-    grams = kgram_hashes(toks.hashes)
-    return np.unique(grams[winnow(grams, cfg.window)].view(np.int64))
+    return winnowed(kgram_hashes(toks.hashes), cfg)
 
 
 def passage_hashes(text: str | Tokens, config: PassageConfig | None = None) -> list[int]:

@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -40,16 +39,15 @@ import psycopg
 from psycopg import sql
 
 from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
-from simpg.passages import (
-    K,
-    PassageConfig,
-    Tokens,
-    compare,
-    kgram_hashes,
-    passage_hashes,
-    passage_hashes_array,
-    passage_hashes_many,
-    tokens,
+from simpg.passages import PassageConfig, passage_hashes, passage_hashes_many
+from simpg.passages.lookup import (
+    checked_limit,
+    checked_max_common,
+    checked_thresholds,
+    prepared_query,
+    query_text,
+    to_skip,
+    verify,
 )
 from simpg.psycopg import _common, wire
 from simpg.results import PassageIndex, PassageMatch, PassageMatches
@@ -77,78 +75,8 @@ _COMMON_SQL = "SELECT simpg.common_passage_hashes(%s::pg_catalog.regclass, %s, %
 _TEXT_TYPES = frozenset({"text", "character varying", "character", "name", "citext"})
 
 
-def _checked_text(text: Any) -> str:
-    if not isinstance(text, str):
-        raise SimpgError(f"expected a text (str), got {text!r:.60}")
-    return text
-
-
-def _checked_options(index: PassageIndex, min_tokens: Any, min_containment: Any, max_common: Any,
-                     limit: Any) -> tuple[int, float | None]:
-    """``(min_tokens, min_containment)`` checked, min_tokens defaulting to the index's guarantee."""
-    if min_tokens is None:
-        min_tokens = index.guarantee
-    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < index.guarantee:
-        raise SimpgError(f"min_tokens must be an integer of at least {index.guarantee} (the passage index's window "
-                         f"{index.window} + 4: shorter shared runs are not all found), got {min_tokens!r}")
-    if min_containment is not None and (isinstance(min_containment, bool)
-                                        or not isinstance(min_containment, (int, float))
-                                        or not (0.0 <= min_containment <= 1.0) or math.isnan(min_containment)):
-        raise SimpgError(f"min_containment must be a number from 0 to 1 or None, got {min_containment!r}")
-    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int) or max_common < 0):
-        raise SimpgError(f"max_common must be an integer of at least 0 or None, got {max_common!r}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise SimpgError(f"limit must be an integer of at least 1 or None, got {limit!r}")
-    return min_tokens, None if min_containment is None else float(min_containment)
-
-
-def _query(text: str, config: PassageConfig) -> tuple[Tokens, np.ndarray]:
-    """The text's tokens (made once: every candidate is compared with them) and its passage hashes."""
-    query = tokens(text)
-    return query, passage_hashes_array(query, config)
-
-
 def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> list[list[int]]:
     return list(passage_hashes_many(docs, config, workers=workers))
-
-
-def _longest_kgram_run(query_grams: np.ndarray, row: Tokens) -> int:
-    """The longest run of consecutive k-grams of ``row`` whose hashes are k-gram hashes of the query, in tokens.
-
-    Equal tokens have equal hashes, so a run of ``n`` tokens the two texts share is a run of
-    ``n - K + 1`` such k-grams: a row whose longest run is shorter than ``min_tokens`` shares
-    no run of ``min_tokens`` tokens, and is dropped without the full comparison (exact: it
-    only ever drops rows that :func:`~simpg.passages.compare` would drop).
-    """
-    grams = kgram_hashes(row.hashes) if len(row) >= K else np.zeros(0, dtype=np.uint64)
-    hit = np.isin(grams, query_grams, assume_unique=False)
-    if not hit.any():
-        return 0
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], hit.view(np.int8), [0]))))
-    return int((edges[1::2] - edges[::2]).max()) + K - 1
-
-
-def _verified(query: Tokens, rows: Iterable[Sequence[Any]], min_tokens: int, min_containment: float | None,
-              limit: int | None) -> list[PassageMatch]:
-    """The candidates ``(key, body, hashes, shared)`` verified on the texts, most shared tokens first.
-
-    A row is kept when it shares a run of ``min_tokens`` tokens with the query (and
-    ``min_containment`` one way or the other).
-    """
-    query_grams = np.unique(kgram_hashes(query.hashes)) if len(query) >= K else np.zeros(0, dtype=np.uint64)
-    found = []
-    for key, body, _, shared in rows:
-        row = tokens("" if body is None else str(body))
-        if _longest_kgram_run(query_grams, row) < min_tokens:
-            continue  # cheap and exact: compare() would find no run this long
-        c = compare(query, row)
-        if c.longest < min_tokens:
-            continue
-        if min_containment is not None and max(c.a_in_b, c.b_in_a) < min_containment:
-            continue
-        found.append(PassageMatch(key, c.passages, c.shared_tokens, c.longest, c.b_in_a, c.a_in_b, shared))
-    found.sort(key=lambda m: -m.shared_tokens)  # stable: the statement's order (most hashes, key) within ties
-    return found if limit is None else found[:limit]
 
 
 class PassageColumn:
@@ -281,7 +209,7 @@ class PassageColumn:
     def hashes(self, text: str) -> list[int]:
         """The passage hashes of ``text`` with the index's window: what :meth:`add` stores for it."""
         config = (self._current()).config
-        return passage_hashes(_checked_text(text), config)
+        return passage_hashes(query_text(text), config)
 
     def add(self, texts: Iterable[str], keys: Sequence[Any] | None = None, *,
             columns: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None) -> int:
@@ -295,7 +223,7 @@ class PassageColumn:
             workers: processes hashing the texts (default: 1 for fewer than 2000
                 texts, else one per CPU; see :func:`simpg.passages.passage_hashes_many`).
         """
-        docs = [_checked_text(t) for t in texts]
+        docs = [query_text(t) for t in texts]
         info = self._current()
         if keys is not None:
             keys = list(keys)
@@ -325,6 +253,7 @@ class PassageColumn:
         ``simpg.common_passage_hashes``, kept by the handle for :data:`COMMON_TTL` seconds
         (the statistics change only when ANALYZE runs) and read again by :meth:`refresh`.
         """
+        max_common = checked_max_common(max_common)
         if max_common is None:
             return frozenset()
         kept = self._common.get(max_common)
@@ -337,7 +266,7 @@ class PassageColumn:
         return found
 
     def near(self, text: str, *, min_tokens: int | None = None, min_containment: float | None = None,
-             max_common: int | None = 1000, limit: int | None = None) -> PassageMatches:
+             max_common: int | None = 1000, limit: int | None = None) -> PassageMatches[PassageMatch]:
         """The rows that share passages with ``text``, verified on both texts, most shared tokens first.
 
         A row is returned when it shares a run of at least ``min_tokens`` equal tokens with
@@ -357,19 +286,22 @@ class PassageColumn:
         Raises:
             SimpgError: a bad argument (naming it), or no passage index on the column.
         """
-        query_text = _checked_text(text)
+        query = query_text(text)
+        checked_max_common(max_common)
+        checked_limit(limit)
 
-        def run(info: PassageIndex) -> PassageMatches:
-            least, containment = _checked_options(info, min_tokens, min_containment, max_common, limit)
-            query, hashes = _query(query_text, info.config)
-            common = self.common_hashes(max_common)
-            skipped = sorted(common.intersection(hashes.tolist())) if common else []
-            params = [wire.Int8Array(hashes), wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
+        def run(info: PassageIndex) -> PassageMatches[PassageMatch]:
+            checked_thresholds(info.config, min_tokens, min_containment)  # before the lookup
+            prepared = prepared_query(query, info.config)
+            skipped = to_skip(prepared.hashes, self.common_hashes(max_common))
+            params = [wire.Int8Array(prepared.hashes),
+                      wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
             assert self._statement is not None
             with psycopg.RawCursor(self.conn) as cur:  # $1, $2
                 cur.execute(self._statement, params, prepare=self.prepare, binary=True)
                 rows = cur.fetchall()
-            found = _verified(query, rows, least, containment, limit)
+            found = verify(prepared, info.config, rows, min_tokens=min_tokens,
+                                      min_containment=min_containment, limit=limit)
             return PassageMatches(found, skipped)
 
         return self._lookup(run)

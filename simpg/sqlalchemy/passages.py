@@ -41,11 +41,18 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
 from simpg.exc import SimpgError
-from simpg.fingerprint.errors import InvalidConfig
 from simpg.passages.config import COMMENT_PREFIX, PassageConfig, config_or_default
-from simpg.passages.lookup import checked_thresholds, query_hashes, query_text, verify
+from simpg.passages.lookup import (
+    checked_limit,
+    checked_max_common,
+    checked_thresholds,
+    prepared_query,
+    query_text,
+    to_skip,
+    verify,
+)
 from simpg.passages.winnow import passage_hashes
-from simpg.results import PassageLookup, PassageMatch
+from simpg.results import PassageMatch, PassageMatches
 from simpg.sqlalchemy.index import _resolve_column
 from simpg.sqlnames import quoted_name
 
@@ -262,12 +269,6 @@ _PLAN_SQL = (
 )
 
 
-def _max_common(value: Any) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise InvalidConfig(f"expected max_common >= 0 or None, got {value!r}")
-    return value
-
-
 def _driver(connection: Any, what: str) -> Any:
     driver = getattr(connection, "driver_connection", None)
     if not isinstance(driver, (psycopg.Connection, psycopg.AsyncConnection)):
@@ -280,16 +281,20 @@ def _plan_params(lookup: _Lookup, max_common: int | None) -> dict[str, Any]:
             "max_common": max_common}
 
 
+def _lookup_params(hashes: Any, skipped: list[int]) -> list[Any]:
+    """The lookup statement's $1 (the text's passage hashes) and $2 (those it skips, NULL for none)."""
+    return [hashes.tolist(), skipped or None]
+
+
 def _objects_select(lookup: _Lookup, keys: list[Any]) -> Any:
     return select(lookup.entity).where(lookup.key.in_(bindparam("keys", keys, expanding=True)))
 
 
-def _paired(objects: Any, matches: list[PassageMatch], skipped: list[int] | None, lookup: _Lookup,
-            ) -> PassageLookup[tuple[Any, PassageMatch]]:
+def _paired(objects: Any, matches: list[PassageMatch], skipped: list[int], lookup: _Lookup,
+            ) -> PassageMatches[tuple[Any, PassageMatch]]:
     by_key = {getattr(obj, lookup.key.key): obj for obj in objects}
     # a row deleted between the two statements (another transaction) is left out
-    pairs = tuple((by_key[m.key], m) for m in matches if m.key in by_key)
-    return PassageLookup(pairs, tuple(skipped or ()))
+    return PassageMatches(((by_key[m.key], m) for m in matches if m.key in by_key), skipped)
 
 
 def passages_near(
@@ -300,9 +305,10 @@ def passages_near(
     min_tokens: int | None = None,
     min_containment: float | None = None,
     max_common: int | None = 1000,
+    limit: int | None = None,
     column: Any = None,
     text_column: Any = None,
-) -> PassageLookup[tuple[Any, PassageMatch]]:
+) -> PassageMatches[tuple[Any, PassageMatch]]:
     """The stored objects that share passages with ``text``, verified, most shared tokens first.
 
     Runs the one lookup statement (``simpg.passage_lookup_statement``) on the session's
@@ -317,25 +323,29 @@ def passages_near(
             lowest: the index's guarantee, window + 4).
         min_containment: ``max(text_in_row, row_in_text)`` must reach it.
         max_common: skip hashes the statistics put in more than this many rows
-            (boilerplate); None skips nothing. The skipped ones are in ``skipped_hashes``.
+            (boilerplate); None skips nothing. The text's hashes skipped are the result's ``skipped``.
+        limit: at most this many objects (the most shared tokens first).
         column: the passage attribute, when the entity has several.
         text_column: the text attribute (default: the one ``passages_on_write`` reads).
 
     Returns:
-        ``(object, PassageMatch)`` pairs; ``PassageMatch.key`` is the primary key.
+        ``(object, PassageMatch)`` pairs (:class:`~simpg.results.PassageMatches`, with
+        ``skipped``); ``PassageMatch.key`` is the primary key.
     """
     lookup = _lookup(entity, column, text_column)
     query = query_text(text)
-    skip_limit = _max_common(max_common)
+    checked_max_common(max_common)
+    checked_limit(limit)
     if session.autoflush:
         session.flush()
     driver = _driver(session.connection().connection, "passages_near")
-    statement, window, skipped = driver.execute(_PLAN_SQL, _plan_params(lookup, skip_limit)).fetchone()
+    statement, window, common = driver.execute(_PLAN_SQL, _plan_params(lookup, max_common)).fetchone()
     config = PassageConfig(window)
     checked_thresholds(config, min_tokens, min_containment)  # before the lookup: errors name the value
-    hashes = query_hashes(query, config)
-    rows = psycopg.RawCursor(driver).execute(statement, [hashes, skipped]).fetchall() if hashes else []
-    matches = verify(query, config, rows, min_tokens=min_tokens, min_containment=min_containment)
+    prepared = prepared_query(query, config)
+    skipped = to_skip(prepared.hashes, common or ())
+    rows = psycopg.RawCursor(driver).execute(statement, _lookup_params(prepared.hashes, skipped)).fetchall()
+    matches = verify(prepared, config, rows, min_tokens=min_tokens, min_containment=min_containment, limit=limit)
     objects = session.scalars(_objects_select(lookup, [m.key for m in matches])).all() if matches else []
     return _paired(objects, matches, skipped, lookup)
 
@@ -348,26 +358,28 @@ async def passages_near_async(
     min_tokens: int | None = None,
     min_containment: float | None = None,
     max_common: int | None = 1000,
+    limit: int | None = None,
     column: Any = None,
     text_column: Any = None,
-) -> PassageLookup[tuple[Any, PassageMatch]]:
+) -> PassageMatches[tuple[Any, PassageMatch]]:
     """:func:`passages_near` for an ``AsyncSession`` (``postgresql+psycopg_async``)."""
     lookup = _lookup(entity, column, text_column)
     query = query_text(text)
-    skip_limit = _max_common(max_common)
+    checked_max_common(max_common)
+    checked_limit(limit)
     if session.autoflush:
         await session.flush()
     raw = await (await session.connection()).get_raw_connection()
     driver = _driver(raw, "passages_near_async")
-    cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, skip_limit))
-    statement, window, skipped = await cur.fetchone()
+    cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, max_common))
+    statement, window, common = await cur.fetchone()
     config = PassageConfig(window)
     checked_thresholds(config, min_tokens, min_containment)
-    hashes = query_hashes(query, config)
-    rows: list[Any] = []
-    if hashes:
-        rows = await (await psycopg.AsyncRawCursor(driver).execute(statement, [hashes, skipped])).fetchall()
-    matches = verify(query, config, rows, min_tokens=min_tokens, min_containment=min_containment)
+    prepared = prepared_query(query, config)
+    skipped = to_skip(prepared.hashes, common or ())
+    rows = await (await psycopg.AsyncRawCursor(driver).execute(statement, _lookup_params(prepared.hashes, skipped))
+                  ).fetchall()
+    matches = verify(prepared, config, rows, min_tokens=min_tokens, min_containment=min_containment, limit=limit)
     objects = (await session.scalars(_objects_select(lookup, [m.key for m in matches]))).all() if matches else []
     return _paired(objects, matches, skipped, lookup)
 

@@ -322,7 +322,7 @@ def test_the_cheap_check_never_drops_a_row_the_comparison_keeps() -> None:
     import numpy as np
 
     from simpg.passages import compare, kgram_hashes, tokens
-    from simpg.psycopg.passage_aio import _longest_kgram_run
+    from simpg.passages.lookup import _longest_kgram_run
 
     rows, queries = corpus(53, n=80)
     for query in [*queries, "", "w1", rows[5]]:

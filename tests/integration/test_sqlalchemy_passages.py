@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from simpg.exc import SimpgError
-from simpg.fingerprint.errors import InvalidConfig
+from simpg.fingerprint.errors import InvalidConfig, InvalidDocument
 from simpg.passages import PassageConfig, passage_hashes
 from simpg.results import PassageMatch
 from simpg.sqlalchemy import (
@@ -102,10 +102,13 @@ def test_lookup_equals_brute_force(db):
             for query in queries:
                 for min_tokens in (GUARANTEE, GUARANTEE + 10):
                     found = passages_near(session, Page, query, min_tokens=min_tokens, max_common=None)
-                    assert found.skipped_hashes == ()
+                    assert found.skipped == ()
                     _check(found, rows, query, min_tokens)
                 found = passages_near(session, Page, query, min_containment=0.5, max_common=None)
                 _check(found, rows, query, GUARANTEE, 0.5)
+                every = passages_near(session, Page, query, max_common=None)
+                first = passages_near(session, Page, query, max_common=None, limit=2)
+                assert [m for _, m in first] == [m for _, m in every][:2]
     finally:
         engine.dispose()
 
@@ -152,10 +155,10 @@ def test_common_hashes_are_skipped_and_reported(db):
             session.execute(text("ANALYZE pages"))
             query = " ".join(boilerplate)
             skipped = passages_near(session, Page, query, max_common=100)
-            assert skipped.skipped_hashes and len(skipped) < len(rows)
-            assert set(skipped.skipped_hashes) <= set(passage_hashes(query, CONFIG))
+            assert skipped.skipped and len(skipped) < len(rows)
+            assert set(skipped.skipped) <= set(passage_hashes(query, CONFIG))
             exact = passages_near(session, Page, query, max_common=None)
-            assert len(exact) == len(rows) and exact.skipped_hashes == ()
+            assert len(exact) == len(rows) and exact.skipped == ()
     finally:
         engine.dispose()
 
@@ -165,12 +168,20 @@ def test_bad_input_is_a_clear_error(db):
     try:
         Base.metadata.create_all(engine)
         with Session(engine) as session:
-            with pytest.raises(InvalidConfig, match="min_tokens 11 is below the passage index's guarantee 12"):
+            # the same checks and words as simpg.psycopg.PassageColumn.near (simpg.passages.lookup)
+            with pytest.raises(InvalidConfig, match=r"^min_tokens must be an integer of at least 12 \(the passage "
+                                                    r"index's window 8 \+ 4: shorter shared runs are not all "
+                                                    r"found\), got 11$"):
                 passages_near(session, Page, "some text", min_tokens=11)
-            with pytest.raises(InvalidConfig, match="expected min_containment between 0 and 1, got 1.5"):
+            with pytest.raises(InvalidConfig, match=r"^min_containment must be a number from 0 to 1 or None, "
+                                                    r"got 1\.5$"):
                 passages_near(session, Page, "some text", min_containment=1.5)
-            with pytest.raises(InvalidConfig, match="expected max_common >= 0 or None, got -1"):
+            with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0 or None, got -1$"):
                 passages_near(session, Page, "some text", max_common=-1)
+            with pytest.raises(InvalidConfig, match=r"^limit must be an integer of at least 1 or None, got 0$"):
+                passages_near(session, Page, "some text", limit=0)
+            with pytest.raises(InvalidDocument, match=r"^expected a text \(str\), got 42$"):
+                passages_near(session, Page, 42)  # type: ignore[arg-type]
             with pytest.raises(StatementError, match=r"expected passage hashes \(signed 64-bit ints\), got \[9223"):
                 session.execute(insert(Page).values(id=5, passages=[2**63]))
             session.rollback()
