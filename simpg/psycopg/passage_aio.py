@@ -37,16 +37,7 @@ import psycopg
 from psycopg import sql
 
 from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
-from simpg.passages import PassageConfig, passage_hashes, passage_hashes_many
-from simpg.passages.lookup import (
-    checked_limit,
-    checked_max_common,
-    checked_thresholds,
-    prepared_query,
-    query_text,
-    to_skip,
-    verify,
-)
+from simpg.passages import PassageConfig, lookup, passage_hashes, passage_hashes_many
 from simpg.psycopg import _common, wire
 from simpg.results import PassageIndex, PassageMatch, PassageMatches
 
@@ -67,13 +58,8 @@ COMMON_TTL = 60.0
 _LAYOUT_SQL = ("SELECT p.indexed_table::text, p.passage_column, p.passage_window, p.index_name, k.column_name "
                "FROM simpg.passage_layout(%s::pg_catalog.regclass, %s) AS p, "
                "simpg.report_key(%s::pg_catalog.regclass, %s) AS k")
-_TEXT_TYPE_SQL = ("SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute AS a "
-                  "WHERE a.attrelid = %s::pg_catalog.regclass AND a.attname = %s AND a.attnum > 0 "
-                  "AND NOT a.attisdropped")
 _STATEMENT_SQL = "SELECT simpg.passage_lookup_statement(%s::pg_catalog.regclass, %s, %s, %s)"
 _COMMON_SQL = "SELECT simpg.common_passage_hashes(%s::pg_catalog.regclass, %s, %s)"
-#: Types whose values psycopg loads as str.
-_TEXT_TYPES = frozenset({"text", "character varying", "character", "name", "citext"})
 
 
 def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> list[list[int]]:
@@ -172,12 +158,7 @@ class AsyncPassageColumn:
                 await cur.execute(_LAYOUT_SQL, [self.table, self.column, self.table, self.key_column])
                 row = await cur.fetchone()
                 assert row is not None  # the functions raise rather than return nothing
-                await cur.execute(_TEXT_TYPE_SQL, [self.table, self.text_column])
-                typed = await cur.fetchone()
-                if typed is None:
-                    raise SimpgError(f"column {self.text_column} of table {self.table} does not exist")
-                if typed[0] not in _TEXT_TYPES:
-                    raise SimpgError(f"column {self.text_column} of table {self.table} is {typed[0]}, expected text")
+                # the statement's function checks the text column (it exists, of a text type)
                 await cur.execute(_STATEMENT_SQL, [self.table, self.column, self.text_column, row[4]])
                 statement = await cur.fetchone()
         assert statement is not None
@@ -215,7 +196,7 @@ class AsyncPassageColumn:
     async def hashes(self, text: str) -> list[int]:
         """The passage hashes of ``text`` with the index's window: what :meth:`add` stores for it."""
         config = (await self._current()).config
-        return passage_hashes(query_text(text), config)
+        return passage_hashes(lookup.query_text(text), config)
 
     async def add(self, texts: Iterable[str], keys: Sequence[Any] | None = None, *,
                   columns: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None) -> int:
@@ -229,7 +210,7 @@ class AsyncPassageColumn:
             workers: processes hashing the texts (default: 1 for fewer than 2000
                 texts, else one per CPU; see :func:`simpg.passages.passage_hashes_many`).
         """
-        docs = [query_text(t) for t in texts]
+        docs = [lookup.query_text(t) for t in texts]
         info = await self._current()
         if keys is not None:
             keys = list(keys)
@@ -259,7 +240,7 @@ class AsyncPassageColumn:
         ``simpg.common_passage_hashes``, kept by the handle for :data:`COMMON_TTL` seconds
         (the statistics change only when ANALYZE runs) and read again by :meth:`refresh`.
         """
-        max_common = checked_max_common(max_common)
+        max_common = lookup.checked_max_common(max_common)
         if max_common is None:
             return frozenset()
         kept = self._common.get(max_common)
@@ -292,21 +273,21 @@ class AsyncPassageColumn:
         Raises:
             SimpgError: a bad argument (naming it), or no passage index on the column.
         """
-        query = query_text(text)
-        checked_max_common(max_common)
-        checked_limit(limit)
+        query = lookup.query_text(text)
+        lookup.checked_max_common(max_common)
+        lookup.checked_limit(limit)
 
         async def run(info: PassageIndex) -> PassageMatches[PassageMatch]:
-            checked_thresholds(info.config, min_tokens, min_containment)  # before the lookup
-            prepared = await asyncio.to_thread(prepared_query, query, info.config)
-            skipped = to_skip(prepared.hashes, await self.common_hashes(max_common))
+            lookup.checked_thresholds(info.config, min_tokens, min_containment)  # before the lookup
+            prepared = await asyncio.to_thread(lookup.prepared_query, query, info.config)
+            skipped = lookup.to_skip(prepared.hashes, await self.common_hashes(max_common))
             params = [wire.Int8Array(prepared.hashes),
                       wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
             assert self._statement is not None
             async with psycopg.AsyncRawCursor(self.conn) as cur:  # $1, $2
                 await cur.execute(self._statement, params, prepare=self.prepare, binary=True)
                 rows = await cur.fetchall()
-            found = await asyncio.to_thread(verify, prepared, info.config, rows, min_tokens=min_tokens,
+            found = await asyncio.to_thread(lookup.verify, prepared, info.config, rows, min_tokens=min_tokens,
                                             min_containment=min_containment, limit=limit)
             return PassageMatches(found, skipped)
 

@@ -40,7 +40,7 @@ from sqlalchemy import ARRAY, BigInteger, Column, Table, bindparam, event, inspe
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
-from simpg.exc import SimpgError
+from simpg.exc import SimpgError, translated
 from simpg.passages.config import COMMENT_PREFIX, PassageConfig, config_or_default
 from simpg.passages.lookup import (
     checked_limit,
@@ -339,7 +339,8 @@ def passages_near(
     if session.autoflush:
         session.flush()
     driver = _driver(session.connection().connection, "passages_near")
-    statement, window, common = driver.execute(_PLAN_SQL, _plan_params(lookup, max_common)).fetchone()
+    with translated():  # the server's checks of the columns, as SimpgError
+        statement, window, common = driver.execute(_PLAN_SQL, _plan_params(lookup, max_common)).fetchone()
     config = PassageConfig(window)
     checked_thresholds(config, min_tokens, min_containment)  # before the lookup: errors name the value
     prepared = prepared_query(query, config)
@@ -371,8 +372,9 @@ async def passages_near_async(
         await session.flush()
     raw = await (await session.connection()).get_raw_connection()
     driver = _driver(raw, "passages_near_async")
-    cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, max_common))
-    statement, window, common = await cur.fetchone()
+    with translated():
+        cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, max_common))
+        statement, window, common = await cur.fetchone()
     config = PassageConfig(window)
     checked_thresholds(config, min_tokens, min_containment)
     prepared = prepared_query(query, config)

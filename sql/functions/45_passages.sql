@@ -441,7 +441,7 @@ COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer) IS
 -- passage_lookup_statement: the one statement every surface runs to find the rows that
 -- share a hash with a text: $1 bigint[] the text's hashes, $2 bigint[] hashes to skip
 -- (simpg.common_passage_hashes; NULL or '{}' skips nothing). Columns: key (the key
--- column, its own type), body (the text column, its own type), hashes (the stored
+-- column, its own type), body (the text column, of a text type: another is refused), hashes (the stored
 -- bigint[]), shared (integer: distinct hashes of $1 not skipped that the row holds, >= 1);
 -- most shared first, then by key. The window it was made for is stated in it
 -- (simpg.passage_layout_is), checked whenever PostgreSQL plans it.
@@ -455,14 +455,21 @@ AS $$
 DECLARE
     v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
     v_key record := simpg.report_key(rel, key_column);
+    v_text_type text;
 BEGIN
     IF text_column IS NULL THEN
         RAISE EXCEPTION 'text column must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_attribute AS a
-                   WHERE a.attrelid = rel AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped) THEN
+    SELECT format_type(a.atttypid, NULL) INTO v_text_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
         RAISE EXCEPTION 'column % of table % does not exist', quote_ident(text_column), rel
             USING ERRCODE = 'undefined_column';
+    END IF;
+    -- the candidates are verified on their texts: clients read the column as strings
+    IF v_text_type NOT IN ('text', 'character varying', 'character', 'name', 'citext') THEN
+        RAISE EXCEPTION 'column % of table % is %, expected text', quote_ident(text_column), rel, v_text_type
+            USING ERRCODE = 'datatype_mismatch';
     END IF;
     -- the probe is a scalar subquery: one InitPlan, evaluated once per execution, whose
     -- value the GIN index scan takes as its key

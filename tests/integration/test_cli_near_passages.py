@@ -15,7 +15,6 @@ import pytest
 
 from simpg.cli import main
 from simpg.commands._near_passages import quote
-from simpg.passages import passage_hashes
 from simpg.psycopg import PassageColumn
 from tests.integration.cli import CORPUS, run
 from tests.integration.test_passage_column import VOCAB, corpus, expected_matches, make_table
@@ -82,7 +81,7 @@ def test_near_passages_errors(db, capsys: pytest.CaptureFixture[str]) -> None:
     PassageColumn(conn, "docs", "hashes", text_column="content").create(8)
     for argv, message in [(["--min-containment", "2"], "min_containment must be a number from 0 to 1 or None, got 2.0"),
                           (["--min-tokens", "5"], "min_tokens must be an integer of at least 12"),
-                          (["--text-column", "nope"], "column nope of table docs does not exist"),
+                          (["--text-column", "nope"], "column nope of table public.docs does not exist"),
                           (["--collection", "c"], "--collection applies to the table simpg_documents, not 'docs'")]:
         code, _, err = run(capsys, "near", "--passages", "--text", "x", "--table", "docs", "--column", "hashes",
                            "--text-column", "content", *argv, "--dsn", db.dsn)
@@ -101,16 +100,13 @@ def test_near_passages_on_the_reference_table(db, capsys: pytest.CaptureFixture[
     assert main(["dedup", str(CORPUS), "--dsn", dsn, "--collection", "one"]) == 0
     assert main(["dedup", str(CORPUS), "--dsn", dsn, "--collection", "two"]) == 0
     capsys.readouterr()
-    code, _, err = run(capsys, "near", "--passages", "--text", "x", "--dsn", dsn)
-    if conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = 'simpg_documents'::regclass "
-                    "AND attname = 'passages' AND NOT attisdropped").fetchone() is None:
-        assert code != 0 and "simpg_documents has no passages column" in err
-        # as ensure_reference_schema will make it, and simpg dedup fill it
-        conn.execute("ALTER TABLE simpg_documents ADD COLUMN passages bigint[]")
-        with conn.cursor() as cur:
-            for key, body in conn.execute("SELECT id, body FROM simpg_documents").fetchall():
-                cur.execute("UPDATE simpg_documents SET passages = %s WHERE id = %s", [passage_hashes(body), key])
-        conn.execute("SELECT simpg.create_passage_index('simpg_documents', 'passages')")
+    # simpg dedup stores the documents with the passages column empty (NULL) and its passage
+    # index made (ensure_reference_schema); simpg backfill --passages fills the column
+    assert conn.execute("SELECT count(*) FROM simpg_documents WHERE passages IS NOT NULL").fetchone() == (0,)
+    code, _, err = run(capsys, "backfill", "--dsn", dsn, "--table", "simpg_documents", "--text-column", "body",
+                       "--passages")
+    assert code == 0, err
+    assert conn.execute("SELECT count(*) FROM simpg_documents WHERE passages IS NULL").fetchone() == (0,)
     rows = dict(conn.execute("SELECT id, body FROM simpg_documents").fetchall())
     collection = dict(conn.execute("SELECT id, collection FROM simpg_documents").fetchall())
     rng = random.Random(2)

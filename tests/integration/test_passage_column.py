@@ -281,9 +281,9 @@ def test_bad_input_is_an_error_naming_it(conn) -> None:
         PassageColumn(conn, "docs", text_column="body").near("a text")
     docs = PassageColumn(conn, "docs", text_column="body")
     docs.create(8)
-    with pytest.raises(SimpgError, match=r"^column missing of table docs does not exist$"):
+    with pytest.raises(SimpgError, match=r"^column missing of table public\.docs does not exist$"):
         PassageColumn(conn, "docs", text_column="missing").near("a text")
-    with pytest.raises(SimpgError, match=r"^column n of table docs is integer, expected text$"):
+    with pytest.raises(SimpgError, match=r"^column n of table public\.docs is integer, expected text$"):
         PassageColumn(conn, "docs", text_column="n").near("a text")
     with pytest.raises(SimpgError, match=r"^column nokey of table public\.docs does not exist$"):
         PassageColumn(conn, "docs", text_column="body", key_column="nokey").near("a text")

@@ -182,6 +182,12 @@ def test_bad_input_is_a_clear_error(db):
                 passages_near(session, Page, "some text", limit=0)
             with pytest.raises(InvalidDocument, match=r"^expected a text \(str\), got 42$"):
                 passages_near(session, Page, 42)  # type: ignore[arg-type]
+            with pytest.raises(SimpgError, match=r"^column id of table public\.pages is bigint, expected text$"):
+                passages_near(session, Page, "some text", text_column=Page.id)
+            session.rollback()
+            with pytest.raises(SimpgError, match=r"^column nobody of table public\.pages does not exist$"):
+                passages_near(session, Page, "some text", text_column="nobody")
+            session.rollback()
             with pytest.raises(StatementError, match=r"expected passage hashes \(signed 64-bit ints\), got \[9223"):
                 session.execute(insert(Page).values(id=5, passages=[2**63]))
             session.rollback()
