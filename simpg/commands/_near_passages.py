@@ -70,6 +70,7 @@ def quote(text: str, start: int, end: int) -> str:
 def run(args: argparse.Namespace) -> int:
     """Look the texts up through the passage index and print the matching rows."""
     import psycopg
+    from psycopg import sql
 
     from simpg.corpus import read_text
 
@@ -105,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
             matches = [m.as_dict() for m in found]
             if reference:
                 details = {r[0]: r[1:] for r in conn.execute(
-                    f"SELECT id, source, title, collection FROM {REFERENCE_TABLE} WHERE id = ANY(%s)",
-                    [[m["key"] for m in matches]])}
+                    sql.SQL("SELECT id, source, title, collection FROM {} WHERE id = ANY(%s)").format(
+                        sql.Identifier(REFERENCE_TABLE)), [[m["key"] for m in matches]])}
                 if args.collection is not None:  # every match, then those of the collection: still exact
                     matches = [m for m in matches if details[m["key"]][2] == args.collection][:args.limit]
                 for m in matches:

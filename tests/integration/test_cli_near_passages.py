@@ -17,12 +17,12 @@ from simpg.cli import main
 from simpg.commands._near_passages import quote
 from simpg.psycopg import PassageColumn
 from tests.integration.cli import CORPUS, run
-from tests.integration.test_passage_column import VOCAB, corpus, expected_matches, make_table
-from tests.unit.test_passages import random_text
+from tests.integration.passage_corpus import VOCAB, expected_matches, make_table, quoting_corpus
+from tests.passage_texts import random_text
 
 
 def test_near_passages_on_a_table(db, capsys: pytest.CaptureFixture[str], tmp_path) -> None:
-    rows, queries = corpus(7, n=40)
+    rows, queries = quoting_corpus(7, n=40)
     conn = db.conn
     make_table(conn)
     docs = PassageColumn(conn, "docs", text_column="body")

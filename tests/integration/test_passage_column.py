@@ -12,93 +12,22 @@ with another window under a handle that had prepared its lookup.
 
 from __future__ import annotations
 
-import math
 import random
 import uuid
-from collections.abc import Mapping
-from typing import Any
 
 import psycopg
 import pytest
 
 from simpg.exc import SimpgError
 from simpg.passages import K, PassageConfig, passage_hashes
-from simpg.psycopg import AsyncPassageColumn, PassageColumn, PassageMatch, PassageMatches
-from tests.oracles import brute_common_runs, brute_containment
-from tests.unit.test_passages import LETTERS, random_text, study_tokens
-
-VOCAB = [f"w{i}" for i in range(400)] + ["Straße", "ＴＨＥ", "ﬁle", "café"]
-
-
-def expected_matches(query: str, rows: Mapping[Any, str], guarantee: int) -> dict[Any, tuple[Any, ...]]:
-    """{key: (runs of >= K tokens, text_in_row, row_in_text)} of the rows sharing a run of >= guarantee."""
-    q = study_tokens(query)
-    found = {}
-    for key, text in rows.items():
-        r = study_tokens(text)
-        if not brute_common_runs(q, r, guarantee):
-            continue
-        sq, sr, shared = brute_containment(q, r)
-        found[key] = (brute_common_runs(q, r, K), shared / sq if sq else 0.0, shared / sr if sr else 0.0)
-    return found
-
-
-def check(got: list[PassageMatch], query: str, rows: Mapping[Any, str], guarantee: int) -> None:
-    expected = expected_matches(query, rows, guarantee)
-    assert {m.key for m in got} == set(expected)
-    assert len(got) == len(expected)
-    assert [m.shared_tokens for m in got] == sorted((m.shared_tokens for m in got), reverse=True)
-    for m in got:
-        runs, text_in_row, row_in_text = expected[m.key]
-        assert [(p.a_start, p.a_end, p.b_start, p.b_end) for p in m.passages] == runs
-        assert math.isclose(m.text_in_row, text_in_row) and math.isclose(m.row_in_text, row_in_text)
-        assert m.passage_count == len(runs) and m.shared_tokens == sum(b - a for a, b, _, _ in runs)
-        assert m.longest >= guarantee and m.shared_hashes >= 1
-        for p in m.passages:  # the offsets quote the passage in the query and in the row
-            assert study_tokens(query[p.a_char_start:p.a_char_end]) == study_tokens(
-                rows[m.key][p.b_char_start:p.b_char_end])
-
-
-def corpus(seed: int, n: int = 60) -> tuple[dict[int, str], list[str]]:
-    """Rows and queries: rows copy passages of the queries (short and long), one holds a query twice,
-    others mix CJK letters and Latin words, a few are empty or one word."""
-    rng = random.Random(seed)
-    queries = [random_text(rng, rng.randint(40, 160), VOCAB) for _ in range(4)]
-    rows: dict[int, str] = {}
-    for key in range(1, n + 1):
-        kind = rng.random()
-        own = random_text(rng, rng.randint(10, 120), VOCAB)
-        q = rng.choice(queries)
-        words = q.split(" ")
-        if kind < 0.5:  # a passage of the query, of 5 to 60 words, inside text of its own
-            length = rng.randint(5, 60)
-            start = rng.randint(0, max(0, len(words) - length))
-            cut = len(own) // 2
-            rows[key] = own[:cut] + " " + " ".join(words[start:start + length]) + " " + own[cut:]
-        elif kind < 0.55:
-            rows[key] = q + " " + own + " " + q
-        elif kind < 0.7:
-            rows[key] = "".join(rng.choice(LETTERS) for _ in range(30)) + " " + q[: len(q) // 2]
-        elif kind < 0.75:
-            rows[key] = rng.choice(["", "w1", "。", "w1 w2 w3"])
-        else:
-            rows[key] = own
-    return rows, queries
-
-
-def make_table(conn: psycopg.Connection, key_type: str = "bigint", table: str = "docs",
-               partitioned: bool = False) -> None:
-    conn.execute(f"CREATE TABLE {table} (id {key_type} PRIMARY KEY, body text, passages bigint[])"
-                 + (" PARTITION BY HASH (id)" if partitioned else ""))
-    if partitioned:
-        for i in range(3):
-            conn.execute(f"CREATE TABLE {table}_{i} PARTITION OF {table} "
-                         f"FOR VALUES WITH (MODULUS 3, REMAINDER {i})")
+from simpg.psycopg import AsyncPassageColumn, PassageColumn, PassageMatches
+from tests.integration.passage_corpus import VOCAB, check, make_table, quoting_corpus
+from tests.passage_texts import random_text
 
 
 @pytest.mark.parametrize("window", [8, 46])
 def test_near_is_exactly_the_rows_sharing_a_run_of_the_guarantee(conn, window: int) -> None:
-    rows, queries = corpus(window)
+    rows, queries = quoting_corpus(window)
     make_table(conn)
     docs = PassageColumn(conn, "docs", text_column="body")
     info = docs.create(window)
@@ -137,7 +66,7 @@ def test_a_row_holding_the_query_twice_shares_it_twice(conn) -> None:
 
 @pytest.mark.parametrize("key_type", ["uuid", "text"])
 def test_uuid_and_text_keys(conn, key_type: str) -> None:
-    rows_by_int, queries = corpus(11, n=30)
+    rows_by_int, queries = quoting_corpus(11, n=30)
     keys = [uuid.UUID(int=random.Random(i).getrandbits(128)) if key_type == "uuid" else f"doc {i:03d}"
             for i in rows_by_int]
     rows = dict(zip(keys, rows_by_int.values(), strict=True))
@@ -150,7 +79,7 @@ def test_uuid_and_text_keys(conn, key_type: str) -> None:
 
 
 def test_a_partitioned_table(conn) -> None:
-    rows, queries = corpus(17, n=40)
+    rows, queries = quoting_corpus(17, n=40)
     make_table(conn, partitioned=True)
     docs = PassageColumn(conn, "docs", text_column="body")
     docs.create(8)
@@ -163,7 +92,7 @@ def test_a_partitioned_table(conn) -> None:
 def test_a_key_column_and_other_columns(conn) -> None:
     conn.execute("CREATE TABLE docs (id bigserial PRIMARY KEY, ref text UNIQUE NOT NULL, lang text, "
                  "content varchar, hashes bigint[])")
-    rows, queries = corpus(23, n=20)
+    rows, queries = quoting_corpus(23, n=20)
     docs = PassageColumn(conn, "docs", "hashes", text_column="content", key_column="ref")
     docs.create(8)
     refs = [f"r{key}" for key in rows]
@@ -215,7 +144,7 @@ def test_boilerplate_skipped_as_common_after_analyze(conn) -> None:
 
 
 async def test_async_handle_equals_the_sync_one(db) -> None:
-    rows, queries = corpus(31, n=40)
+    rows, queries = quoting_corpus(31, n=40)
     with psycopg.connect(db.dsn, autocommit=True) as conn:
         make_table(conn)
         sync = PassageColumn(conn, "docs", text_column="body")
@@ -235,7 +164,7 @@ async def test_async_handle_equals_the_sync_one(db) -> None:
 
 
 def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None:
-    rows, queries = corpus(41, n=40)
+    rows, queries = quoting_corpus(41, n=40)
     with psycopg.connect(db.dsn, autocommit=True) as conn, psycopg.connect(db.dsn, autocommit=True) as other:
         make_table(conn)
         docs = PassageColumn(conn, "docs", text_column="body", prepare=True)
@@ -324,7 +253,7 @@ def test_the_cheap_check_never_drops_a_row_the_comparison_keeps() -> None:
     from simpg.passages import compare, kgram_hashes, tokens
     from simpg.passages.lookup import _longest_kgram_run
 
-    rows, queries = corpus(53, n=80)
+    rows, queries = quoting_corpus(53, n=80)
     for query in [*queries, "", "w1", rows[5]]:
         q = tokens(query)
         grams = np.unique(kgram_hashes(q.hashes)) if len(q) >= K else np.zeros(0, dtype=np.uint64)

@@ -34,37 +34,7 @@ from simpg.passages import (
     winnow,
 )
 from tests.oracles import brute_common_runs, brute_containment, brute_winnow
-
-#: The study's tokens (bench/quality/truth.py's script-aware rule), written out here.
-SPACELESS = ("\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
-             "\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-             "\u0e00-\u0e7f\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff")
-STUDY_TOKEN = re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+")
-
-
-def study_tokens(text: str) -> list[str]:
-    # one deliberate difference: simpg folds the final sigma (lower() picks it by the next letter)
-    return STUDY_TOKEN.findall(unicodedata.normalize("NFKC", text).lower().replace("ς", "σ"))
-
-
-#: Spellings of a few words that normalise alike (full-width, ligatures, capitals, combining accents),
-#: Han, kana and Thai letters, Greek with a final sigma, and separators.
-WORDS = ["the", "The", "ＴＨＥ", "ﬁle", "file", "FILE", "café", "cafe\u0301", "CAFÉ", "naïve", "nai\u0308ve",
-         "ΟΔΟΣ", "οδος", "ΣΟΦΟΣ.", "λόγος", "straße", "ǆem", "x", "42", "４２"]
-LETTERS = ["中", "文", "字", "の", "カ", "ก", "ข"]
-SEPARATORS = [" ", "  ", "\n", ", ", ". ", "。", "，", " - ", "\t"]
-
-
-def random_text(rng: random.Random, n: int, vocab: list[str] | None = None) -> str:
-    parts = []
-    for _ in range(n):
-        if rng.random() < 0.3:
-            parts.append(rng.choice(LETTERS))
-            parts.append(rng.choice(["", "", " "]))
-        else:
-            parts.append(rng.choice(vocab or WORDS))
-            parts.append(rng.choice(SEPARATORS))
-    return "".join(parts)
+from tests.passage_texts import WORDS, random_text, study_tokens
 
 
 def spans(text: str) -> list[str]:
