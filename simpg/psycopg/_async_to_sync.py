@@ -41,6 +41,8 @@ PAIRS: list[tuple[Path, Path]] = [
 RENAMES = {
     "AsyncSimHashColumn": "SimHashColumn",
     "AsyncPassageColumn": "PassageColumn",
+    "AsyncOwnedConnection": "OwnedConnection",
+    "simpg.psycopg.aio": "simpg.psycopg.index",  # passage_aio's import of the shared base class
     "AsyncConnection": "Connection",
     "AsyncNearLookup": "NearLookup",
     "AsyncRawCursor": "RawCursor",
@@ -67,7 +69,7 @@ def convert(source: str, source_name: str = "aio.py") -> str:
     """The sync module for the async module ``source`` (the text of the file ``source_name``)."""
     text = _apply(source, _async_blocks(source))
     text = _apply(text, _async_syntax(text))
-    text = re.sub(r"\b(" + "|".join(RENAMES) + r")\b", lambda m: RENAMES[m.group(1)], text)
+    text = re.sub(r"\b(" + "|".join(map(re.escape, RENAMES)) + r")\b", lambda m: RENAMES[m.group(1)], text)
     text = re.sub(r"\bawait\s+|\basync\s+(?=(?:def|with|for)\b)", "", text)  # docstrings' examples
     text = _apply(text, _imports(text))
     text = re.sub(r"\n{4,}", "\n\n\n", text)  # a dropped block leaves its blank lines

@@ -65,7 +65,7 @@ if True:  # ASYNC
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AsyncSimHashColumn", "configure_lookups_async"]
+__all__ = ["AsyncOwnedConnection", "AsyncSimHashColumn", "configure_lookups_async"]
 
 _T = TypeVar("_T")
 
@@ -93,7 +93,43 @@ async def configure_lookups_async(conn: psycopg.AsyncConnection[Any]) -> None:
             await conn.commit()
 
 
-class AsyncSimHashColumn:
+_Handle = TypeVar("_Handle", bound="AsyncOwnedConnection")
+
+
+class AsyncOwnedConnection:
+    """What every handle does with its connection: one that :meth:`connect` opened closes with the handle."""
+
+    conn: psycopg.AsyncConnection[Any]
+    _owns_conn = False
+
+    @classmethod
+    async def _owning(cls, conn: psycopg.AsyncConnection[Any], make: Callable[[], _Handle]) -> _Handle:
+        # connect()'s handle, which closes the connection with itself (or now, if making it fails)
+        try:
+            handle = make()
+            await handle._set_up()
+        except BaseException:
+            await conn.close()
+            raise
+        handle._owns_conn = True
+        return handle
+
+    async def _set_up(self) -> None:
+        """What a connection of the handle's own needs before its first statement (nothing here)."""
+
+    async def close(self) -> None:
+        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
+        if self._owns_conn:
+            await self.conn.close()
+
+    async def __aenter__(self: _Handle) -> _Handle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class AsyncSimHashColumn(AsyncOwnedConnection):
     """Near-duplicate search on ``table.column`` through its simpg index.
 
     Args:
@@ -123,7 +159,6 @@ class AsyncSimHashColumn:
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
         self._near = lookup.AsyncNearLookup(conn)
-        self._owns_conn = False
 
     def __repr__(self) -> str:
         return f"AsyncSimHashColumn({self.table!r}, {self.column!r})"
@@ -139,7 +174,7 @@ class AsyncSimHashColumn:
             """
             with translated():
                 conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
-            return await cls._owning(conn, table, column, key_column, prepare)
+            return await cls._owning(conn, lambda: cls(conn, table, column, key_column=key_column, prepare=prepare))
     else:
         @classmethod
         def connect(cls, conninfo: str, table: str, column: str = "simhash", *, key_column: str | None = None,
@@ -164,31 +199,10 @@ class AsyncSimHashColumn:
                     conn: psycopg.Connection[Any] = polling
                 else:
                     conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
-            return cls._owning(conn, table, column, key_column, prepare)
+            return cls._owning(conn, lambda: cls(conn, table, column, key_column=key_column, prepare=prepare))
 
-    @classmethod
-    async def _owning(cls, conn: psycopg.AsyncConnection[Any], table: str, column: str, key_column: str | None,
-                      prepare: bool) -> AsyncSimHashColumn:
-        # connect()'s handle, which closes the connection with itself (or now, if it fails)
-        try:
-            await configure_lookups_async(conn)
-            handle = cls(conn, table, column, key_column=key_column, prepare=prepare)
-        except BaseException:
-            await conn.close()
-            raise
-        handle._owns_conn = True
-        return handle
-
-    async def close(self) -> None:
-        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
-        if self._owns_conn:
-            await self.conn.close()
-
-    async def __aenter__(self) -> AsyncSimHashColumn:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def _set_up(self) -> None:
+        await configure_lookups_async(self.conn)
 
     # -- catalog ------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SimHashColumn", "configure_lookups"]
+__all__ = ["OwnedConnection", "SimHashColumn", "configure_lookups"]
 
 _T = TypeVar("_T")
 
@@ -92,7 +92,43 @@ def configure_lookups(conn: psycopg.Connection[Any]) -> None:
             conn.commit()
 
 
-class SimHashColumn:
+_Handle = TypeVar("_Handle", bound="OwnedConnection")
+
+
+class OwnedConnection:
+    """What every handle does with its connection: one that :meth:`connect` opened closes with the handle."""
+
+    conn: psycopg.Connection[Any]
+    _owns_conn = False
+
+    @classmethod
+    def _owning(cls, conn: psycopg.Connection[Any], make: Callable[[], _Handle]) -> _Handle:
+        # connect()'s handle, which closes the connection with itself (or now, if making it fails)
+        try:
+            handle = make()
+            handle._set_up()
+        except BaseException:
+            conn.close()
+            raise
+        handle._owns_conn = True
+        return handle
+
+    def _set_up(self) -> None:
+        """What a connection of the handle's own needs before its first statement (nothing here)."""
+
+    def close(self) -> None:
+        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
+        if self._owns_conn:
+            self.conn.close()
+
+    def __enter__(self: _Handle) -> _Handle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SimHashColumn(OwnedConnection):
     """Near-duplicate search on ``table.column`` through its simpg index.
 
     Args:
@@ -122,7 +158,6 @@ class SimHashColumn:
         self._info: IndexInfo | None = None
         self._statements: dict[str, bytes] = {}
         self._near = lookup.NearLookup(conn)
-        self._owns_conn = False
 
     def __repr__(self) -> str:
         return f"SimHashColumn({self.table!r}, {self.column!r})"
@@ -150,31 +185,10 @@ class SimHashColumn:
                 conn: psycopg.Connection[Any] = polling
             else:
                 conn = psycopg.connect(conninfo, autocommit=True, **kwargs)
-        return cls._owning(conn, table, column, key_column, prepare)
+        return cls._owning(conn, lambda: cls(conn, table, column, key_column=key_column, prepare=prepare))
 
-    @classmethod
-    def _owning(cls, conn: psycopg.Connection[Any], table: str, column: str, key_column: str | None,
-                prepare: bool) -> SimHashColumn:
-        # connect()'s handle, which closes the connection with itself (or now, if it fails)
-        try:
-            configure_lookups(conn)
-            handle = cls(conn, table, column, key_column=key_column, prepare=prepare)
-        except BaseException:
-            conn.close()
-            raise
-        handle._owns_conn = True
-        return handle
-
-    def close(self) -> None:
-        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
-        if self._owns_conn:
-            self.conn.close()
-
-    def __enter__(self) -> SimHashColumn:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _set_up(self) -> None:
+        configure_lookups(self.conn)
 
     # -- catalog ------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from psycopg import sql
 from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
 from simpg.passages import PassageConfig, lookup, passage_hashes, passage_hashes_many
 from simpg.psycopg import _common, wire
+from simpg.psycopg.aio import AsyncOwnedConnection
 from simpg.results import PassageIndex, PassageMatch, PassageMatches
 
 if True:  # ASYNC
@@ -66,7 +67,7 @@ def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> li
     return list(passage_hashes_many(docs, config, workers=workers))
 
 
-class AsyncPassageColumn:
+class AsyncPassageColumn(AsyncOwnedConnection):
     """Partial-duplicate search on ``table.column``, a passage column, through its GIN index.
 
     Args:
@@ -98,7 +99,6 @@ class AsyncPassageColumn:
         self._info: PassageIndex | None = None
         self._statement: bytes | None = None
         self._common: dict[int, tuple[float, frozenset[int]]] = {}  # max_common -> (read at, hashes)
-        self._owns_conn = False
 
     def __repr__(self) -> str:
         return f"AsyncPassageColumn({self.table!r}, {self.column!r}, text_column={self.text_column!r})"
@@ -112,24 +112,8 @@ class AsyncPassageColumn:
         """
         with translated():
             conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **kwargs)
-        try:
-            handle = cls(conn, table, column, text_column=text_column, key_column=key_column, prepare=prepare)
-        except BaseException:
-            await conn.close()
-            raise
-        handle._owns_conn = True
-        return handle
-
-    async def close(self) -> None:
-        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
-        if self._owns_conn:
-            await self.conn.close()
-
-    async def __aenter__(self) -> AsyncPassageColumn:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        return await cls._owning(conn, lambda: cls(conn, table, column, text_column=text_column,
+                                                   key_column=key_column, prepare=prepare))
 
     # -- catalog ------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from psycopg import sql
 from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
 from simpg.passages import PassageConfig, lookup, passage_hashes, passage_hashes_many
 from simpg.psycopg import _common, wire
+from simpg.psycopg.index import OwnedConnection
 from simpg.results import PassageIndex, PassageMatch, PassageMatches
 
 logger = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> li
     return list(passage_hashes_many(docs, config, workers=workers))
 
 
-class PassageColumn:
+class PassageColumn(OwnedConnection):
     """Partial-duplicate search on ``table.column``, a passage column, through its GIN index.
 
     Args:
@@ -97,7 +98,6 @@ class PassageColumn:
         self._info: PassageIndex | None = None
         self._statement: bytes | None = None
         self._common: dict[int, tuple[float, frozenset[int]]] = {}  # max_common -> (read at, hashes)
-        self._owns_conn = False
 
     def __repr__(self) -> str:
         return f"PassageColumn({self.table!r}, {self.column!r}, text_column={self.text_column!r})"
@@ -111,24 +111,8 @@ class PassageColumn:
         """
         with translated():
             conn = psycopg.Connection.connect(conninfo, autocommit=True, **kwargs)
-        try:
-            handle = cls(conn, table, column, text_column=text_column, key_column=key_column, prepare=prepare)
-        except BaseException:
-            conn.close()
-            raise
-        handle._owns_conn = True
-        return handle
-
-    def close(self) -> None:
-        """Close the connection if :meth:`connect` opened it (a connection passed in stays open)."""
-        if self._owns_conn:
-            self.conn.close()
-
-    def __enter__(self) -> PassageColumn:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return cls._owning(conn, lambda: cls(conn, table, column, text_column=text_column,
+                                             key_column=key_column, prepare=prepare))
 
     # -- catalog ------------------------------------------------------------------
 
