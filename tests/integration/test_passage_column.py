@@ -163,6 +163,16 @@ async def test_async_handle_equals_the_sync_one(db) -> None:
     assert docs.conn.closed
 
 
+def reindex(conn: psycopg.Connection, rows: dict[int, str], window: int) -> None:
+    """The passage index of docs made again with another window, the stored hashes with it."""
+    conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
+    with conn.cursor() as cur:
+        for key, text in rows.items():
+            cur.execute("UPDATE docs SET passages = %s WHERE id = %s",
+                        [passage_hashes(text, PassageConfig(window)), key])
+    conn.execute("SELECT simpg.create_passage_index('docs', 'passages', %s)", [window])
+
+
 def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None:
     rows, queries = quoting_corpus(41, n=40)
     with psycopg.connect(db.dsn, autocommit=True) as conn, psycopg.connect(db.dsn, autocommit=True) as other:
@@ -173,22 +183,12 @@ def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None
         for q in queries:  # prepared and planned with window 8
             check(docs.near(q, max_common=None), q, rows, 12)
         # elsewhere: the index is made again with window 20, the hashes with it
-        other.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
-        with other.cursor() as cur:
-            for key, text in rows.items():
-                cur.execute("UPDATE docs SET passages = %s WHERE id = %s",
-                            [passage_hashes(text, PassageConfig(20)), key])
-        other.execute("SELECT simpg.create_passage_index('docs', 'passages', 20)")
+        reindex(other, rows, 20)
         for q in queries:
             check(docs.near(q, max_common=None), q, rows, 24)
         assert docs.info.window == 20
         # inside a transaction the error aborts it: the handle says so and reads the index at the next call
-        other.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
-        with other.cursor() as cur:
-            for key, text in rows.items():
-                cur.execute("UPDATE docs SET passages = %s WHERE id = %s",
-                            [passage_hashes(text, PassageConfig(8)), key])
-        other.execute("SELECT simpg.create_passage_index('docs', 'passages', 8)")
+        reindex(other, rows, 8)
         conn.autocommit = False
         with pytest.raises(SimpgError, match=r"^the passage index on docs\.passages changed since this handle "
                                              r"read it \(window 20\); roll back and call again$"):
