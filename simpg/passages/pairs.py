@@ -41,11 +41,12 @@ from simpg.fingerprint.batch import _each
 from simpg.fingerprint.errors import InvalidConfig, InvalidDocument
 from simpg.passages.comparison import Comparison, compare
 from simpg.passages.config import PassageConfig, config_or_default
-from simpg.passages.tokens import tokens
+from simpg.passages.tokens import Tokens, tokens
 from simpg.passages.winnow import passage_hashes_array
 
 __all__ = [
     "PAIR_CHUNK",
+    "VERIFY_BATCH",
     "CandidatePairs",
     "CommonHash",
     "PassageCluster",
@@ -60,6 +61,8 @@ I64Array = npt.NDArray[np.int64]
 
 #: Postings pairs enumerated at a time: bounds the memory of a hash many documents share.
 PAIR_CHUNK = 1 << 22
+#: Candidate pairs verified at a time (one task of a worker): its documents are tokenised once.
+VERIFY_BATCH = 2048
 
 Rule = Literal["rank", "containment", "index"]
 
@@ -230,11 +233,17 @@ def _direction(a: int, b: int, c: Comparison, rank: Sequence[Any] | None) -> tup
     return a, "index"
 
 
-def _verify_group(item: tuple[str, Sequence[str]]) -> list[Comparison]:
-    """compare() of one text with each of several others, the first tokenised once."""
-    first, others = item
-    t = tokens(first)
-    return [compare(t, other) for other in others]
+def _verify_batch(item: tuple[dict[int, str], list[int], list[int]]) -> list[Comparison]:
+    """compare() of each pair of a batch, each document of the batch tokenised once."""
+    texts, a_list, b_list = item
+    made: dict[int, Tokens] = {}
+
+    def tokens_of(d: int) -> Tokens:
+        if d not in made:
+            made[d] = tokens(texts[d])
+        return made[d]
+
+    return [compare(tokens_of(a), tokens_of(b)) for a, b in zip(a_list, b_list, strict=True)]
 
 
 def _kept(c: Comparison, min_tokens: int | None, min_containment: float | None) -> bool:
@@ -318,15 +327,17 @@ def passage_pairs(
 
 
 def _verify(texts: Sequence[str], a_list: list[int], b_list: list[int], workers: int | None) -> Iterator[Comparison]:
-    """compare() of every candidate pair, in order; pairs grouped by their first text (tokenised once)."""
-    groups: list[tuple[int, list[int]]] = []
-    for a, b in zip(a_list, b_list, strict=True):
-        if not groups or groups[-1][0] != a:
-            groups.append((a, []))
-        groups[-1][1].append(b)
-    items = ((texts[a], [texts[b] for b in bs]) for a, bs in groups)
+    """compare() of every candidate pair, in order, :data:`VERIFY_BATCH` pairs at a time.
+
+    A document is tokenised once per batch (pairs come by their first document, and a
+    boilerplate-sharing document recurs as the second): the tokens held at a time are those
+    of one batch's documents per process, whatever the number of documents.
+    """
+    items = ((({d: texts[d] for d in {*a_list[s:s + VERIFY_BATCH], *b_list[s:s + VERIFY_BATCH]}},
+               a_list[s:s + VERIFY_BATCH], b_list[s:s + VERIFY_BATCH]))
+             for s in range(0, len(a_list), VERIFY_BATCH))
     # _each is typed for documents; it maps any picklable items in order
-    for comparisons in _each(_verify_group, items, workers, 4, "spawn"):  # type: ignore[arg-type]
+    for comparisons in _each(_verify_batch, items, workers, 1, "spawn"):  # type: ignore[arg-type]
         yield from comparisons
 
 
