@@ -821,7 +821,8 @@ def score(tr: PartialTruth, f: Found, planted: list[tuple[int, int, int, float]]
     bins: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for a, b, length, rate in planted:
         key = min(a, b) * n + max(a, b)
-        for label in ("50-99" if length < 100 else "100-299" if length < 300 else "300+", f"edit {rate:.2f}"):
+        by_length = "50-99" if length < 100 else "100-299" if length < 300 else "300+"
+        for label in (by_length, f"edit {rate:.2f}", f"{by_length} edit {rate:.2f}"):
             bins[label][1] += 1
             bins[label][0] += key in fset
     out["planted"] = {k: v[0] / v[1] for k, v in sorted(bins.items())}
@@ -1073,14 +1074,14 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {lang} | {label} | {s['p']:.3f} | {s['r']:.3f} | {s['f1']:.3f} | {s['called']} | "
                              f"{s['positive']} | {s['far']} |")
     lines += ["", "### planted passages found (recall by passage length, tokens)", "",
-              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% | 50-99 edited 10% |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for lang, r in report["langs"].items():
         for label, row in r["rows"].items():
             p = row["scores"]["planted"]
             n = row["scores"]["planted_n"]
             cells = [f"{p[b]:.3f} ({n[b]})" if b in p else "–"
-                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES))]
+                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES), "50-99 edit 0.10")]
             lines.append(f"| {lang} | {label} | " + " | ".join(cells) + " |")
     lines += ["", "### cost", "", "| lang | detector | hashes / 1k tokens | bytes / 1k tokens (heap + B-tree) | "
               "x text bytes | hashing CPU ms / 1k tokens | all-pairs verification CPU s | "

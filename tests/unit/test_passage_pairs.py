@@ -9,6 +9,7 @@ empty and one-word documents, CJK and Latin mixed, a boilerplate passage in many
 
 from __future__ import annotations
 
+import doctest
 import random
 from typing import Any
 
@@ -260,3 +261,8 @@ def test_a_cycle_has_the_sources_of_the_most_pairs() -> None:
     (cluster,) = passage_clusters(cycle)
     assert cluster.members == (0, 1, 2, 3) and cluster.sources == (2,)
     assert passage_clusters([]) == []
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(pairs_module)
+    assert result.attempted > 0 and result.failed == 0
