@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import doctest
 import random
+import re
+import unicodedata
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,33 @@ from simpg.passages import (
     passage_pairs,
 )
 from tests.oracles import brute_copy_clusters, brute_passage_pair, brute_shared_hashes
-from tests.unit.test_passages import WORDS, random_text, study_tokens
+
+#: The study's tokens (bench/quality/truth.py's script-aware rule), written out (as test_passages.py does).
+SPACELESS = ("\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
+             "\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+             "\u0e00-\u0e7f\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff")
+STUDY_TOKEN = re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+")
+
+
+def study_tokens(text: str) -> list[str]:
+    # one deliberate difference: simpg folds the final sigma (lower() picks it by the next letter)
+    return STUDY_TOKEN.findall(unicodedata.normalize("NFKC", text).lower().replace("ς", "σ"))
+
+
+#: Spellings that normalise alike (full-width, ligatures, capitals, combining accents), Greek, CJK and Thai letters.
+WORDS = ["the", "The", "ＴＨＥ", "ﬁle", "file", "FILE", "café", "cafe\u0301", "CAFÉ", "ΟΔΟΣ", "οδος", "x", "42", "４２"]
+LETTERS = ["中", "文", "字", "の", "カ", "ก", "ข"]
+SEPARATORS = [" ", "  ", "\n", ", ", ". ", "。", "，", " - ", "\t"]
+
+
+def random_text(rng: random.Random, n: int, vocab: list[str]) -> str:
+    parts = []
+    for _ in range(n):
+        if rng.random() < 0.3:
+            parts += [rng.choice(LETTERS), rng.choice(["", "", " "])]
+        else:
+            parts += [rng.choice(vocab), rng.choice(SEPARATORS)]
+    return "".join(parts)
 
 BOILERPLATE = ("This file is free software; you can redistribute it and/or modify it under the terms of the "
                "license as published by the foundation, either version two of the license, or at your "
