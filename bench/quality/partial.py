@@ -1143,6 +1143,7 @@ def main(argv: list[str] | None = None) -> None:
     text = markdown(report)
     print(text)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    OUT.mkdir(parents=True, exist_ok=True)  # the part may have been read from a folder removed since
     (OUT / f"report-{args.part}-{stamp}.md").write_text(text)
     (OUT / f"report-{args.part}-{stamp}.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
 
