@@ -480,3 +480,63 @@ def adversarial_hash_arrays(rng: random.Random, n: int) -> dict[int, list[int | 
                 rng.shuffle(values)
             rows[key] = values
     return rows
+
+
+def brute_shared_hashes(hashes: Sequence[Sequence[int]],
+                        max_common: int | None = None) -> tuple[dict[tuple[int, int], int], dict[int, int]]:
+    """Every pair of documents (i < j) sharing a hash, with the number they share, leaving out the
+    hashes more than ``max_common`` documents hold; and those hashes with their document counts."""
+    holders: dict[int, int] = {}
+    for doc in hashes:
+        for h in set(doc):
+            holders[h] = holders.get(h, 0) + 1
+    common = {h: n for h, n in holders.items() if max_common is not None and n > max_common}
+    shared = {}
+    for i in range(len(hashes)):
+        for j in range(i + 1, len(hashes)):
+            n = len((set(hashes[i]) & set(hashes[j])) - set(common))
+            if n:
+                shared[(i, j)] = n
+    return shared, common
+
+
+class BrutePassagePair(NamedTuple):
+    longest: int  # tokens of the longest maximal common run of >= 5 tokens (0 for none)
+    a_shingles: int
+    b_shingles: int
+    shared_shingles: int
+    source: int
+    rule: str
+
+
+def brute_passage_pair(a: Sequence[str], b: Sequence[str], ia: int, ib: int,
+                       rank: Sequence[Any] | None = None, k: int = 5) -> BrutePassagePair:
+    """What documents ``ia`` and ``ib`` (token lists a and b) share, and which is the source: the
+    earlier by rank; else the one holding the larger share of the other; else ``ia``."""
+    runs = brute_common_runs(a, b, k)
+    longest = max((r[1] - r[0] for r in runs), default=0)
+    na, nb, shared = brute_containment(a, b)
+    if rank is not None and rank[ia] != rank[ib]:
+        source, rule = (ia if rank[ia] < rank[ib] else ib), "rank"
+    elif shared * na != shared * nb:  # shared / nb (b in a) vs shared / na (a in b): cross-multiplied
+        source, rule = (ia if na > nb else ib), "containment"
+    else:
+        source, rule = ia, "index"
+    return BrutePassagePair(longest, na, nb, shared, source, rule)
+
+
+def brute_copy_clusters(edges: Iterable[tuple[int, int, int]]) -> list[tuple[list[int], list[int]]]:
+    """Clusters of "copied from" over (a, b, source) edges: connected groups, largest first (ties by
+    first member), each with its sources (members that are the copy in no edge; when none, the
+    members that are the source of the most edges), all sorted."""
+    edges = list(edges)
+    keys = sorted({x for a, b, _ in edges for x in (a, b)})
+    copies = {b if s == a else a for a, b, s in edges}
+    led = {x: sum(1 for _, _, s in edges if s == x) for x in keys}
+    out = []
+    for group in by_size(components(keys, [(a, b) for a, b, _ in edges])):
+        sources = [x for x in group if x not in copies]
+        if not sources:
+            sources = [x for x in group if led[x] == max(led[y] for y in group)]
+        out.append((group, sources))
+    return out

@@ -1,6 +1,6 @@
 """Texts for the passage tests: the study's tokens (the oracle's tokeniser) and random adversarial texts.
 
-A plain module (tests/unit/test_test_layout.py): tests/unit/test_passages.py,
+A plain module (tests/unit/test_test_layout.py): tests/unit/test_passages.py, test_passage_pairs.py,
 tests/integration/passage_corpus.py and the passage handles' tests share it.
 """
 

@@ -5,6 +5,7 @@
     python3 -m bench.quality.partial score --part tune                 # every detector at every setting
     python3 -m bench.quality.partial score --part heldout --detectors lshe,winnow:k=5:w=46   # once, the design
     python3 -m bench.quality.partial score --part tune --detectors lshe,simhash:win=50:k=3 --limit 300
+    python3 -m bench.quality.partial score --part heldout --detectors lshe,product:w=26,product:w=46  # the product
     python3 -m bench.quality.partial check --part tune --limit 300   # recount sampled pairs (sets, difflib)
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
@@ -46,7 +47,9 @@ one index per threshold; containment only), ``winnow:k=K:w=W`` (winnowing of tok
 hashes, window W; every match verified and extended on the tokens, so every estimate is a
 lower bound of the truth and any shared run of ``W + K - 1`` tokens is found) and
 ``simhash:win=T:k=B`` (sentence-aware windows of about T tokens, each with
-``simpg.fingerprint``; windows within B bits match, unverified). Costs per detector: stored
+``simpg.fingerprint``; windows within B bits match, unverified), and ``product:w=W``: what users get,
+``simpg.passages.passage_pairs`` (the product's tokens, passage hashes with window W, candidate
+pairs, ``compare``; :func:`product_detector`). Costs per detector: stored
 hashes per 1,000 tokens, bytes per row in a PostgreSQL table with a B-tree on the hash, CPU
 time per 1,000 tokens and postings a query touches.
 """
@@ -551,6 +554,39 @@ def winnow_detector(tz: Tokenized, k: int, w: int, w_cjk: int | None = None) -> 
     return out
 
 
+def product_detector(texts: Sequence[str], w: int) -> dict[str, Found]:
+    """The product's in-memory path: ``simpg.passages.passage_pairs`` (passage hashes with window ``w``,
+    candidate pairs from the numpy inverted index, every candidate verified by ``compare``).
+
+    ``reported``: every pair it reports with a shared passage of at least K tokens (the lowest
+    threshold: each question's threshold then filters exact values, as a call with that
+    threshold would); ``default``: the pairs of its default threshold (a shared passage of at
+    least ``w + K - 1`` tokens). Covers are the exact shared shingles, runs the longest passage.
+    Costs: the hashing and the whole pass (hashes, candidates, verification), wall time, one process.
+    """
+    from simpg.passages import K, PassageConfig, candidate_pairs, passage_hashes_array, passage_pairs
+
+    config = PassageConfig(w)
+    t0 = time.process_time()
+    hashes = [passage_hashes_array(x, config) for x in texts]
+    cpu_hash = time.process_time() - t0
+    w0 = time.perf_counter()
+    report = passage_pairs(texts, config, min_tokens=K, workers=1)
+    wall = time.perf_counter() - w0
+    key = np.concatenate(hashes) if hashes else np.zeros(0, np.int64)
+    doc = np.repeat(np.arange(len(hashes)), [len(h) for h in hashes])
+    cost = {"rows": len(key), "tokens": sum(len(tokens(x)) for x in texts), "cpu_hash_s": cpu_hash,
+            "cpu_verify_s": wall, "touched": _postings_touched(key, doc), "btree": False,
+            "candidates": len(candidate_pairs(hashes)), "wall_s": wall, "docs": len(texts)}
+    out = {}
+    for mode, keep in (("reported", lambda p: True), ("default", lambda p: p.comparison.longest >= w + K - 1)):
+        ps = [p for p in report.pairs if keep(p)]
+        shared = np.array([p.comparison.shared_shingles for p in ps], dtype=float)
+        out[mode] = Found(np.array([p.a for p in ps], dtype=np.int64), np.array([p.b for p in ps], dtype=np.int64),
+                          shared, shared.copy(), np.array([p.comparison.longest for p in ps], dtype=np.int64), cost)
+    return out
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?;:。！？；：])\s+|\n+")
 
 
@@ -785,7 +821,8 @@ def score(tr: PartialTruth, f: Found, planted: list[tuple[int, int, int, float]]
     bins: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for a, b, length, rate in planted:
         key = min(a, b) * n + max(a, b)
-        for label in ("50-99" if length < 100 else "100-299" if length < 300 else "300+", f"edit {rate:.2f}"):
+        by_length = "50-99" if length < 100 else "100-299" if length < 300 else "300+"
+        for label in (by_length, f"edit {rate:.2f}", f"{by_length} edit {rate:.2f}"):
             bins[label][1] += 1
             bins[label][0] += key in fset
     out["planted"] = {k: v[0] / v[1] for k, v in sorted(bins.items())}
@@ -804,6 +841,8 @@ def cost_row(f: Found) -> dict[str, Any]:
     row = {"hashes_per_1000_tokens": per_k, "bytes_per_1000_tokens": per_k * (heap + btree),
            "cpu_ms_per_1000_tokens": 1000 * c["cpu_hash_s"] / max(1, c["tokens"]) * 1000,
            "verify_all_pairs_s": c["cpu_verify_s"]}
+    if "wall_s" in c:
+        row["pass_s_per_1000_docs"] = 1000 * c["wall_s"] / max(1, c["docs"])
     if c.get("touched") is not None:
         t = np.asarray(c["touched"])
         row["postings_p50"], row["postings_p99"] = float(np.median(t)), float(np.percentile(t, 99))
@@ -996,6 +1035,14 @@ def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[
                     label = f"winnow k={opts['k']} w={opts['w']}" + (f" wcjk={wc}" if wc else "")
                     label += f" (guarantee {guarantee}), {mode}"
                     rows[label] = {"scores": score(tr, f, planted), "cost": cost_row(f)}
+            elif name == "product":
+                for mode, f in product_detector(texts, opts["w"]).items():
+                    label = f"product w={opts['w']} (guarantee {opts['w'] + 4}), {mode}"
+                    rows[label] = {"scores": score(tr, f, planted), "cost": cost_row(f)}
+                    c = f.cost
+                log(f"  product w={opts['w']}: {c['candidates']} candidates, {len(f.i)} pairs; whole pass "
+                    f"{c['wall_s']:.1f}s for {c['docs']} documents = {1000 * c['wall_s'] / c['docs']:.2f}s "
+                    f"per 1,000 documents")
             elif name == "simhash":
                 if opts["win"] not in sim_windows:
                     continue
@@ -1027,14 +1074,14 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {lang} | {label} | {s['p']:.3f} | {s['r']:.3f} | {s['f1']:.3f} | {s['called']} | "
                              f"{s['positive']} | {s['far']} |")
     lines += ["", "### planted passages found (recall by passage length, tokens)", "",
-              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% | 50-99 edited 10% |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for lang, r in report["langs"].items():
         for label, row in r["rows"].items():
             p = row["scores"]["planted"]
             n = row["scores"]["planted_n"]
             cells = [f"{p[b]:.3f} ({n[b]})" if b in p else "–"
-                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES))]
+                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES), "50-99 edit 0.10")]
             lines.append(f"| {lang} | {label} | " + " | ".join(cells) + " |")
     lines += ["", "### cost", "", "| lang | detector | hashes / 1k tokens | bytes / 1k tokens (heap + B-tree) | "
               "x text bytes | hashing CPU ms / 1k tokens | all-pairs verification CPU s | "
@@ -1049,6 +1096,13 @@ def markdown(report: dict[str, Any]) -> str:
             size_cells = "– | –" if math.isnan(size) else f"{size:.0f} | {size / text:.2f}"
             lines.append(f"| {lang} | {label} | {c['hashes_per_1000_tokens']:.1f} | {size_cells} | "
                          f"{c['cpu_ms_per_1000_tokens']:.2f} | {c['verify_all_pairs_s']:.1f} | {touched} |")
+    passes = [(lang, label, row["cost"]["pass_s_per_1000_docs"]) for lang, r in report["langs"].items()
+              for label, row in r["rows"].items() if "pass_s_per_1000_docs" in row["cost"]]
+    if passes:
+        lines += ["", "### the product's whole in-memory pass (hashes, candidates, compare; one process)", "",
+                  "| lang | detector | documents | wall s / 1,000 documents |", "|---|---|---:|---:|"]
+        lines += [f"| {lang} | {label} | {report['langs'][lang]['docs']} | {s:.2f} |" for lang, label, s in passes
+                  if label.endswith("reported")]
     return "\n".join(lines) + "\n"
 
 
@@ -1089,6 +1143,7 @@ def main(argv: list[str] | None = None) -> None:
     text = markdown(report)
     print(text)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    OUT.mkdir(parents=True, exist_ok=True)  # the part may have been read from a folder removed since
     (OUT / f"report-{args.part}-{stamp}.md").write_text(text)
     (OUT / f"report-{args.part}-{stamp}.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
 

@@ -23,6 +23,17 @@ from __future__ import annotations
 
 from simpg.passages.comparison import MATCH_CHUNK, SHINGLE, Comparison, SharedPassage, compare
 from simpg.passages.config import COMMENT_PREFIX, DEFAULT_WINDOW, FORMAT, K, PassageConfig
+from simpg.passages.pairs import (
+    PAIR_CHUNK,
+    CandidatePairs,
+    CommonHash,
+    PassageCluster,
+    PassagePair,
+    PassagePairs,
+    candidate_pairs,
+    passage_clusters,
+    passage_pairs,
+)
 from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, tokens
 from simpg.passages.winnow import (
     kgram_hashes,
@@ -38,18 +49,27 @@ __all__ = [
     "FORMAT",
     "K",
     "MATCH_CHUNK",
+    "PAIR_CHUNK",
     "SHINGLE",
     "SPACELESS",
+    "CandidatePairs",
+    "CommonHash",
     "Comparison",
+    "PassageCluster",
     "PassageConfig",
+    "PassagePair",
+    "PassagePairs",
     "SharedPassage",
     "Tokens",
+    "candidate_pairs",
     "compare",
     "kgram_hashes",
     "normalize_with_offsets",
+    "passage_clusters",
     "passage_hashes",
     "passage_hashes_array",
     "passage_hashes_many",
+    "passage_pairs",
     "tokens",
     "winnow",
 ]
