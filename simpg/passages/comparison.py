@@ -5,7 +5,13 @@ least :data:`~simpg.passages.config.K` tokens, reported with its token range and
 offsets in both texts. Every run is found, on every diagonal: a text that contains a passage
 twice gives both occurrences. Containment is counted exactly over token 3-shingle sets (a text
 of 1 or 2 tokens has one shingle of all its tokens): ``b_in_a = |S(a) ∩ S(b)| / |S(b)|``.
-Tokens are compared as strings, not by their hashes, so a hash collision changes nothing.
+Tokens, shingles and k-grams are matched by their 64-bit hashes (:attr:`Tokens.hashes
+<simpg.passages.tokens.Tokens.hashes>` and hashes of them), and every match is checked: equal
+token hashes must be equal words (within each text, and for every hash both texts hold),
+equal shingle and k-gram hashes equal token hashes. A pair with any collision is compared
+again as strings (:func:`_compare_words`, the slow reference), so a collision changes nothing.
+What a text needs for this is derived once per :class:`~simpg.passages.tokens.Tokens` and
+kept on it: a query compared with many candidates derives it once.
 
 A lookup verifies each candidate the passage index found with :func:`compare` (passing the
 query's :class:`~simpg.passages.tokens.Tokens` once tokenised): nothing is reported above its
@@ -31,6 +37,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +45,7 @@ import numpy.typing as npt
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.passages.config import K
 from simpg.passages.tokens import Tokens, tokens
+from simpg.passages.winnow import kgram_hashes
 
 __all__ = ["MATCH_CHUNK", "SHINGLE", "Comparison", "SharedPassage", "compare"]
 
@@ -47,6 +55,7 @@ SHINGLE = 3
 MATCH_CHUNK = 1 << 20
 
 IntArray = npt.NDArray[np.int64]
+U64Array = npt.NDArray[np.uint64]
 
 
 @dataclass(frozen=True)
@@ -133,9 +142,13 @@ def _shingles(ids: IntArray, alphabet: int) -> IntArray:
 
 
 def _pieces(pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Runs of matching k-gram positions: (diagonal, first, last + 1), consecutive matches on one diagonal."""
+    """Runs of matching k-gram positions: (diagonal, first, last + 1), consecutive matches on one diagonal.
+
+    ``pa`` is ascending (the pairs are enumerated by their position in a), so a stable sort by
+    diagonal orders them by diagonal, then position.
+    """
     diag = pb - pa
-    order = np.lexsort((pa, diag))
+    order = np.argsort(diag, kind="stable")
     pa, diag = pa[order], diag[order]
     new = np.ones(len(pa), dtype=bool)
     new[1:] = (diag[1:] != diag[:-1]) | (pa[1:] != pa[:-1] + 1)
@@ -143,21 +156,18 @@ def _pieces(pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
     return diag[first], pa[first], pa[np.append(first[1:], len(pa)) - 1] + 1
 
 
-def _match_runs(ga: IntArray, gb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+def _match_runs(lo: IntArray, cnt: IntArray, order: IntArray) -> tuple[IntArray, IntArray, IntArray]:
     """Every maximal run of matching k-grams (``ga[i] == gb[i + diagonal]``): (diagonal, first, last + 1).
 
-    The matching pairs are enumerated :data:`MATCH_CHUNK` at a time (a text repeating one
-    phrase makes their number quadratic in its length), and runs cut at a chunk boundary
-    joined again.
+    k-gram ``i`` of a matches ``cnt[i]`` k-grams of b: ``order[lo[i]:lo[i] + cnt[i]]`` (``order``
+    sorts b's k-grams). The matching pairs are enumerated :data:`MATCH_CHUNK` at a time (a
+    text repeating one phrase makes their number quadratic in its length), and runs cut at a
+    chunk boundary joined again.
     """
-    order = np.argsort(gb, kind="stable")
-    sorted_b = gb[order]
-    lo = np.searchsorted(sorted_b, ga, "left")
-    cnt = np.searchsorted(sorted_b, ga, "right") - lo
     ends = np.cumsum(cnt)
     cuts = np.unique(np.searchsorted(ends, np.arange(MATCH_CHUNK, int(ends[-1]) if len(ends) else 0, MATCH_CHUNK)))
     parts = []
-    for s, e in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(ga)].tolist(), strict=True):
+    for s, e in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(lo)].tolist(), strict=True):
         c = cnt[s:e]
         total = int(c.sum())
         if total == 0:
@@ -179,12 +189,96 @@ def _match_runs(ga: IntArray, gb: IntArray) -> tuple[IntArray, IntArray, IntArra
     return diag, first, stop
 
 
+def _matches(ga: npt.NDArray[Any], sorted_b: npt.NDArray[Any]) -> tuple[IntArray, IntArray]:
+    """For each of ``ga``: where its equals start in ``sorted_b``, and how many there are."""
+    lo = np.searchsorted(sorted_b, ga, "left").astype(np.int64)
+    return lo, np.searchsorted(sorted_b, ga, "right").astype(np.int64) - lo
+
+
+@dataclass(frozen=True)
+class _Derived:
+    """What comparing a text (of at least :data:`SHINGLE` tokens) by hashes needs, derived once.
+
+    Attributes:
+        exact: within the text, equal token hashes are equal words, equal shingle hashes are
+            equal token hashes and so are equal k-gram hashes (False: compare it as strings).
+        token_keys: its distinct token hashes, sorted; ``token_words``: the word of each.
+        shingle_keys: its distinct shingle hashes, sorted; ``shingle_at``: where each first is.
+        grams: the hash of each k-gram (empty below K tokens); ``gram_order`` sorts them
+            (stable) into ``gram_sorted``.
+    """
+
+    exact: bool
+    token_keys: U64Array
+    token_words: npt.NDArray[np.object_]
+    shingle_keys: U64Array
+    shingle_at: IntArray
+    grams: U64Array
+    gram_order: IntArray
+    gram_sorted: U64Array
+
+
+def _one_per_key(keys: U64Array, values: npt.NDArray[Any]) -> tuple[bool, U64Array, IntArray]:
+    """(whether all positions of a key hold equal ``values`` rows, distinct keys sorted, first position of each)."""
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    same = values == values[first[inverse.reshape(-1)]]
+    return bool(np.all(same)), distinct, first.astype(np.int64)
+
+
+def _derived(t: Tokens) -> _Derived:
+    """:class:`_Derived` of ``t``, made on the first call and kept on ``t`` (tokens do not change)."""
+    found = t._derived.get("comparison")
+    if found is None:
+        h = t.hashes
+        words = np.empty(len(t), dtype=object)
+        words[:] = t.words
+        token_ok, token_keys, token_at = _one_per_key(h, words)
+        view = np.lib.stride_tricks.sliding_window_view
+        shingle_ok, shingle_keys, shingle_at = _one_per_key(kgram_hashes(h, SHINGLE), view(h, SHINGLE))
+        grams = kgram_hashes(h, K) if len(t) >= K else np.zeros(0, dtype=np.uint64)
+        gram_order = np.argsort(grams, kind="stable").astype(np.int64)
+        gram_sorted = grams[gram_order]
+        # equal neighbours in sorted order must be equal K-token windows
+        gram_ok = True
+        if len(grams) > 1:
+            same = np.flatnonzero(gram_sorted[1:] == gram_sorted[:-1])
+            windows = view(h, K)
+            gram_ok = bool(np.all(windows[gram_order[same]] == windows[gram_order[same + 1]]))
+        found = _Derived(token_ok and shingle_ok and gram_ok, token_keys, words[token_at], shingle_keys,
+                         shingle_at, grams, gram_order, gram_sorted)
+        t._derived["comparison"] = found
+    return found  # type: ignore[no-any-return]
+
+
+def _lookup(keys: U64Array, sorted_keys: U64Array) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """Where each of ``keys`` is in ``sorted_keys`` (not empty), and whether it is there at all."""
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return at, sorted_keys[at] == keys
+
+
+def _windows(h: U64Array, starts: IntArray, n: int) -> U64Array:
+    """The ``n`` token hashes from each of ``starts``, one row each."""
+    return np.lib.stride_tricks.sliding_window_view(h, n)[starts]
+
+
+def _hash_runs(ta: Tokens, tb: Tokens, da: _Derived, db: _Derived) -> tuple[IntArray, IntArray, IntArray] | None:
+    """:func:`_match_runs` of the two texts' k-gram hashes, or None on a collision.
+
+    A collision: a k-gram hash of a that b holds is not the same K token hashes in both.
+    """
+    lo, cnt = _matches(da.grams, db.gram_sorted)
+    some = np.flatnonzero(cnt)
+    if not np.array_equal(_windows(ta.hashes, some, K), _windows(tb.hashes, db.gram_order[lo[some]], K)):
+        return None
+    return _match_runs(lo, cnt, db.gram_order)
+
+
 def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
     """The passages ``a`` and ``b`` share and their containment both ways, exactly.
 
     Args:
         a: a text, or its :func:`~simpg.passages.tokens.tokens` (tokenise a query once and
-            compare it with many candidates).
+            compare it with many candidates: what it needs is derived once).
         b: the other text, or its tokens.
 
     Returns:
@@ -194,6 +288,35 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
         InvalidDocument: a text is neither ``str`` nor :class:`Tokens`.
     """
     ta, tb = _as_tokens(a, "a"), _as_tokens(b, "b")
+    if len(ta) < SHINGLE or len(tb) < SHINGLE:
+        return _compare_words(ta, tb)
+    da, db = _derived(ta), _derived(tb)
+    if not (da.exact and db.exact):
+        return _compare_words(ta, tb)
+    # a token hash both texts hold must be one word in both
+    at, hit = _lookup(da.token_keys, db.token_keys)
+    if not np.array_equal(da.token_words[hit], db.token_words[at[hit]]):
+        return _compare_words(ta, tb)
+    # a shingle hash both texts hold must be the same three token hashes in both
+    at, hit = _lookup(da.shingle_keys, db.shingle_keys)
+    if not np.array_equal(_windows(ta.hashes, da.shingle_at[hit], SHINGLE),
+                          _windows(tb.hashes, db.shingle_at[at[hit]], SHINGLE)):
+        return _compare_words(ta, tb)
+    shared = int(np.count_nonzero(hit))
+    passages: tuple[SharedPassage, ...] = ()
+    if len(ta) >= K and len(tb) >= K:
+        runs = _hash_runs(ta, tb, da, db)
+        if runs is None:
+            return _compare_words(ta, tb)
+        passages = _passages(ta, tb, *runs)
+    return Comparison(passages, len(da.shingle_keys), len(db.shingle_keys), shared)
+
+
+def _compare_words(ta: Tokens, tb: Tokens) -> Comparison:
+    """:func:`compare` with tokens matched as strings: exact whatever the hashes (the reference).
+
+    Used for texts of fewer than :data:`SHINGLE` tokens and for a pair whose hashes collide.
+    """
     words = np.array(ta.words + tb.words, dtype=str)
     _, inverse = np.unique(words, return_inverse=True)
     inverse = inverse.astype(np.int64).reshape(-1)
@@ -205,7 +328,8 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
     passages: tuple[SharedPassage, ...] = ()
     if len(ia) >= K and len(ib) >= K:
         ga, gb = _gram_ids([ia, ib], K, alphabet)
-        passages = _passages(ta, tb, *_match_runs(ga, gb))
+        order = np.argsort(gb, kind="stable")
+        passages = _passages(ta, tb, *_match_runs(*_matches(ga, gb[order]), order))
     return Comparison(passages, len(ua), len(ub), shared)
 
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +68,10 @@ class Tokens:
     hashes: U64Array
     starts: IntArray
     ends: IntArray
+    #: Arrays derived from these tokens once, by the modules that need them again on every
+    #: comparison (simpg.passages.comparison): a query compared with many candidates derives
+    #: them once. Not an init field, so dataclasses.replace() starts with an empty cache.
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.words)
