@@ -247,7 +247,7 @@ def _derived(t: Tokens) -> _Derived:
         found = _Derived(token_ok and shingle_ok and gram_ok, token_keys, words[token_at], shingle_keys,
                          shingle_at, grams, gram_order, gram_sorted)
         t._derived["comparison"] = found
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _lookup(keys: U64Array, sorted_keys: U64Array) -> tuple[IntArray, npt.NDArray[np.bool_]]:
