@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ import numpy.typing as npt
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.passages.config import K
 from simpg.passages.tokens import Tokens, tokens
-from simpg.passages.winnow import kgram_hashes
+from simpg.passages.winnow import _splitmix
 
 __all__ = ["MATCH_CHUNK", "SHINGLE", "Comparison", "SharedPassage", "compare"]
 
@@ -56,6 +57,8 @@ MATCH_CHUNK = 1 << 20
 
 IntArray = npt.NDArray[np.int64]
 U64Array = npt.NDArray[np.uint64]
+
+_MULTIPLIER = np.uint64(0x100000001B3)
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,8 @@ def _match_runs(lo: IntArray, cnt: IntArray, order: IntArray) -> tuple[IntArray,
     ends = np.cumsum(cnt)
     cuts = np.unique(np.searchsorted(ends, np.arange(MATCH_CHUNK, int(ends[-1]) if len(ends) else 0, MATCH_CHUNK)))
     parts = []
-    for s, e in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(lo)].tolist(), strict=True):
+    bounds = [0, *cuts.tolist(), len(lo)]
+    for s, e in itertools.pairwise(bounds):
         c = cnt[s:e]
         total = int(c.sum())
         if total == 0:
@@ -189,40 +193,75 @@ def _match_runs(lo: IntArray, cnt: IntArray, order: IntArray) -> tuple[IntArray,
     return diag, first, stop
 
 
-def _matches(ga: npt.NDArray[Any], sorted_b: npt.NDArray[Any]) -> tuple[IntArray, IntArray]:
+def _matches(ga: IntArray, sorted_b: IntArray) -> tuple[IntArray, IntArray]:
     """For each of ``ga``: where its equals start in ``sorted_b``, and how many there are."""
     lo = np.searchsorted(sorted_b, ga, "left").astype(np.int64)
     return lo, np.searchsorted(sorted_b, ga, "right").astype(np.int64) - lo
 
 
 @dataclass(frozen=True)
-class _Derived:
-    """What comparing a text (of at least :data:`SHINGLE` tokens) by hashes needs, derived once.
+class _Keys:
+    """One text's hashes of one kind (tokens, shingles or k-grams), as signed ints, sorted.
 
     Attributes:
-        exact: within the text, equal token hashes are equal words, equal shingle hashes are
-            equal token hashes and so are equal k-gram hashes (False: compare it as strings).
-        token_keys: its distinct token hashes, sorted; ``token_words``: the word of each.
-        shingle_keys: its distinct shingle hashes, sorted; ``shingle_at``: where each first is.
-        grams: the hash of each k-gram (empty below K tokens); ``gram_order`` sorts them
-            (stable) into ``gram_sorted``.
+        exact: equal hashes here are equal windows (a collision within the text: False).
+        windows: what each hash hashes (a word, or a row of token hashes).
+        order: positions by hash; ``sorted``: the hashes in that order.
+        distinct: the distinct hashes, sorted; ``first``: a position of each.
     """
 
     exact: bool
-    token_keys: U64Array
-    token_words: npt.NDArray[np.object_]
-    shingle_keys: U64Array
-    shingle_at: IntArray
-    grams: U64Array
-    gram_order: IntArray
-    gram_sorted: U64Array
+    windows: npt.NDArray[Any]
+    order: IntArray
+    sorted: IntArray
+    distinct: IntArray
+    first: IntArray
+
+    @classmethod
+    def of(cls, keys: U64Array, windows: npt.NDArray[Any]) -> _Keys:
+        """The hashes ``keys`` of ``windows`` (one each)."""
+        signed = keys.view(np.int64)  # sorting and searching int64 is faster than uint64
+        order = np.argsort(signed).astype(np.int64)
+        ordered = signed[order]
+        repeat = np.flatnonzero(ordered[1:] == ordered[:-1])
+        exact = bool(np.all(windows[order[repeat]] == windows[order[repeat + 1]]))
+        new = np.ones(len(ordered), dtype=bool)
+        new[repeat + 1] = False
+        return cls(exact, windows, order, ordered, ordered[new], order[new])
 
 
-def _one_per_key(keys: U64Array, values: npt.NDArray[Any]) -> tuple[bool, U64Array, IntArray]:
-    """(whether all positions of a key hold equal ``values`` rows, distinct keys sorted, first position of each)."""
-    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    same = values == values[first[inverse.reshape(-1)]]
-    return bool(np.all(same)), distinct, first.astype(np.int64)
+@dataclass(frozen=True)
+class _Derived:
+    """What comparing a text (of at least :data:`SHINGLE` tokens) by hashes needs, derived once.
+
+    ``exact``: within the text, equal token hashes are equal words, and equal shingle and
+    k-gram hashes equal token hashes (False: compare it as strings).
+    """
+
+    exact: bool
+    tokens: _Keys
+    shingles: _Keys
+    grams: _Keys
+
+
+def _window_keys(h: U64Array) -> tuple[U64Array, U64Array]:
+    """A 64-bit hash of every :data:`SHINGLE` and of every K consecutive token hashes (at least SHINGLE).
+
+    Only matched within one process and every match checked, so not the stored k-gram hashes
+    (:func:`~simpg.passages.winnow.kgram_hashes`): one mix of the tokens, shared by both.
+    """
+    mixed = _splitmix(h)
+    count = len(h) - SHINGLE + 1
+    with np.errstate(over="ignore"):
+        acc = mixed[:count].copy()
+        for t in range(1, SHINGLE):
+            acc = acc * _MULTIPLIER + mixed[t : t + count]
+        shingles = acc
+        count = max(0, len(h) - K + 1)
+        acc = acc[:count]
+        for t in range(SHINGLE, K):
+            acc = acc * _MULTIPLIER + mixed[t : t + count]
+    return shingles, acc
 
 
 def _derived(t: Tokens) -> _Derived:
@@ -230,47 +269,40 @@ def _derived(t: Tokens) -> _Derived:
     found = t._derived.get("comparison")
     if found is None:
         h = t.hashes
-        words = np.empty(len(t), dtype=object)
-        words[:] = t.words
-        token_ok, token_keys, token_at = _one_per_key(h, words)
         view = np.lib.stride_tricks.sliding_window_view
-        shingle_ok, shingle_keys, shingle_at = _one_per_key(kgram_hashes(h, SHINGLE), view(h, SHINGLE))
-        grams = kgram_hashes(h, K) if len(t) >= K else np.zeros(0, dtype=np.uint64)
-        gram_order = np.argsort(grams, kind="stable").astype(np.int64)
-        gram_sorted = grams[gram_order]
-        # equal neighbours in sorted order must be equal K-token windows
-        gram_ok = True
-        if len(grams) > 1:
-            same = np.flatnonzero(gram_sorted[1:] == gram_sorted[:-1])
-            windows = view(h, K)
-            gram_ok = bool(np.all(windows[gram_order[same]] == windows[gram_order[same + 1]]))
-        found = _Derived(token_ok and shingle_ok and gram_ok, token_keys, words[token_at], shingle_keys,
-                         shingle_at, grams, gram_order, gram_sorted)
+        shingle_keys, gram_keys = _window_keys(h)
+        toks = _Keys.of(h, np.array(t.words, dtype=object))
+        shingles = _Keys.of(shingle_keys, view(h, SHINGLE))
+        grams = _Keys.of(gram_keys, view(h, min(K, len(t))))
+        found = _Derived(toks.exact and shingles.exact and grams.exact, toks, shingles, grams)
         t._derived["comparison"] = found
     return found
 
 
-def _lookup(keys: U64Array, sorted_keys: U64Array) -> tuple[IntArray, npt.NDArray[np.bool_]]:
-    """Where each of ``keys`` is in ``sorted_keys`` (not empty), and whether it is there at all."""
-    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return at, sorted_keys[at] == keys
-
-
-def _windows(h: U64Array, starts: IntArray, n: int) -> U64Array:
-    """The ``n`` token hashes from each of ``starts``, one row each."""
-    return np.lib.stride_tricks.sliding_window_view(h, n)[starts]
-
-
-def _hash_runs(ta: Tokens, tb: Tokens, da: _Derived, db: _Derived) -> tuple[IntArray, IntArray, IntArray] | None:
+def _hash_runs(da: _Derived, db: _Derived) -> tuple[IntArray, IntArray, IntArray] | None:
     """:func:`_match_runs` of the two texts' k-gram hashes, or None on a collision.
 
     A collision: a k-gram hash of a that b holds is not the same K token hashes in both.
     """
-    lo, cnt = _matches(da.grams, db.gram_sorted)
-    some = np.flatnonzero(cnt)
-    if not np.array_equal(_windows(ta.hashes, some, K), _windows(tb.hashes, db.gram_order[lo[some]], K)):
+    ga, gb = da.grams, db.grams
+    lo_sorted, cnt_sorted = _matches(ga.sorted, gb.sorted)  # sorted needles: a faster search
+    some = np.flatnonzero(cnt_sorted)
+    if not np.array_equal(ga.windows[ga.order[some]], gb.windows[gb.order[lo_sorted[some]]]):
         return None
-    return _match_runs(lo, cnt, db.gram_order)
+    lo, cnt = np.empty_like(lo_sorted), np.empty_like(cnt_sorted)
+    lo[ga.order], cnt[ga.order] = lo_sorted, cnt_sorted
+    return _match_runs(lo, cnt, gb.order)
+
+
+def _same(a: _Keys, b: _Keys) -> int | None:
+    """How many distinct hashes a and b share, or None if one of them hashes different windows."""
+    both = np.concatenate([a.distinct, b.distinct])
+    order = np.argsort(both, kind="stable")  # merges the two sorted runs; a's value before b's
+    ordered = both[order]
+    pair = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if not np.array_equal(a.windows[a.first[order[pair]]], b.windows[b.first[order[pair + 1] - len(a.distinct)]]):
+        return None
+    return len(pair)
 
 
 def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
@@ -291,25 +323,19 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
     if len(ta) < SHINGLE or len(tb) < SHINGLE:
         return _compare_words(ta, tb)
     da, db = _derived(ta), _derived(tb)
-    if not (da.exact and db.exact):
+    # a token hash both texts hold must be one word in both, a shingle hash the same 3 token hashes
+    if not (da.exact and db.exact) or _same(da.tokens, db.tokens) is None:
         return _compare_words(ta, tb)
-    # a token hash both texts hold must be one word in both
-    at, hit = _lookup(da.token_keys, db.token_keys)
-    if not np.array_equal(da.token_words[hit], db.token_words[at[hit]]):
+    shared = _same(da.shingles, db.shingles)
+    if shared is None:
         return _compare_words(ta, tb)
-    # a shingle hash both texts hold must be the same three token hashes in both
-    at, hit = _lookup(da.shingle_keys, db.shingle_keys)
-    if not np.array_equal(_windows(ta.hashes, da.shingle_at[hit], SHINGLE),
-                          _windows(tb.hashes, db.shingle_at[at[hit]], SHINGLE)):
-        return _compare_words(ta, tb)
-    shared = int(np.count_nonzero(hit))
     passages: tuple[SharedPassage, ...] = ()
     if len(ta) >= K and len(tb) >= K:
-        runs = _hash_runs(ta, tb, da, db)
+        runs = _hash_runs(da, db)
         if runs is None:
             return _compare_words(ta, tb)
         passages = _passages(ta, tb, *runs)
-    return Comparison(passages, len(da.shingle_keys), len(db.shingle_keys), shared)
+    return Comparison(passages, len(da.shingles.distinct), len(db.shingles.distinct), shared)
 
 
 def _compare_words(ta: Tokens, tb: Tokens) -> Comparison:
