@@ -134,7 +134,12 @@ def test_the_query_is_derived_once(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = ["it was the best of times indeed", "the worst of times it was the age", "nothing shared at all here"]
     made: list[int] = []
     real = comparison_module._window_keys
-    monkeypatch.setattr(comparison_module, "_window_keys", lambda h: made.append(len(h)) or real(h))
+
+    def counted(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        made.append(len(h))
+        return real(h)
+
+    monkeypatch.setattr(comparison_module, "_window_keys", counted)
     found = [compare(query, row) for row in rows]
     assert made == [len(query)] + [len(tokens(row)) for row in rows]  # the query once, each row once
     for c, row in zip(found, rows, strict=True):
