@@ -1,19 +1,29 @@
-"""CPU cost of simpg.passages on 5 KB texts, beside the document fingerprint of the same texts.
+"""CPU cost of simpg.passages on 5 KB texts, and compare() beside its string-based predecessor.
 
 For each language (real documents of the quality corpus, bench/data/quality14/corpus/<lang>.jsonl,
 cut to 5,000 UTF-8 bytes at a character boundary): a text A, and a text B made of another
 document with a third of A pasted into its middle (so that the two share a long passage).
-Timed, best of --repeat rounds in which the steps alternate, CPU time of this process:
+Two more rows: ``en copyright``, pairs of two different Debian copyright files (licence
+boilerplate: GPL and BSD paragraphs shared by many, the report's hard case), and
+``repeated phrase``, a text repeating one 11-token phrase to 5 KB against another
+(matching k-gram pairs quadratic in the repeats). Timed, best of --repeat rounds in which
+the steps alternate, CPU time of this process, per text or pair:
 
   * ``fingerprint``: simpg.fingerprint.fingerprint(A) (the document-level hash, for scale);
   * ``tokens``: simpg.passages.tokens(A);
   * ``passage_hashes``: the stored hashes of A;
   * ``compare``: compare(A, B) from the two texts;
   * ``compare_tokens``: compare(tokens_of_A, B): a lookup's verification of one candidate,
-    the query tokenised once.
+    the query tokenised once (and, new, its arrays derived once);
+  * ``both tokenised``: compare(tokens_of_A, tokens_of_B), both derived before: the all-pairs
+    engine comparing a document with many (pure comparison, no tokenising).
+
+Each compare step runs twice, ``old`` being compare() as of --baseline (the string-based
+version, loaded from git into a temporary module) and ``new`` this tree's; every pair's two
+answers are checked equal. Cells read ``old → new (old / new)``.
 
 Usage:
-  python3 bench/passages_core.py                 # every language, markdown table
+  python3 bench/passages_core.py                 # every row, markdown table
   python3 bench/passages_core.py --repeat 3 --langs en
 """
 
@@ -21,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,24 +44,40 @@ if __package__ in (None, ""):
 from simpg.fingerprint import fingerprint  # noqa: E402
 from simpg.passages import compare, passage_hashes, tokens  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parent / "data" / "quality14" / "corpus"
 SIZE = 5000  # bytes of UTF-8
+#: The last commit with the string-based compare() (before issue 30's hash matching).
+BASELINE = "78dec94"
+PHRASE = "The software is provided as is, without warranty of any kind. "
 
 
 def cut(text: str, size: int = SIZE) -> str:
     return text.encode("utf-8")[:size].decode("utf-8", errors="ignore")
 
 
-def texts(lang: str, pairs: int) -> list[tuple[str, str]]:
-    """``pairs`` (A, B) of 5 KB texts: B another document with a third of A in its middle."""
+def documents(lang: str, count: int, kind: str | None = None) -> list[str]:
+    """The first ``count`` original documents of at least 5 KB (of one kind if given), cut to 5 KB."""
     docs = []
     with open(CORPUS / f"{lang}.jsonl", encoding="utf-8") as f:
         for line in f:
             d = json.loads(line)
-            if d["base"] is None and len(d["text"].encode("utf-8")) >= SIZE:
+            if d["base"] is None and len(d["text"].encode("utf-8")) >= SIZE and kind in (None, d["kind"]):
                 docs.append(cut(d["text"]))
-            if len(docs) == 2 * pairs:
+            if len(docs) == count:
                 break
+    return docs
+
+
+def texts(row: str, pairs: int) -> list[tuple[str, str]]:
+    """``pairs`` (A, B) of 5 KB texts for one table row."""
+    if row == "repeated phrase":
+        repeated = PHRASE * (SIZE // len(PHRASE))
+        return [(cut(repeated), cut(f"Preface {i}. " + repeated)) for i in range(pairs)]
+    if row == "en copyright":
+        docs = documents("en", 2 * pairs, "copyright")
+        return list(zip(docs[::2], docs[1::2], strict=True))
+    docs = documents(row, 2 * pairs)
     out = []
     for a, other in zip(docs[::2], docs[1::2], strict=True):
         third = len(a) // 3
@@ -58,18 +86,37 @@ def texts(lang: str, pairs: int) -> list[tuple[str, str]]:
     return out
 
 
-def measure(lang: str, n_pairs: int, repeat: int) -> str:
+def baseline_compare(rev: str) -> Callable[..., object]:
+    """compare() of simpg/passages/comparison.py as of git revision ``rev``, in a temporary module."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:simpg/passages/comparison.py"],
+                            check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType("baseline_comparison")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, f"{rev}:simpg/passages/comparison.py", "exec"), module.__dict__)
+    return module.compare  # type: ignore[no-any-return]
+
+
+def measure(row: str, n_pairs: int, repeat: int, old_compare: Callable[..., object]) -> str:
     """One table row: ms per text (or pair) of each step, the best of ``repeat`` alternating rounds."""
-    pairs = texts(lang, n_pairs)
+    pairs = texts(row, n_pairs)
     toks = [tokens(a) for a, _ in pairs]
+    toks_b = [tokens(b) for _, b in pairs]
+    both = list(zip(toks, toks_b, strict=True))
+    for (a, b), ta, tb in zip(pairs, toks, toks_b, strict=True):  # the same answers, field by field
+        new, old = compare(a, b), old_compare(a, b)
+        assert repr(new) == repr(old) and compare(ta, tb) == new, f"{row}: compare() differs from {BASELINE}"
     steps: dict[str, Callable[[], object]] = {
         "fingerprint": lambda: [fingerprint(a) for a, _ in pairs],
         "tokens": lambda: [tokens(a) for a, _ in pairs],
         "passage_hashes": lambda: [passage_hashes(a) for a, _ in pairs],
-        "compare": lambda: [compare(a, b) for a, b in pairs],
-        "compare_tokens": lambda: [compare(t, b) for t, (_, b) in zip(toks, pairs, strict=True)],
+        "compare old": lambda: [old_compare(a, b) for a, b in pairs],
+        "compare new": lambda: [compare(a, b) for a, b in pairs],
+        "compare_tokens old": lambda: [old_compare(t, b) for t, (_, b) in zip(toks, pairs, strict=True)],
+        "compare_tokens new": lambda: [compare(t, b) for t, (_, b) in zip(toks, pairs, strict=True)],
+        "both tokenised old": lambda: [old_compare(ta, tb) for ta, tb in both],
+        "both tokenised new": lambda: [compare(ta, tb) for ta, tb in both],
     }
-    for step in steps.values():  # warm up (caches, imports)
+    for step in steps.values():  # warm up (caches, imports; the new compare derives each Tokens' arrays)
         step()
     ms = {name: float("inf") for name in steps}
     for _ in range(repeat):
@@ -79,22 +126,30 @@ def measure(lang: str, n_pairs: int, repeat: int) -> str:
             ms[name] = min(ms[name], (time.process_time() - t0) * 1000 / len(pairs))
     n_tokens = sum(len(t) for t in toks) / len(toks)
     shared = sum(len(compare(a, b).passages) for a, b in pairs) / len(pairs)
-    return (f"| {lang} | {n_tokens:.0f} | {shared:.1f} | {ms['fingerprint']:.3f} ms | {ms['tokens']:.3f} ms "
-            f"| {ms['passage_hashes']:.3f} ms | {ms['compare']:.3f} ms | {ms['compare_tokens']:.3f} ms "
-            f"| {ms['compare'] / ms['fingerprint']:.2f}x |")
+
+    def old_new(step: str) -> str:
+        old, new = ms[f"{step} old"], ms[f"{step} new"]
+        return f"{old:.3f} → {new:.3f} ms ({old / new:.1f}x)"
+
+    return (f"| {row} | {n_tokens:.0f} | {shared:.1f} | {ms['fingerprint']:.3f} ms | {ms['tokens']:.3f} ms "
+            f"| {ms['passage_hashes']:.3f} ms | {old_new('compare')} | {old_new('compare_tokens')} "
+            f"| {old_new('both tokenised')} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--langs", default="en,zh,mixed")
+    parser.add_argument("--langs", default="en,zh,mixed,en copyright,repeated phrase",
+                        help="rows: languages of the corpus, 'en copyright', 'repeated phrase'")
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--baseline", default=BASELINE, help="git revision of the old compare()")
     args = parser.parse_args()
-    print("| lang | tokens per text | shared passages | fingerprint | tokens | passage_hashes | compare "
-          "| compare_tokens | compare / fingerprint |")
+    old_compare = baseline_compare(args.baseline)
+    print("| text | tokens per text | shared passages | fingerprint | tokens | passage_hashes | compare "
+          "| compare_tokens | both tokenised |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for lang in args.langs.split(","):
-        print(measure(lang, args.pairs, args.repeat))
+    for row in args.langs.split(","):
+        print(measure(row, args.pairs, args.repeat, old_compare), flush=True)
 
 
 if __name__ == "__main__":

@@ -144,53 +144,52 @@ def _shingles(ids: IntArray, alphabet: int) -> IntArray:
     return ids
 
 
-def _pieces(pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Runs of matching k-gram positions: (diagonal, first, last + 1), consecutive matches on one diagonal.
+def _run_ends(ga: IntArray, gb: IntArray, pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray]:
+    """Where runs of matching k-gram pairs ``(pa, pb)`` start and end, as indices into ``pa``.
 
-    ``pa`` is ascending (the pairs are enumerated by their position in a), so a stable sort by
-    diagonal orders them by diagonal, then position.
+    A run starts where the pair before does not match, and ends where the pair after does not.
     """
-    diag = pb - pa
-    order = np.argsort(diag, kind="stable")
-    pa, diag = pa[order], diag[order]
-    new = np.ones(len(pa), dtype=bool)
-    new[1:] = (diag[1:] != diag[:-1]) | (pa[1:] != pa[:-1] + 1)
-    first = np.flatnonzero(new)
-    return diag[first], pa[first], pa[np.append(first[1:], len(pa)) - 1] + 1
+    na, nb = len(ga), len(gb)
+    # index -1 wraps around: harmless, its answer is replaced by the text's edge
+    first = (pa == 0) | (pb == 0) | (ga[pa - 1] != gb[pb - 1])
+    last = (pa == na - 1) | (pb == nb - 1) | (ga[np.minimum(pa + 1, na - 1)] != gb[np.minimum(pb + 1, nb - 1)])
+    return np.flatnonzero(first), np.flatnonzero(last)
 
 
-def _match_runs(lo: IntArray, cnt: IntArray, order: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+def _match_runs(
+    ga: IntArray, gb: IntArray, lo: IntArray, cnt: IntArray, order: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
     """Every maximal run of matching k-grams (``ga[i] == gb[i + diagonal]``): (diagonal, first, last + 1).
 
     k-gram ``i`` of a matches ``cnt[i]`` k-grams of b: ``order[lo[i]:lo[i] + cnt[i]]`` (``order``
-    sorts b's k-grams). The matching pairs are enumerated :data:`MATCH_CHUNK` at a time (a
-    text repeating one phrase makes their number quadratic in its length), and runs cut at a
-    chunk boundary joined again.
+    sorts b's k-grams). Of the matching pairs only a run's first and last are kept, so the
+    pairs need no sorting: the runs' starts and ends, each ordered by diagonal then position,
+    pair up one to one. The pairs are enumerated :data:`MATCH_CHUNK` at a time (a text
+    repeating one phrase makes their number quadratic in its length: the work stays, the
+    memory is bounded).
     """
     ends = np.cumsum(cnt)
     cuts = np.unique(np.searchsorted(ends, np.arange(MATCH_CHUNK, int(ends[-1]) if len(ends) else 0, MATCH_CHUNK)))
-    parts = []
-    bounds = [0, *cuts.tolist(), len(lo)]
-    for s, e in itertools.pairwise(bounds):
+    firsts: list[tuple[IntArray, IntArray]] = []
+    lasts: list[tuple[IntArray, IntArray]] = []
+    for s, e in itertools.pairwise([0, *cuts.tolist(), len(lo)]):
         c = cnt[s:e]
         total = int(c.sum())
         if total == 0:
             continue
         pa = np.repeat(np.arange(s, e, dtype=np.int64), c)
         offset = np.repeat(lo[s:e] - (np.cumsum(c) - c), c) + np.arange(total, dtype=np.int64)
-        parts.append(_pieces(pa, order[offset].astype(np.int64)))
-    if not parts:
+        pb = order[offset].astype(np.int64)
+        first, last = _run_ends(ga, gb, pa, pb)
+        firsts.append((pa[first], pb[first] - pa[first]))
+        lasts.append((pa[last], pb[last] - pa[last]))
+    if not firsts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    diag, first, stop = (np.concatenate(x) for x in zip(*parts, strict=True))
-    if len(parts) > 1:  # join the pieces of one run cut by a chunk boundary
-        order = np.lexsort((first, diag))
-        diag, first, stop = diag[order], first[order], stop[order]
-        new = np.ones(len(diag), dtype=bool)
-        new[1:] = (diag[1:] != diag[:-1]) | (first[1:] != stop[:-1])
-        heads = np.flatnonzero(new)
-        diag, first, stop = diag[heads], first[heads], stop[np.append(heads[1:], len(new)) - 1]
-    return diag, first, stop
+    start_a, start_diag = (np.concatenate(x) for x in zip(*firsts, strict=True))
+    end_a, end_diag = (np.concatenate(x) for x in zip(*lasts, strict=True))
+    by_start, by_end = np.lexsort((start_a, start_diag)), np.lexsort((end_a, end_diag))
+    return start_diag[by_start], start_a[by_start], end_a[by_end] + 1
 
 
 def _matches(ga: IntArray, sorted_b: IntArray) -> tuple[IntArray, IntArray]:
@@ -206,12 +205,14 @@ class _Keys:
     Attributes:
         exact: equal hashes here are equal windows (a collision within the text: False).
         windows: what each hash hashes (a word, or a row of token hashes).
+        keys: the hashes by position.
         order: positions by hash; ``sorted``: the hashes in that order.
         distinct: the distinct hashes, sorted; ``first``: a position of each.
     """
 
     exact: bool
     windows: npt.NDArray[Any]
+    keys: IntArray
     order: IntArray
     sorted: IntArray
     distinct: IntArray
@@ -227,7 +228,7 @@ class _Keys:
         exact = bool(np.all(windows[order[repeat]] == windows[order[repeat + 1]]))
         new = np.ones(len(ordered), dtype=bool)
         new[repeat + 1] = False
-        return cls(exact, windows, order, ordered, ordered[new], order[new])
+        return cls(exact, windows, signed, order, ordered, ordered[new], order[new])
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def _hash_runs(da: _Derived, db: _Derived) -> tuple[IntArray, IntArray, IntArray
         return None
     lo, cnt = np.empty_like(lo_sorted), np.empty_like(cnt_sorted)
     lo[ga.order], cnt[ga.order] = lo_sorted, cnt_sorted
-    return _match_runs(lo, cnt, gb.order)
+    return _match_runs(ga.keys, gb.keys, lo, cnt, gb.order)
 
 
 def _same(a: _Keys, b: _Keys) -> int | None:
@@ -355,7 +356,7 @@ def _compare_words(ta: Tokens, tb: Tokens) -> Comparison:
     if len(ia) >= K and len(ib) >= K:
         ga, gb = _gram_ids([ia, ib], K, alphabet)
         order = np.argsort(gb, kind="stable")
-        passages = _passages(ta, tb, *_match_runs(*_matches(ga, gb[order]), order))
+        passages = _passages(ta, tb, *_match_runs(ga, gb, *_matches(ga, gb[order]), order))
     return Comparison(passages, len(ua), len(ub), shared)
 
 
