@@ -198,37 +198,54 @@ def _matches(ga: IntArray, sorted_b: IntArray) -> tuple[IntArray, IntArray]:
     return lo, np.searchsorted(sorted_b, ga, "right").astype(np.int64) - lo
 
 
-@dataclass(frozen=True)
-class _Keys:
-    """One text's hashes of one kind (tokens, shingles or k-grams), as signed ints, sorted.
+def _sort_keys(keys: U64Array, windows: npt.NDArray[Any]) -> tuple[bool, IntArray, IntArray, IntArray]:
+    """Hashes ``keys`` of ``windows`` (one each) sorted: (exact, the hashes as signed ints, order, sorted).
 
-    Attributes:
-        exact: equal hashes here are equal windows (a collision within the text: False).
-        windows: what each hash hashes (a word, or a row of token hashes).
-        keys: the hashes by position.
-        order: positions by hash; ``sorted``: the hashes in that order.
-        distinct: the distinct hashes, sorted; ``first``: a position of each.
+    ``exact``: equal hashes are equal windows (False: a collision within the text).
+    """
+    signed = keys.view(np.int64)  # sorting and searching int64 is faster than uint64
+    order = np.argsort(signed).astype(np.int64)
+    ordered = signed[order]
+    repeat = np.flatnonzero(ordered[1:] == ordered[:-1])
+    return bool(np.all(windows[order[repeat]] == windows[order[repeat + 1]])), signed, order, ordered
+
+
+@dataclass(frozen=True)
+class _Distinct:
+    """One text's distinct token or shingle hashes, sorted (``keys``), each with a position it is at.
+
+    ``windows`` are what the hashes hash: the words, or the rows of SHINGLE token hashes.
     """
 
     exact: bool
+    keys: IntArray
+    first: IntArray
     windows: npt.NDArray[Any]
+
+    @classmethod
+    def of(cls, keys: U64Array, windows: npt.NDArray[Any]) -> _Distinct:
+        exact, _, order, ordered = _sort_keys(keys, windows)
+        new = np.ones(len(ordered), dtype=bool)
+        new[1:] = ordered[1:] != ordered[:-1]
+        return cls(exact, ordered[new], order[new], windows)
+
+
+@dataclass(frozen=True)
+class _Grams:
+    """One text's k-gram hashes by position (``keys``), and sorted: ``sorted = keys[order]``.
+
+    ``windows`` are the rows of K token hashes they hash.
+    """
+
+    exact: bool
     keys: IntArray
     order: IntArray
     sorted: IntArray
-    distinct: IntArray
-    first: IntArray
+    windows: npt.NDArray[Any]
 
     @classmethod
-    def of(cls, keys: U64Array, windows: npt.NDArray[Any]) -> _Keys:
-        """The hashes ``keys`` of ``windows`` (one each)."""
-        signed = keys.view(np.int64)  # sorting and searching int64 is faster than uint64
-        order = np.argsort(signed).astype(np.int64)
-        ordered = signed[order]
-        repeat = np.flatnonzero(ordered[1:] == ordered[:-1])
-        exact = bool(np.all(windows[order[repeat]] == windows[order[repeat + 1]]))
-        new = np.ones(len(ordered), dtype=bool)
-        new[repeat + 1] = False
-        return cls(exact, windows, signed, order, ordered, ordered[new], order[new])
+    def of(cls, keys: U64Array, windows: npt.NDArray[Any]) -> _Grams:
+        return cls(*_sort_keys(keys, windows), windows)
 
 
 @dataclass(frozen=True)
@@ -236,13 +253,13 @@ class _Derived:
     """What comparing a text (of at least :data:`SHINGLE` tokens) by hashes needs, derived once.
 
     ``exact``: within the text, equal token hashes are equal words, and equal shingle and
-    k-gram hashes equal token hashes (False: compare it as strings).
+    k-gram hashes equal token hashes (False: compare it as strings). About 64 bytes a token.
     """
 
     exact: bool
-    tokens: _Keys
-    shingles: _Keys
-    grams: _Keys
+    tokens: _Distinct
+    shingles: _Distinct
+    grams: _Grams
 
 
 def _window_keys(h: U64Array) -> tuple[U64Array, U64Array]:
@@ -272,9 +289,9 @@ def _derived(t: Tokens) -> _Derived:
         h = t.hashes
         view = np.lib.stride_tricks.sliding_window_view
         shingle_keys, gram_keys = _window_keys(h)
-        toks = _Keys.of(h, np.array(t.words, dtype=object))
-        shingles = _Keys.of(shingle_keys, view(h, SHINGLE))
-        grams = _Keys.of(gram_keys, view(h, min(K, len(t))))
+        toks = _Distinct.of(h, np.array(t.words, dtype=object))
+        shingles = _Distinct.of(shingle_keys, view(h, SHINGLE))
+        grams = _Grams.of(gram_keys, view(h, min(K, len(t))))
         found = _Derived(toks.exact and shingles.exact and grams.exact, toks, shingles, grams)
         t._derived["comparison"] = found
     return found
@@ -295,13 +312,13 @@ def _hash_runs(da: _Derived, db: _Derived) -> tuple[IntArray, IntArray, IntArray
     return _match_runs(ga.keys, gb.keys, lo, cnt, gb.order)
 
 
-def _same(a: _Keys, b: _Keys) -> int | None:
+def _same(a: _Distinct, b: _Distinct) -> int | None:
     """How many distinct hashes a and b share, or None if one of them hashes different windows."""
-    both = np.concatenate([a.distinct, b.distinct])
+    both = np.concatenate([a.keys, b.keys])
     order = np.argsort(both, kind="stable")  # merges the two sorted runs; a's value before b's
     ordered = both[order]
     pair = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if not np.array_equal(a.windows[a.first[order[pair]]], b.windows[b.first[order[pair + 1] - len(a.distinct)]]):
+    if not np.array_equal(a.windows[a.first[order[pair]]], b.windows[b.first[order[pair + 1] - len(a.keys)]]):
         return None
     return len(pair)
 
@@ -336,7 +353,7 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
         if runs is None:
             return _compare_words(ta, tb)
         passages = _passages(ta, tb, *runs)
-    return Comparison(passages, len(da.shingles.distinct), len(db.shingles.distinct), shared)
+    return Comparison(passages, len(da.shingles.keys), len(db.shingles.keys), shared)
 
 
 def _compare_words(ta: Tokens, tb: Tokens) -> Comparison:
