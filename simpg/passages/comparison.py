@@ -11,7 +11,14 @@ token hashes must be equal words (within each text, and for every hash both text
 equal shingle and k-gram hashes equal token hashes. A pair with any collision is compared
 again as strings (:func:`_compare_words`, the slow reference), so a collision changes nothing.
 What a text needs for this is derived once per :class:`~simpg.passages.tokens.Tokens` and
-kept on it: a query compared with many candidates derives it once.
+kept on it: a query compared with many candidates derives it once (about 64 bytes a token).
+
+Every pair of matching k-grams is enumerated, :data:`MATCH_CHUNK` at a time so that memory
+stays bounded; of each pair only whether it starts or ends a run is kept. Two texts that
+repeat one phrase of p tokens r times make about r² × p pairs for about 2r runs: that work
+is not capped (a run's start is only known by looking at its pair), it costs a few
+vectorised operations a pair (docs/benchmarks.md, "repeated phrase": 880 tokens, 70,000
+pairs, 2-3 ms).
 
 A lookup verifies each candidate the passage index found with :func:`compare` (passing the
 query's :class:`~simpg.passages.tokens.Tokens` once tokenised): nothing is reported above its
