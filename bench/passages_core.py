@@ -18,9 +18,10 @@ the steps alternate, CPU time of this process, per text or pair:
   * ``both tokenised``: compare(tokens_of_A, tokens_of_B), both derived before: the all-pairs
     engine comparing a document with many (pure comparison, no tokenising).
 
-Each compare step runs twice, ``old`` being compare() as of --baseline (the string-based
-version, loaded from git into a temporary module) and ``new`` this tree's; every pair's two
-answers are checked equal. Cells read ``old → new (old / new)``.
+The tokens and compare steps run twice: ``old`` is tokens() and compare() as of --baseline
+(the string-based compare, loaded from git into temporary modules), ``new`` this tree's;
+every pair's two answers (and every text's two tokens) are checked equal. Cells read
+``old → new (old / new)``.
 
 Usage:
   python3 bench/passages_core.py                 # every row, markdown table
@@ -37,6 +38,9 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -86,18 +90,27 @@ def texts(row: str, pairs: int) -> list[tuple[str, str]]:
     return out
 
 
-def baseline_compare(rev: str) -> Callable[..., object]:
-    """compare() of simpg/passages/comparison.py as of git revision ``rev``, in a temporary module."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:simpg/passages/comparison.py"],
+def _module_at(rev: str, path: str, name: str) -> types.ModuleType:
+    """The module of ``path`` as of git revision ``rev``, loaded as ``name``."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
                             check=True, capture_output=True, text=True).stdout
-    module = types.ModuleType("baseline_comparison")
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:simpg/passages/comparison.py", "exec"), module.__dict__)
-    return module.compare  # type: ignore[no-any-return]
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module
 
 
-def measure(row: str, n_pairs: int, repeat: int, old_compare: Callable[..., object]) -> str:
+def baseline(rev: str) -> tuple[Callable[..., Any], Callable[[str], Any]]:
+    """compare() and tokens() as of git revision ``rev`` (the old compare() tokenising with the old tokens())."""
+    old_tokens = _module_at(rev, "simpg/passages/tokens.py", "baseline_tokens").tokens
+    comparison = _module_at(rev, "simpg/passages/comparison.py", "baseline_comparison")
+    comparison.tokens = old_tokens  # it still accepts this tree's Tokens (its isinstance check)
+    return comparison.compare, old_tokens
+
+
+def measure(row: str, n_pairs: int, repeat: int, old: tuple[Callable[..., Any], Callable[[str], Any]]) -> str:
     """One table row: ms per text (or pair) of each step, the best of ``repeat`` alternating rounds."""
+    old_compare, old_tokens = old
     pairs = texts(row, n_pairs)
     toks = [tokens(a) for a, _ in pairs]
     toks_b = [tokens(b) for _, b in pairs]
@@ -105,9 +118,13 @@ def measure(row: str, n_pairs: int, repeat: int, old_compare: Callable[..., obje
     for (a, b), ta, tb in zip(pairs, toks, toks_b, strict=True):  # the same answers, field by field
         new, old = compare(a, b), old_compare(a, b)
         assert repr(new) == repr(old) and compare(ta, tb) == new, f"{row}: compare() differs from {BASELINE}"
+        was = old_tokens(a)
+        same = [np.array_equal(getattr(ta, f), getattr(was, f)) for f in ("hashes", "starts", "ends")]
+        assert ta.words == was.words and all(same), f"{row}: tokens() differs from {BASELINE}"
     steps: dict[str, Callable[[], object]] = {
         "fingerprint": lambda: [fingerprint(a) for a, _ in pairs],
-        "tokens": lambda: [tokens(a) for a, _ in pairs],
+        "tokens old": lambda: [old_tokens(a) for a, _ in pairs],
+        "tokens new": lambda: [tokens(a) for a, _ in pairs],
         "passage_hashes": lambda: [passage_hashes(a) for a, _ in pairs],
         "compare old": lambda: [old_compare(a, b) for a, b in pairs],
         "compare new": lambda: [compare(a, b) for a, b in pairs],
@@ -131,7 +148,7 @@ def measure(row: str, n_pairs: int, repeat: int, old_compare: Callable[..., obje
         old, new = ms[f"{step} old"], ms[f"{step} new"]
         return f"{old:.3f} → {new:.3f} ms ({old / new:.1f}x)"
 
-    return (f"| {row} | {n_tokens:.0f} | {shared:.1f} | {ms['fingerprint']:.3f} ms | {ms['tokens']:.3f} ms "
+    return (f"| {row} | {n_tokens:.0f} | {shared:.1f} | {ms['fingerprint']:.3f} ms | {old_new('tokens')} "
             f"| {ms['passage_hashes']:.3f} ms | {old_new('compare')} | {old_new('compare_tokens')} "
             f"| {old_new('both tokenised')} |")
 
@@ -144,12 +161,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the old compare()")
     args = parser.parse_args()
-    old_compare = baseline_compare(args.baseline)
+    old = baseline(args.baseline)
     print("| text | tokens per text | shared passages | fingerprint | tokens | passage_hashes | compare "
           "| compare_tokens | both tokenised |")
     print("|---|---|---|---|---|---|---|---|---|")
     for row in args.langs.split(","):
-        print(measure(row, args.pairs, args.repeat, old_compare), flush=True)
+        print(measure(row, args.pairs, args.repeat, old), flush=True)
 
 
 if __name__ == "__main__":
