@@ -104,7 +104,7 @@ def baseline(rev: str) -> tuple[Callable[..., Any], Callable[[str], Any]]:
     """compare() and tokens() as of git revision ``rev`` (the old compare() tokenising with the old tokens())."""
     old_tokens = _module_at(rev, "simpg/passages/tokens.py", "baseline_tokens").tokens
     comparison = _module_at(rev, "simpg/passages/comparison.py", "baseline_comparison")
-    comparison.tokens = old_tokens  # it still accepts this tree's Tokens (its isinstance check)
+    comparison.__dict__["tokens"] = old_tokens  # it still accepts this tree's Tokens (its isinstance check)
     return comparison.compare, old_tokens
 
 
