@@ -45,8 +45,9 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import simpg.passages.pairs as pairs_module  # noqa: E402
 from simpg.fingerprint import fingerprint  # noqa: E402
-from simpg.passages import compare, passage_hashes, tokens  # noqa: E402
+from simpg.passages import compare, passage_hashes, passage_pairs, tokens  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parent / "data" / "quality14" / "corpus"
@@ -153,6 +154,36 @@ def measure(row: str, n_pairs: int, repeat: int, old: tuple[Callable[..., Any], 
             f"| {old_new('both tokenised')} |")
 
 
+def report(n_docs: int, repeat: int, old: tuple[Callable[..., Any], Callable[[str], Any]]) -> str:
+    """The in-memory report (passage_pairs, one process) over the first ``n_docs`` English
+    documents (originals and their edited copies, whole): its seconds with the old and the new
+    tokens() and compare(), the passage hashes given (made once), best of ``repeat``."""
+    docs = []
+    with open(CORPUS / "en.jsonl", encoding="utf-8") as f:
+        for line in f:
+            docs.append(json.loads(line)["text"])
+            if len(docs) == n_docs:
+                break
+    hashes = [passage_hashes(d) for d in docs]
+    seconds, found = {}, {}
+    for name, (compare_with, tokens_with) in (("old", old), ("new", (compare, tokens))):
+        saved = pairs_module.compare, pairs_module.tokens
+        pairs_module.compare, pairs_module.tokens = compare_with, tokens_with
+        try:
+            best = float("inf")
+            for _ in range(repeat):
+                t0 = time.process_time()
+                found[name] = passage_pairs(docs, hashes=hashes, workers=1)
+                best = min(best, time.process_time() - t0)
+        finally:
+            pairs_module.compare, pairs_module.tokens = saved
+        seconds[name] = best
+    assert repr(found["old"]) == repr(found["new"]), "passage_pairs differs"
+    kept = len(found["new"].pairs)
+    return (f"| passage_pairs, {n_docs} en documents ({found['new'].candidates:,} candidates, {kept:,} pairs) "
+            f"| {seconds['old']:.2f} → {seconds['new']:.2f} s ({seconds['old'] / seconds['new']:.1f}x) |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--langs", default="en,zh,mixed,en copyright,repeated phrase",
@@ -160,6 +191,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the old compare()")
+    parser.add_argument("--report", type=int, default=500, help="English documents of the report row (0: none)")
     args = parser.parse_args()
     old = baseline(args.baseline)
     print("| text | tokens per text | shared passages | fingerprint | tokens | passage_hashes | compare "
@@ -167,6 +199,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for row in args.langs.split(","):
         print(measure(row, args.pairs, args.repeat, old), flush=True)
+    if args.report:
+        print()
+        print("| all pairs | old → new CPU |")
+        print("|---|---|")
+        print(report(args.report, min(args.repeat, 2), old))
 
 
 if __name__ == "__main__":
