@@ -293,7 +293,7 @@ def _derived(t: Tokens) -> _Derived:
     """:class:`_Derived` of ``t``, made on the first call and kept on ``t`` (tokens do not change)."""
     found = t._derived.get("comparison")
     if found is None:
-        h = t.hashes
+        h = np.ascontiguousarray(t.hashes, dtype=np.uint64)  # no copy for the hashes tokens() makes
         view = np.lib.stride_tricks.sliding_window_view
         shingle_keys, gram_keys = _window_keys(h)
         toks = _Distinct.of(h, np.array(t.words, dtype=object))
