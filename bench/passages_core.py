@@ -48,6 +48,7 @@ if __package__ in (None, ""):
 import simpg.passages.pairs as pairs_module  # noqa: E402
 from simpg.fingerprint import fingerprint  # noqa: E402
 from simpg.passages import compare, passage_hashes, passage_pairs, tokens  # noqa: E402
+from simpg.passages.tokens import Tokens  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parent / "data" / "quality14" / "corpus"
@@ -103,10 +104,11 @@ def _module_at(rev: str, path: str, name: str) -> types.ModuleType:
 
 def baseline(rev: str) -> tuple[Callable[..., Any], Callable[[str], Any]]:
     """compare() and tokens() as of git revision ``rev`` (the old compare() tokenising with the old tokens())."""
-    old_tokens = _module_at(rev, "simpg/passages/tokens.py", "baseline_tokens").tokens
+    old_module = _module_at(rev, "simpg/passages/tokens.py", "baseline_tokens")
     comparison = _module_at(rev, "simpg/passages/comparison.py", "baseline_comparison")
-    comparison.__dict__["tokens"] = old_tokens  # it still accepts this tree's Tokens (its isinstance check)
-    return comparison.compare, old_tokens
+    # it tokenises with the old tokens() and accepts the Tokens of both (its isinstance check)
+    comparison.__dict__.update(tokens=old_module.tokens, Tokens=(Tokens, old_module.Tokens))
+    return comparison.compare, old_module.tokens
 
 
 def measure(row: str, n_pairs: int, repeat: int, old: tuple[Callable[..., Any], Callable[[str], Any]]) -> str:
@@ -192,7 +194,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the old compare()")
-    parser.add_argument("--report", type=int, default=500, help="English documents of the report row (0: none)")
+    parser.add_argument("--report", type=int, default=400, help="English documents of the report row (0: none)")
     args = parser.parse_args()
     old = baseline(args.baseline)
     print("| text | tokens per text | shared passages | fingerprint | tokens | passage_hashes | compare "
