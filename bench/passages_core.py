@@ -21,11 +21,14 @@ the steps alternate, CPU time of this process, per text or pair:
 The tokens and compare steps run twice: ``old`` is tokens() and compare() as of --baseline
 (the string-based compare, loaded from git into temporary modules), ``new`` this tree's;
 every pair's two answers (and every text's two tokens) are checked equal. Cells read
-``old → new (old / new)``.
+``old → new (old / new)``. A last table (--report N) times the in-memory report,
+passage_pairs over the first N English documents (whole, their passage hashes given), in
+one process with the old and then the new tokens() and compare(), and checks the two
+reports equal.
 
 Usage:
   python3 bench/passages_core.py                 # every row, markdown table
-  python3 bench/passages_core.py --repeat 3 --langs en
+  python3 bench/passages_core.py --repeat 3 --langs en --report 0
 """
 
 from __future__ import annotations
