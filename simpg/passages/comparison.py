@@ -5,7 +5,20 @@ least :data:`~simpg.passages.config.K` tokens, reported with its token range and
 offsets in both texts. Every run is found, on every diagonal: a text that contains a passage
 twice gives both occurrences. Containment is counted exactly over token 3-shingle sets (a text
 of 1 or 2 tokens has one shingle of all its tokens): ``b_in_a = |S(a) ∩ S(b)| / |S(b)|``.
-Tokens are compared as strings, not by their hashes, so a hash collision changes nothing.
+Tokens, shingles and k-grams are matched by their 64-bit hashes (:attr:`Tokens.hashes
+<simpg.passages.tokens.Tokens.hashes>` and hashes of them), and every match is checked: equal
+token hashes must be equal words (within each text, and for every hash both texts hold),
+equal shingle and k-gram hashes equal token hashes. A pair with any collision is compared
+again as strings (:func:`_compare_words`, the slow reference), so a collision changes nothing.
+What a text needs for this is derived once per :class:`~simpg.passages.tokens.Tokens` and
+kept on it: a query compared with many candidates derives it once (about 64 bytes a token).
+
+Every pair of matching k-grams is enumerated, :data:`MATCH_CHUNK` at a time so that memory
+stays bounded; of each pair only whether it starts or ends a run is kept. Two texts that
+repeat one phrase of p tokens r times make about r² × p pairs for about 2r runs: that work
+is not capped (a run's start is only known by looking at its pair), it costs a few
+vectorised operations a pair (docs/benchmarks.md, "repeated phrase": 880 tokens, 70,000
+pairs, 2-3 ms).
 
 A lookup verifies each candidate the passage index found with :func:`compare` (passing the
 query's :class:`~simpg.passages.tokens.Tokens` once tokenised): nothing is reported above its
@@ -30,7 +43,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +53,7 @@ import numpy.typing as npt
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.passages.config import K
 from simpg.passages.tokens import Tokens, tokens
+from simpg.passages.winnow import _splitmix
 
 __all__ = ["MATCH_CHUNK", "SHINGLE", "Comparison", "SharedPassage", "compare"]
 
@@ -47,6 +63,9 @@ SHINGLE = 3
 MATCH_CHUNK = 1 << 20
 
 IntArray = npt.NDArray[np.int64]
+U64Array = npt.NDArray[np.uint64]
+
+_MULTIPLIER = np.uint64(0x100000001B3)
 
 
 @dataclass(frozen=True)
@@ -132,51 +151,183 @@ def _shingles(ids: IntArray, alphabet: int) -> IntArray:
     return ids
 
 
-def _pieces(pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Runs of matching k-gram positions: (diagonal, first, last + 1), consecutive matches on one diagonal."""
-    diag = pb - pa
-    order = np.lexsort((pa, diag))
-    pa, diag = pa[order], diag[order]
-    new = np.ones(len(pa), dtype=bool)
-    new[1:] = (diag[1:] != diag[:-1]) | (pa[1:] != pa[:-1] + 1)
-    first = np.flatnonzero(new)
-    return diag[first], pa[first], pa[np.append(first[1:], len(pa)) - 1] + 1
+def _run_ends(ga: IntArray, gb: IntArray, pa: IntArray, pb: IntArray) -> tuple[IntArray, IntArray]:
+    """Where runs of matching k-gram pairs ``(pa, pb)`` start and end, as indices into ``pa``.
+
+    A run starts where the pair before does not match, and ends where the pair after does not.
+    """
+    na, nb = len(ga), len(gb)
+    # index -1 wraps around: harmless, its answer is replaced by the text's edge
+    first = (pa == 0) | (pb == 0) | (ga[pa - 1] != gb[pb - 1])
+    last = (pa == na - 1) | (pb == nb - 1) | (ga[np.minimum(pa + 1, na - 1)] != gb[np.minimum(pb + 1, nb - 1)])
+    return np.flatnonzero(first), np.flatnonzero(last)
 
 
-def _match_runs(ga: IntArray, gb: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+def _match_runs(
+    ga: IntArray, gb: IntArray, lo: IntArray, cnt: IntArray, order: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
     """Every maximal run of matching k-grams (``ga[i] == gb[i + diagonal]``): (diagonal, first, last + 1).
 
-    The matching pairs are enumerated :data:`MATCH_CHUNK` at a time (a text repeating one
-    phrase makes their number quadratic in its length), and runs cut at a chunk boundary
-    joined again.
+    k-gram ``i`` of a matches ``cnt[i]`` k-grams of b: ``order[lo[i]:lo[i] + cnt[i]]`` (``order``
+    sorts b's k-grams). Of the matching pairs only a run's first and last are kept, so the
+    pairs need no sorting: the runs' starts and ends, each ordered by diagonal then position,
+    pair up one to one. The pairs are enumerated :data:`MATCH_CHUNK` at a time (a text
+    repeating one phrase makes their number quadratic in its length: the work stays, the
+    memory is bounded).
     """
-    order = np.argsort(gb, kind="stable")
-    sorted_b = gb[order]
-    lo = np.searchsorted(sorted_b, ga, "left")
-    cnt = np.searchsorted(sorted_b, ga, "right") - lo
     ends = np.cumsum(cnt)
     cuts = np.unique(np.searchsorted(ends, np.arange(MATCH_CHUNK, int(ends[-1]) if len(ends) else 0, MATCH_CHUNK)))
-    parts = []
-    for s, e in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(ga)].tolist(), strict=True):
+    firsts: list[tuple[IntArray, IntArray]] = []
+    lasts: list[tuple[IntArray, IntArray]] = []
+    for s, e in itertools.pairwise([0, *cuts.tolist(), len(lo)]):
         c = cnt[s:e]
         total = int(c.sum())
         if total == 0:
             continue
         pa = np.repeat(np.arange(s, e, dtype=np.int64), c)
         offset = np.repeat(lo[s:e] - (np.cumsum(c) - c), c) + np.arange(total, dtype=np.int64)
-        parts.append(_pieces(pa, order[offset].astype(np.int64)))
-    if not parts:
+        pb = order[offset].astype(np.int64)
+        first, last = _run_ends(ga, gb, pa, pb)
+        firsts.append((pa[first], pb[first] - pa[first]))
+        lasts.append((pa[last], pb[last] - pa[last]))
+    if not firsts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    diag, first, stop = (np.concatenate(x) for x in zip(*parts, strict=True))
-    if len(parts) > 1:  # join the pieces of one run cut by a chunk boundary
-        order = np.lexsort((first, diag))
-        diag, first, stop = diag[order], first[order], stop[order]
-        new = np.ones(len(diag), dtype=bool)
-        new[1:] = (diag[1:] != diag[:-1]) | (first[1:] != stop[:-1])
-        heads = np.flatnonzero(new)
-        diag, first, stop = diag[heads], first[heads], stop[np.append(heads[1:], len(new)) - 1]
-    return diag, first, stop
+    start_a, start_diag = (np.concatenate(x) for x in zip(*firsts, strict=True))
+    end_a, end_diag = (np.concatenate(x) for x in zip(*lasts, strict=True))
+    by_start, by_end = np.lexsort((start_a, start_diag)), np.lexsort((end_a, end_diag))
+    return start_diag[by_start], start_a[by_start], end_a[by_end] + 1
+
+
+def _matches(ga: IntArray, sorted_b: IntArray) -> tuple[IntArray, IntArray]:
+    """For each of ``ga``: where its equals start in ``sorted_b``, and how many there are."""
+    lo = np.searchsorted(sorted_b, ga, "left").astype(np.int64)
+    return lo, np.searchsorted(sorted_b, ga, "right").astype(np.int64) - lo
+
+
+def _sort_keys(keys: U64Array, windows: npt.NDArray[Any]) -> tuple[bool, IntArray, IntArray, IntArray]:
+    """Hashes ``keys`` of ``windows`` (one each) sorted: (exact, the hashes as signed ints, order, sorted).
+
+    ``exact``: equal hashes are equal windows (False: a collision within the text).
+    """
+    signed = keys.view(np.int64)  # sorting and searching int64 is faster than uint64
+    order = np.argsort(signed).astype(np.int64)
+    ordered = signed[order]
+    repeat = np.flatnonzero(ordered[1:] == ordered[:-1])
+    return bool(np.all(windows[order[repeat]] == windows[order[repeat + 1]])), signed, order, ordered
+
+
+@dataclass(frozen=True)
+class _Distinct:
+    """One text's distinct token or shingle hashes, sorted (``keys``), each with a position it is at.
+
+    ``windows`` are what the hashes hash: the words, or the rows of SHINGLE token hashes.
+    """
+
+    exact: bool
+    keys: IntArray
+    first: IntArray
+    windows: npt.NDArray[Any]
+
+    @classmethod
+    def of(cls, keys: U64Array, windows: npt.NDArray[Any]) -> _Distinct:
+        exact, _, order, ordered = _sort_keys(keys, windows)
+        new = np.ones(len(ordered), dtype=bool)
+        new[1:] = ordered[1:] != ordered[:-1]
+        return cls(exact, ordered[new], order[new], windows)
+
+
+@dataclass(frozen=True)
+class _Grams:
+    """One text's k-gram hashes by position (``keys``), and sorted: ``sorted = keys[order]``.
+
+    ``windows`` are the rows of K token hashes they hash.
+    """
+
+    exact: bool
+    keys: IntArray
+    order: IntArray
+    sorted: IntArray
+    windows: npt.NDArray[Any]
+
+    @classmethod
+    def of(cls, keys: U64Array, windows: npt.NDArray[Any]) -> _Grams:
+        return cls(*_sort_keys(keys, windows), windows)
+
+
+@dataclass(frozen=True)
+class _Derived:
+    """What comparing a text (of at least :data:`SHINGLE` tokens) by hashes needs, derived once.
+
+    ``exact``: within the text, equal token hashes are equal words, and equal shingle and
+    k-gram hashes equal token hashes (False: compare it as strings). About 64 bytes a token.
+    """
+
+    exact: bool
+    tokens: _Distinct
+    shingles: _Distinct
+    grams: _Grams
+
+
+def _window_keys(h: U64Array) -> tuple[U64Array, U64Array]:
+    """A 64-bit hash of every :data:`SHINGLE` and of every K consecutive token hashes (at least SHINGLE).
+
+    Only matched within one process and every match checked, so not the stored k-gram hashes
+    (:func:`~simpg.passages.winnow.kgram_hashes`): one mix of the tokens, shared by both.
+    """
+    mixed = _splitmix(h)
+    count = len(h) - SHINGLE + 1
+    with np.errstate(over="ignore"):
+        acc = mixed[:count].copy()
+        for t in range(1, SHINGLE):
+            acc = acc * _MULTIPLIER + mixed[t : t + count]
+        shingles = acc
+        count = max(0, len(h) - K + 1)
+        acc = acc[:count]
+        for t in range(SHINGLE, K):
+            acc = acc * _MULTIPLIER + mixed[t : t + count]
+    return shingles, acc
+
+
+def _derived(t: Tokens) -> _Derived:
+    """:class:`_Derived` of ``t``, made on the first call and kept on ``t`` (tokens do not change)."""
+    found = t._derived.get("comparison")
+    if found is None:
+        h = np.ascontiguousarray(t.hashes, dtype=np.uint64)  # no copy for the hashes tokens() makes
+        view = np.lib.stride_tricks.sliding_window_view
+        shingle_keys, gram_keys = _window_keys(h)
+        toks = _Distinct.of(h, np.array(t.words, dtype=object))
+        shingles = _Distinct.of(shingle_keys, view(h, SHINGLE))
+        grams = _Grams.of(gram_keys, view(h, min(K, len(t))))
+        found = _Derived(toks.exact and shingles.exact and grams.exact, toks, shingles, grams)
+        t._derived["comparison"] = found
+    return found
+
+
+def _hash_runs(da: _Derived, db: _Derived) -> tuple[IntArray, IntArray, IntArray] | None:
+    """:func:`_match_runs` of the two texts' k-gram hashes, or None on a collision.
+
+    A collision: a k-gram hash of a that b holds is not the same K token hashes in both.
+    """
+    ga, gb = da.grams, db.grams
+    lo_sorted, cnt_sorted = _matches(ga.sorted, gb.sorted)  # sorted needles: a faster search
+    some = np.flatnonzero(cnt_sorted)
+    if not np.array_equal(ga.windows[ga.order[some]], gb.windows[gb.order[lo_sorted[some]]]):
+        return None
+    lo, cnt = np.empty_like(lo_sorted), np.empty_like(cnt_sorted)
+    lo[ga.order], cnt[ga.order] = lo_sorted, cnt_sorted
+    return _match_runs(ga.keys, gb.keys, lo, cnt, gb.order)
+
+
+def _same(a: _Distinct, b: _Distinct) -> int | None:
+    """How many distinct hashes a and b share, or None if one of them hashes different windows."""
+    both = np.concatenate([a.keys, b.keys])
+    order = np.argsort(both, kind="stable")  # merges the two sorted runs; a's value before b's
+    ordered = both[order]
+    pair = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if not np.array_equal(a.windows[a.first[order[pair]]], b.windows[b.first[order[pair + 1] - len(a.keys)]]):
+        return None
+    return len(pair)
 
 
 def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
@@ -184,7 +335,7 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
 
     Args:
         a: a text, or its :func:`~simpg.passages.tokens.tokens` (tokenise a query once and
-            compare it with many candidates).
+            compare it with many candidates: what it needs is derived once).
         b: the other text, or its tokens.
 
     Returns:
@@ -194,6 +345,29 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
         InvalidDocument: a text is neither ``str`` nor :class:`Tokens`.
     """
     ta, tb = _as_tokens(a, "a"), _as_tokens(b, "b")
+    if len(ta) < SHINGLE or len(tb) < SHINGLE:
+        return _compare_words(ta, tb)
+    da, db = _derived(ta), _derived(tb)
+    # a token hash both texts hold must be one word in both, a shingle hash the same 3 token hashes
+    if not (da.exact and db.exact) or _same(da.tokens, db.tokens) is None:
+        return _compare_words(ta, tb)
+    shared = _same(da.shingles, db.shingles)
+    if shared is None:
+        return _compare_words(ta, tb)
+    passages: tuple[SharedPassage, ...] = ()
+    if len(ta) >= K and len(tb) >= K:
+        runs = _hash_runs(da, db)
+        if runs is None:
+            return _compare_words(ta, tb)
+        passages = _passages(ta, tb, *runs)
+    return Comparison(passages, len(da.shingles.keys), len(db.shingles.keys), shared)
+
+
+def _compare_words(ta: Tokens, tb: Tokens) -> Comparison:
+    """:func:`compare` with tokens matched as strings: exact whatever the hashes (the reference).
+
+    Used for texts of fewer than :data:`SHINGLE` tokens and for a pair whose hashes collide.
+    """
     words = np.array(ta.words + tb.words, dtype=str)
     _, inverse = np.unique(words, return_inverse=True)
     inverse = inverse.astype(np.int64).reshape(-1)
@@ -205,7 +379,8 @@ def compare(a: str | Tokens, b: str | Tokens) -> Comparison:
     passages: tuple[SharedPassage, ...] = ()
     if len(ia) >= K and len(ib) >= K:
         ga, gb = _gram_ids([ia, ib], K, alphabet)
-        passages = _passages(ta, tb, *_match_runs(ga, gb))
+        order = np.argsort(gb, kind="stable")
+        passages = _passages(ta, tb, *_match_runs(ga, gb, *_matches(ga, gb[order]), order))
     return Comparison(passages, len(ua), len(ub), shared)
 
 
