@@ -1,0 +1,500 @@
+"""The online passage lookup (PassageColumn.near) beside the fingerprint lookup (SimHashColumn.near)
+at 1,000,000 rows of 5 KB texts, in one run; the table is built once and kept for reruns.
+
+Texts are synthetic, made cheaply and deterministically from the seed (any row can be made
+again alone): words drawn from a Zipfian vocabulary (30,000 made-up words, the shortest the
+most frequent, rank frequency 1/r), with sentences (a capital after each full stop, commas),
+cut at a whole word at 5,000 bytes. 0.3% of the rows are Chinese: words of jieba's
+dictionary drawn by their frequency, with Chinese punctuation. Planted copies: 5% of the rows
+carry a passage of 50 to 1,000 words of another row (one that copies nothing), half of them
+with up to 10% of the words replaced. Boilerplate: two paragraphs shared by 1% of the rows
+each, two shared by 0.1% each. Each row stores its text (``body``), its SimHash fingerprint
+(``simhash``, simpg index k = 3) and its passage hashes (``passages``, bigint[],
+``simpg.create_passage_index``: GIN, window 46).
+
+Fingerprints are the product's (``simpg.fingerprint``, in 2 worker processes). Passage
+hashes are made by a vectorised path that knows the texts' tokens (every token is a
+lowercase vocabulary word or one Han character, so tokenising is a lookup): the k-gram hashes
+and winnowing of ``simpg.passages.winnow``, over a chunk of rows at once. Every 500th row is
+checked against ``simpg.passages.passage_hashes`` (the script stops on any difference).
+
+Queries (5 KB, made-up words of the same vocabulary, none of them stored):
+  copy         quotes one passage of 60 to 150 words of a random stored row;
+  none         shares nothing (beyond chance k-grams of frequent words);
+  boilerplate  quotes one of the boilerplate paragraphs (1% or 0.1% of the rows).
+They are interleaved; each is looked up by both handles on one lookup connection, alternately:
+``PassageColumn.near(text)`` (default ``max_common`` 1000) and
+``SimHashColumn.near(fingerprint(text), 3)`` (fingerprinting included). Every copy query must
+find the row it quoted, unless the lookup reports skipped hashes (the script stops otherwise).
+Then ``SELECT count(*) FROM simpg.passage_pairs(table, 'passages')`` (the all-pairs
+candidates, default max_common) is timed, unless ``--no-pairs``.
+
+The table is named by rows and seed (``passages_scale_<rows>_<seed>``) and kept: a rerun with
+the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again). Without ``--dsn``
+the embedded server keeps its data in ``$SIMPG_HOME`` (default here /tmp/simpg-passages-scale:
+about 8 GB at 1M rows).
+
+Usage:
+    python bench/passages_scale.py --rows 1000000                 # build once, then measure
+    python bench/passages_scale.py --rows 1000000 --queries 100   # rerun: queries only
+    python bench/passages_scale.py --rows 20000 --rebuild --out bench/results/scale.json
+    python bench/passages_scale.py --dsn "host=... dbname=..." --rows 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+TEXT_BYTES = 5000
+VOCABULARY = 30_000
+CHINESE_EVERY = 333  # 0.3% of rows
+COPIER_PERCENT = 5
+CHUNK = 4000  # rows a worker makes at a time
+CHECK_EVERY = 500  # rows checked against the product's passage_hashes
+WINDOW = 46
+K = 5
+JIEBA_WORDS = 60_000
+
+# boilerplate paragraphs: (name, share of rows as "every n-th row", offset, words)
+BOILERPLATE = (("b1pct_a", 100, 3, 70), ("b1pct_b", 100, 41, 110),
+               ("b01pct_a", 1000, 7, 90), ("b01pct_b", 1000, 503, 140))
+
+
+# -- vocabulary and token hashes ---------------------------------------------------
+
+def _fnv1a(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    # simpg.passages.winnow._splitmix, repeated so the vectorised path is visibly the same arithmetic
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+class Vocabulary:
+    """Tokens 0..VOCABULARY-1 are English-like words, the rest Han characters; each with 4 spellings."""
+
+    def __init__(self, seed: int) -> None:
+        rng = np.random.default_rng([seed, 0])
+        onsets = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
+                  "br", "ch", "cl", "dr", "fr", "gr", "pl", "pr", "sh", "st", "str", "th", "tr", "wh"]
+        nuclei = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "io", "ou", "oo"]
+        codas = ["", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "st", "ck", "rd", "th"]
+        words: set[str] = set()
+        while len(words) < VOCABULARY:
+            syllables = 1 + min(3, int(rng.exponential(0.9)))
+            words.add("".join(onsets[rng.integers(len(onsets))] + nuclei[rng.integers(len(nuclei))]
+                              + codas[rng.integers(len(codas))] for _ in range(syllables)))
+        english = sorted(words, key=lambda w: (len(w), w))  # the shortest the most frequent
+        ranks = np.arange(1, VOCABULARY + 1, dtype=np.float64)
+        self.english_cdf = np.cumsum(1 / ranks) / np.sum(1 / ranks)
+
+        import jieba
+
+        chinese_words, freqs = [], []
+        with open(Path(jieba.__file__).parent / "dict.txt", encoding="utf-8") as lines:
+            for line in lines:
+                word, freq = line.split()[:2]
+                if all("\u4e00" <= c <= "\u9fff" for c in word):
+                    chinese_words.append(word)
+                    freqs.append(int(freq))
+        order = np.argsort(freqs)[::-1][:JIEBA_WORDS]
+        chinese_words = [chinese_words[i] for i in order]
+        f = np.array([freqs[i] for i in order], dtype=np.float64)
+        self.chinese_cdf = np.cumsum(f) / f.sum()
+        chars = sorted({c for w in chinese_words for c in w})
+        char_id = {c: VOCABULARY + i for i, c in enumerate(chars)}
+        # each jieba word as its characters' token ids: a flat array with offsets
+        lengths = np.array([len(w) for w in chinese_words], dtype=np.int64)
+        self.cw_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self.cw_len = lengths
+        self.cw_chars = np.array([char_id[c] for w in chinese_words for c in w], dtype=np.int32)
+
+        tokens = english + chars
+        self.size = len(tokens)
+        # spellings: 0 "word ", 1 "Word ", 2 "word. ", 3 "word, "; Han: 0 "字", 1 "字", 2 "字。", 3 "字，"
+        spelled = []
+        for t in english:
+            spelled += [t + " ", t.capitalize() + " ", t + ". ", t + ", "]
+        for c in chars:
+            spelled += [c, c, c + "。", c + "，"]
+        self.spelled = np.array(spelled, dtype=object)
+        self.spelled_bytes = np.array([len(s.encode()) for s in spelled], dtype=np.int64)
+        self.hashed = _splitmix(np.array([_fnv1a(t.encode()) for t in tokens], dtype=np.uint64))
+        self.boilerplate = {}
+        for name, _, offset, words in BOILERPLATE:
+            r = np.random.default_rng([seed, 1, offset])
+            ids = self.english(r, words)
+            self.boilerplate[name] = (ids, self.sentences(r, ids))
+
+    def english(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.searchsorted(self.english_cdf, rng.random(n)).astype(np.int32)
+
+    def chinese(self, rng: np.random.Generator, n_chars: int) -> np.ndarray:
+        picked = np.searchsorted(self.chinese_cdf, rng.random(n_chars)).clip(0, len(self.cw_len) - 1)
+        parts = [self.cw_chars[s:s + n] for s, n in zip(self.cw_start[picked], self.cw_len[picked], strict=True)]
+        return np.concatenate(parts)[:n_chars]
+
+    @staticmethod
+    def sentences(rng: np.random.Generator, ids: np.ndarray) -> np.ndarray:
+        """Spelling of each token: sentence ends (1 in 14), commas (1 in 9), a capital after each end."""
+        u = rng.random(len(ids))
+        spelling = np.where(u < 1 / 14, 2, np.where(u < 1 / 14 + 1 / 9, 3, 0)).astype(np.int8)
+        starts = np.flatnonzero(spelling[:-1] == 2) + 1
+        spelling[starts[spelling[starts] == 0]] = 1
+        spelling[0] = 1 if spelling[0] == 0 else spelling[0]
+        spelling[-1] = 2
+        return spelling
+
+    def text(self, ids: np.ndarray, spelling: np.ndarray) -> str:
+        return "".join(self.spelled[ids.astype(np.int64) * 4 + spelling].tolist()).rstrip()
+
+    def cut(self, ids: np.ndarray, spelling: np.ndarray) -> int:
+        """How many leading tokens fit in TEXT_BYTES (the trailing space is stripped)."""
+        used = np.cumsum(self.spelled_bytes[ids.astype(np.int64) * 4 + spelling])
+        return int(np.searchsorted(used, TEXT_BYTES + 1, side="left"))
+
+
+# -- rows ----------------------------------------------------------------------------
+
+def _is_copier(row: int, seed: int) -> bool:
+    return int(_splitmix(np.array([row * 7919 + seed], dtype=np.uint64))[0] % 100) < COPIER_PERCENT
+
+
+def _rng(seed: int, row: int, part: int) -> np.random.Generator:
+    return np.random.default_rng([seed, 2, row, part])
+
+
+def own_tokens(vocab: Vocabulary, seed: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row ``row``'s tokens and spellings before any copied passage (its words and boilerplate)."""
+    rng = _rng(seed, row, 0)
+    if row % CHINESE_EVERY == 5:
+        ids = vocab.chinese(rng, 1800)
+        u = rng.random(len(ids))
+        spelling = np.where(u < 1 / 25, 2, np.where(u < 1 / 25 + 1 / 12, 3, 0)).astype(np.int8)
+    else:
+        ids = vocab.english(rng, 1400)
+        spelling = vocab.sentences(rng, ids)
+    for name, every, offset, _ in BOILERPLATE:
+        if row % every == offset % every:
+            b_ids, b_spelling = vocab.boilerplate[name]
+            at = int(rng.integers(0, 600))
+            ids = np.concatenate([ids[:at], b_ids, ids[at:]])
+            spelling = np.concatenate([spelling[:at], b_spelling, spelling[at:]])
+    return ids, spelling
+
+
+def row_tokens(vocab: Vocabulary, seed: int, row: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row ``row``'s stored tokens and spellings (cut to TEXT_BYTES)."""
+    ids, spelling = own_tokens(vocab, seed, row)
+    if _is_copier(row, seed):
+        rng = _rng(seed, row, 1)
+        source = int(rng.integers(rows))
+        while _is_copier(source, seed) or source == row:
+            source = int(rng.integers(rows))
+        s_ids, s_spelling = own_tokens(vocab, seed, source)
+        s_ids, s_spelling = s_ids[:vocab.cut(s_ids, s_spelling)], s_spelling[:vocab.cut(s_ids, s_spelling)]
+        length = min(int(rng.integers(50, 1001)), len(s_ids) - 1)
+        start = int(rng.integers(0, len(s_ids) - length + 1))
+        p_ids, p_spelling = s_ids[start:start + length].copy(), s_spelling[start:start + length]
+        if rng.random() < 0.5:  # edited: up to 10% of the words replaced
+            where = rng.choice(length, size=int(rng.integers(0, length // 10 + 1)), replace=False)
+            p_ids[where] = vocab.english(rng, len(where))
+        at = int(rng.integers(0, 300))
+        ids = np.concatenate([ids[:at], p_ids, ids[at:]])
+        spelling = np.concatenate([spelling[:at], p_spelling, spelling[at:]])
+    n = vocab.cut(ids, spelling)
+    return ids[:n], spelling[:n]
+
+
+def passage_hashes_of(vocab: Vocabulary, token_rows: list[np.ndarray]) -> list[np.ndarray]:
+    """simpg.passages.passage_hashes of each row from its token ids, over all rows at once.
+
+    kgram_hashes: splitmix of each token hash, combined k at a time by FNV's multiply and add,
+    splitmix again; winnowing: the minimum of every window of WINDOW k-gram hashes (the stored
+    values are the distinct minima, so which of tied positions is picked does not matter).
+    Every row has at least WINDOW + K - 1 tokens (checked).
+    """
+    lengths = np.array([len(t) for t in token_rows], dtype=np.int64)
+    assert lengths.min() >= WINDOW + K - 1
+    h = vocab.hashed[np.concatenate(token_rows)]
+    count = len(h) - K + 1
+    acc = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for t in range(K):
+            acc = acc * np.uint64(0x100000001B3) + h[t:t + count]
+    grams_all = _splitmix(acc)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    row_of = np.repeat(np.arange(len(lengths)), lengths)[:count]
+    valid = np.arange(count) + K <= ends[row_of]
+    grams = grams_all[valid]
+    g_len = lengths - K + 1
+    # the minimum of every WINDOW consecutive grams: sparse-table doubling, then two overlapping halves
+    span, m = 1, grams
+    while span * 2 <= WINDOW:
+        m = np.minimum(m[:-span], m[span:])
+        span *= 2
+    window_min = np.minimum(m[:len(grams) - WINDOW + 1], m[WINDOW - span:WINDOW - span + len(grams) - WINDOW + 1])
+    g_ends = np.cumsum(g_len)
+    g_starts = g_ends - g_len
+    del starts
+    out = []
+    for s, e in zip(g_starts.tolist(), g_ends.tolist(), strict=True):
+        out.append(np.unique(window_min[s:e - WINDOW + 1].view(np.int64)))
+    return out
+
+
+# -- the worker: a chunk of rows with their fingerprints and passage hashes ------------
+
+_VOCAB: Vocabulary | None = None
+
+
+def _init(seed: int) -> None:
+    global _VOCAB
+    _VOCAB = Vocabulary(seed)
+
+
+def make_chunk(args: tuple[int, int, int, int]) -> tuple[list[str], list[int], list[list[int]], int, float]:
+    from simpg.fingerprint import fingerprint
+    from simpg.passages import passage_hashes
+
+    first, last, rows, seed = args
+    assert _VOCAB is not None
+    tokens, texts = [], []
+    for row in range(first, last):
+        ids, spelling = row_tokens(_VOCAB, seed, row, rows)
+        tokens.append(ids)
+        texts.append(_VOCAB.text(ids, spelling))
+    hashes = passage_hashes_of(_VOCAB, tokens)
+    checked = 0
+    for i in range(len(texts)):
+        if (first + i) % CHECK_EVERY == 0:
+            product = passage_hashes(texts[i])
+            if product != hashes[i].tolist():
+                raise SystemExit(f"row {first + i}: the vectorised passage hashes differ from passage_hashes")
+            checked += 1
+    started = time.process_time()
+    fps = [fingerprint(t) for t in texts]
+    fp_cpu = time.process_time() - started
+    signed = np.array(fps, dtype=np.uint64).view(np.int64).tolist()
+    return texts, signed, [h.tolist() for h in hashes], checked, fp_cpu
+
+
+# -- building the table ----------------------------------------------------------------
+
+def exists(conn: psycopg.Connection, table: str) -> bool:
+    row = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", [table]).fetchone()
+    return row is not None and row[0] == "complete"
+
+
+def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: int) -> dict[str, Any]:
+    from simpg.psycopg import PassageColumn, SimHashColumn
+
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, body text, simhash bigint, passages bigint[])")
+    started = time.perf_counter()
+    checked, fp_cpu, done = 0, 0.0, 0
+    ranges = [(a, min(a + CHUNK, rows), rows, seed) for a in range(0, rows, CHUNK)]
+    with multiprocessing.get_context("fork").Pool(workers, _init, (seed,)) as pool, \
+            conn.cursor().copy(f"COPY {table} (id, body, simhash, passages) FROM STDIN") as copy:
+        made = pool.imap(make_chunk, ranges)
+        for (first, _, _, _), (texts, fps, hashes, n_checked, cpu) in zip(ranges, made, strict=True):
+            for i, (text, fp, stored) in enumerate(zip(texts, fps, hashes, strict=True)):
+                copy.write_row((first + i + 1, text, fp, stored))
+            checked += n_checked
+            fp_cpu += cpu
+            done += len(texts)
+            if done % 100_000 < CHUNK:
+                print(f"{done} rows, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    loaded = time.perf_counter() - started
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    started = time.perf_counter()
+    SimHashColumn(conn, table).create(k=3)
+    simhash_index = time.perf_counter() - started
+    started = time.perf_counter()
+    PassageColumn(conn, table, text_column="body").create()
+    gin_index = time.perf_counter() - started
+    started = time.perf_counter()
+    conn.execute(f"VACUUM ANALYZE {table}")
+    analyzed = time.perf_counter() - started
+    built = {"make_hash_fingerprint_copy_s": round(loaded, 1), "fingerprint_cpu_s": round(fp_cpu, 1),
+             "rows_checked_against_passage_hashes": checked, "simhash_index_s": round(simhash_index, 1),
+             "gin_index_s": round(gin_index, 1), "vacuum_analyze_s": round(analyzed, 1), "workers": workers}
+    conn.execute(f"COMMENT ON TABLE {table} IS 'complete'")
+    return built
+
+
+# -- queries ---------------------------------------------------------------------------
+
+def queries(vocab: Vocabulary, rows: int, seed: int, per_kind: int) -> list[tuple[str, str, int | None, str]]:
+    """(kind, text, quoted row key or None, boilerplate name or ''), interleaved by kind."""
+    rng = np.random.default_rng([seed, 3])
+    out = []
+    names = [b[0] for b in BOILERPLATE]
+    for i in range(per_kind):
+        for kind in ("copy", "none", "boilerplate"):
+            ids = vocab.english(rng, 1400)
+            spelling = vocab.sentences(rng, ids)
+            key, name = None, ""
+            if kind == "copy":
+                row = int(rng.integers(rows))
+                r_ids, r_spelling = row_tokens(vocab, seed, row, rows)
+                length = min(int(rng.integers(60, 151)), len(r_ids))
+                start = int(rng.integers(0, len(r_ids) - length + 1))
+                part, part_spelling, key = r_ids[start:start + length], r_spelling[start:start + length], row + 1
+            elif kind == "boilerplate":
+                name = names[i % len(names)]
+                part, part_spelling = vocab.boilerplate[name]
+            if kind != "none":
+                at = int(rng.integers(0, 400))
+                ids = np.concatenate([ids[:at], part, ids[at:]])
+                spelling = np.concatenate([spelling[:at], part_spelling, spelling[at:]])
+            n = vocab.cut(ids, spelling)
+            out.append((kind, vocab.text(ids[:n], spelling[:n]), key, name))
+    return out
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    ms = sorted(s * 1000 for s in seconds)
+
+    def at(q: float) -> float:
+        return round(ms[min(len(ms) - 1, int(len(ms) * q))], 2)
+
+    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 2), "p90_ms": at(0.9), "p99_ms": at(0.99),
+            "mean_ms": round(statistics.fmean(ms), 2)}
+
+
+def measure(dsn: str, table: str, asked: list[tuple[str, str, int | None, str]]) -> dict[str, Any]:
+    from simpg.fingerprint import fingerprint
+    from simpg.passages import compare
+    from simpg.psycopg import PassageColumn, SimHashColumn, configure_lookups
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        configure_lookups(conn)
+        passages = PassageColumn(conn, table, text_column="body")
+        simhash = SimHashColumn(conn, table)
+        for _, text, _, _ in asked[:6]:  # warm: caches, prepared statements, the common hashes
+            passages.near(text)
+            simhash.near(fingerprint(text), 3)
+        times: dict[str, dict[str, list[float]]] = {}
+        found: dict[str, list[int]] = {}
+        skipped: dict[str, int] = {}
+        missed_skipped = 0
+        for kind, text, key, _ in asked:
+            t = times.setdefault(kind, {"passage": [], "simhash": []})
+            started = time.perf_counter()
+            simhash.near(fingerprint(text), 3)
+            t["simhash"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            got = passages.near(text)
+            t["passage"].append(time.perf_counter() - started)
+            found.setdefault(kind, []).append(len(got))
+            skipped[kind] = skipped.get(kind, 0) + bool(got.skipped)
+            if key is not None and key not in {m.key for m in got}:
+                body = conn.execute(f"SELECT body FROM {table} WHERE id = %s", [key]).fetchone()[0]
+                longest = compare(text, body).longest
+                if longest >= 50 and not got.skipped:
+                    raise SystemExit(f"row {key} shares a run of {longest} tokens and was not found")
+                missed_skipped += longest >= 50
+        common = len(passages.common_hashes(1000))
+    result: dict[str, Any] = {"common_hashes_at_1000": common, "copied_rows_missed_through_skipped_hashes":
+                              missed_skipped}
+    for kind, t in times.items():
+        p, s = percentiles(t["passage"]), percentiles(t["simhash"])
+        result[kind] = {"passage_near": p, "simhash_near_with_fingerprinting": s,
+                        "ratio_p50": round(p["p50_ms"] / s["p50_ms"], 1),
+                        "ratio_p99": round(p["p99_ms"] / s["p99_ms"], 1),
+                        "matches_mean": round(statistics.fmean(found[kind]), 2),
+                        "matches_max": max(found[kind]), "queries_with_skipped_hashes": skipped[kind]}
+    return result
+
+
+def sizes(conn: psycopg.Connection, table: str) -> dict[str, Any]:
+    text_bytes, column_bytes = conn.execute(
+        f"SELECT sum(octet_length(body)), sum(pg_column_size(passages)) FROM {table}").fetchone()
+    gin = conn.execute("SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                       "JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = %s::regclass AND a.amname = 'gin'",
+                       [table]).fetchone()[0]
+    gin_bytes, table_bytes, indexes = conn.execute(
+        "SELECT pg_relation_size(%s::regclass), pg_table_size(%s::regclass), pg_indexes_size(%s::regclass)",
+        [gin, table, table]).fetchone()
+    return {"text_bytes": int(text_bytes), "passage_column_bytes": int(column_bytes), "gin_bytes": gin_bytes,
+            "table_bytes": table_bytes, "all_indexes_bytes": indexes,
+            "ratio_passage_column_and_gin_to_text": round((int(column_bytes) + gin_bytes) / int(text_bytes), 3),
+            "ratio_gin_to_text": round(gin_bytes / int(text_bytes), 3)}
+
+
+def pairs(conn: psycopg.Connection, table: str) -> dict[str, Any]:
+    conn.execute("SET max_parallel_workers_per_gather = 2")
+    started = time.perf_counter()
+    count = conn.execute("SELECT count(*) FROM simpg.passage_pairs(%s::regclass, 'passages')", [table]).fetchone()[0]
+    return {"candidate_pairs": count, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"), help="default: $SIMPG_DSN, else embedded")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=100, help="queries of each kind (copy, none, boilerplate)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="processes making the rows")
+    parser.add_argument("--rebuild", action="store_true", help="make the table again even if it is complete")
+    parser.add_argument("--no-pairs", action="store_true", help="skip timing simpg.passage_pairs")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    dsn = args.dsn
+    if not dsn:
+        os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale")
+        from simpg.embedded import embedded_dsn
+
+        dsn = embedded_dsn()
+    table = f"passages_scale_{args.rows}_{args.seed}"
+    result: dict[str, Any] = {"rows": args.rows, "seed": args.seed, "table": table,
+                              "load_before": os.getloadavg()}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if args.rebuild or not exists(conn, table):
+            result["build"] = build(conn, table, args.rows, args.seed, args.workers)
+        else:
+            result["build"] = "reused"
+        result["sizes"] = sizes(conn, table)
+    save(result, args.out)
+    asked = queries(Vocabulary(args.seed), args.rows, args.seed, args.queries)
+    result["lookups"] = measure(dsn, table, asked)
+    result["load_after_lookups"] = os.getloadavg()
+    save(result, args.out)  # the lookups are kept even if the pairs are interrupted
+    if not args.no_pairs:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            result["passage_pairs"] = pairs(conn, table)
+        result["load_after_pairs"] = os.getloadavg()
+        save(result, args.out)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def save(result: dict[str, Any], out: Path | None) -> None:
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
