@@ -265,7 +265,11 @@ def passage_pairs(
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise SimpgError(f"block_size must be at least 1, got {block_size!r}")
     spark = df.sparkSession
-    docs = _documents(df, id_column, text_column, hashes_column, rank_column).persist(StorageLevel.MEMORY_AND_DISK)
+    docs = _documents(df, id_column, text_column, hashes_column, rank_column)
+    parallelism = spark.sparkContext.defaultParallelism
+    if docs.rdd.getNumPartitions() < 2 * parallelism:  # one Parquet file is one partition: hash on every core
+        docs = docs.repartition(2 * parallelism)
+    docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
     _check_documents(docs)
     documents = docs.count()
     if hashes_column is None:
