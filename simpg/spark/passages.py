@@ -270,7 +270,11 @@ def passage_pairs(
     if docs.rdd.getNumPartitions() < 2 * parallelism:  # one Parquet file is one partition: hash on every core
         docs = docs.repartition(2 * parallelism)
     docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
-    _check_documents(docs)
+    try:
+        _check_documents(docs)
+    except SimpgError:
+        docs.unpersist()
+        raise
     documents = docs.count()
     if hashes_column is None:
         from functools import partial
