@@ -120,11 +120,17 @@ def _documents(df: DataFrame, id_column: str, text_column: str, hashes_column: s
         names["rank"] = _named(df, rank_column, "rank")
     df = df.toDF(*(f"_{i}" for i in range(len(df.columns))))
     kinds = {key: df.schema[col].dataType for key, col in names.items()}
-    if not isinstance(kinds["id"], T.LongType | T.IntegerType | T.ShortType | T.ByteType):
+    ident = F.col(names["id"]).cast("long")
+    if isinstance(kinds["id"], T.StringType):  # CSV: integers as text
+        ident = F.col(names["id"]).try_cast("long")
+        bad = df.where(F.col(names["id"]).isNotNull() & ident.isNull()).select(names["id"]).limit(1).collect()
+        if bad:
+            raise SimpgError(f"id column {id_column!r}: expected an integer, got {bad[0][0][:40]!r}")
+    elif not isinstance(kinds["id"], T.LongType | T.IntegerType | T.ShortType | T.ByteType):
         raise SimpgError(f"id column {id_column!r} must hold integers, got {kinds['id'].simpleString()}")
     if not isinstance(kinds["text"], T.StringType):
         raise SimpgError(f"text column {text_column!r} must hold strings, got {kinds['text'].simpleString()}")
-    columns = [F.col(names["id"]).cast("long").alias("id"), F.col(names["text"]).alias("text")]
+    columns = [ident.alias("id"), F.col(names["text"]).alias("text")]
     if hashes_column is not None:
         kind = kinds["hashes"]
         if not (isinstance(kind, T.ArrayType) and isinstance(kind.elementType, T.LongType | T.IntegerType)):

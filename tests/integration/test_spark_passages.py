@@ -124,6 +124,8 @@ def test_bad_documents_are_an_error_naming_them(spark: Any) -> None:
             spark_passages.passage_pairs(spark.createDataFrame(rows, "id long, text string"))
     with pytest.raises(SimpgError, match=r"no text column 'body' \(columns: id, text\)"):
         spark_passages.passage_pairs(spark.createDataFrame([(1, "a")], "id long, text string"), text_column="body")
+    with pytest.raises(SimpgError, match="id column 'id': expected an integer, got '7x'"):
+        spark_passages.passage_pairs(spark.createDataFrame([("7", "a"), ("7x", "b")], "id string, text string"))
     with pytest.raises(SimpgError, match="text column 'text' must hold strings, got bigint"):
         spark_passages.passage_pairs(spark.createDataFrame([(1, 2)], "id long, text long"))
 
@@ -152,3 +154,23 @@ def test_cli_find_passages(spark: Any, tmp_path: Path, capsys: pytest.CaptureFix
                              str(tmp_path / "x"))
     assert (code, err.strip()) == (1, f"simpg: no column 'text' in {str(tmp_path / 'docs.parquet')!r} "
                                       "(columns: doc, body)")
+
+
+def test_cli_text_and_csv_input(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    words = [f"w{i}" for i in range(60)]
+    texts = [" ".join(words), "intro " + " ".join(words[5:40]), "nothing shared here", " ".join(words[30:60])]
+    expected = passage_pairs(texts, PassageConfig(WINDOW), min_tokens=10, workers=1)
+    want = sorted((p.a + 1, p.b + 1, p.source + 1, p.comparison.longest) for p in expected.pairs)
+    assert len(want) == 3
+    (tmp_path / "docs.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")  # ids: line numbers
+    # CSV: a quoted text spanning lines, ids named id
+    (tmp_path / "docs.csv").write_text("id,text\n" + "".join(f'{n},"{t.replace(" w3", chr(10) + "w3")}"\n'
+                                                            for n, t in enumerate(texts, start=1)), encoding="utf-8")
+    for name in ("docs.txt", "docs.csv"):
+        out = tmp_path / f"{name}.parquet"
+        code, printed, err = run(capsys, "spark", "find-passages", str(tmp_path / name), "--window", str(WINDOW),
+                                 "--min-tokens", "10", "-o", str(out))
+        assert code == 0, err
+        assert json.loads(printed)["pairs"] == 3
+        got = sorted((r["a"], r["b"], r["source"], r["longest"]) for r in spark.read.parquet(str(out)).collect())
+        assert got == want, name
