@@ -1,7 +1,7 @@
 """Texts for the passage tests: the study's tokens (the oracle's tokeniser) and random adversarial texts.
 
 A plain module (tests/unit/test_test_layout.py): tests/unit/test_passages.py, test_passage_pairs.py,
-tests/integration/passage_corpus.py and the passage handles' tests share it.
+tests/integration/test_spark_passages.py, tests/integration/passage_corpus.py and the passage handles' tests share it.
 """
 
 from __future__ import annotations
@@ -40,3 +40,33 @@ def random_text(rng: random.Random, n: int, vocab: list[str] | None = None) -> s
             parts.append(rng.choice(vocab or WORDS))
             parts.append(rng.choice(SEPARATORS))
     return "".join(parts)
+
+
+#: planted_corpus's spellings that normalise alike (full-width, ligatures, capitals, combining accents), Greek.
+PLANTED_WORDS = ["the", "The", "ＴＨＥ", "ﬁle", "file", "FILE", "café", "cafe\u0301", "CAFÉ", "ΟΔΟΣ", "οδος", "x",
+                 "42", "４２"]
+
+BOILERPLATE = ("This file is free software; you can redistribute it and/or modify it under the terms of the "
+               "license as published by the foundation, either version two of the license, or at your "
+               "option any later version, without any warranty whatsoever.")
+
+
+def planted_corpus(rng: random.Random, n: int) -> list[str]:
+    """Random texts, many receiving passages of earlier ones (respelled), some the boilerplate."""
+    vocab = [f"w{i}" for i in range(400)] + PLANTED_WORDS
+    texts: list[str] = []
+    for _ in range(n):
+        text = random_text(rng, rng.choice([0, 1, 3, 30, 80, 150]), vocab)
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            if texts:
+                donor = rng.choice(texts)
+                words = donor.split()
+                if words:
+                    s = rng.randrange(len(words))
+                    passage = " ".join(words[s:s + rng.randrange(1, 120)])
+                    at = rng.randrange(len(text) + 1)
+                    text = text[:at] + " " + (passage.upper() if rng.random() < 0.5 else passage) + " " + text[at:]
+        if rng.random() < 0.3:
+            text = text + "\n" + BOILERPLATE if rng.random() < 0.5 else BOILERPLATE + " " + text
+        texts.append(text)
+    return texts

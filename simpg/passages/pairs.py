@@ -53,8 +53,13 @@ __all__ = [
     "PassagePair",
     "PassagePairs",
     "candidate_pairs",
+    "check_max_common",
+    "check_thresholds",
+    "pair_direction",
+    "pair_kept",
     "passage_clusters",
     "passage_pairs",
+    "verify_batch",
 ]
 
 I64Array = npt.NDArray[np.int64]
@@ -149,7 +154,8 @@ def _hash_arrays(hashes: Iterable[Any]) -> list[I64Array]:
     return out
 
 
-def _check_max_common(max_common: int | None) -> None:
+def check_max_common(max_common: int | None) -> None:
+    """``max_common`` is None or an int >= 1, else an :class:`InvalidConfig` naming it."""
     if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int)
                                    or max_common < 1):
         raise InvalidConfig(f"expected max_common >= 1 or None, got {max_common!r}")
@@ -173,7 +179,7 @@ def candidate_pairs(
         InvalidDocument: a document's hashes are not a sorted distinct array of integers.
         InvalidConfig: ``max_common`` is not None or an int >= 1.
     """
-    _check_max_common(max_common)
+    check_max_common(max_common)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise InvalidConfig(f"expected chunk >= 1, got {chunk!r}")
     arrays = _hash_arrays(hashes)
@@ -224,8 +230,18 @@ def _merge(k1: I64Array, c1: I64Array, k2: I64Array, c2: I64Array) -> tuple[I64A
 
 
 def _direction(a: int, b: int, c: Comparison, rank: Sequence[Any] | None) -> tuple[int, Rule]:
-    if rank is not None and rank[a] != rank[b]:
-        return (a if rank[a] < rank[b] else b), "rank"
+    return pair_direction(a, b, c, *((rank[a], rank[b]) if rank is not None else (None, None)))
+
+
+def pair_direction(a: int, b: int, c: Comparison, rank_a: Any = None, rank_b: Any = None) -> tuple[int, Rule]:
+    """The source of a verified pair and the rule that chose it (see :func:`passage_pairs`).
+
+    ``a`` and ``b`` name the two documents (``a`` is the one given first), ``c`` is
+    ``compare(a's text, b's text)``, ``rank_a`` and ``rank_b`` their ranks (None: no rank).
+    The Spark engine (:mod:`simpg.spark.passages`) calls it for each pair, with ids as ranks.
+    """
+    if rank_a is not None and rank_b is not None and rank_a != rank_b:
+        return (a if rank_a < rank_b else b), "rank"
     # a holds shared / b_shingles of b, b holds shared / a_shingles of a: the larger share (the
     # larger document, compared as integers) is the more complete
     if c.shared_shingles and c.a_shingles != c.b_shingles:
@@ -246,10 +262,35 @@ def _verify_batch(item: tuple[dict[int, str], list[int], list[int]]) -> list[Com
     return [compare(tokens_of(a), tokens_of(b)) for a, b in zip(a_list, b_list, strict=True)]
 
 
-def _kept(c: Comparison, min_tokens: int | None, min_containment: float | None) -> bool:
+def pair_kept(c: Comparison, min_tokens: int | None, min_containment: float | None) -> bool:
+    """Whether a verified pair meets the thresholds (:func:`check_thresholds`'s values)."""
     if min_tokens is not None and c.longest >= min_tokens:
         return True
     return min_containment is not None and max(c.a_in_b, c.b_in_a) >= min_containment
+
+
+def check_thresholds(config: PassageConfig, min_tokens: int | None,
+                     min_containment: float | None) -> tuple[int | None, float | None]:
+    """The thresholds of :func:`passage_pairs`, checked; neither given: ``min_tokens = config.guarantee``.
+
+    Raises:
+        InvalidConfig: ``min_tokens`` is not an int >= 1, or ``min_containment`` not in (0, 1].
+    """
+    if min_tokens is not None and (isinstance(min_tokens, bool) or not isinstance(min_tokens, int)
+                                   or min_tokens < 1):
+        raise InvalidConfig(f"expected min_tokens >= 1, got {min_tokens!r}")
+    if min_containment is not None and (isinstance(min_containment, bool)
+                                        or not isinstance(min_containment, (int, float))
+                                        or not 0 < min_containment <= 1):
+        raise InvalidConfig(f"expected 0 < min_containment <= 1, got {min_containment!r}")
+    if min_tokens is None and min_containment is None:
+        min_tokens = config.guarantee
+    return min_tokens, min_containment
+
+
+def verify_batch(texts: dict[int, str], a_list: list[int], b_list: list[int]) -> list[Comparison]:
+    """``compare(texts[a], texts[b])`` for each pair of a batch, each document tokenised once."""
+    return _verify_batch((texts, a_list, b_list))
 
 
 def passage_pairs(
@@ -300,16 +341,8 @@ def passage_pairs(
     for n, text in enumerate(texts):
         if not isinstance(text, str):
             raise InvalidDocument(f"expected str for text {n}, got {text!r:.60}")
-    if min_tokens is not None and (isinstance(min_tokens, bool) or not isinstance(min_tokens, int)
-                                   or min_tokens < 1):
-        raise InvalidConfig(f"expected min_tokens >= 1, got {min_tokens!r}")
-    if min_containment is not None and (isinstance(min_containment, bool)
-                                        or not isinstance(min_containment, (int, float))
-                                        or not 0 < min_containment <= 1):
-        raise InvalidConfig(f"expected 0 < min_containment <= 1, got {min_containment!r}")
-    if min_tokens is None and min_containment is None:
-        min_tokens = cfg.guarantee
-    _check_max_common(max_common)
+    min_tokens, min_containment = check_thresholds(cfg, min_tokens, min_containment)
+    check_max_common(max_common)
     for name, values in (("hashes", hashes), ("rank", rank)):
         if values is not None and len(values) != len(texts):
             raise InvalidDocument(f"expected {len(texts)} {name} (one per text), got {len(values)}")
@@ -320,7 +353,7 @@ def passage_pairs(
     comparisons = _verify(texts, a_list, b_list, workers)
     kept = []
     for a, b, c in zip(a_list, b_list, comparisons, strict=True):
-        if _kept(c, min_tokens, min_containment):
+        if pair_kept(c, min_tokens, min_containment):
             source, rule = _direction(a, b, c, rank)
             kept.append(PassagePair(a, b, c, source, rule))
     return PassagePairs(tuple(kept), found.common, len(found))

@@ -27,17 +27,21 @@ from simpg.spark.engine import (
     prepare,
     spark_layout,
 )
+from simpg.spark.passages import PassageReport, passage_clusters, passage_pairs
 from simpg.spark.session import session
 
 __all__ = [
     "BLOCK_SIZE",
     "CLUSTER_METHODS",
+    "PassageReport",
     "Prepared",
     "cluster_table",
     "clusters",
     "connected_components",
     "fingerprint_pairs",
     "pairs",
+    "passage_clusters",
+    "passage_pairs",
     "prepare",
     "session",
     "spark_layout",

@@ -37,7 +37,9 @@ __all__ = [
     "FORMATS",
     "PAIRS_COLUMNS",
     "CLUSTERS_COLUMNS",
+    "DOCUMENT_FORMATS",
     "file_format",
+    "read_documents",
     "read_file",
     "read_table",
     "write_file",
@@ -46,6 +48,8 @@ __all__ = [
 
 #: File formats read and written.
 FORMATS = ("parquet", "csv", "text")
+#: Document files read (``simpg spark find-passages``): ``text`` is one document per line.
+DOCUMENT_FORMATS = ("parquet", "csv", "json", "text")
 #: Columns of a PostgreSQL output table, by kind of result.
 PAIRS_COLUMNS = (("id_a", "bigint"), ("id_b", "bigint"), ("distance", "integer"))
 CLUSTERS_COLUMNS = (("cluster_id", "bigint"), ("id", "bigint"), ("size", "bigint"))
@@ -219,6 +223,50 @@ def read_file(spark: SparkSession, path: str, fmt: str | None = None, fp_column:
     return parsed.select("id", "fp")
 
 
+def read_documents(spark: SparkSession, path: str, fmt: str | None = None, text_column: str = "text",
+                   key_column: str | None = None) -> tuple[DataFrame, str, str]:
+    """Documents of a Parquet, CSV (with a header, quoted fields may span lines), JSON lines or text file.
+
+    A text file holds one document per line. Returns the DataFrame and the names of its id
+    and text columns: ``key_column``, else ``id`` if there is one, else ``row`` (the 1-based
+    row number, added here); the text column is checked to exist.
+
+    Raises:
+        SimpgError: a missing file or column, a format that is not one of :data:`DOCUMENT_FORMATS`.
+    """
+    from pyspark.errors import AnalysisException
+
+    if fmt is None:
+        name = path.rstrip("/").lower()
+        fmt = "json" if name.endswith((".json", ".jsonl")) else file_format(path, None)
+    if fmt not in DOCUMENT_FORMATS:
+        raise SimpgError(f"format must be one of {', '.join(DOCUMENT_FORMATS)}, got {fmt!r}")
+    if not os.path.exists(path) and "://" not in path:
+        raise SimpgError(f"cannot read {path!r}: No such file or directory")
+    try:
+        if fmt == "text":
+            df = spark.read.text(path).withColumnRenamed("value", text_column)
+        elif fmt == "csv":
+            df = spark.read.option("header", True).option("multiLine", True).option("escape", '"').csv(path)
+        elif fmt == "json":
+            df = spark.read.json(path)
+        else:
+            df = spark.read.parquet(path)
+    except AnalysisException as err:
+        raise SimpgError(f"cannot read {path!r}: {str(err).splitlines()[0][:200]}") from None
+    columns = df.columns
+    for column in (text_column, key_column):
+        if column is not None and column not in columns:
+            raise SimpgError(f"no column {column!r} in {path!r} (columns: {', '.join(columns)})")
+    if key_column is None:
+        if "id" in columns and text_column != "id":
+            return df, "id", text_column
+        if "row" in columns:
+            raise SimpgError(f"{path!r} has a column 'row' and no 'id': name the id column with --key")
+        return _row_numbers(df), "row", text_column
+    return df, key_column, text_column
+
+
 # -- PostgreSQL ---------------------------------------------------------------------
 
 
@@ -382,10 +430,10 @@ def write_table(df: DataFrame, dsn: str, table: str, columns: Sequence[tuple[str
 
 
 def write_file(df: DataFrame, path: str, fmt: str | None = None, *, overwrite: bool = False) -> None:
-    """Write ``df`` as a folder of Parquet or CSV (with a header) files."""
+    """Write ``df`` as a folder of Parquet, CSV (with a header) or JSON lines (``fmt="json"``) files."""
     from pyspark.errors import AnalysisException
 
-    fmt = file_format(path, fmt)
+    fmt = fmt if fmt == "json" else file_format(path, fmt)
     if fmt == "text":
         fmt = "csv"
     if os.path.exists(path) and not overwrite:
@@ -394,6 +442,8 @@ def write_file(df: DataFrame, path: str, fmt: str | None = None, *, overwrite: b
     try:
         if fmt == "csv":
             writer.option("header", True).csv(path)
+        elif fmt == "json":
+            writer.json(path)
         else:
             writer.parquet(path)
     except AnalysisException as err:

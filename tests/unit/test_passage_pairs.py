@@ -29,35 +29,7 @@ from simpg.passages import (
     passage_pairs,
 )
 from tests.oracles import brute_copy_clusters, brute_passage_pair, brute_shared_hashes
-from tests.passage_texts import random_text, study_tokens
-
-#: Spellings that normalise alike (full-width, ligatures, capitals, combining accents), Greek, CJK and Thai letters.
-WORDS = ["the", "The", "ＴＨＥ", "ﬁle", "file", "FILE", "café", "cafe\u0301", "CAFÉ", "ΟΔΟΣ", "οδος", "x", "42", "４２"]
-
-BOILERPLATE = ("This file is free software; you can redistribute it and/or modify it under the terms of the "
-               "license as published by the foundation, either version two of the license, or at your "
-               "option any later version, without any warranty whatsoever.")
-
-
-def planted_corpus(rng: random.Random, n: int) -> list[str]:
-    """Random texts, many receiving passages of earlier ones (respelled), some the boilerplate."""
-    vocab = [f"w{i}" for i in range(400)] + WORDS
-    texts: list[str] = []
-    for _ in range(n):
-        text = random_text(rng, rng.choice([0, 1, 3, 30, 80, 150]), vocab)
-        for _ in range(rng.choice([0, 1, 1, 2])):
-            if texts:
-                donor = rng.choice(texts)
-                words = donor.split()
-                if words:
-                    s = rng.randrange(len(words))
-                    passage = " ".join(words[s:s + rng.randrange(1, 120)])
-                    at = rng.randrange(len(text) + 1)
-                    text = text[:at] + " " + (passage.upper() if rng.random() < 0.5 else passage) + " " + text[at:]
-        if rng.random() < 0.3:
-            text = text + "\n" + BOILERPLATE if rng.random() < 0.5 else BOILERPLATE + " " + text
-        texts.append(text)
-    return texts
+from tests.passage_texts import BOILERPLATE, planted_corpus, random_text, study_tokens
 
 
 def check_pairs(texts: list[str], *, window: int, min_tokens: int | None = None,
