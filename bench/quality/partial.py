@@ -566,7 +566,8 @@ def product_detector(texts: Sequence[str], w: int, ws: int | None = None) -> dic
     ``reported``: every pair it reports with a shared passage of at least K tokens (the lowest
     threshold: each question's threshold then filters exact values, as a call with that
     threshold would); ``default``: the pairs of its default threshold (a shared passage of at
-    least the config's guarantee, ``max(w, ws) + K - 1`` tokens). Covers are the exact shared shingles, runs the longest passage.
+    least the config's guarantee, ``max(w, ws) + K - 1`` tokens). Covers are the exact shared
+    shingles, runs the longest passage.
     Costs: the hashing and the whole pass (hashes, candidates, verification), wall time, one process.
     """
     from simpg.passages import K, PassageConfig, candidate_pairs, passage_hashes_array, passage_pairs

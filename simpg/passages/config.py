@@ -138,7 +138,8 @@ class PassageConfig:
             raise InvalidConfig(f"unsupported passage format {fields['format']!r}; this simpg reads format {FORMAT}")
         if fields["k"] != K or isinstance(fields["k"], bool):
             raise InvalidConfig(f"unsupported k {fields['k']!r}; format {FORMAT} has k = {K}")
-        return cls(window=fields["window"], spaceless_window=fields.get("spaceless_window", fields["window"]))
+        spaceless = fields["spaceless_window"] if "spaceless_window" in fields else fields["window"]
+        return cls(window=fields["window"], spaceless_window=spaceless)
 
 
 def config_or_default(config: PassageConfig | None) -> PassageConfig:
