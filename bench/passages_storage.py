@@ -25,7 +25,8 @@ server of your own. The designs:
 build --part tune``), every document's hashes made by the study's own ``kgram_hashes`` (k = 5)
 and ``winnow`` at each window (``W/WS``: window ``W``, and ``WS`` for a document whose tokens are
 mostly letters of a spaceless script, the product's two-window config). The part has
-1,100-1,900 documents a language; it is replicated ``--replicas`` times (default 10) so that the tables have 11,000-19,000 rows. A replica must not
+1,100-1,900 documents a language; it is replicated ``--replicas`` times (default 10) so that
+the tables have 11,000-19,000 rows. A replica must not
 share the hashes of its original (GIN keeps one posting list per distinct key: copies would
 give long, well compressed posting lists that real documents do not have), but the hashes that
 real documents share (licence texts, templates, the planted passages) must stay shared. So
