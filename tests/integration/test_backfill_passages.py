@@ -16,7 +16,7 @@ from simpg.passages.lookup import verify
 from tests.integration.passage_corpus import brute_matches, corpus, words
 
 WINDOW = 8
-CONFIG = PassageConfig(WINDOW)
+CONFIG = PassageConfig(WINDOW, WINDOW)
 
 
 def make_table(conn: psycopg.Connection, name: str, texts: list[str | None], partitioned: bool = False) -> None:
@@ -112,7 +112,7 @@ def test_a_window_move(capsys, db):
     data = texts()
     make_table(db.conn, "items", data)
     assert cli(capsys, db, "items")[0] == 0
-    new = PassageConfig(12)
+    new = PassageConfig(12, 12)
     code, _, err = cli(capsys, db, "items", "--window", "12")
     assert code != 0 and "has a simpg passage index with window 8, not 12" in err and "--refingerprint" in err
     assert catalog(db.conn) == [("items", "passages", WINDOW, "items_passages_gin_idx")]  # nothing changed

@@ -36,7 +36,7 @@ def test_near_is_exactly_the_rows_sharing_a_run_of_the_guarantee(conn, window: i
     assert info.index_name == "docs_passages_gin_idx" and info.guarantee == window + 4
     assert docs.add(list(rows.values()), list(rows)) == len(rows)
     stored = dict(conn.execute("SELECT id, passages FROM docs").fetchall())
-    assert stored == {key: passage_hashes(text, PassageConfig(window)) for key, text in rows.items()}
+    assert stored == {key: passage_hashes(text, PassageConfig(window, window)) for key, text in rows.items()}
     assert docs.hashes(rows[1]) == stored[1]
     for query in [*queries, rows[3], "", "w1", "。"]:
         got = docs.near(query, max_common=None)
@@ -129,11 +129,11 @@ def test_boilerplate_skipped_as_common_after_analyze(conn) -> None:
     check(every, query, rows, 12)
     assert {m.key for m in every} == {*range(1, 41), 61} and every.skipped == ()
     common = docs.common_hashes(10)
-    licence_hashes = set(passage_hashes(licence, PassageConfig(8)))
-    assert common and common <= licence_hashes | set().union(*(passage_hashes(t, PassageConfig(8))
+    licence_hashes = set(passage_hashes(licence, PassageConfig(8, 8)))
+    assert common and common <= licence_hashes | set().union(*(passage_hashes(t, PassageConfig(8, 8))
                                                               for t in rows.values()))
     skipping = docs.near(query, max_common=10)
-    assert skipping.skipped and set(skipping.skipped) <= common & set(passage_hashes(query, PassageConfig(8)))
+    assert skipping.skipped and set(skipping.skipped) <= common & set(passage_hashes(query, PassageConfig(8, 8)))
     assert skipping.skipped == tuple(sorted(skipping.skipped))
     # what it found is verified and exact for the rows it reached; row 61 shares no common hash
     found = {m.key: m for m in skipping}
@@ -158,7 +158,7 @@ async def test_async_handle_equals_the_sync_one(db) -> None:
         assert got == expected and [g.skipped for g in got] == [e.skipped for e in expected]
         for q, g in zip(queries, got, strict=True):
             check(g, q, rows, 12)
-        assert await docs.hashes(rows[2]) == passage_hashes(rows[2], PassageConfig(8))
+        assert await docs.hashes(rows[2]) == passage_hashes(rows[2], PassageConfig(8, 8))
         await docs.add(["a text added by the async handle"], [1000])
     assert docs.conn.closed
 
@@ -169,7 +169,7 @@ def reindex(conn: psycopg.Connection, rows: dict[int, str], window: int) -> None
     with conn.cursor() as cur:
         for key, text in rows.items():
             cur.execute("UPDATE docs SET passages = %s WHERE id = %s",
-                        [passage_hashes(text, PassageConfig(window)), key])
+                        [passage_hashes(text, PassageConfig(window, window)), key])
     conn.execute("SELECT simpg.create_passage_index('docs', 'passages', %s)", [window])
 
 
@@ -201,7 +201,7 @@ def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None
 def test_passage_comment_is_the_python_config_comment(conn) -> None:
     for window in (1, 2, 8, 46, 100, 2**31 - 1):
         assert conn.execute("SELECT simpg.passage_comment(%s)", [window]).fetchone() == (
-            PassageConfig(window).to_comment(),)
+            PassageConfig(window, window).to_comment(),)
 
 
 def test_bad_input_is_an_error_naming_it(conn) -> None:

@@ -25,7 +25,7 @@ from simpg.sqlalchemy import (
 from tests.integration.passage_corpus import brute_matches, corpus, words
 
 WINDOW = 8
-CONFIG = PassageConfig(WINDOW)
+CONFIG = PassageConfig(WINDOW, WINDOW)
 GUARANTEE = CONFIG.guarantee  # 12
 
 
