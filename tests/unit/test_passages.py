@@ -81,7 +81,8 @@ def test_config_rejects_a_bad_window_naming_it(window: object) -> None:
      "expected spaceless_window >= 1, got 0"),
     ('simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46, "x": 1}',
      "expected {\"format\", \"k\", \"window\", \"spaceless_window\"} in the comment"),
-    ('simpg passages: {"format": 1, "k": 5}', "expected {\"format\", \"k\", \"window\", \"spaceless_window\"} in the comment"),
+    ('simpg passages: {"format": 1, "k": 5}',
+     "expected {\"format\", \"k\", \"window\", \"spaceless_window\"} in the comment"),
 ])
 def test_config_rejects_a_bad_comment(comment: str, message: str) -> None:
     with pytest.raises(InvalidConfig, match=re.escape(message)):
