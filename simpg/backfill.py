@@ -694,7 +694,8 @@ class PassageIndexResult:
     """What :func:`build_passage_index` did: the GIN index's name, the INVALID ones dropped, the time."""
 
     index_name: str | None
-    config: PassageConfig
+    window: int
+    spaceless_window: int
     concurrently: bool
     seconds: float
     invalid_dropped: list[str] = field(default_factory=list)
@@ -838,6 +839,7 @@ def build_passage_index(conn: Connection, table: str, column: str = "passages", 
     name = conn.execute("SELECT index_name FROM simpg.passage_indexes WHERE indexed_table = %s::oid::regclass "
                         "AND passage_column = %s", (found.oid, column)).fetchone()
     logger.info("passage index of %s.%s (%s)", found.qualified, column, _windows(cfg))
-    return PassageIndexResult(name[0] if name else None, cfg, concurrently, time.perf_counter() - started,
+    return PassageIndexResult(name[0] if name else None, cfg.window, cfg.spaceless_window, concurrently,
+                              time.perf_counter() - started,
                               [str(n) for phase, n, _ in steps if phase == "drop_invalid"],
                               any(phase == "gin" for phase, _, _ in steps))

@@ -273,7 +273,7 @@ def _run_passages(args: argparse.Namespace) -> int:
         ("rows skipped (NULL text)", f"{filled.skipped:,}"),
         ("batches", f"{filled.batches:,}"),
         ("fill time", f"{filled.seconds:.1f} s"),
-        ("passage index", f"{index.index_name} (windows {index.config.window} and {index.config.spaceless_window}, "
+        ("passage index", f"{index.index_name} (windows {index.window} and {index.spaceless_window}, "
                           f"{'built' if index.built else 'existed'}"
                           f"{', concurrently' if index.built and index.concurrently else ''})"),
         ("index time", f"{index.seconds:.1f} s"),
