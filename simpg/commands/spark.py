@@ -23,6 +23,7 @@ from typing import Any
 from simpg.commands._common import add_radius, check_radius
 from simpg.exc import SimpgError
 from simpg.layout import MAX_K, Layout
+from simpg.passages.config import DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW
 
 
 def register(subparsers: Any) -> None:
@@ -87,10 +88,14 @@ def _register_passages(commands: Any) -> None:
     p.add_argument("--key", help="integer key column (default: id if there is one, else the 1-based row number)")
     p.add_argument("--column", help="bigint[] column of precomputed passage hashes (default: made from the texts)")
     p.add_argument("--rank-column", help="which document came first, smaller is earlier (default: the key)")
-    p.add_argument("--window", type=int, default=None, metavar="W",
-                   help="winnowing window (default 46: every shared run of window + 4 tokens is a candidate)")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="W",
+                   help=f"winnowing window of texts in spaced scripts (default {DEFAULT_WINDOW})")
+    p.add_argument("--spaceless-window", type=int, default=DEFAULT_SPACELESS_WINDOW, metavar="W",
+                   help="winnowing window of texts mostly of a spaceless script (Chinese, Japanese, Thai...; "
+                        f"default {DEFAULT_SPACELESS_WINDOW}); every shared run of the larger window + 4 tokens "
+                        "is a candidate")
     p.add_argument("--min-tokens", type=int, default=None, metavar="N",
-                   help="keep pairs sharing a passage of N tokens or more (default: window + 4 unless "
+                   help="keep pairs sharing a passage of N tokens or more (default: the larger window + 4 unless "
                         "--min-containment is given)")
     p.add_argument("--min-containment", type=float, default=None, metavar="FRACTION",
                    help="keep pairs where one document holds this fraction of the other")
@@ -207,7 +212,7 @@ def run_passages(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise SimpgError(f"{flag} must be at least 1, got {value}")
     conf = _conf(args.conf)
-    config = PassageConfig(args.window) if args.window is not None else None
+    config = PassageConfig(args.window, args.spaceless_window)
     if "://" not in args.input and not os.path.exists(args.input):
         raise SimpgError(f"cannot read {args.input!r}: No such file or directory")
     require_pyspark()

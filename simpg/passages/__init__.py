@@ -1,7 +1,8 @@
 """Partial duplicates: passage hashes for an index, and the exact comparison of two texts.
 
 A document's passage hashes (:func:`passage_hashes`) are its winnowed k-gram hashes: two
-documents sharing a run of at least ``window + K - 1`` equal tokens share a hash, so a GIN
+documents sharing a run of at least the config's guarantee (``max(window, spaceless_window)
++ K - 1`` tokens; a document is winnowed with the window of its script) share a hash, so a GIN
 index on the stored hashes finds every document that copied a passage of a text. Each
 candidate is then verified on the texts with :func:`compare`, which gives the shared passages
 with their character offsets in both texts and the containment both ways, exactly.
@@ -22,7 +23,7 @@ Example:
 from __future__ import annotations
 
 from simpg.passages.comparison import MATCH_CHUNK, SHINGLE, Comparison, SharedPassage, compare
-from simpg.passages.config import COMMENT_PREFIX, DEFAULT_WINDOW, FORMAT, K, PassageConfig
+from simpg.passages.config import COMMENT_PREFIX, DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW, FORMAT, K, PassageConfig
 from simpg.passages.pairs import (
     PAIR_CHUNK,
     CandidatePairs,
@@ -34,17 +35,19 @@ from simpg.passages.pairs import (
     passage_clusters,
     passage_pairs,
 )
-from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, tokens
+from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, spaceless_share, tokens
 from simpg.passages.winnow import (
     kgram_hashes,
     passage_hashes,
     passage_hashes_array,
     passage_hashes_many,
+    query_hashes_array,
     winnow,
 )
 
 __all__ = [
     "COMMENT_PREFIX",
+    "DEFAULT_SPACELESS_WINDOW",
     "DEFAULT_WINDOW",
     "FORMAT",
     "K",
@@ -70,6 +73,8 @@ __all__ = [
     "passage_hashes_array",
     "passage_hashes_many",
     "passage_pairs",
+    "query_hashes_array",
+    "spaceless_share",
     "tokens",
     "winnow",
 ]

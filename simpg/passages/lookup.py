@@ -9,8 +9,10 @@ row's text with the query text (:func:`~simpg.passages.compare`) and keeps those
 a passage of at least ``min_tokens`` tokens and, with ``min_containment``, hold or are
 held that much.
 
-Thresholds: the index finds every row sharing a run of at least the config's
-``guarantee`` (``window + K - 1``) tokens with the text, and no promise below it, so
+Thresholds: the text is winnowed with the config's smaller window (``query_window``), so
+the index finds every row sharing a run of at least the config's ``guarantee``
+(``max(window, spaceless_window) + K - 1``) tokens with the text, whichever window the row
+was winnowed with, and no promise below it, so
 ``min_tokens`` below the guarantee is refused (:func:`checked_thresholds`): an answer is
 never silently incomplete. ``min_containment`` filters those rows further; a row that
 holds much of the text only in passages shorter than the guarantee is not found.
@@ -51,8 +53,9 @@ def checked_thresholds(config: PassageConfig, min_tokens: Any, min_containment: 
     if min_tokens is None:
         min_tokens = guarantee
     if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < guarantee:
-        raise InvalidConfig(f"min_tokens must be an integer of at least {guarantee} (the passage index's window "
-                            f"{config.window} + {K - 1}: shorter shared runs are not all found), got {min_tokens!r}")
+        raise InvalidConfig(f"min_tokens must be an integer of at least {guarantee} (the passage index's larger "
+                            f"window {max(config.window, config.spaceless_window)} + {K - 1}: shorter shared runs "
+                            f"are not all found), got {min_tokens!r}")
     if min_containment is None:
         min_containment = 0.0
     # NaN fails the range test too
@@ -89,18 +92,18 @@ class Query(NamedTuple):
 
     tokens: Tokens
     grams: U64Array  #: its distinct k-gram hashes (none under K tokens): the cheap check's
-    hashes: I64Array  #: its passage hashes, sorted: what the lookup statement searches ($1)
+    hashes: I64Array  #: its hashes winnowed with the smaller window, sorted: what the lookup statement searches ($1)
 
 
 def prepared_query(text: str | Tokens | Query, config: PassageConfig | None = None) -> Query:
-    """The tokens, k-gram hashes and passage hashes (with ``config``'s window) of a text, each made once."""
+    """The tokens, k-gram hashes and query hashes (``config``'s smaller window) of a text, each made once."""
     if isinstance(text, Query):
         return text
     toks = text if isinstance(text, Tokens) else tokens(query_text(text))
     grams = kgram_hashes(toks.hashes)
     # under K tokens the one "k-gram" is all the tokens: no run of K tokens to check against
     distinct = np.unique(grams) if len(toks) >= K else np.zeros(0, dtype=np.uint64)
-    return Query(toks, distinct, winnowed(grams, config))
+    return Query(toks, distinct, winnowed(grams, config_or_default(config).query_window))
 
 
 def to_skip(hashes: I64Array, common: Iterable[int]) -> list[int]:
@@ -138,7 +141,7 @@ def verify(
 
     Args:
         text: the query text (or its tokens, or :func:`prepared_query`'s answer).
-        config: the passage index's config (its window sets the default ``min_tokens``).
+        config: the passage index's config (its guarantee is the default ``min_tokens``).
         rows: the lookup statement's rows, ``(key, body, hashes, shared)`` (``hashes`` unused);
             in the statement's order, which breaks ties. A NULL body matches nothing.
         min_tokens: the longest shared passage must have at least this many tokens

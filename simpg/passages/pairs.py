@@ -3,8 +3,9 @@
 The report ``simpg dedup --passages`` makes, without a database. Every document's passage
 hashes (:func:`~simpg.passages.winnow.passage_hashes`) go into an inverted index (numpy: the
 (hash, document) postings sorted by hash); two documents posted under one hash are a
-candidate pair (:func:`candidate_pairs`), so every pair sharing a run of at least
-``window + K - 1`` tokens is a candidate. Each candidate is verified on the texts with
+candidate pair (:func:`candidate_pairs`), so every pair sharing a run of at least the
+config's guarantee (``max(window, spaceless_window) + K - 1`` tokens: each document is
+winnowed with the window of its script) is a candidate. Each candidate is verified on the texts with
 :func:`~simpg.passages.comparison.compare` and kept when it meets the threshold
 (:func:`passage_pairs`): nothing is reported above its true value. Hashes posted by more than
 ``max_common`` documents (boilerplate: a licence paragraph in thousands of files) can be left
@@ -172,7 +173,7 @@ def candidate_pairs(
             Documents are numbered by their position.
         max_common: hashes posted by more than this many documents make no candidates and
             are returned as :attr:`CandidatePairs.common`; None uses every hash (every pair
-            sharing a run of ``window + K - 1`` tokens is then a candidate).
+            sharing a run of the config's guarantee is then a candidate).
         chunk: postings pairs enumerated at a time (memory bound).
 
     Raises:
@@ -309,9 +310,9 @@ def passage_pairs(
     A pair is kept when its longest shared passage has at least ``min_tokens`` tokens, or when
     one text holds at least ``min_containment`` of the other (``max(a_in_b, b_in_a)``, token
     3-shingles); with neither given, ``min_tokens`` is the config's guarantee
-    (``window + K - 1``: 50 tokens by default). Every value is counted on the texts by
-    :func:`compare`, so no pair is reported above its true value. Candidates come from shared
-    passage hashes: every pair sharing a run of ``window + K - 1`` tokens is one (with
+    (``max(window, spaceless_window) + K - 1``: 50 tokens by default). Every value is counted
+    on the texts by :func:`compare`, so no pair is reported above its true value. Candidates
+    come from shared passage hashes: every pair sharing a run of the guarantee is one (with
     ``max_common=None``); a pair whose shared text has no such run may be missed.
 
     The source of a pair: with ``rank`` (arrival order: ids, timestamps; smaller is earlier),
@@ -320,9 +321,9 @@ def passage_pairs(
 
     Args:
         texts: the documents; results name them by position.
-        config: the window of the passage hashes (None: ``PassageConfig()``).
-        hashes: each text's passage hashes if already made (sorted distinct ints, any window
-            up to the config's; None: made here).
+        config: the windows of the passage hashes (None: ``PassageConfig()``).
+        hashes: each text's passage hashes if already made (sorted distinct ints, each with
+            a window up to the config's for that text; None: made here).
         min_tokens: tokens of the longest shared passage from which a pair is kept.
         min_containment: share of a text (0 < x <= 1) held by the other from which a pair is kept.
         max_common: hashes posted by more than this many texts make no candidates and are

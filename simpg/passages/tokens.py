@@ -35,7 +35,7 @@ import numpy.typing as npt
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.fingerprint.hashes import hash_spans
 
-__all__ = ["SPACELESS", "TOKEN", "Tokens", "normalize_with_offsets", "tokens"]
+__all__ = ["SPACELESS", "TOKEN", "Tokens", "normalize_with_offsets", "spaceless_share", "tokens"]
 
 #: Scripts written without spaces: each letter (or digit) of them is a token of its own.
 SPACELESS: Final = (
@@ -47,6 +47,7 @@ SPACELESS: Final = (
 TOKEN: Final = re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+")
 #: :data:`TOKEN` captured: ``split`` returns the tokens between the gaps.
 _TOKEN_SPLIT: Final = re.compile(f"({TOKEN.pattern})")
+_SPACELESS_LETTER: Final = re.compile(f"[{SPACELESS}]")
 
 IntArray = npt.NDArray[np.int64]
 U64Array = npt.NDArray[np.uint64]
@@ -183,3 +184,16 @@ def tokens(text: str) -> Tokens:
     byte = _utf8_offsets(norm)
     hashes = hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e])
     return Tokens(text, tuple(parts[1::2]), hashes, start_of[s], end_of[e - 1])
+
+
+def spaceless_share(toks: Tokens) -> float:
+    """The share of the tokens that are letters of a spaceless script (0.0 for no tokens): picks the window.
+
+    Example:
+        >>> spaceless_share(tokens("中文 text 的")), spaceless_share(tokens(""))
+        (0.75, 0.0)
+    """
+    if not toks.words:
+        return 0.0
+    # a spaceless token is one character; a one-character token of another script is not one
+    return sum(1 for w in toks.words if len(w) == 1 and _SPACELESS_LETTER.match(w)) / len(toks.words)

@@ -1,10 +1,16 @@
 """Passage hashes: the winnowed k-gram hashes of a text (Schleimer, Wilkerson, Aiken 2003).
 
 Every k consecutive tokens (:data:`~simpg.passages.config.K`) get a 64-bit hash; winnowing
-keeps the minimum of every window of ``window`` consecutive k-gram hashes (the rightmost of
-ties). Two texts that share a run of at least ``window + K - 1`` equal tokens therefore share
+keeps the minimum of every window of ``w`` consecutive k-gram hashes (the rightmost of
+ties). Two texts that share a run of at least ``w + K - 1`` equal tokens therefore share
 a hash: the run holds a whole window, whose minimum both select. A text shorter than K
 tokens has one hash of all its tokens; an empty text none.
+
+``w`` is the config's ``spaceless_window`` for a text whose tokens are mostly letters of a
+spaceless script (:func:`~simpg.passages.tokens.spaceless_share`), its ``window`` otherwise;
+a lookup winnows its text with the smaller one (:func:`query_hashes_array`). With windows
+w1 <= w2, every run of ``w2 + K - 1`` shared tokens still gives a common hash: the minimum of
+a w2-window is the minimum of each w1-window inside it that holds it.
 
 Example:
     >>> a = "the quick brown fox jumps over the lazy dog " * 8
@@ -27,9 +33,10 @@ import numpy.typing as npt
 
 from simpg.fingerprint.batch import _each
 from simpg.passages.config import K, PassageConfig, config_or_default
-from simpg.passages.tokens import Tokens, tokens
+from simpg.passages.tokens import Tokens, spaceless_share, tokens
 
-__all__ = ["kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many", "winnow", "winnowed"]
+__all__ = ["document_window", "kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many",
+           "query_hashes_array", "winnow", "winnowed"]
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
@@ -83,26 +90,48 @@ def winnow(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
     return np.unique(np.concatenate(picked)).astype(np.intp)
 
 
-def winnowed(grams: U64Array, config: PassageConfig | None = None) -> I64Array:
+def winnowed(grams: U64Array, window: int) -> I64Array:
     """The passage hashes of a text from its k-gram hashes (:func:`kgram_hashes`): sorted, distinct ``int64``."""
-    return np.unique(grams[winnow(grams, config_or_default(config).window)].view(np.int64))
+    return np.unique(grams[winnow(grams, window)].view(np.int64))
+
+
+def document_window(toks: Tokens, config: PassageConfig | None = None) -> int:
+    """The window a stored document is winnowed with: by its script (:meth:`PassageConfig.window_for`)."""
+    cfg = config_or_default(config)
+    if cfg.window == cfg.spaceless_window:
+        return cfg.window
+    return cfg.window_for(spaceless_share(toks))
 
 
 def passage_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
     """:func:`passage_hashes` as a sorted ``int64`` array (no Python ints: for batches and COPY)."""
     cfg = config_or_default(config)
     toks = text if isinstance(text, Tokens) else tokens(text)
-    return winnowed(kgram_hashes(toks.hashes), cfg)
+    return winnowed(kgram_hashes(toks.hashes), document_window(toks, cfg))
+
+
+def query_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
+    """The hashes a lookup of ``text`` searches: winnowed with the smaller window, which finds either kind of row.
+
+    A superset of the text's stored :func:`passage_hashes` (what the larger window selects,
+    the smaller one selects too); every stored row sharing a run of the config's guarantee
+    with the text holds one of them, whichever window the row was winnowed with.
+    """
+    cfg = config_or_default(config)
+    toks = text if isinstance(text, Tokens) else tokens(text)
+    return winnowed(kgram_hashes(toks.hashes), cfg.query_window)
 
 
 def passage_hashes(text: str | Tokens, config: PassageConfig | None = None) -> list[int]:
     """The passage hashes of ``text``: its winnowed k-gram hashes, sorted, distinct, as signed int64.
 
-    This is what the passage column (a ``bigint[]``) stores.
+    This is what the passage column (a ``bigint[]``) stores: winnowed with the config's
+    ``spaceless_window`` if at least half of the text's tokens are letters of a spaceless
+    script, with its ``window`` otherwise.
 
     Args:
         text: a text, or its :func:`~simpg.passages.tokens.tokens`.
-        config: the window; None means ``PassageConfig()``.
+        config: the windows; None means ``PassageConfig()``.
 
     Raises:
         InvalidDocument: ``text`` is not a ``str``.

@@ -7,12 +7,12 @@
 ``python -m simpg.psycopg._async_to_sync``, as ``index.py`` is from ``aio.py`` (see there).
 
 A passage column is a ``bigint[]`` of each row's winnowed k-gram hashes
-(:func:`simpg.passages.passage_hashes`) with a GIN index and its window recorded in the
+(:func:`simpg.passages.passage_hashes`) with a GIN index and its windows recorded in the
 column's comment (``simpg.create_passage_index``). :meth:`PassageColumn.near` finds the
-rows that copied passages of a text: it winnows the text with the index's window, runs the
+rows that copied passages of a text: it winnows the text with the index's smaller window, runs the
 one lookup statement (``simpg.passage_lookup_statement``: the rows sharing a hash), and
 verifies every candidate on the two texts (:func:`simpg.passages.compare`). Rows sharing a
-run of at least ``window + 4`` tokens with the text are all found, unless only hashes
+run of at least ``max(window, spaceless_window) + 4`` tokens with the text are all found, unless only hashes
 skipped as common (``max_common``) lead to them; the lookup reports those it skipped.
 
 Example:
@@ -39,7 +39,14 @@ import psycopg
 from psycopg import sql
 
 from simpg.exc import LAYOUT_CHANGED, SimpgError, translate, translated
-from simpg.passages import PassageConfig, lookup, passage_hashes, passage_hashes_many
+from simpg.passages import (
+    DEFAULT_SPACELESS_WINDOW,
+    DEFAULT_WINDOW,
+    PassageConfig,
+    lookup,
+    passage_hashes,
+    passage_hashes_many,
+)
 from simpg.psycopg import _common, wire
 from simpg.psycopg.index import OwnedConnection
 from simpg.results import PassageIndex, PassageMatch, PassageMatches
@@ -55,7 +62,8 @@ _T = TypeVar("_T")
 #: reading them costs a catalog query per lookup.
 COMMON_TTL = 60.0
 
-_LAYOUT_SQL = ("SELECT p.indexed_table::text, p.passage_column, p.passage_window, p.index_name, k.column_name "
+_LAYOUT_SQL = ("SELECT p.indexed_table::text, p.passage_column, p.passage_window, p.spaceless_window, p.index_name, "
+               "k.column_name "
                "FROM simpg.passage_layout(%s::pg_catalog.regclass, %s) AS p, "
                "simpg.report_key(%s::pg_catalog.regclass, %s) AS k")
 _STATEMENT_SQL = "SELECT simpg.passage_lookup_statement(%s::pg_catalog.regclass, %s, %s, %s)"
@@ -137,24 +145,27 @@ class PassageColumn(OwnedConnection):
                 row = cur.fetchone()
                 assert row is not None  # the functions raise rather than return nothing
                 # the statement's function checks the text column (it exists, of a text type)
-                cur.execute(_STATEMENT_SQL, [self.table, self.column, self.text_column, row[4]])
+                cur.execute(_STATEMENT_SQL, [self.table, self.column, self.text_column, row[5]])
                 statement = cur.fetchone()
         assert statement is not None
-        table, column, window, index_name, key_column = row
-        self._info = PassageIndex(table, column, window, index_name, key_column, self.text_column)
+        table, column, window, spaceless_window, index_name, key_column = row
+        self._info = PassageIndex(table, column, window, spaceless_window, index_name, key_column, self.text_column)
         self._statement = statement[0].encode()  # bytes: psycopg sends them as they are
         self._common = {}
         return self._info
 
-    def create(self, window: int = PassageConfig().window) -> PassageIndex:
-        """Index the column (``simpg.create_passage_index``: a GIN index and the window in its comment).
+    def create(self, window: int = DEFAULT_WINDOW,
+               spaceless_window: int = DEFAULT_SPACELESS_WINDOW) -> PassageIndex:
+        """Index the column (``simpg.create_passage_index``: a GIN index and the windows in its comment).
 
-        Idempotent for the same window; another window than the column's is refused.
+        Idempotent for the same windows; other windows than the column's are refused.
+        ``spaceless_window`` winnows the rows mostly of a spaceless script (docs/partial.md).
         """
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise SimpgError(f"window must be an integer of at least 1, got {window!r}")
-        self._call("SELECT simpg.create_passage_index(%s::pg_catalog.regclass, %s, %s)",
-                   [self.table, self.column, window])
+        for name, value in (("window", window), ("spaceless_window", spaceless_window)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SimpgError(f"{name} must be an integer of at least 1, got {value!r}")
+        self._call("SELECT simpg.create_passage_index(%s::pg_catalog.regclass, %s, %s, %s)",
+                   [self.table, self.column, window, spaceless_window])
         return self.refresh()
 
     def drop(self) -> None:
@@ -172,7 +183,7 @@ class PassageColumn(OwnedConnection):
     # -- loading --------------------------------------------------------------------
 
     def hashes(self, text: str) -> list[int]:
-        """The passage hashes of ``text`` with the index's window: what :meth:`add` stores for it."""
+        """The passage hashes of ``text`` with the index's windows: what :meth:`add` stores for it."""
         config = (self._current()).config
         return passage_hashes(lookup.query_text(text), config)
 
@@ -242,7 +253,7 @@ class PassageColumn(OwnedConnection):
         Args:
             text: the text to look up.
             min_tokens: the shortest shared run that counts; default and least: the
-                index's guarantee, ``window + 4`` (50 for the default window).
+                index's guarantee, ``max(window, spaceless_window) + 4`` (50 by default).
             min_containment: the least containment, one way or the other, from 0 to 1.
             max_common: skip the text's hashes that the statistics put in more than this
                 many rows (boilerplate); None skips nothing (exact for every hash).
@@ -273,7 +284,7 @@ class PassageColumn(OwnedConnection):
 
     def _lookup(self, run: Callable[[PassageIndex], _T]) -> _T:
         # The statement carries simpg.passage_layout_is: if the index was re-created with
-        # another window since this handle read it (SQLSTATE SPG01), read it again and run
+        # other windows since this handle read it (SQLSTATE SPG01), read it again and run
         # the lookup once more. When the error aborted the caller's transaction, say so.
         try:
             return run(self._current())
@@ -284,7 +295,8 @@ class PassageColumn(OwnedConnection):
             if _common.aborted(self.conn):
                 raise SimpgError(
                     f"the passage index on {self.table}.{self.column} changed since this handle read it "
-                    f"(window {stale.window if stale else '?'}); roll back and call again") from err
+                    f"(windows {f'{stale.window} and {stale.spaceless_window}' if stale else '?'}); roll back and "
+                    f"call again") from err
             logger.info("simpg passage index on %s.%s changed; reading it again", self.table, self.column)
         info = self.refresh()
         with translated():

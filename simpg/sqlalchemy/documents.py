@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from simpg.reference import BAND_COLUMNS, DECISIONS_TABLE, PASSAGE_WINDOW, TABLE, VERDICTS
+from simpg.reference import BAND_COLUMNS, DECISIONS_TABLE, PASSAGE_SPACELESS_WINDOW, PASSAGE_WINDOW, TABLE, VERDICTS
 from simpg.sqlalchemy.index import simhash_index
 from simpg.sqlalchemy.passages import passage_index
 from simpg.sqlalchemy.types import Passages, SimHash, Sketch
@@ -71,14 +71,15 @@ class Document(DocumentsBase):
     sketch_b1: Mapped[int | None] = mapped_column(BigInteger)
     sketch_b2: Mapped[int | None] = mapped_column(BigInteger)
     sketch_b3: Mapped[int | None] = mapped_column(BigInteger)
-    # passage hashes (simpg.passages.passage_hashes, window PASSAGE_WINDOW): the passages a
-    # document shares with others (partial duplicates, docs/partial.md); NULL until filled
-    # (simpg backfill --passages), and in rows stored before them
+    # passage hashes (simpg.passages.passage_hashes, windows PASSAGE_WINDOW and
+    # PASSAGE_SPACELESS_WINDOW): the passages a document shares with others (partial
+    # duplicates, docs/partial.md); NULL until filled (simpg backfill --passages), and in rows
+    # stored before them
     passages: Mapped[list[int] | None] = mapped_column(Passages)
 
 
 simhash_index(Document.simhash, k=4, blocks=6)
-passage_index(Document.passages, window=PASSAGE_WINDOW)
+passage_index(Document.passages, window=PASSAGE_WINDOW, spaceless_window=PASSAGE_SPACELESS_WINDOW)
 
 
 class Decision(DocumentsBase):

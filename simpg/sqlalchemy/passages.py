@@ -1,7 +1,8 @@
 """Passages (partial duplicates) on a model: the column, its index, writes and lookups.
 
-``passage_index(Article.passages, window=46)`` declares what ``simpg.create_passage_index``
-makes: the GIN index on the ``bigint[]`` column and the comment that records the window.
+``passage_index(Article.passages, window=26, spaceless_window=46)`` declares what
+``simpg.create_passage_index`` makes: the GIN index on the ``bigint[]`` column and the comment
+that records the windows.
 The comment is set on the model's column (Alembic then sees the model as the database
 is); an ``after_create`` event runs ``simpg.passage_index_ddl``'s statements, the one
 source of the index's DDL. ``passages_on_write(Article.body, Article.passages)`` fills the
@@ -21,12 +22,12 @@ Example:
     ...     id = mapped_column(BigInteger, primary_key=True)
     ...     body = mapped_column(Text)
     ...     passages = mapped_column(Passages)
-    >>> spec = passage_index(Page.passages, window=46)
+    >>> spec = passage_index(Page.passages, window=26, spaceless_window=46)
     >>> _ = passages_on_write(Page.body, Page.passages)
     >>> Page(body="one two three four five six").passages == spec.hashes("one two three four five six")
     True
     >>> Page.__table__.c.passages.comment
-    'simpg passages: {"format": 1, "k": 5, "window": 46}'
+    'simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46}'
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
 from simpg.exc import SimpgError, translated
-from simpg.passages.config import COMMENT_PREFIX, PassageConfig, config_or_default
+from simpg.passages.config import (
+    COMMENT_PREFIX,
+    DEFAULT_SPACELESS_WINDOW,
+    DEFAULT_WINDOW,
+    PassageConfig,
+    config_or_default,
+)
 from simpg.passages.lookup import (
     checked_limit,
     checked_max_common,
@@ -88,8 +95,13 @@ class PassageIndex:
 
     @property
     def window(self) -> int:
-        """The winnowing window recorded in the column's comment."""
+        """The winnowing window of spaced rows recorded in the column's comment."""
         return self.config.window
+
+    @property
+    def spaceless_window(self) -> int:
+        """The winnowing window of rows mostly of a spaceless script recorded in the column's comment."""
+        return self.config.spaceless_window
 
     def hashes(self, text: str) -> list[int]:
         """The passage hashes of ``text`` with this index's config (what the column stores)."""
@@ -101,12 +113,14 @@ def _rel(table: Table) -> str:
     return quoted_name(*(part for part in (table.schema, table.name) if part))
 
 
-def passage_index_statement(rel: str, column: str, window: int, *, concurrently: bool = False) -> TextClause:
+def passage_index_statement(rel: str, column: str, config: PassageConfig, *,
+                            concurrently: bool = False) -> TextClause:
     """``SELECT statement FROM simpg.passage_index_ddl(...)``: the index's statements, in order, as rows."""
     return text(
-        "SELECT s.statement FROM simpg.passage_index_ddl(CAST(:rel AS regclass), :col, :window, :concurrently) "
-        "WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n"
-    ).bindparams(rel=rel, col=column, window=window, concurrently=concurrently)
+        "SELECT s.statement FROM simpg.passage_index_ddl(CAST(:rel AS regclass), :col, :window, :spaceless_window, "
+        ":concurrently) WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n"
+    ).bindparams(rel=rel, col=column, window=config.window, spaceless_window=config.spaceless_window,
+                 concurrently=concurrently)
 
 
 def _is_bigint_array(type_: Any) -> bool:
@@ -114,17 +128,21 @@ def _is_bigint_array(type_: Any) -> bool:
     return isinstance(impl, ARRAY) and isinstance(impl.item_type, BigInteger)
 
 
-def passage_index(column: Any, window: int = 46) -> PassageIndex:
+def passage_index(column: Any, window: int = DEFAULT_WINDOW,
+                  spaceless_window: int = DEFAULT_SPACELESS_WINDOW) -> PassageIndex:
     """Declare a passage index on a ``bigint[]`` column (``Passages``): ``create_all`` makes it.
 
     Sets the column's comment to the config's (``simpg passages: {...}``, where simpg
-    records the window) and, after the table is created, runs
+    records the windows) and, after the table is created, runs
     ``simpg.passage_index_ddl``'s statements (the GIN index, ANALYZE). Call it once per
     column, after the model is defined.
 
     Args:
         column: the passage column, e.g. ``Article.passages`` or ``table.c.passages``.
-        window: the winnowing window (every shared run of ``window + 4`` tokens is found).
+        window: the winnowing window of rows of spaced scripts.
+        spaceless_window: the winnowing window of rows whose tokens are mostly letters of a
+            spaceless script (every shared run of ``max(window, spaceless_window) + 4``
+            tokens is found; docs/partial.md).
 
     Returns:
         The :class:`PassageIndex` (also :func:`passage_index_for`).
@@ -133,16 +151,15 @@ def passage_index(column: Any, window: int = 46) -> PassageIndex:
     table = col.table
     if not _is_bigint_array(col.type):
         raise SimpgError(f"column {table.name}.{col.name} is {col.type!r}, expected Passages (bigint[])")
-    config = PassageConfig(window)
+    config = PassageConfig(window, spaceless_window)
     if _INDEX_KEY in col.info:
         raise SimpgError(f"column {table.name}.{col.name} already has a passage index")
     if col.comment is not None and col.comment != config.to_comment():
         raise SimpgError(f"column {table.name}.{col.name} has the comment {col.comment!r:.60}; simpg records "
-                         "the passage index's window there: remove it")
+                         "the passage index's windows there: remove it")
     writer = col.info.get(_WRITER_KEY)
     if writer is not None and writer.config != config:
-        raise SimpgError(f"passages_on_write fills {table.name}.{col.name} with window {writer.config.window}, "
-                         f"not {window}")
+        raise SimpgError(f"passages_on_write fills {table.name}.{col.name} with {writer.config}, not {config}")
     col.comment = config.to_comment()
     spec = PassageIndex(table, col, config)
     col.info[_INDEX_KEY] = spec
@@ -169,7 +186,7 @@ def passage_index_for(column: Any) -> PassageIndex:
 
 def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
     for spec in table_passage_indexes(table).values():
-        statements = connection.execute(passage_index_statement(_rel(table), spec.column.name, spec.window))
+        statements = connection.execute(passage_index_statement(_rel(table), spec.column.name, spec.config))
         for statement in statements.scalars().all():
             # no_parameters: run as the server wrote it (names may hold % or :)
             connection.exec_driver_sql(statement, execution_options={"no_parameters": True})
@@ -199,7 +216,7 @@ def passages_on_write(source: Any, target: Any, config: PassageConfig | None = N
     Args:
         source: mapped text attribute.
         target: mapped ``Passages`` attribute.
-        config: the window; None means the column's :func:`passage_index` config, or the default.
+        config: the windows; None means the column's :func:`passage_index` config, or the default.
     """
     target_column = _resolve_column(target)
     if not _is_bigint_array(target_column.type):
@@ -210,8 +227,8 @@ def passages_on_write(source: Any, target: Any, config: PassageConfig | None = N
         config = spec.config
     config = config_or_default(config)
     if spec is not None and spec.config != config:
-        raise SimpgError(f"the passage index on {target_column.table.name}.{target_column.name} has window "
-                         f"{spec.window}, not {config.window}")
+        raise SimpgError(f"the passage index on {target_column.table.name}.{target_column.name} has "
+                         f"{spec.config}, not {config}")
     writer = PassagesWriter(source.key, target.key, config)
 
     def on_set(obj: Any, value: Any, oldvalue: Any, initiator: Any) -> None:
@@ -260,12 +277,13 @@ def _lookup(entity: Any, column: Any, text_column: Any) -> _Lookup:
                    text_name, pk.name)
 
 
-#: The lookup's statement and config (the window it was made for) and the hashes to skip,
+#: The lookup's statement and config (the windows it was made for) and the hashes to skip,
 #: in one round trip; the statement's text is the server's (simpg.passage_lookup_statement).
 _PLAN_SQL = (
     "SELECT simpg.passage_lookup_statement(%(rel)s::regclass, %(col)s, %(text)s, %(key)s), "
-    "(simpg.passage_layout(%(rel)s::regclass, %(col)s)).passage_window, "
-    "simpg.common_passage_hashes(%(rel)s::regclass, %(col)s, %(max_common)s)"
+    "l.passage_window, l.spaceless_window, "
+    "simpg.common_passage_hashes(%(rel)s::regclass, %(col)s, %(max_common)s) "
+    "FROM simpg.passage_layout(%(rel)s::regclass, %(col)s) AS l"
 )
 
 
@@ -320,7 +338,7 @@ def passages_near(
         entity: the mapped class.
         text: the query text.
         min_tokens: the longest shared passage must have this many tokens (default and
-            lowest: the index's guarantee, window + 4).
+            lowest: the index's guarantee, max(window, spaceless_window) + 4).
         min_containment: ``max(text_in_row, row_in_text)`` must reach it.
         max_common: skip hashes the statistics put in more than this many rows
             (boilerplate); None skips nothing. The text's hashes skipped are the result's ``skipped``.
@@ -340,8 +358,9 @@ def passages_near(
         session.flush()
     driver = _driver(session.connection().connection, "passages_near")
     with translated():  # the server's checks of the columns, as SimpgError
-        statement, window, common = driver.execute(_PLAN_SQL, _plan_params(lookup, max_common)).fetchone()
-    config = PassageConfig(window)
+        statement, window, spaceless_window, common = driver.execute(
+            _PLAN_SQL, _plan_params(lookup, max_common)).fetchone()
+    config = PassageConfig(window, spaceless_window)
     checked_thresholds(config, min_tokens, min_containment)  # before the lookup: errors name the value
     prepared = prepared_query(query, config)
     skipped = to_skip(prepared.hashes, common or ())
@@ -374,8 +393,8 @@ async def passages_near_async(
     driver = _driver(raw, "passages_near_async")
     with translated():
         cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, max_common))
-        statement, window, common = await cur.fetchone()
-    config = PassageConfig(window)
+        statement, window, spaceless_window, common = await cur.fetchone()
+    config = PassageConfig(window, spaceless_window)
     checked_thresholds(config, min_tokens, min_containment)
     prepared = prepared_query(query, config)
     skipped = to_skip(prepared.hashes, common or ())

@@ -5,7 +5,12 @@
 -- filled by Python like the fingerprint column), a GIN index on it (the built-in
 -- array_ops: t.col && $1 finds every row sharing a hash with a text), and the config
 -- in the column's comment:
---     simpg passages: {"format": 1, "k": 5, "window": 46}
+--     simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46}
+-- A row is winnowed with spaceless_window when at least half of its tokens are letters of a
+-- spaceless script (Chinese, Japanese, Thai...), with window otherwise; a lookup winnows its
+-- text with the smaller one, and finds every row sharing a run of
+-- max(window, spaceless_window) + 4 tokens with it (docs/partial.md). A comment of one window
+-- (written before the second one) means both windows equal.
 -- As for the fingerprint indexes, nothing is stored in a table of simpg's: the catalog
 -- (simpg.passage_indexes) is read from pg_description and pg_index, and goes with the
 -- table through pg_dump, partitions and renames.
@@ -15,12 +20,13 @@
 
 -- passage_comment: the column comment that records a passage index's config, exactly
 -- as simpg.passages.PassageConfig.to_comment() writes it.
-CREATE FUNCTION simpg.passage_comment(passage_window integer) RETURNS text
+CREATE FUNCTION simpg.passage_comment(passage_window integer, spaceless_window integer) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN pg_catalog.format('simpg passages: {"format": 1, "k": 5, "window": %s}', passage_window);
+    RETURN pg_catalog.format('simpg passages: {"format": 1, "k": 5, "window": %s, "spaceless_window": %s}',
+                             passage_window, spaceless_window);
 
-COMMENT ON FUNCTION simpg.passage_comment(integer) IS
-    'Internal: the column comment that records a passage index (format 1, k 5, the window)';
+COMMENT ON FUNCTION simpg.passage_comment(integer, integer) IS
+    'Internal: the column comment that records a passage index (format 1, k 5, the two windows)';
 
 -- passage_columns_of: rel's bigint[] columns whose comment records a passage index, one
 -- row each, with the config read from the comment and a valid GIN (array_ops) index on
@@ -28,14 +34,16 @@ COMMENT ON FUNCTION simpg.passage_comment(integer) IS
 -- they read the whole table). Only the comment's exact shape counts; a column of
 -- another type with such a comment is not listed.
 CREATE FUNCTION simpg.passage_columns_of(rel regclass)
-    RETURNS TABLE (passage_column name, passage_window integer, format integer, k integer, index_name name)
+    RETURNS TABLE (passage_column name, passage_window integer, spaceless_window integer, format integer, k integer,
+                   index_name name)
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
     SET search_path = pg_catalog, pg_temp
     SET jit = off
 AS $$
 BEGIN
     RETURN QUERY
-    SELECT a.attname, m.v[3]::integer, m.v[1]::integer, m.v[2]::integer,
+    -- a comment of one window (before the second one) records both windows equal
+    SELECT a.attname, m.v[3]::integer, coalesce(m.v[4], m.v[3])::integer, m.v[1]::integer, m.v[2]::integer,
            (SELECT min(ic.relname)::name
             FROM pg_index AS i JOIN pg_class AS ic ON ic.oid = i.indexrelid
             WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = a.attnum
@@ -48,7 +56,8 @@ BEGIN
     JOIN pg_description AS d ON d.objoid = rel AND d.classoid = 'pg_class'::regclass AND d.objsubid = a.attnum
     CROSS JOIN LATERAL (
         SELECT regexp_match(d.description,
-                            '^simpg passages: \{"format": (\d{1,9}), "k": (\d{1,9}), "window": (\d{1,9})\}$') AS v
+                            '^simpg passages: \{"format": (\d{1,9}), "k": (\d{1,9}), "window": (\d{1,9})'
+                            '(?:, "spaceless_window": (\d{1,9}))?\}$') AS v
     ) AS m
     WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
       AND a.atttypid = 'bigint[]'::regtype AND m.v IS NOT NULL
@@ -64,7 +73,8 @@ COMMENT ON FUNCTION simpg.passage_columns_of(regclass) IS
 -- from PostgreSQL and are not listed). index_name NULL: the GIN index is missing
 -- (dropped by hand, or an INVALID one left by a stopped build).
 CREATE VIEW simpg.passage_indexes AS
-SELECT r.oid::regclass AS indexed_table, p.passage_column, p.passage_window, p.format, p.k, p.index_name
+SELECT r.oid::regclass AS indexed_table, p.passage_column, p.passage_window, p.spaceless_window, p.format, p.k,
+       p.index_name
 FROM pg_catalog.pg_class AS r
 CROSS JOIN LATERAL simpg.passage_columns_of(r.oid::regclass) AS p
 WHERE r.oid IN (SELECT d.objoid FROM pg_catalog.pg_description AS d
@@ -73,7 +83,7 @@ WHERE r.oid IN (SELECT d.objoid FROM pg_catalog.pg_description AS d
   AND NOT r.relispartition;
 
 COMMENT ON VIEW simpg.passage_indexes IS
-    'One row per passage index: its table, bigint[] column, window, format, k and GIN index (read from the system catalogs)';
+    'One row per passage index: its table, bigint[] column, windows (spaced and spaceless), format, k and GIN index (read from the system catalogs)';
 
 GRANT SELECT ON simpg.passage_indexes TO PUBLIC;
 
@@ -133,26 +143,27 @@ $$;
 COMMENT ON FUNCTION simpg.passage_layout(regclass, name) IS
     'Internal: the simpg.passage_indexes row of rel.col; raises if there is none';
 
--- checked_window: raises unless passage_window is at least 1.
-CREATE FUNCTION simpg.checked_window(passage_window integer) RETURNS integer
+-- checked_window: raises unless the window called p_name is at least 1.
+CREATE FUNCTION simpg.checked_window(p_name text, p_window integer) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF passage_window IS NULL OR passage_window < 1 THEN
-        RAISE EXCEPTION 'passage_window must be at least 1, got %', coalesce(passage_window::text, 'null')
+    IF p_window IS NULL OR p_window < 1 THEN
+        RAISE EXCEPTION '% must be at least 1, got %', p_name, coalesce(p_window::text, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN passage_window;
+    RETURN p_window;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.checked_window(integer) IS
-    'Internal: passage_window, or an error naming it when it is NULL or below 1';
+COMMENT ON FUNCTION simpg.checked_window(text, integer) IS
+    'Internal: the window, or an error naming it when it is NULL or below 1';
 
 -- passage_statistics_target: the statistics target create_passage_index gives a passage
 -- column. ANALYZE then samples 300,000 rows and lists the hashes in more than about
--- 0.0063 * 37 * rows / 1,000 rows (233 at a million rows of 5 KB texts at window 46): enough
+-- 0.0063 * 37 * rows / 1,000 rows (233 at a million rows of 5 KB texts at window 46; about
+-- 400 at window 26, where a row holds about 1.7 times the hashes): enough
 -- for the default max_common of 1,000 up to about four million rows; a bigger table wants
 -- ALTER TABLE ... ALTER COLUMN ... SET STATISTICS up to 10,000 (docs/partial.md).
 CREATE FUNCTION simpg.passage_statistics_target() RETURNS integer
@@ -174,10 +185,10 @@ COMMENT ON FUNCTION simpg.passage_statistics_target() IS
 -- resumes. With concurrently the statements must run outside a transaction block.
 -- Contract: reads the catalogs, changes nothing, checks no rights (the statements do).
 -- Raises for a column that is not bigint[], a window below 1, a column recorded with
--- another window, and with concurrently on a partitioned table (PostgreSQL cannot
+-- other windows, and with concurrently on a partitioned table (PostgreSQL cannot
 -- build a partitioned index concurrently; build it without).
-CREATE FUNCTION simpg.passage_index_ddl(rel regclass, col name, passage_window integer DEFAULT 46,
-                                        concurrently boolean DEFAULT false)
+CREATE FUNCTION simpg.passage_index_ddl(rel regclass, col name, passage_window integer DEFAULT 26,
+                                        spaceless_window integer DEFAULT 46, concurrently boolean DEFAULT false)
     RETURNS TABLE (phase text, index_name name, statement text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -192,7 +203,8 @@ DECLARE
     v_concurrently text := CASE WHEN passage_index_ddl.concurrently THEN ' CONCURRENTLY' ELSE '' END;
 BEGIN
     PERFORM simpg.passage_column_type(rel, col);
-    PERFORM simpg.checked_window(passage_window);
+    PERFORM simpg.checked_window('passage_window', passage_window);
+    PERFORM simpg.checked_window('spaceless_window', passage_index_ddl.spaceless_window);
     IF passage_index_ddl.concurrently IS NULL THEN
         RAISE EXCEPTION 'concurrently must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -203,11 +215,13 @@ BEGIN
             USING ERRCODE = 'wrong_object_type', HINT = 'build it without concurrently';
     END IF;
     SELECT p.* INTO v_found FROM simpg.passage_columns_of(rel) AS p WHERE p.passage_column = col;
-    IF FOUND AND (v_found.passage_window, v_found.format, v_found.k) IS DISTINCT FROM (passage_window, 1, 5) THEN
-        RAISE EXCEPTION 'column %.% already has a simpg passage index with window % (format %, k %), not window %',
-            rel, quote_ident(col), v_found.passage_window, v_found.format, v_found.k, passage_window
+    IF FOUND AND (v_found.passage_window, v_found.spaceless_window, v_found.format, v_found.k)
+                 IS DISTINCT FROM (passage_window, passage_index_ddl.spaceless_window, 1, 5) THEN
+        RAISE EXCEPTION 'column %.% already has a simpg passage index with windows % and % (format %, k %), not windows % and %',
+            rel, quote_ident(col), v_found.passage_window, v_found.spaceless_window, v_found.format, v_found.k,
+            passage_window, passage_index_ddl.spaceless_window
             USING ERRCODE = 'duplicate_object',
-                  HINT = 'its stored hashes were made with that window: drop it with simpg.drop_passage_index(table, column), fill the column again, and create it';
+                  HINT = 'its stored hashes were made with those windows: drop it with simpg.drop_passage_index(table, column), fill the column again, and create it';
     END IF;
     SELECT a.attnum INTO v_attnum FROM pg_attribute AS a WHERE a.attrelid = rel AND a.attname = col;
     RETURN QUERY
@@ -246,21 +260,23 @@ BEGIN
     IF v_found.passage_column IS NULL THEN
         phase := 'comment';
         index_name := NULL;
-        statement := format('COMMENT ON COLUMN %s.%I IS %L', v_rel, col, simpg.passage_comment(passage_window));
+        statement := format('COMMENT ON COLUMN %s.%I IS %L', v_rel, col, simpg.passage_comment(passage_window,
+                                                                                 passage_index_ddl.spaceless_window));
         RETURN NEXT;
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, boolean) IS
+COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, integer, boolean) IS
     'The statements that give a bigint[] column its passage index (GIN, statistics target, ANALYZE, the config comment), leaving out what is there';
 
--- create_passage_index: a GIN index on rel.col and the comment recording the window;
--- idempotent: a column that has it already (same window) gets only what is missing.
+-- create_passage_index: a GIN index on rel.col and the comment recording the windows;
+-- idempotent: a column that has it already (same windows) gets only what is missing.
 -- Contract: col is a bigint[] column of rel (filled by simpg.passages.passage_hashes
--- with this window: the column's hashes are the caller's to keep right), the caller owns
--- rel, rel is not a partition (its partitioned table's index covers it); window >= 1.
-CREATE FUNCTION simpg.create_passage_index(rel regclass, col name, passage_window integer DEFAULT 46)
+-- with these windows: the column's hashes are the caller's to keep right), the caller owns
+-- rel, rel is not a partition (its partitioned table's index covers it); windows >= 1.
+CREATE FUNCTION simpg.create_passage_index(rel regclass, col name, passage_window integer DEFAULT 26,
+                                           spaceless_window integer DEFAULT 46)
     RETURNS simpg.passage_indexes
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -269,20 +285,22 @@ DECLARE
     v_step record;
 BEGIN
     PERFORM simpg.passage_column_type(rel, col);
-    PERFORM simpg.checked_window(passage_window);
+    PERFORM simpg.checked_window('passage_window', passage_window);
+    PERFORM simpg.checked_window('spaceless_window', create_passage_index.spaceless_window);
     PERFORM simpg.not_a_partition(rel, 'create');
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    FOR v_step IN SELECT * FROM simpg.passage_index_ddl(rel, col, passage_window) LOOP
+    FOR v_step IN SELECT * FROM simpg.passage_index_ddl(rel, col, passage_window,
+                                                        create_passage_index.spaceless_window) LOOP
         EXECUTE v_step.statement;
     END LOOP;
     RETURN simpg.passage_layout(rel, col);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.create_passage_index(regclass, name, integer) IS
-    'Index a bigint[] column of winnowed passage hashes: a GIN index and the config comment (window, default 46)';
+COMMENT ON FUNCTION simpg.create_passage_index(regclass, name, integer, integer) IS
+    'Index a bigint[] column of winnowed passage hashes: a GIN index and the config comment (windows, default 26 and 46 for spaceless scripts)';
 
 -- drop_passage_index: remove what create_passage_index added: every GIN index on exactly
 -- rel.col (valid or not) and the comment. The column and its values stay.
@@ -413,37 +431,39 @@ CREATE FUNCTION simpg.shared_hashes(stored bigint[], probe bigint[]) RETURNS int
 COMMENT ON FUNCTION simpg.shared_hashes(bigint[], bigint[]) IS
     'Internal: the number of distinct values two hash arrays share';
 
--- passage_layout_is: true when rel.col still has the passage index of this window, else
+-- passage_layout_is: true when rel.col still has the passage index of these windows, else
 -- an error with SQLSTATE SPG01. Declared IMMUTABLE on purpose, as simpg.layout_is: with
 -- constant arguments PostgreSQL checks it when it plans the statement; creating or
 -- dropping the GIN index (which create_passage_index and drop_passage_index always do
 -- when the config changes) makes PostgreSQL plan cached statements again.
-CREATE FUNCTION simpg.passage_layout_is(rel regclass, col name, passage_window integer) RETURNS boolean
+CREATE FUNCTION simpg.passage_layout_is(rel regclass, col name, passage_window integer, spaceless_window integer)
+    RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM simpg.snapshot_sees_table(rel);
     PERFORM FROM simpg.passage_columns_of(rel) AS p
-    WHERE p.passage_column = col AND p.passage_window = passage_layout_is.passage_window AND p.format = 1 AND p.k = 5;
+    WHERE p.passage_column = col AND p.passage_window = passage_layout_is.passage_window
+      AND p.spaceless_window = passage_layout_is.spaceless_window AND p.format = 1 AND p.k = 5;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'the passage index on %.% is no longer the window % index this lookup was made for',
-            rel, quote_ident(col), passage_window
+        RAISE EXCEPTION 'the passage index on %.% is no longer the windows % and % index this lookup was made for',
+            rel, quote_ident(col), passage_window, passage_layout_is.spaceless_window
             USING ERRCODE = 'SPG01', HINT = 'read the passage index again';
     END IF;
     RETURN true;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer) IS
-    'True if rel.col has the passage index of this window, else an error (SQLSTATE SPG01); checked when a statement is planned';
+COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer, integer) IS
+    'True if rel.col has the passage index of these windows, else an error (SQLSTATE SPG01); checked when a statement is planned';
 
 -- passage_lookup_statement: the one statement every surface runs to find the rows that
 -- share a hash with a text: $1 bigint[] the text's hashes, $2 bigint[] hashes to skip
 -- (simpg.common_passage_hashes; NULL or '{}' skips nothing). Columns: key (the key
 -- column, its own type), body (the text column, of a text type: another is refused), hashes (the stored
 -- bigint[]), shared (integer: distinct hashes of $1 not skipped that the row holds, >= 1);
--- most shared first, then by key. The window it was made for is stated in it
+-- most shared first, then by key. The windows it was made for are stated in it
 -- (simpg.passage_layout_is), checked whenever PostgreSQL plans it.
 -- key_column NULL: the single-column primary key (simpg.report_key's rules).
 CREATE FUNCTION simpg.passage_lookup_statement(rel regclass, col name, text_column name,
@@ -476,11 +496,11 @@ BEGIN
     RETURN format('SELECT t.%1$I AS key, t.%2$I AS body, t.%3$I AS hashes, '
                   'simpg.shared_hashes(t.%3$I, (SELECT simpg.passage_probe($1::bigint[], $2::bigint[]))) AS shared '
                   'FROM %4$s AS t '
-                  'WHERE simpg.passage_layout_is(%5$s::oid::regclass, %6$L::name, %7$s) '
+                  'WHERE simpg.passage_layout_is(%5$s::oid::regclass, %6$L::name, %7$s, %8$s) '
                   'AND t.%3$I OPERATOR(pg_catalog.&&) (SELECT simpg.passage_probe($1::bigint[], $2::bigint[])) '
                   'ORDER BY shared DESC, key',
                   v_key.column_name, text_column, col, simpg.relation_name(rel), rel::oid, col,
-                  v_row.passage_window);
+                  v_row.passage_window, v_row.spaceless_window);
 END
 $$;
 
@@ -508,9 +528,9 @@ BEGIN
     RETURN QUERY EXECUTE format(
         'SELECT simpg.shared_hashes(t.%1$I, q.probe), t FROM %2$s AS t, '
         '(SELECT simpg.passage_probe($1, $2) AS probe) AS q '
-        'WHERE simpg.passage_layout_is(%3$s::oid::regclass, %4$L::name, %5$s) '
+        'WHERE simpg.passage_layout_is(%3$s::oid::regclass, %4$L::name, %5$s, %6$s) '
         'AND t.%1$I OPERATOR(pg_catalog.&&) q.probe ORDER BY 1 DESC',
-        col, simpg.relation_name(v_rel), v_rel::oid, col, v_row.passage_window)
+        col, simpg.relation_name(v_rel), v_rel::oid, col, v_row.passage_window, v_row.spaceless_window)
         USING hashes, v_skip;
 END
 $$;

@@ -28,7 +28,7 @@ def models(window: int | None) -> str:
 
 
 def catalog(conn) -> list[tuple]:
-    return conn.execute("SELECT indexed_table::text, passage_column, passage_window, index_name "
+    return conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, index_name "
                         "FROM simpg.passage_indexes ORDER BY 1, 2").fetchall()
 
 
@@ -42,14 +42,15 @@ def test_autogenerate_round_trip(env, db):
     text = env.autogenerate("pages")
     assert "import simpg.alembic" in text and "import simpg.sqlalchemy.types" in text
     assert "sa.Column('passages', simpg.sqlalchemy.types.Passages(), nullable=True, " \
-           "comment='simpg passages: {\"format\": 1, \"k\": 5, \"window\": 46}')" in text
+           "comment='simpg passages: {\"format\": 1, \"k\": 5, \"window\": 46, \"spaceless_window\": 46}')" in text
     up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
-    assert up.index("op.create_table('pages'") < up.index("op.create_passage_index('pages', 'passages', window=46)")
+    assert up.index("op.create_table('pages'") < up.index(
+        "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46)")
     assert down.index("op.drop_passage_index('pages', 'passages')") < down.index("op.drop_table('pages')")
     assert "gin" not in text
 
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
     assert_clean(env)  # the GIN index and the comment are the model's: nothing to change
     # the migrated table answers lookups: the index finds a row sharing a passage
     body = " ".join(f"w{i}" for i in range(120))
@@ -61,7 +62,7 @@ def test_autogenerate_round_trip(env, db):
     env.downgrade("base")
     assert catalog(db.conn) == [] and db.conn.execute("SELECT to_regclass('pages')").fetchone() == (None,)
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
 
 
 def test_window_changed_then_index_removed(env, db):
@@ -73,16 +74,17 @@ def test_window_changed_then_index_removed(env, db):
     text = env.autogenerate("window 30")
     up, down = body_of(text, "upgrade"), body_of(text, "downgrade")
     assert up.index("op.drop_passage_index('pages', 'passages')") < up.index(
-        "op.create_passage_index('pages', 'passages', window=30)")
+        "op.create_passage_index('pages', 'passages', window=30, spaceless_window=46)")
     assert down.index("op.drop_passage_index('pages', 'passages')") < down.index(
-        "op.create_passage_index('pages', 'passages', window=46)")
+        "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46)")
     assert "alter_column" not in text and "drop_index" not in text
-    assert "# the stored hashes were made with window 46: make them again with this window" in up
+    assert "# the stored hashes were made with windows 46 and 46: make them again with these" in up
+    assert "--window 30 --spaceless-window 46" in up
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 30, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 30, 46, "pages_passages_gin_idx")]
     assert_clean(env)
     env.downgrade("-1")
-    assert catalog(db.conn) == [("pages", "passages", 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
     env.upgrade()
 
     env.write_models(models(None))  # the column stays, its index goes
@@ -101,12 +103,13 @@ def test_the_index_missing_is_created_again(env, db):
     env.autogenerate("pages")
     env.upgrade()
     db.conn.execute("DROP INDEX pages_passages_gin_idx")  # the comment stays: a passage index without GIN
-    assert catalog(db.conn) == [("pages", "passages", 46, None)]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, None)]
     text = env.autogenerate("gin again")
     up = body_of(text, "upgrade").split("def ")[0]
-    assert "op.create_passage_index('pages', 'passages', window=46)" in up and "drop_passage_index" not in up
+    assert "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46)" in up
+    assert "drop_passage_index" not in up
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
 
 
 def test_operations_concurrently_and_offline(env, db):
@@ -120,7 +123,7 @@ def test_operations_concurrently_and_offline(env, db):
             op.drop_passage_index("docs", "passages")
         """)
     env.upgrade()
-    assert catalog(db.conn) == [("docs", "passages", 20, "docs_passages_gin_idx")]
+    assert catalog(db.conn) == [("docs", "passages", 20, 46, "docs_passages_gin_idx")]
     indexdef = db.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_gin_idx'").fetchone()
     assert indexdef == ("CREATE INDEX docs_passages_gin_idx ON public.docs USING gin (passages)",)
     env.downgrade("base")
@@ -139,4 +142,4 @@ def test_offline_sql(env):
             op.drop_passage_index("docs", "passages")
         """)
     sql = env.upgrade_sql()
-    assert "SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20)" in sql
+    assert "SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20, 46)" in sql

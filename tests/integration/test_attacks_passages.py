@@ -49,8 +49,8 @@ def test_the_owner_does_everything_and_a_stranger_gets_errors_only(scene: Scene,
     scene.install(how)
     with scene.connect(scene.alice) as alice:
         rows = passage_table(alice)
-        assert alice.execute("SELECT indexed_table::text, passage_window FROM simpg.passage_indexes").fetchall() == [
-            ("docs", 46)]
+        assert alice.execute("SELECT indexed_table::text, passage_window, spaceless_window FROM simpg.passage_indexes"
+                             ).fetchall() == [("docs", 26, 46)]
         assert_passages_exact(alice, rows)
         statement = lookup_statement(alice)
     with scene.connect(scene.bob) as bob:
@@ -108,18 +108,18 @@ def test_dump_and_restore_keep_the_passage_index(scene: Scene, how: str) -> None
         alice.execute("CREATE TABLE parts (id bigint PRIMARY KEY, body text, passages bigint[]) "
                       "PARTITION BY RANGE (id)")
         alice.execute("CREATE TABLE parts_1 PARTITION OF parts FOR VALUES FROM (0) TO (100)")
-        alice.execute("SELECT simpg.create_passage_index('parts', 'passages', 20)")
-        want = alice.execute("SELECT indexed_table::text, passage_column, passage_window, format, k, index_name "
-                             "FROM simpg.passage_indexes ORDER BY 1").fetchall()
-    assert want == [("docs", "passages", 46, 1, 5, "docs_passages_gin_idx"),
-                    ("parts", "passages", 20, 1, 5, "parts_passages_gin_idx")]
+        alice.execute("SELECT simpg.create_passage_index('parts', 'passages', 20, 30)")
+        want = alice.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
+                             "index_name FROM simpg.passage_indexes ORDER BY 1").fetchall()
+    assert want == [("docs", "passages", 26, 46, 1, 5, "docs_passages_gin_idx"),
+                    ("parts", "passages", 20, 30, 1, 5, "parts_passages_gin_idx")]
     for dumper, restorer, target in ((scene.alice, scene.alice, f"{scene.name}_r1"),
                                      ("postgres", "postgres", f"{scene.name}_r2")):
         done = restore(scene, dump(scene, dumper), restorer, target)
         assert done.returncode == 0, done.stderr.decode()
         with psycopg.connect(scene.dsn(scene.alice, target), autocommit=True) as conn:
-            assert conn.execute("SELECT indexed_table::text, passage_column, passage_window, format, k, index_name "
-                                "FROM simpg.passage_indexes ORDER BY 1").fetchall() == want
+            assert conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, "
+                                "format, k, index_name FROM simpg.passage_indexes ORDER BY 1").fetchall() == want
             assert_passages_exact(conn, rows)
             # the partition keeps the parent's index, and a new one gets it
             conn.execute("CREATE TABLE parts_2 PARTITION OF parts FOR VALUES FROM (100) TO (200)")

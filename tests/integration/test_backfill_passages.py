@@ -16,7 +16,8 @@ from simpg.passages.lookup import verify
 from tests.integration.passage_corpus import brute_matches, corpus, words
 
 WINDOW = 8
-CONFIG = PassageConfig(WINDOW)
+SPACELESS_WINDOW = 6
+CONFIG = PassageConfig(WINDOW, SPACELESS_WINDOW)
 
 
 def make_table(conn: psycopg.Connection, name: str, texts: list[str | None], partitioned: bool = False) -> None:
@@ -35,7 +36,8 @@ def texts() -> list[str | None]:
 
 def cli(capsys: pytest.CaptureFixture[str], db: object, table: str, *extra: str) -> tuple[int, dict | None, str]:
     code = main(["backfill", "--dsn", db.dsn, "--table", table, "--text-column", "body",  # type: ignore[attr-defined]
-                 "--passages", "--window", str(WINDOW), "--batch-size", "20", "--json", *extra])
+                 "--passages", "--window", str(WINDOW), "--spaceless-window", str(SPACELESS_WINDOW), "--batch-size",
+                 "20", "--json", *extra])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else None), err
 
@@ -45,7 +47,7 @@ def column(conn: psycopg.Connection, table: str) -> list[tuple[int, list[int] | 
 
 
 def catalog(conn: psycopg.Connection) -> list[tuple]:
-    return conn.execute("SELECT indexed_table::text, passage_column, passage_window, index_name "
+    return conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, index_name "
                         "FROM simpg.passage_indexes ORDER BY 1").fetchall()
 
 
@@ -84,15 +86,15 @@ def test_resumed_after_an_interruption_equals_one_shot(capsys, db):
     assert [v for _, v in column(db.conn, "twice")] == [v for _, v in column(db.conn, "once")]
     expected = [None if t is None else passage_hashes(t, CONFIG) for t in data]
     assert [v for _, v in column(db.conn, "once")] == expected
-    assert catalog(db.conn) == [("once", "passages", WINDOW, "once_passages_gin_idx"),
-                                ("twice", "passages", WINDOW, "twice_passages_gin_idx")]
+    assert catalog(db.conn) == [("once", "passages", WINDOW, SPACELESS_WINDOW, "once_passages_gin_idx"),
+                                ("twice", "passages", WINDOW, SPACELESS_WINDOW, "twice_passages_gin_idx")]
 
     # a run again changes nothing; a stopped concurrent build (an INVALID index) is built again
     db.conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'once_passages_gin_idx'::regclass")
     code, again, err = cli(capsys, db, "once")
     assert code == 0, err
     assert again["rows"] == 0 and again["index"]["invalid_dropped"] == ["once_passages_gin_idx"]
-    assert catalog(db.conn)[0] == ("once", "passages", WINDOW, "once_passages_gin_idx")
+    assert catalog(db.conn)[0] == ("once", "passages", WINDOW, SPACELESS_WINDOW, "once_passages_gin_idx")
 
 
 def test_the_backfilled_table_answers_lookups_exactly(capsys, db):
@@ -112,10 +114,11 @@ def test_a_window_move(capsys, db):
     data = texts()
     make_table(db.conn, "items", data)
     assert cli(capsys, db, "items")[0] == 0
-    new = PassageConfig(12)
+    new = PassageConfig(12, SPACELESS_WINDOW)
     code, _, err = cli(capsys, db, "items", "--window", "12")
-    assert code != 0 and "has a simpg passage index with window 8, not 12" in err and "--refingerprint" in err
-    assert catalog(db.conn) == [("items", "passages", WINDOW, "items_passages_gin_idx")]  # nothing changed
+    assert code != 0 and "has a simpg passage index with windows 8 and 6, not windows 12 and 6" in err
+    assert "--refingerprint" in err
+    assert catalog(db.conn) == [("items", "passages", WINDOW, SPACELESS_WINDOW, "items_passages_gin_idx")]
 
     # a move stopped half-way: the index is gone (lookups refuse), some rows have the new window
     with pytest.raises(Stop):
@@ -125,18 +128,18 @@ def test_a_window_move(capsys, db):
     with pytest.raises(psycopg.errors.UndefinedObject, match=r"no simpg passage index on (public\.)?items\.passages"):
         db.conn.execute("SELECT simpg.passage_lookup_statement('items', 'passages', 'body')")
     code, _, err = cli(capsys, db, "items", "--window", "12")  # without --refingerprint: refused, rows are mixed
-    assert code != 0 and "holds hashes that are not those of window 12" in err
+    assert code != 0 and "holds hashes that are not those of windows 12 and 6" in err
     assert catalog(db.conn) == []
     code, moved, err = main_refill(capsys, db)
     assert code == 0, err
-    assert moved["rows"] > 0 and moved["index"]["window"] == 12
+    assert moved["rows"] > 0 and (moved["index"]["window"], moved["index"]["spaceless_window"]) == (12, 6)
     assert [v for _, v in column(db.conn, "items")] == [None if t is None else passage_hashes(t, new) for t in data]
-    assert catalog(db.conn) == [("items", "passages", 12, "items_passages_gin_idx")]
+    assert catalog(db.conn) == [("items", "passages", 12, SPACELESS_WINDOW, "items_passages_gin_idx")]
 
 
 def main_refill(capsys, db):
     code = main(["backfill", "--dsn", db.dsn, "--table", "items", "--text-column", "body", "--passages",
-                 "--window", "12", "--refingerprint", "--json"])
+                 "--window", "12", "--spaceless-window", str(SPACELESS_WINDOW), "--refingerprint", "--json"])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else None), err
 
@@ -146,7 +149,7 @@ def test_partitioned_table_and_bad_input(capsys, db):
     code, result, err = cli(capsys, db, "parts")
     assert code == 0, err
     assert result["index"]["built"] and not result["index"]["concurrently"]
-    assert catalog(db.conn) == [("parts", "passages", WINDOW, "parts_passages_gin_idx")]
+    assert catalog(db.conn) == [("parts", "passages", WINDOW, SPACELESS_WINDOW, "parts_passages_gin_idx")]
 
     db.conn.execute("CREATE TABLE wrong (id bigint PRIMARY KEY, body text, passages bigint)")
     code, _, err = cli(capsys, db, "wrong")
@@ -154,6 +157,8 @@ def test_partitioned_table_and_bad_input(capsys, db):
     code, _, err = cli(capsys, db, "wrong", "-k", "3")
     assert code != 0 and "-k is for fingerprints, not with --passages" in err
     code, _, err = cli(capsys, db, "wrong", "--window", "0")
-    assert code != 0 and "invalid --window: expected window >= 1, got 0" in err
+    assert code != 0 and "invalid --window or --spaceless-window: expected window >= 1, got 0" in err
+    code, _, err = cli(capsys, db, "wrong", "--spaceless-window", "0")
+    assert code != 0 and "invalid --window or --spaceless-window: expected spaceless_window >= 1, got 0" in err
     with pytest.raises(SimpgError, match="batch size must be a positive integer, got 0"):
         backfill.backfill_passages(db.conn, "parts", "body", batch_size=0)

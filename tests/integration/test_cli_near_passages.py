@@ -26,7 +26,7 @@ def test_near_passages_on_a_table(db, capsys: pytest.CaptureFixture[str], tmp_pa
     conn = db.conn
     make_table(conn)
     docs = PassageColumn(conn, "docs", text_column="body")
-    docs.create(8)
+    docs.create(8, 8)
     docs.add(list(rows.values()), list(rows))
     path = tmp_path / "query.txt"
     path.write_text(queries[1], encoding="utf-8")
@@ -78,7 +78,7 @@ def test_near_passages_errors(db, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "near", "--passages", "--text", "x", "--table", "docs", "--column", "hashes",
                        "--text-column", "content", "--dsn", db.dsn)
     assert code != 0 and "no simpg passage index on public.docs.hashes" in err
-    PassageColumn(conn, "docs", "hashes", text_column="content").create(8)
+    PassageColumn(conn, "docs", "hashes", text_column="content").create(8, 8)
     for argv, message in [(["--min-containment", "2"], "min_containment must be a number from 0 to 1 or None, got 2.0"),
                           (["--min-tokens", "5"], "min_tokens must be an integer of at least 12"),
                           (["--text-column", "nope"], "column nope of table public.docs does not exist"),

@@ -2,9 +2,9 @@
 
 Every stored text is compared with the query by tests/oracles.py's plain loops, on the study's
 tokens (tests/unit/test_passages.py): the handle must return exactly the rows that share a
-run of at least ``window + 4`` tokens with the query (none missed, none extra), each with the
-oracle's shared runs and containment both ways. Random and adversarial texts (the query
-twice in one row, CJK and Latin mixed, empty and one-word texts, full-width letters and
+run of at least the guarantee (``max(window, spaceless_window) + 4``) tokens with the query
+(none missed, none extra), each with the oracle's shared runs and containment both ways. Random
+and adversarial texts (the query twice in one row, CJK and Latin mixed, empty and one-word texts, full-width letters and
 ligatures), a boilerplate paragraph in many rows with common hashes skipped and not, uuid and
 text keys, a partitioned table, the sync and the async handle, and the index re-created
 with another window under a handle that had prepared its lookup.
@@ -25,26 +25,32 @@ from tests.integration.passage_corpus import VOCAB, check, make_table, quoting_c
 from tests.passage_texts import random_text
 
 
-@pytest.mark.parametrize("window", [8, 46])
-def test_near_is_exactly_the_rows_sharing_a_run_of_the_guarantee(conn, window: int) -> None:
-    rows, queries = quoting_corpus(window)
+@pytest.mark.parametrize(("window", "spaceless_window"), [(8, 8), (46, 46), (8, 20), (20, 8)])
+def test_near_is_exactly_the_rows_sharing_a_run_of_the_guarantee(conn, window: int, spaceless_window: int) -> None:
+    config = PassageConfig(window, spaceless_window)
+    guarantee = max(window, spaceless_window) + 4
+    rows, queries = quoting_corpus(window + spaceless_window)
+    # a row mostly of CJK letters (winnowed with spaceless_window) quoting a Latin query, and a
+    # query mostly of CJK letters (every query is winnowed with the smaller window)
+    rows[1000] = " ".join(["文"] * 80 + queries[0].split(" ")[:guarantee] + ["字"] * 80)
+    queries.append(" ".join(list("文字漢語日本かなカナ") * 15) + " " + queries[1])
     make_table(conn)
     docs = PassageColumn(conn, "docs", text_column="body")
-    info = docs.create(window)
-    assert (info.table, info.column, info.window, info.key_column, info.text_column) == (
-        "docs", "passages", window, "id", "body")
-    assert info.index_name == "docs_passages_gin_idx" and info.guarantee == window + 4
+    info = docs.create(window, spaceless_window)
+    assert (info.table, info.column, info.window, info.spaceless_window, info.key_column, info.text_column) == (
+        "docs", "passages", window, spaceless_window, "id", "body")
+    assert info.index_name == "docs_passages_gin_idx" and info.guarantee == guarantee and info.config == config
     assert docs.add(list(rows.values()), list(rows)) == len(rows)
     stored = dict(conn.execute("SELECT id, passages FROM docs").fetchall())
-    assert stored == {key: passage_hashes(text, PassageConfig(window)) for key, text in rows.items()}
+    assert stored == {key: passage_hashes(text, config) for key, text in rows.items()}
     assert docs.hashes(rows[1]) == stored[1]
-    for query in [*queries, rows[3], "", "w1", "。"]:
+    for query in [*queries, rows[3], rows[1000], "", "w1", "。"]:
         got = docs.near(query, max_common=None)
         assert isinstance(got, PassageMatches) and got.skipped == ()
-        check(got, query, rows, window + 4)
+        check(got, query, rows, guarantee)
         # a longer least run and a least containment keep exactly the matches meeting them
-        longer = docs.near(query, min_tokens=window + 20, max_common=None)
-        assert longer == [m for m in got if m.longest >= window + 20]
+        longer = docs.near(query, min_tokens=guarantee + 16, max_common=None)
+        assert longer == [m for m in got if m.longest >= guarantee + 16]
         contained = docs.near(query, min_containment=0.3, max_common=None)
         assert contained == [m for m in got if max(m.row_in_text, m.text_in_row) >= 0.3]
         assert docs.near(query, max_common=None, limit=2) == got[:2]
@@ -56,7 +62,7 @@ def test_a_row_holding_the_query_twice_shares_it_twice(conn) -> None:
     rows = {1: query + " and again: " + query, 2: "nothing of it", 3: random_text(rng, 60, VOCAB)}
     make_table(conn)
     docs = PassageColumn(conn, "docs", text_column="body")
-    docs.create(8)
+    docs.create(8, 8)
     docs.add(list(rows.values()), list(rows))
     got = docs.near(query)
     check(got, query, rows, 12)
@@ -72,7 +78,7 @@ def test_uuid_and_text_keys(conn, key_type: str) -> None:
     rows = dict(zip(keys, rows_by_int.values(), strict=True))
     make_table(conn, key_type)
     docs = PassageColumn(conn, "docs", text_column="body")
-    docs.create(8)
+    docs.create(8, 8)
     docs.add(list(rows.values()), keys)
     for query in queries:
         check(docs.near(query, max_common=None), query, rows, 12)
@@ -82,7 +88,7 @@ def test_a_partitioned_table(conn) -> None:
     rows, queries = quoting_corpus(17, n=40)
     make_table(conn, partitioned=True)
     docs = PassageColumn(conn, "docs", text_column="body")
-    docs.create(8)
+    docs.create(8, 8)
     docs.add(list(rows.values()), list(rows), columns=None)
     assert conn.execute("SELECT count(*) FROM docs_1").fetchone()[0] > 0
     for query in queries:
@@ -94,7 +100,7 @@ def test_a_key_column_and_other_columns(conn) -> None:
                  "content varchar, hashes bigint[])")
     rows, queries = quoting_corpus(23, n=20)
     docs = PassageColumn(conn, "docs", "hashes", text_column="content", key_column="ref")
-    docs.create(8)
+    docs.create(8, 8)
     refs = [f"r{key}" for key in rows]
     assert docs.add(list(rows.values()), refs, columns={"lang": ["en"] * len(rows)}) == len(rows)
     assert conn.execute("SELECT count(*) FROM docs WHERE lang = 'en'").fetchone() == (len(rows),)
@@ -121,7 +127,7 @@ def test_boilerplate_skipped_as_common_after_analyze(conn) -> None:
     rows[61] = "prefix " + query_own  # shares the query's own part only
     make_table(conn)
     docs = PassageColumn(conn, "docs", text_column="body")
-    docs.create(8)
+    docs.create(8, 8)
     docs.add(list(rows.values()), list(rows))
     conn.execute("ANALYZE docs")
     query = query_own + " " + licence
@@ -129,11 +135,11 @@ def test_boilerplate_skipped_as_common_after_analyze(conn) -> None:
     check(every, query, rows, 12)
     assert {m.key for m in every} == {*range(1, 41), 61} and every.skipped == ()
     common = docs.common_hashes(10)
-    licence_hashes = set(passage_hashes(licence, PassageConfig(8)))
-    assert common and common <= licence_hashes | set().union(*(passage_hashes(t, PassageConfig(8))
+    licence_hashes = set(passage_hashes(licence, PassageConfig(8, 8)))
+    assert common and common <= licence_hashes | set().union(*(passage_hashes(t, PassageConfig(8, 8))
                                                               for t in rows.values()))
     skipping = docs.near(query, max_common=10)
-    assert skipping.skipped and set(skipping.skipped) <= common & set(passage_hashes(query, PassageConfig(8)))
+    assert skipping.skipped and set(skipping.skipped) <= common & set(passage_hashes(query, PassageConfig(8, 8)))
     assert skipping.skipped == tuple(sorted(skipping.skipped))
     # what it found is verified and exact for the rows it reached; row 61 shares no common hash
     found = {m.key: m for m in skipping}
@@ -148,7 +154,7 @@ async def test_async_handle_equals_the_sync_one(db) -> None:
     with psycopg.connect(db.dsn, autocommit=True) as conn:
         make_table(conn)
         sync = PassageColumn(conn, "docs", text_column="body")
-        sync.create(8)
+        sync.create(8, 8)
         sync.add(list(rows.values()), list(rows))
         expected = [sync.near(q, max_common=None) for q in queries]
         sync_info = sync.info
@@ -158,7 +164,7 @@ async def test_async_handle_equals_the_sync_one(db) -> None:
         assert got == expected and [g.skipped for g in got] == [e.skipped for e in expected]
         for q, g in zip(queries, got, strict=True):
             check(g, q, rows, 12)
-        assert await docs.hashes(rows[2]) == passage_hashes(rows[2], PassageConfig(8))
+        assert await docs.hashes(rows[2]) == passage_hashes(rows[2], PassageConfig(8, 8))
         await docs.add(["a text added by the async handle"], [1000])
     assert docs.conn.closed
 
@@ -169,8 +175,8 @@ def reindex(conn: psycopg.Connection, rows: dict[int, str], window: int) -> None
     with conn.cursor() as cur:
         for key, text in rows.items():
             cur.execute("UPDATE docs SET passages = %s WHERE id = %s",
-                        [passage_hashes(text, PassageConfig(window)), key])
-    conn.execute("SELECT simpg.create_passage_index('docs', 'passages', %s)", [window])
+                        [passage_hashes(text, PassageConfig(window, window)), key])
+    conn.execute("SELECT simpg.create_passage_index('docs', 'passages', %s, %s)", [window, window])
 
 
 def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None:
@@ -178,7 +184,7 @@ def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None
     with psycopg.connect(db.dsn, autocommit=True) as conn, psycopg.connect(db.dsn, autocommit=True) as other:
         make_table(conn)
         docs = PassageColumn(conn, "docs", text_column="body", prepare=True)
-        docs.create(8)
+        docs.create(8, 8)
         docs.add(list(rows.values()), list(rows))
         for q in queries:  # prepared and planned with window 8
             check(docs.near(q, max_common=None), q, rows, 12)
@@ -191,7 +197,7 @@ def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None
         reindex(other, rows, 8)
         conn.autocommit = False
         with pytest.raises(SimpgError, match=r"^the passage index on docs\.passages changed since this handle "
-                                             r"read it \(window 20\); roll back and call again$"):
+                                             r"read it \(windows 20 and 20\); roll back and call again$"):
             docs.near(queries[0])
         conn.rollback()
         check(docs.near(queries[0], max_common=None), queries[0], rows, 12)
@@ -199,9 +205,9 @@ def test_the_lookup_follows_the_index_re_created_with_another_window(db) -> None
 
 
 def test_passage_comment_is_the_python_config_comment(conn) -> None:
-    for window in (1, 2, 8, 46, 100, 2**31 - 1):
-        assert conn.execute("SELECT simpg.passage_comment(%s)", [window]).fetchone() == (
-            PassageConfig(window).to_comment(),)
+    for window, spaceless_window in ((1, 1), (2, 46), (8, 3), (26, 46), (100, 100), (2**31 - 1, 7)):
+        assert conn.execute("SELECT simpg.passage_comment(%s, %s)", [window, spaceless_window]).fetchone() == (
+            PassageConfig(window, spaceless_window).to_comment(),)
 
 
 def test_bad_input_is_an_error_naming_it(conn) -> None:
@@ -209,7 +215,7 @@ def test_bad_input_is_an_error_naming_it(conn) -> None:
     with pytest.raises(SimpgError, match=r"^no simpg passage index on public\.docs\.passages; create one with "):
         PassageColumn(conn, "docs", text_column="body").near("a text")
     docs = PassageColumn(conn, "docs", text_column="body")
-    docs.create(8)
+    docs.create(8, 8)
     with pytest.raises(SimpgError, match=r"^column missing of table public\.docs does not exist$"):
         PassageColumn(conn, "docs", text_column="missing").near("a text")
     with pytest.raises(SimpgError, match=r"^column n of table public\.docs is integer, expected text$"):
@@ -224,7 +230,7 @@ def test_bad_input_is_an_error_naming_it(conn) -> None:
             docs.near("a text", min_containment=bad)
     for bad_tokens in (11, 0, 12.0, "50", True):
         with pytest.raises(SimpgError, match=r"^min_tokens must be an integer of at least 12 \(the passage index's "
-                                             r"window 8 \+ 4: shorter shared runs are not all found\), got "):
+                                             r"larger window 8 \+ 4: shorter shared runs are not all found\), got "):
             docs.near("a text", min_tokens=bad_tokens)
     with pytest.raises(SimpgError, match=r"^max_common must be an integer of at least 0 or None, got -1$"):
         docs.near("a text", max_common=-1)
@@ -238,8 +244,12 @@ def test_bad_input_is_an_error_naming_it(conn) -> None:
         docs.add(["x"], [1, 2])
     with pytest.raises(SimpgError, match=r"^window must be an integer of at least 1, got 0$"):
         docs.create(0)
-    with pytest.raises(SimpgError, match=r"already has a simpg passage index with window 8"):
+    with pytest.raises(SimpgError, match=r"^spaceless_window must be an integer of at least 1, got True$"):
+        docs.create(8, True)
+    with pytest.raises(SimpgError, match=r"already has a simpg passage index with windows 8 and 8 "):
         docs.create(46)
+    with pytest.raises(SimpgError, match=r"not windows 8 and 46"):
+        docs.create(8, 46)
     assert docs.near("") == [] and docs.near("").skipped == ()
     docs.drop()
     with pytest.raises(SimpgError, match=r"^no simpg passage index on public\.docs\.passages"):

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from simpg.passages import PassageConfig
 from tests.oracles import (
     HashArray,
     adversarial_hash_arrays,
@@ -24,7 +25,9 @@ from tests.oracles import (
     brute_passage_pairs,
 )
 
-COMMENT = 'simpg passages: {"format": 1, "k": 5, "window": %s}'
+COMMENT = 'simpg passages: {"format": 1, "k": 5, "window": %s, "spaceless_window": %s}'
+#: what simpg wrote before the second window: both windows equal
+ONE_WINDOW_COMMENT = 'simpg passages: {"format": 1, "k": 5, "window": %s}'
 
 
 def make_docs(conn: psycopg.Connection, rows: Mapping[int, HashArray], table: str = "docs") -> None:
@@ -70,16 +73,19 @@ def lookup(conn: psycopg.Connection, hashes: HashArray, skip: list[int] | None,
 
 def test_create_is_recorded_in_the_comment_idempotent_and_dropped(conn):
     make_docs(conn, {1: [1, 2, 3], 2: [3]})
-    row = conn.execute("SELECT indexed_table::text, passage_column, passage_window, format, k, index_name "
-                       "FROM simpg.create_passage_index('docs', 'passages')").fetchone()
-    assert row == ("docs", "passages", 46, 1, 5, "docs_passages_gin_idx")
-    assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (COMMENT % 46,)
+    row = conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
+                       "index_name FROM simpg.create_passage_index('docs', 'passages')").fetchone()
+    assert row == ("docs", "passages", 26, 46, 1, 5, "docs_passages_gin_idx")
+    assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (COMMENT % (26, 46),)
+    # the comment is the Python config's, written by one function
+    assert conn.execute("SELECT simpg.passage_comment(26, 46), simpg.passage_comment(7, 3)").fetchone() == (
+        PassageConfig().to_comment(), PassageConfig(7, 3).to_comment())
     assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_gin_idx'"
                         ).fetchone() == ("CREATE INDEX docs_passages_gin_idx ON public.docs USING gin (passages)",)
-    assert conn.execute("SELECT indexed_table::text, passage_column, passage_window, format, k, index_name "
-                        "FROM simpg.passage_indexes").fetchall() == [row]
+    assert conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
+                        "index_name FROM simpg.passage_indexes").fetchall() == [row]
     # again: the same row, nothing added
-    assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', 46)"
+    assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', 26, 46)"
                         ).fetchone() == ("docs_passages_gin_idx",)
     assert conn.execute("SELECT count(*) FROM pg_index WHERE indrelid = 'docs'::regclass").fetchone() == (2,)
     # a GIN index dropped by hand: listed without it, made again by create
@@ -88,8 +94,12 @@ def test_create_is_recorded_in_the_comment_idempotent_and_dropped(conn):
     assert pairs(conn) == {(1, 2): 1}  # still exact, without the index
     assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages')"
                         ).fetchone() == ("docs_passages_gin_idx",)
-    with pytest.raises(errors.DuplicateObject, match="already has a simpg passage index with window 46"):
+    with pytest.raises(errors.DuplicateObject,
+                       match="already has a simpg passage index with windows 26 and 46 .format 1, k 5., not windows "
+                             "30 and 46"):
         conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 30)")
+    with pytest.raises(errors.DuplicateObject, match="not windows 26 and 30"):
+        conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 26, 30)")
     conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
     assert conn.execute("SELECT count(*) FROM simpg.passage_indexes").fetchone() == (0,)
     assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (None,)
@@ -97,9 +107,23 @@ def test_create_is_recorded_in_the_comment_idempotent_and_dropped(conn):
     assert conn.execute("SELECT passages FROM docs ORDER BY id").fetchall() == [([1, 2, 3],), ([3],)]
     with pytest.raises(errors.UndefinedObject, match=r"no simpg passage index on public.docs.passages"):
         conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
-    # another window once dropped
-    assert conn.execute("SELECT passage_window FROM simpg.create_passage_index('docs', 'passages', 30)"
-                        ).fetchone() == (30,)
+    # other windows once dropped
+    assert conn.execute("SELECT passage_window, spaceless_window FROM simpg.create_passage_index('docs', 'passages', "
+                        "30, spaceless_window => 20)").fetchone() == (30, 20)
+
+
+def test_a_one_window_comment_records_both_windows_equal(conn):
+    make_docs(conn, {1: [1, 2, 3], 2: [3]})
+    conn.execute("CREATE INDEX ON docs USING gin (passages)")
+    conn.execute("COMMENT ON COLUMN docs.passages IS %s" % ("'" + ONE_WINDOW_COMMENT % 46 + "'"))
+    assert conn.execute("SELECT passage_window, spaceless_window FROM simpg.passage_indexes").fetchall() == [(46, 46)]
+    assert PassageConfig.from_comment(ONE_WINDOW_COMMENT % 46) == PassageConfig(46, 46)
+    # create with the same windows: idempotent (the old comment stays); others are refused
+    assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', 46, 46)"
+                        ).fetchone() == ("docs_passages_idx",)
+    with pytest.raises(errors.DuplicateObject, match="windows 46 and 46 .format 1, k 5., not windows 26 and 46"):
+        conn.execute("SELECT simpg.create_passage_index('docs', 'passages')")
+    assert [r[:2] for r in lookup(conn, [3], None)] == [(1, "text 1"), (2, "text 2")]
 
 
 def test_hostile_identifiers_are_quoted(conn):
@@ -121,11 +145,12 @@ def test_hostile_identifiers_are_quoted(conn):
 def test_a_comment_of_another_shape_or_type_is_not_an_index(conn):
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, body text, passages bigint[], other integer[])")
     conn.execute("COMMENT ON COLUMN docs.passages IS 'simpg passages: {\"format\": 1, \"k\": 5}'")
-    conn.execute("COMMENT ON COLUMN docs.other IS %s" % ("'" + COMMENT % 46 + "'"))
+    conn.execute("COMMENT ON COLUMN docs.other IS %s" % ("'" + COMMENT % (26, 46) + "'"))
     assert conn.execute("SELECT count(*) FROM simpg.passage_indexes").fetchone() == (0,)
     with pytest.raises(errors.UndefinedObject, match="no simpg passage index"):
         conn.execute("SELECT * FROM simpg.passage_pairs('docs', 'passages')")
-    conn.execute("COMMENT ON COLUMN docs.passages IS %s" % ("'" + (COMMENT % 46).replace('"k": 5', '"k": 7') + "'"))
+    conn.execute("COMMENT ON COLUMN docs.passages IS %s" % ("'" + (COMMENT % (26, 46)).replace('"k": 5', '"k": 7')
+                                                             + "'"))
     with pytest.raises(errors.FeatureNotSupported, match="format 1 and k 7"):
         conn.execute("SELECT * FROM simpg.passage_pairs('docs', 'passages')")
 
@@ -144,6 +169,12 @@ def test_a_comment_of_another_shape_or_type_is_not_an_index(conn):
      "passage_window must be at least 1, got -5"),
     ("simpg.create_passage_index('docs', 'passages', NULL)", errors.InvalidParameterValue,
      "passage_window must be at least 1, got null"),
+    ("simpg.create_passage_index('docs', 'passages', 26, 0)", errors.InvalidParameterValue,
+     "spaceless_window must be at least 1, got 0"),
+    ("simpg.create_passage_index('docs', 'passages', 26, NULL)", errors.InvalidParameterValue,
+     "spaceless_window must be at least 1, got null"),
+    ("simpg.passage_index_ddl('docs', 'passages', 26, -3)", errors.InvalidParameterValue,
+     "spaceless_window must be at least 1, got -3"),
     ("simpg.create_passage_index(NULL, 'passages')", errors.NullValueNotAllowed, "must not be null"),
     ("simpg.drop_passage_index('docs', 'fp')", errors.DatatypeMismatch, "expected bigint"),
     ("simpg.common_passage_hashes('docs', 'passages', -1)", errors.InvalidParameterValue,
@@ -288,8 +319,8 @@ def test_a_prepared_lookup_notices_a_new_window(conn):
     conn.execute(f"PREPARE p (bigint[], bigint[]) AS {statement}")
     assert conn.execute("EXECUTE p ('{2}', '{}')").fetchall() == [(1, "text 1", [1, 2], 1), (2, "text 2", [2], 1)]
     conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
-    conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 20)")
-    with pytest.raises(psycopg.Error, match="no longer the window 46 index") as err:
+    conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 26, 20)")
+    with pytest.raises(psycopg.Error, match="no longer the windows 26 and 46 index") as err:
         conn.execute("EXECUTE p ('{2}', '{}')")
     assert err.value.sqlstate == "SPG01"
 
@@ -308,22 +339,22 @@ def test_the_lookup_reads_the_gin_index(conn):
 
 def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
     make_docs(conn, {1: [1, 2], 2: [2, 3]})
-    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)"
+    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, true)"
                          ).fetchall()
     assert steps == [
         ("gin", "CREATE INDEX CONCURRENTLY docs_passages_gin_idx ON public.docs USING gin (passages)"),
         ("statistics", "ALTER TABLE public.docs ALTER COLUMN passages SET STATISTICS 1000"),
         ("analyze", "ANALYZE public.docs (passages)"),
-        ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % 46 + "'"),
+        ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % (26, 46) + "'"),
     ]
     conn.execute(steps[0][1])  # autocommit: outside a transaction block
     conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_passages_gin_idx'::regclass")
     # an INVALID GIN index (what a stopped concurrent build leaves) is dropped and built again
     assert [phase for phase, _ in conn.execute(
-        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)").fetchall()] == [
+        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, true)").fetchall()] == [
         "drop_invalid", "gin", "statistics", "analyze", "comment"]
     for (statement,) in conn.execute(
-            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', 46, true)").fetchall():
+            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, true)").fetchall():
         conn.execute(statement)
     assert conn.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [("docs_passages_gin_idx",)]
     assert conn.execute("SELECT count(*) FROM simpg.passage_index_ddl('docs', 'passages')").fetchone() == (0,)
@@ -337,4 +368,4 @@ def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
                                                "'passages')").fetchall()] == ["statistics", "analyze"]
     conn.execute("CREATE TABLE parts (id bigint, passages bigint[]) PARTITION BY RANGE (id)")
     with pytest.raises(errors.WrongObjectType, match="cannot build the passage index of public.parts concurrently"):
-        conn.execute("SELECT * FROM simpg.passage_index_ddl('parts', 'passages', 46, true)")
+        conn.execute("SELECT * FROM simpg.passage_index_ddl('parts', 'passages', 26, 46, true)")

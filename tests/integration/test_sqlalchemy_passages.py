@@ -25,7 +25,8 @@ from simpg.sqlalchemy import (
 from tests.integration.passage_corpus import brute_matches, corpus, words
 
 WINDOW = 8
-CONFIG = PassageConfig(WINDOW)
+SPACELESS_WINDOW = 4  # rows mostly of CJK letters: the smaller window here
+CONFIG = PassageConfig(WINDOW, SPACELESS_WINDOW)
 GUARANTEE = CONFIG.guarantee  # 12
 
 
@@ -41,7 +42,7 @@ class Page(Base):
     passages: Mapped[list[int] | None] = mapped_column(Passages)
 
 
-passage_index(Page.passages, window=WINDOW)
+passage_index(Page.passages, window=WINDOW, spaceless_window=SPACELESS_WINDOW)
 passages_on_write(Page.body, Page.passages)
 
 
@@ -73,12 +74,12 @@ def test_create_all_makes_the_passage_index(db):
     engine = create_engine(url_from_dsn(db.dsn))
     try:
         Base.metadata.create_all(engine)
-        row = db.conn.execute("SELECT passage_column, passage_window, index_name FROM simpg.passage_indexes "
-                              "WHERE indexed_table = 'pages'::regclass").fetchone()
-        assert row == ("passages", WINDOW, "pages_passages_gin_idx")
+        row = db.conn.execute("SELECT passage_column, passage_window, spaceless_window, index_name "
+                              "FROM simpg.passage_indexes WHERE indexed_table = 'pages'::regclass").fetchone()
+        assert row == ("passages", WINDOW, SPACELESS_WINDOW, "pages_passages_gin_idx")
         # the same as simpg.create_passage_index makes (the one source: simpg.passage_index_ddl)
         db.conn.execute("CREATE TABLE twin (id bigint PRIMARY KEY, body text, passages bigint[])")
-        db.conn.execute("SELECT simpg.create_passage_index('twin', 'passages', %s)", (WINDOW,))
+        db.conn.execute("SELECT simpg.create_passage_index('twin', 'passages', %s, %s)", (WINDOW, SPACELESS_WINDOW))
         defs = db.conn.execute("SELECT replace(indexdef, 'twin', 'pages') FROM pg_indexes "
                                "WHERE tablename IN ('pages', 'twin') AND indexname LIKE '%%gin%%' "
                                "ORDER BY tablename").fetchall()
@@ -170,7 +171,7 @@ def test_bad_input_is_a_clear_error(db):
         with Session(engine) as session:
             # the same checks and words as simpg.psycopg.PassageColumn.near (simpg.passages.lookup)
             with pytest.raises(InvalidConfig, match=r"^min_tokens must be an integer of at least 12 \(the passage "
-                                                    r"index's window 8 \+ 4: shorter shared runs are not all "
+                                                    r"index's larger window 8 \+ 4: shorter shared runs are not all "
                                                     r"found\), got 11$"):
                 passages_near(session, Page, "some text", min_tokens=11)
             with pytest.raises(InvalidConfig, match=r"^min_containment must be a number from 0 to 1 or None, "
@@ -196,7 +197,7 @@ def test_bad_input_is_a_clear_error(db):
     with pytest.raises(SimpgError, match="expected Passages"):
         passage_index(Page.body)
     with pytest.raises(SimpgError, match="already has a passage index"):
-        passage_index(Page.passages, window=WINDOW)
+        passage_index(Page.passages, window=WINDOW, spaceless_window=SPACELESS_WINDOW)
 
 
 async def test_async_lookup_equals_brute_force(db):

@@ -36,7 +36,7 @@ def check_pairs(texts: list[str], *, window: int, min_tokens: int | None = None,
                 min_containment: float | None = None, max_common: int | None = None,
                 rank: list[Any] | None = None) -> list[PassagePair]:
     """passage_pairs equals the oracle: kept = sharing a usable hash and meeting the threshold, all counts."""
-    config = PassageConfig(window)
+    config = PassageConfig(window, window)
     hashes = [passage_hashes(t, config) for t in texts]
     report = passage_pairs(texts, config, min_tokens=min_tokens, min_containment=min_containment,
                            max_common=max_common, rank=rank, workers=1)
@@ -143,7 +143,7 @@ def test_boilerplate_in_many_documents_with_max_common_on_and_off() -> None:
     skipped = check_pairs(texts, window=4, min_tokens=20, max_common=5)
     # what remains: boilerplate hashes the edges of the passage made rare (winnowing picks by context)
     assert len(skipped) < len(every) // 3
-    report = passage_pairs(texts, PassageConfig(4), min_tokens=20, max_common=5, workers=1)
+    report = passage_pairs(texts, PassageConfig(4, 4), min_tokens=20, max_common=5, workers=1)
     assert report.common and all(6 <= c.documents <= 13 for c in report.common)
     assert sum(c.documents == 13 for c in report.common) >= 5
 
@@ -179,7 +179,7 @@ def test_identical_documents_without_rank_are_decided_by_index() -> None:
 
 def test_hashes_given_are_used_and_workers_change_nothing() -> None:
     texts = planted_corpus(random.Random(3), 20)
-    config = PassageConfig(8)
+    config = PassageConfig(8, 8)
     here = passage_pairs(texts, config, min_tokens=10, workers=1)
     given = passage_pairs(texts, config, hashes=[passage_hashes(t, config) for t in texts], min_tokens=10, workers=1)
     pooled = passage_pairs(texts, config, min_tokens=10, workers=2)

@@ -30,6 +30,8 @@ from simpg.passages import (
     passage_hashes,
     passage_hashes_array,
     passage_hashes_many,
+    query_hashes_array,
+    spaceless_share,
     tokens,
     winnow,
 )
@@ -45,27 +47,42 @@ def spans(text: str) -> list[str]:
 # -- config ---------------------------------------------------------------------------------
 
 def test_config_round_trips_through_its_comment() -> None:
-    for window in (1, 2, 46, 1000):
-        config = PassageConfig(window)
-        assert config.to_comment() == f'simpg passages: {{"format": 1, "k": 5, "window": {window}}}'
+    for window, spaceless in ((1, 1), (2, 46), (46, 26), (1000, 7)):
+        config = PassageConfig(window, spaceless)
+        assert config.to_comment() == (f'simpg passages: {{"format": 1, "k": 5, "window": {window}, '
+                                       f'"spaceless_window": {spaceless}}}')
         assert PassageConfig.from_comment(config.to_comment()) == config
-        assert config.guarantee == window + K - 1
-    assert PassageConfig().window == 46 and K == 5 and COMMENT_PREFIX == "simpg passages: "
+        assert config.guarantee == max(window, spaceless) + K - 1
+        assert config.query_window == min(window, spaceless)
+    assert PassageConfig() == PassageConfig(window=26, spaceless_window=46)
+    assert PassageConfig().guarantee == 50 and K == 5 and COMMENT_PREFIX == "simpg passages: "
+
+
+def test_a_one_window_comment_means_both_windows_equal() -> None:
+    # what simpg wrote before the second window
+    assert PassageConfig.from_comment('simpg passages: {"format": 1, "k": 5, "window": 46}') == PassageConfig(46, 46)
 
 
 @pytest.mark.parametrize("window", [0, -1, True, 1.5, "46", None])
 def test_config_rejects_a_bad_window_naming_it(window: object) -> None:
     with pytest.raises(InvalidConfig, match=re.escape(f"expected window >= 1, got {window!r}")):
-        PassageConfig(window)  # type: ignore[arg-type]
+        PassageConfig(window, 46)  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfig, match=re.escape(f"expected spaceless_window >= 1, got {window!r}")):
+        PassageConfig(26, window)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("comment, message", [
     ("simpg fingerprint_config: x", "expected a comment starting with 'simpg passages:'"),
-    ("simpg passages: {", "expected {\"format\", \"k\", \"window\"} in the comment"),
+    ("simpg passages: {", "expected {\"format\", \"k\", \"window\", \"spaceless_window\"} in the comment"),
     ('simpg passages: {"format": 2, "k": 5, "window": 46}', "unsupported passage format 2"),
     ('simpg passages: {"format": 1, "k": 4, "window": 46}', "unsupported k 4"),
     ('simpg passages: {"format": 1, "k": 5, "window": 0}', "expected window >= 1, got 0"),
-    ('simpg passages: {"format": 1, "k": 5}', "expected {\"format\", \"k\", \"window\"} in the comment"),
+    ('simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 0}',
+     "expected spaceless_window >= 1, got 0"),
+    ('simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46, "x": 1}',
+     "expected {\"format\", \"k\", \"window\", \"spaceless_window\"} in the comment"),
+    ('simpg passages: {"format": 1, "k": 5}',
+     "expected {\"format\", \"k\", \"window\", \"spaceless_window\"} in the comment"),
 ])
 def test_config_rejects_a_bad_comment(comment: str, message: str) -> None:
     with pytest.raises(InvalidConfig, match=re.escape(message)):
@@ -177,15 +194,57 @@ def test_every_shared_run_of_window_plus_k_minus_1_tokens_is_found() -> None:
         at, bt = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
         a[at:at] = run
         b[bt:bt] = run
-        ha = passage_hashes(" ".join(a), PassageConfig(w1))
-        hb = passage_hashes(" ".join(b), PassageConfig(w2))
+        ha = passage_hashes(" ".join(a), PassageConfig(w1, w1))
+        hb = passage_hashes(" ".join(b), PassageConfig(w2, w2))
         assert set(ha) & set(hb), (trial, w1, w2)
+
+
+def han_words(rng: random.Random, n: int) -> list[str]:
+    return [chr(0x4E00 + rng.randrange(60)) for _ in range(n)]  # few characters: k-grams repeat, hashes tie
+
+
+def test_a_document_is_winnowed_with_the_window_of_its_script() -> None:
+    rng = random.Random(26)
+    config = PassageConfig(3, 40)
+    latin = " ".join(f"v{rng.randrange(50)}" for _ in range(300))
+    han = "".join(han_words(rng, 300))
+    half_han = han + " " + " ".join(f"v{i}" for i in range(300))  # 300 of 600 tokens: the spaceless window
+    less_han = half_han + " one more"
+    for text, window in ((latin, 3), (han, 40), (half_han, 40), (less_han, 3), ("", 3)):
+        grams = kgram_hashes(tokens(text).hashes)
+        expected = sorted(set(grams[winnow(grams, window)].view(np.int64).tolist()))
+        assert passage_hashes(text, config) == expected
+        # a lookup winnows with the smaller window: a superset of what is stored
+        assert set(query_hashes_array(text, config).tolist()) >= set(expected)
+    assert spaceless_share(tokens(half_han)) == 0.5 and spaceless_share(tokens("")) == 0.0
+
+
+def test_every_shared_run_of_the_guarantee_is_found_across_scripts() -> None:
+    rng = random.Random(30)
+    vocab = [f"v{i}" for i in range(40)]
+    for trial in range(200):
+        w, ws = rng.choice([1, 4, 16, 26]), rng.choice([1, 8, 30, 46])
+        config = PassageConfig(w, ws)
+
+        def doc(script: str, n: int) -> list[str]:
+            return han_words(rng, n) if script == "han" else [rng.choice(vocab) for _ in range(n)]
+
+        run = doc(rng.choice(["han", "latin"]), config.guarantee)
+        a, b = doc(rng.choice(["han", "latin"]), rng.randrange(0, 300)), doc(rng.choice(["han", "latin"]),
+                                                                             rng.randrange(0, 300))
+        at, bt = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
+        a[at:at] = run
+        b[bt:bt] = run
+        ta, tb = " ".join(a), " ".join(b)
+        stored_b = set(passage_hashes(tb, config))
+        assert set(passage_hashes(ta, config)) & stored_b, (trial, w, ws)  # two stored documents
+        assert set(query_hashes_array(ta, config).tolist()) & stored_b, (trial, w, ws)  # a lookup
 
 
 def test_passage_hashes_many_is_passage_hashes_of_each_in_order() -> None:
     rng = random.Random(3)
     texts = [random_text(rng, rng.randrange(0, 200)) for _ in range(40)]
-    config = PassageConfig(8)
+    config = PassageConfig(8, 8)
     expected = [passage_hashes(t, config) for t in texts]
     assert list(passage_hashes_many(texts, config, workers=1)) == expected
     assert list(passage_hashes_many(texts, config, workers=2, chunksize=7)) == expected
