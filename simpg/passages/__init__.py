@@ -33,6 +33,7 @@ from simpg.passages.pairs import (
     candidate_pairs,
     passage_clusters,
     passage_pairs,
+    verified_pairs,
 )
 from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, tokens
 from simpg.passages.winnow import (
@@ -71,5 +72,6 @@ __all__ = [
     "passage_hashes_many",
     "passage_pairs",
     "tokens",
+    "verified_pairs",
     "winnow",
 ]
