@@ -160,6 +160,25 @@ def _utf8_offsets(norm: str) -> IntArray:
     return np.concatenate([[0], np.cumsum(width)])
 
 
+def token_hashes(text: str) -> U64Array:
+    """The hashes of :func:`tokens`, without their offsets: what passage hashes need, several times faster.
+
+    ``tokens(text).hashes`` exactly: the tokens are found in the text normalised as a whole
+    either way; only the map back to the original characters (most of the cost, and all of it
+    for a text whose characters normalise differently alone) is left out.
+
+    Raises:
+        InvalidDocument: ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise InvalidDocument(f"expected str, got {text!r:.60}")
+    norm = _whole(text)
+    spans = [x for m in TOKEN.finditer(norm) for x in m.span()]
+    at = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    byte = _utf8_offsets(norm)
+    return hash_spans("fnv1a", norm.encode("utf-8"), byte[at[:, 0]], byte[at[:, 1]])
+
+
 def tokens(text: str) -> Tokens:
     """The tokens of ``text``: normalised words, FNV-1a hashes and original character offsets.
 

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from simpg.fingerprint.batch import _each
 from simpg.passages.config import K, PassageConfig, config_or_default
-from simpg.passages.tokens import Tokens, tokens
+from simpg.passages.tokens import Tokens, token_hashes
 
 __all__ = ["kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many", "winnow", "winnowed"]
 
@@ -91,8 +91,8 @@ def winnowed(grams: U64Array, config: PassageConfig | None = None) -> I64Array:
 def passage_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
     """:func:`passage_hashes` as a sorted ``int64`` array (no Python ints: for batches and COPY)."""
     cfg = config_or_default(config)
-    toks = text if isinstance(text, Tokens) else tokens(text)
-    return winnowed(kgram_hashes(toks.hashes), cfg)
+    hashes = text.hashes if isinstance(text, Tokens) else token_hashes(text)  # offsets not needed here
+    return winnowed(kgram_hashes(hashes), cfg)
 
 
 def passage_hashes(text: str | Tokens, config: PassageConfig | None = None) -> list[int]:
