@@ -23,6 +23,8 @@ prints; everything else is here, usable from Python::
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,7 @@ from simpg.fingerprint import (
     similarity,
     sketch_and_bands_many,
 )
+from simpg.fingerprint import batch as fingerprint_batch
 from simpg.fingerprint.batch import PARALLEL_FROM
 from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distance, to_sql
 from simpg.passage_report import PartialOptions
@@ -61,6 +64,7 @@ __all__ = [
     "decide_stored",
     "featureless_reason",
     "fingerprint_documents",
+    "fingerprint_sketch_band_and_passage_documents",
     "fingerprint_sketch_and_band_documents",
     "passage_hash_documents",
     "sketch_and_band_documents",
@@ -125,13 +129,47 @@ def passage_hash_documents(docs: Sequence[Document], workers: int | None = None,
     :func:`simpg.passages.passage_hashes` of the body, at the reference table's window, in
     worker processes from 1,000 documents.
 
-    A pass of its own: the passage tokens (NFKC, script-aware, with offsets) share nothing
-    with the fingerprint's features, so one worker pass for both would only save sending
-    each text to a worker twice.
+    ``simpg dedup`` makes them in its fingerprint pass instead
+    (:func:`fingerprint_sketch_band_and_passage_documents`).
     """
     return list(progress(passage_hashes_many((d.body for d in docs), PassageConfig(PASSAGE_WINDOW),
                                              workers=_workers(docs, workers)),
                          len(docs), "hashing passages", None))
+
+
+def _with_passages(made: list[Any], batch: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
+    """Each document's values with its passage hashes (of its body: an input is a body or a title and body)."""
+    config = PassageConfig(PASSAGE_WINDOW)
+    return [(*m, passage_hashes_array(doc if isinstance(doc, str) else doc["body"], config))
+            for m, doc in zip(made, batch, strict=True)]
+
+
+def _work_all(batch: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
+    """A worker's batch: fingerprint, sketch and band keys (the worker's fingerprinter), and passage hashes."""
+    return _with_passages(fingerprint_batch._work_both(batch), batch)
+
+
+def fingerprint_sketch_band_and_passage_documents(
+        docs: Sequence[Document], config: FingerprintConfig, workers: int | None = None, progress: Progress = _quiet,
+) -> tuple[list[int | None], list[bytes | None], list[tuple[int, ...] | None], list[Any]]:
+    """:func:`fingerprint_sketch_and_band_documents` and :func:`passage_hash_documents` in one worker pass.
+
+    Each batch of documents goes to a worker once, which makes both (the passage hashes as
+    ``int64`` arrays): one pool and one transfer of the texts instead of two.
+    """
+    n = _workers(docs, workers) or os.cpu_count() or 1
+    items = _inputs(docs)
+    if n == 1:
+        fp = get_fingerprinter(config)
+        made = itertools.chain.from_iterable(
+            _with_passages(fingerprint_batch._both(fp, batch), batch)
+            for batch in fingerprint_batch._batches(items, fingerprint_batch.SKETCH_BATCH))
+    else:
+        made = itertools.chain.from_iterable(fingerprint_batch._imap(
+            _work_all, fingerprint_batch._batches(items, 32), n, 1, "spawn", fingerprint_batch._init_worker,
+            (config,)))
+    out = list(progress(made, len(docs), "fingerprinting, sketching and hashing passages", None))
+    return [m[0] for m in out], [m[1] for m in out], [m[2] for m in out], [m[3] for m in out]
 
 
 def featureless_reason(doc: Document, config: FingerprintConfig) -> str:
@@ -196,7 +234,9 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     keys = [None] * len(docs) if band_keys is None else band_keys
     kept = [(d, fp, sk, b) for d, fp, sk, b in zip(docs, fingerprints, sketches, keys, strict=True)
             if fp is not None]
-    kept_passages = [list(h) for h, fp in zip(passages, fingerprints, strict=True) if fp is not None]
+    # as Python ints: COPY adapts them to bigint[] (arrays from the worker pass are int64)
+    kept_passages = [np.asarray(h, dtype=np.int64).tolist() for h, fp in zip(passages, fingerprints, strict=True)
+                     if fp is not None]
     ensure_reference_schema(conn)
     index = SimHashColumn(conn, TABLE, "simhash")
     earlier = _Rows([], [], [], [])

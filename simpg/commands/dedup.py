@@ -212,8 +212,9 @@ def run(args: argparse.Namespace) -> int:
         return progress(items, args, total, desc, weight=weight)
 
     config = FingerprintConfig(lang=args.lang)
-    fps, sketches, band_keys = dedup.fingerprint_sketch_and_band_documents(docs, config, args.workers, bar)
-    passages = dedup.passage_hash_documents(docs, args.workers, bar)  # always stored: simpg near --passages
+    # the passage hashes are always stored (simpg near --passages finds every row), made in the same pass
+    fps, sketches, band_keys, passages = dedup.fingerprint_sketch_band_and_passage_documents(
+        docs, config, args.workers, bar)
     # no text left once separators and punctuation are left out: never a fingerprint that
     # unrelated documents share, so such documents are left out and listed with the reason
     featureless = [{"source": d.source, "reason": dedup.featureless_reason(d, config)}

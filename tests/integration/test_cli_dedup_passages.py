@@ -200,3 +200,20 @@ def test_report_refuses_rows_without_passages(db: Any, tmp_path: Path, capsys: p
                        "--text", "anything at all")
     assert code == 0, err
     assert "1 rows of collection 'planted' have no passage hashes" in err and "simpg backfill --passages" in err
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_one_pass_gives_the_values_of_both(tmp_path: Path, workers: int) -> None:
+    """dedup's worker pass (fingerprints, sketches, bands and passage hashes) equals the two passes apart."""
+    import numpy as np
+
+    from simpg import dedup
+    from simpg.corpus import read_documents
+    from simpg.fingerprint import FingerprintConfig
+
+    planted_folder(tmp_path)
+    docs = list(read_documents(str(tmp_path)))
+    fused = dedup.fingerprint_sketch_band_and_passage_documents(docs, FingerprintConfig(), workers)
+    assert fused[:3] == dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig(), 1)
+    apart = dedup.passage_hash_documents(docs, 1)
+    assert [np.asarray(h).tolist() for h in fused[3]] == apart and any(apart)
