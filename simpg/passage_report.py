@@ -253,9 +253,10 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append(f"skipped {plural(len(common), 'common hash')} held by more than {report['max_common']} "
                      "documents (boilerplate): passages shared only through them are not reported; "
                      "--max-common none skips none")
+    path = {p[side]: p[f"{side}_source"] for p in pairs for side in "ab"}
     for number, cluster in enumerate(report["clusters"], start=1):
         members = len(cluster["members"])
-        sources = ", ".join(str(s) for s in cluster["sources"])
+        sources = ", ".join(f"{s} {path[s]}" for s in cluster["sources"])
         lines += ["", f"copied-from cluster {number} ({plural(members, 'document')}; "
                       f"source{'' if len(cluster['sources']) == 1 else 's'}: {sources})"]
         for n in cluster["pairs"]:
