@@ -168,7 +168,7 @@ def fingerprint_sketch_band_and_passage_documents(
         made = itertools.chain.from_iterable(fingerprint_batch._imap(
             _work_all, fingerprint_batch._batches(items, 32), n, 1, "spawn", fingerprint_batch._init_worker,
             (config,)))
-    out = list(progress(made, len(docs), "fingerprinting, sketching and hashing passages", None))
+    out = list(progress(made, len(docs), "fingerprinting and sketching", None))
     return [m[0] for m in out], [m[1] for m in out], [m[2] for m in out], [m[3] for m in out]
 
 
