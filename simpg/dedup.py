@@ -23,6 +23,8 @@ prints; everything else is here, usable from Python::
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from simpg import allpairs, bits
+from simpg import allpairs, bits, passage_report
 from simpg.corpus import Document, file_title
 from simpg.exc import SimpgError
 from simpg.fingerprint import (
@@ -46,10 +48,13 @@ from simpg.fingerprint import (
     similarity,
     sketch_and_bands_many,
 )
+from simpg.fingerprint import batch as fingerprint_batch
 from simpg.fingerprint.batch import PARALLEL_FROM
 from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distance, to_sql
+from simpg.passage_report import PartialOptions
+from simpg.passages import passage_hashes_array, passage_hashes_many
 from simpg.psycopg import SimHashColumn
-from simpg.reference import BAND_COLUMNS, TABLE, ensure_reference_schema
+from simpg.reference import BAND_COLUMNS, PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE, ensure_reference_schema
 from simpg.review import decisions as review_decisions
 
 __all__ = [
@@ -59,7 +64,9 @@ __all__ = [
     "decide_stored",
     "featureless_reason",
     "fingerprint_documents",
+    "fingerprint_sketch_band_and_passage_documents",
     "fingerprint_sketch_and_band_documents",
+    "passage_hash_documents",
     "sketch_and_band_documents",
 ]
 
@@ -115,6 +122,56 @@ def fingerprint_sketch_and_band_documents(
     return [m[0] for m in made], [m[1] for m in made], [m[2] for m in made]
 
 
+def passage_hash_documents(docs: Sequence[Document], workers: int | None = None, progress: Progress = _quiet,
+                           ) -> list[list[int]]:
+    """Each document's passage hashes: what ``simpg_documents.passages`` holds.
+
+    :func:`simpg.passages.passage_hashes` of the body, at the reference table's window, in
+    worker processes from 1,000 documents.
+
+    ``simpg dedup`` makes them in its fingerprint pass instead
+    (:func:`fingerprint_sketch_band_and_passage_documents`).
+    """
+    return list(progress(passage_hashes_many((d.body for d in docs), PASSAGE_CONFIG,
+                                             workers=_workers(docs, workers)),
+                         len(docs), "hashing passages", None))
+
+
+def _with_passages(made: list[Any], batch: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
+    """Each document's values with its passage hashes (of its body: an input is a body or a title and body)."""
+    config = PASSAGE_CONFIG
+    return [(*m, passage_hashes_array(doc if isinstance(doc, str) else doc["body"], config))
+            for m, doc in zip(made, batch, strict=True)]
+
+
+def _work_all(batch: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
+    """A worker's batch: fingerprint, sketch and band keys (the worker's fingerprinter), and passage hashes."""
+    return _with_passages(fingerprint_batch._work_both(batch), batch)
+
+
+def fingerprint_sketch_band_and_passage_documents(
+        docs: Sequence[Document], config: FingerprintConfig, workers: int | None = None, progress: Progress = _quiet,
+) -> tuple[list[int | None], list[bytes | None], list[tuple[int, ...] | None], list[Any]]:
+    """:func:`fingerprint_sketch_and_band_documents` and :func:`passage_hash_documents` in one worker pass.
+
+    Each batch of documents goes to a worker once, which makes both (the passage hashes as
+    ``int64`` arrays): one pool and one transfer of the texts instead of two.
+    """
+    n = _workers(docs, workers) or os.cpu_count() or 1
+    items = _inputs(docs)
+    if n == 1:
+        fp = get_fingerprinter(config)
+        made = itertools.chain.from_iterable(
+            _with_passages(fingerprint_batch._both(fp, batch), batch)
+            for batch in fingerprint_batch._batches(items, fingerprint_batch.SKETCH_BATCH))
+    else:
+        made = itertools.chain.from_iterable(fingerprint_batch._imap(
+            _work_all, fingerprint_batch._batches(items, 32), n, 1, "spawn", fingerprint_batch._init_worker,
+            (config,)))
+    out = list(progress(made, len(docs), "fingerprinting and sketching", None))
+    return [m[0] for m in out], [m[1] for m in out], [m[2] for m in out], [m[3] for m in out]
+
+
 def featureless_reason(doc: Document, config: FingerprintConfig) -> str:
     """Why ``doc`` has no fingerprint (the fingerprinter's message: empty, or no usable features)."""
     try:
@@ -147,7 +204,9 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 band_keys: Sequence[tuple[int, ...] | None] | None = None, decision: Decision = Decision(),
                 config: FingerprintConfig | None = None, append: bool = False,
                 with_pairs: bool = False, skipped: Sequence[str] = (), progress: Progress = _quiet,
-                stage: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
+                stage: Callable[[str], None] = lambda text: None,
+                passages: Sequence[Sequence[int]] | None = None,
+                partial: PartialOptions | None = None) -> dict[str, Any]:
     """Load ``docs`` (those with a fingerprint) as ``collection``, then pair and cluster it.
 
     The rows are stored (for ``simpg near``'s lookups and ``append``) and paired from the
@@ -160,12 +219,24 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     document with its bits from the cluster's first document and sketch similarity), and
     with ``with_pairs`` every pair decided (ids, sources, distance, sketch distance and
     similarity).
+
+    ``passages``: each document's passage hashes (:func:`passage_hash_documents`), stored
+    in ``simpg_documents.passages`` (made here when not given: every row gets them, so
+    that ``simpg near --passages`` finds every row). With ``partial``, the report also
+    has ``"passages"``: the copied passages of the collection
+    (:func:`simpg.passage_report.from_texts`, the texts held here; with ``append``, the
+    earlier rows' texts are read).
     """
     config = config or FingerprintConfig()
+    if passages is None:
+        passages = passage_hash_documents(docs, progress=progress)
     identity = config.identity
     keys = [None] * len(docs) if band_keys is None else band_keys
     kept = [(d, fp, sk, b) for d, fp, sk, b in zip(docs, fingerprints, sketches, keys, strict=True)
             if fp is not None]
+    # as Python ints: COPY adapts them to bigint[] (arrays from the worker pass are int64)
+    kept_passages = [np.asarray(h, dtype=np.int64).tolist() for h, fp in zip(passages, fingerprints, strict=True)
+                     if fp is not None]
     ensure_reference_schema(conn)
     index = SimHashColumn(conn, TABLE, "simhash")
     earlier = _Rows([], [], [], [])
@@ -184,9 +255,11 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
         ids = sorted(r[0] for r in conn.execute(
             sql.SQL("SELECT nextval(pg_get_serial_sequence({}, 'id')) FROM generate_series(1, %s)").format(
                 sql.Literal(TABLE)), [len(kept)]))
-        chunks = [(ids[i:i + LOAD_CHUNK], kept[i:i + LOAD_CHUNK]) for i in range(0, len(kept), LOAD_CHUNK)]
+        chunks = [(ids[i:i + LOAD_CHUNK], kept[i:i + LOAD_CHUNK], kept_passages[i:i + LOAD_CHUNK])
+                  for i in range(0, len(kept), LOAD_CHUNK)]
         # loading is indexing too: the prefix columns and their B-trees fill as rows go in
-        for chunk_ids, chunk in progress(chunks, len(kept), "loading and indexing", lambda c: len(c[1])):
+        for chunk_ids, chunk, chunk_passages in progress(chunks, len(kept), "loading and indexing",
+                                                         lambda c: len(c[1])):
             index.add([fp for _, fp, _, _ in chunk], columns={
                 "id": chunk_ids,
                 "collection": [collection] * len(chunk),
@@ -196,6 +269,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 "fingerprint_config": [identity] * len(chunk),
                 "sketch": [None if sk is None else to_sql(sk) for _, _, sk, _ in chunk],
                 **{col: [None if b is None else b[i] for _, _, _, b in chunk] for i, col in enumerate(BAND_COLUMNS)},
+                PASSAGE_COLUMN: chunk_passages,
             })
     rows = _Rows(earlier.ids + ids, earlier.fingerprints + [fp for _, fp, _, _ in kept],
                  earlier.sketches + [sk for _, _, sk, _ in kept], earlier.band_keys + [b for _, _, _, b in kept])
@@ -221,6 +295,23 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
     if with_pairs:
         # every pair the clusters were made from, so an evaluation scores what users get
         report["pairs"] = [_pair_json(a, b, d, sd, shown, decision.confirm) for a, b, d, sd in decided]
+    if partial is not None:
+        texts = [d.body for d, _, _, _ in kept]
+        sources = [d.source for d, _, _, _ in kept]
+        hashes: list[Any] = list(kept_passages)
+        earlier_ids: list[int] = []
+        if append:  # the earlier rows' texts, and their hashes (made now where an older simpg left none)
+            for id_, body, source, stored in conn.execute(
+                    "SELECT id, body, source, passages FROM simpg_documents WHERE collection = %s "
+                    "AND id <> ALL(%s) ORDER BY id", [collection, ids]):
+                earlier_ids.append(id_)
+                texts.append(body or "")
+                sources.append(source)
+                hashes.append(stored if stored is not None else passage_hashes_array(body or "",
+                                                                                     PASSAGE_CONFIG))
+        stage(f"pairing copied passages of {len(texts)} documents")
+        report["passages"] = passage_report.from_texts(ids + earlier_ids, texts, hashes, sources, clusters, partial,
+                                                       progress=progress)
     return report
 
 

@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from simpg import schema
+from simpg.passages.config import PassageConfig
 
 if TYPE_CHECKING:
     import psycopg
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_SPACELESS_WINDOW", "PASSAGE_WINDOW", "TABLE",
-           "VERDICTS",
+__all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_CONFIG", "PASSAGE_SPACELESS_WINDOW",
+           "PASSAGE_WINDOW", "TABLE", "VERDICTS",
            "decisions_statements", "ensure_reference_schema", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
@@ -50,6 +51,8 @@ BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 PASSAGE_COLUMN = "passages"
 PASSAGE_WINDOW = 26
 PASSAGE_SPACELESS_WINDOW = 46
+#: The passage config of the reference table's hashes (``simpg dedup`` makes them with it).
+PASSAGE_CONFIG = PassageConfig(PASSAGE_WINDOW, PASSAGE_SPACELESS_WINDOW)
 
 
 def _table() -> Table:

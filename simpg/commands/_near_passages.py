@@ -43,6 +43,17 @@ def reference_passages(conn: Any) -> Any:
     return PassageColumn(conn, REFERENCE_TABLE, REFERENCE_PASSAGES, text_column=REFERENCE_TEXT)
 
 
+def _unfilled(conn: Any, collection: str | None) -> int:
+    """Rows of the reference table (of ``collection`` if given) whose passage hashes are NULL: never found."""
+    from psycopg import sql
+
+    query = sql.SQL("SELECT count(*) FROM {} WHERE {} IS NULL").format(
+        sql.Identifier(REFERENCE_TABLE), sql.Identifier(REFERENCE_PASSAGES))
+    if collection is None:
+        return int(conn.execute(query).fetchone()[0])
+    return int(conn.execute(query + sql.SQL(" AND collection = %s"), [collection]).fetchone()[0])
+
+
 def max_common_argument(text: str) -> int | None:
     """``--max-common``: a count, or ``none`` (skip nothing)."""
     if text.lower() == "none":
@@ -83,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     if args.collection is not None and not reference:
         raise SimpgError(f"--collection applies to the table {REFERENCE_TABLE}, not {args.table!r}")
     report: list[dict[str, Any]] = []
+    unfilled = 0
     with psycopg.connect(database_dsn(args), autocommit=True) as conn:
         if reference:
             from simpg.commands.near import _check_collection
@@ -93,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             index = reference_passages(conn)
             if args.collection is not None:
                 _check_collection(conn, args.collection)
+            unfilled = _unfilled(conn, args.collection)
         else:
             from simpg.psycopg import PassageColumn
 
@@ -115,8 +128,15 @@ def run(args: argparse.Namespace) -> int:
             for m in matches:
                 for p in m["passages"]:
                     p["quote"] = quote(text, p["text_start"], p["text_end"])
-            report.append({"query": label, "min_tokens": args.min_tokens or index.info.guarantee,
+            report.append({"query": label, **({"unfilled_rows": unfilled} if reference else {}),
+                           "min_tokens": args.min_tokens or index.info.guarantee,
                            "skipped_hashes": list(found.skipped), "matches": matches})
+    if unfilled:
+        from simpg.passage_report import fill_hint
+
+        where = f"of collection {args.collection!r}" if args.collection is not None else f"of {REFERENCE_TABLE}"
+        print(f"simpg: {unfilled} rows {where} have no passage hashes (stored by an older simpg) and cannot be "
+              f"found; {fill_hint(args.collection or 'C')}", file=sys.stderr)
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")

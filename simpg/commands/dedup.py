@@ -17,6 +17,12 @@ the earliest cluster leader it is a near-duplicate of, else leads one), or with
 Without ``--dsn`` or ``SIMPG_DSN`` this runs on the embedded default: a private
 PostgreSQL that simpg starts in a per-user folder and stops when it is done.
 
+Every row stored gets its passage hashes (``simpg_documents.passages``: what
+``simpg near --passages`` searches). With ``--passages`` the report goes on with the
+partial duplicates of the collection (:mod:`simpg.passage_report`): pairs of documents
+sharing a passage of ``--min-tokens`` tokens (default 50) or more, verified on the texts,
+the earlier document (smaller id) the source, in clusters of "copied from".
+
 Output is a table per cluster for people, or one JSON object with ``--json``, which
 also lists every pair decided (the decisions the clusters are made from). Long
 work shows progress bars on stderr when it is a terminal (or with ``--progress``).
@@ -105,7 +111,40 @@ def register(subparsers: Any) -> None:
                         "chain neighbours of neighbours")
     p.add_argument("--html", metavar="FILE",
                    help="also write the review report: one self-contained HTML page (simpg.review)")
+    add_passage_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_passage_arguments(p: argparse.ArgumentParser) -> None:
+    """``--passages`` and its thresholds (simpg dedup and simpg report)."""
+    from simpg.commands._near_passages import max_common_argument
+    from simpg.passage_report import DEFAULT_MAX_COMMON
+
+    p.add_argument("--passages", action="store_true",
+                   help="also report the partial duplicates: pairs of documents sharing copied passages, "
+                        "verified on the texts, in clusters of \"copied from\" (docs/partial.md)")
+    p.add_argument("--min-tokens", type=int, metavar="N",
+                   help="with --passages: keep pairs sharing a passage of at least N tokens (default and "
+                        "least: 50, the window 46 + 4 from which every shared run is found)")
+    p.add_argument("--min-containment", type=float, metavar="X",
+                   help="with --passages: keep pairs where one document holds at least this share of the "
+                        "other (0 < X <= 1, token 3-shingles); with --min-tokens, either keeps a pair")
+    p.add_argument("--max-common", type=max_common_argument, default=DEFAULT_MAX_COMMON, metavar="DOCS",
+                   help=f"with --passages: passage hashes held by more documents than this (boilerplate) make "
+                        f"no pairs and are reported (default {DEFAULT_MAX_COMMON}; none: use every hash)")
+
+
+def partial_options(args: argparse.Namespace) -> Any:
+    """The :class:`~simpg.passage_report.PartialOptions` of ``--passages`` (None without it), checked."""
+    from simpg.passage_report import DEFAULT_MAX_COMMON, check_options
+
+    if not args.passages:
+        given = [name for name, value in (("--min-tokens", args.min_tokens),
+                                          ("--min-containment", args.min_containment)) if value is not None]
+        if given or args.max_common != DEFAULT_MAX_COMMON:
+            raise SimpgError(f"{(given or ['--max-common'])[0]} applies with --passages")
+        return None
+    return check_options(args.min_tokens, args.min_containment, args.max_common, getattr(args, "workers", None))
 
 
 def _say_skipped_files(args: argparse.Namespace) -> None:
@@ -159,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
     from simpg.fingerprint import FingerprintConfig
 
     k = check_dedup_args(args)
+    partial = partial_options(args)
     if args.html and not Path(args.html).absolute().parent.is_dir():  # refused before the work, not after
         raise cannot_write(args.html, "no such folder")
     collection = args.collection or os.fspath(Path(args.path))
@@ -172,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
         return progress(items, args, total, desc, weight=weight)
 
     config = FingerprintConfig(lang=args.lang)
-    fps, sketches, band_keys = dedup.fingerprint_sketch_and_band_documents(docs, config, args.workers, bar)
+    # the passage hashes are always stored (simpg near --passages finds every row), made in the same pass
+    fps, sketches, band_keys, passages = dedup.fingerprint_sketch_band_and_passage_documents(
+        docs, config, args.workers, bar)
     # no text left once separators and punctuation are left out: never a fingerprint that
     # unrelated documents share, so such documents are left out and listed with the reason
     featureless = [{"source": d.source, "reason": dedup.featureless_reason(d, config)}
@@ -187,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         report = dedup.deduplicate(conn, collection, docs, fps, sketches, band_keys=band_keys, decision=decision,
                                    config=config, append=args.append, with_pairs=args.json or bool(args.html),
                                    skipped=sorted([u["source"] for u in unreadable] + empty), progress=bar,
-                                   stage=lambda text: stage(args, text))
+                                   stage=lambda text: stage(args, text), passages=passages, partial=partial)
         if args.html:  # the review report: texts, fingerprints and sketches as stored, ids as in the table
             from simpg.review import data, html
 
@@ -201,6 +243,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(report))
+        if "passages" in report:
+            from simpg.passage_report import render as render_passages
+
+            sys.stdout.write(render_passages(report["passages"]))
     if args.html:
         print(f"simpg: review report written to {page}", file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -34,6 +34,7 @@ from simpg.passages.pairs import (
     candidate_pairs,
     passage_clusters,
     passage_pairs,
+    verified_pairs,
 )
 from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, spaceless_share, tokens
 from simpg.passages.winnow import (
@@ -76,5 +77,6 @@ __all__ = [
     "query_hashes_array",
     "spaceless_share",
     "tokens",
+    "verified_pairs",
     "winnow",
 ]

@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,6 +60,7 @@ __all__ = [
     "pair_kept",
     "passage_clusters",
     "passage_pairs",
+    "verified_pairs",
     "verify_batch",
 ]
 
@@ -230,7 +231,8 @@ def _merge(k1: I64Array, c1: I64Array, k2: I64Array, c2: I64Array) -> tuple[I64A
     return keys, counts.astype(np.int64)
 
 
-def _direction(a: int, b: int, c: Comparison, rank: Sequence[Any] | None) -> tuple[int, Rule]:
+def _direction(a: int, b: int, c: Comparison, rank: Sequence[Any] | Mapping[int, Any] | None,
+               ) -> tuple[int, Rule]:
     return pair_direction(a, b, c, *((rank[a], rank[b]) if rank is not None else (None, None)))
 
 
@@ -350,17 +352,49 @@ def passage_pairs(
     if hashes is None:
         hashes = list(_each(functools.partial(passage_hashes_array, config=cfg), texts, workers, 16, "spawn"))
     found = candidate_pairs(hashes, max_common=max_common)
-    a_list, b_list = found.a.tolist(), found.b.tolist()
-    comparisons = _verify(texts, a_list, b_list, workers)
+    kept = verified_pairs(texts, found.a.tolist(), found.b.tolist(), min_tokens=min_tokens,
+                          min_containment=min_containment, rank=rank, workers=workers)
+    return PassagePairs(kept, found.common, len(found))
+
+
+def verified_pairs(
+    texts: Sequence[str] | Mapping[int, str],
+    a: Sequence[int],
+    b: Sequence[int],
+    *,
+    min_tokens: int | None = None,
+    min_containment: float | None = None,
+    rank: Sequence[Any] | Mapping[int, Any] | None = None,
+    workers: int | None = None,
+    watch: Callable[[Iterator[Comparison]], Iterable[Comparison]] | None = None,
+) -> tuple[PassagePair, ...]:
+    """The candidate pairs ``(a[i], b[i])`` that meet a threshold, verified on the texts, with a direction.
+
+    The verification step of :func:`passage_pairs`, for candidates found elsewhere (the SQL
+    report reads them from ``simpg.passage_pairs``): each pair is compared with
+    :func:`compare`, kept when its longest shared passage has ``min_tokens`` tokens or one
+    text holds ``min_containment`` of the other, and given a source as
+    :func:`passage_pairs` does. ``texts`` and ``rank`` are indexed by the numbers in
+    ``a`` and ``b`` (lists, or mappings such as row id -> text); at least one threshold is
+    needed. Pairs come back in the candidates' order. ``watch`` wraps the comparisons as they
+    are made, one per candidate (a progress bar).
+    """
+    if min_tokens is None and min_containment is None:
+        raise InvalidConfig("expected min_tokens or min_containment, got neither")
+    a_list, b_list = list(a), list(b)
+    comparisons: Iterable[Comparison] = _verify(texts, a_list, b_list, workers)
+    if watch is not None:
+        comparisons = watch(iter(comparisons))
     kept = []
-    for a, b, c in zip(a_list, b_list, comparisons, strict=True):
+    for x, y, c in zip(a_list, b_list, comparisons, strict=True):
         if pair_kept(c, min_tokens, min_containment):
-            source, rule = _direction(a, b, c, rank)
-            kept.append(PassagePair(a, b, c, source, rule))
-    return PassagePairs(tuple(kept), found.common, len(found))
+            source, rule = _direction(x, y, c, rank)
+            kept.append(PassagePair(x, y, c, source, rule))
+    return tuple(kept)
 
 
-def _verify(texts: Sequence[str], a_list: list[int], b_list: list[int], workers: int | None) -> Iterator[Comparison]:
+def _verify(texts: Sequence[str] | Mapping[int, str], a_list: list[int], b_list: list[int],
+            workers: int | None) -> Iterator[Comparison]:
     """compare() of every candidate pair, in order, :data:`VERIFY_BATCH` pairs at a time.
 
     A document is tokenised once per batch (pairs come by their first document, and a

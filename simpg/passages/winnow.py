@@ -26,14 +26,14 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from simpg.fingerprint.batch import _each
 from simpg.passages.config import K, PassageConfig, config_or_default
-from simpg.passages.tokens import Tokens, spaceless_share, tokens
+from simpg.passages.tokens import Tokens, plain_tokens, spaceless_share
 
 __all__ = ["document_window", "kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many",
            "query_hashes_array", "winnow", "winnowed"]
@@ -95,8 +95,11 @@ def winnowed(grams: U64Array, window: int) -> I64Array:
     return np.unique(grams[winnow(grams, window)].view(np.int64))
 
 
-def document_window(toks: Tokens, config: PassageConfig | None = None) -> int:
-    """The window a stored document is winnowed with: by its script (:meth:`PassageConfig.window_for`)."""
+def document_window(toks: Tokens | Sequence[str], config: PassageConfig | None = None) -> int:
+    """The window a stored document (its Tokens or words) is winnowed with, by its script.
+
+    See :meth:`PassageConfig.window_for`.
+    """
     cfg = config_or_default(config)
     if cfg.window == cfg.spaceless_window:
         return cfg.window
@@ -106,8 +109,8 @@ def document_window(toks: Tokens, config: PassageConfig | None = None) -> int:
 def passage_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
     """:func:`passage_hashes` as a sorted ``int64`` array (no Python ints: for batches and COPY)."""
     cfg = config_or_default(config)
-    toks = text if isinstance(text, Tokens) else tokens(text)
-    return winnowed(kgram_hashes(toks.hashes), document_window(toks, cfg))
+    words, hashes = (text.words, text.hashes) if isinstance(text, Tokens) else plain_tokens(text)  # no offsets
+    return winnowed(kgram_hashes(hashes), document_window(words, cfg))
 
 
 def query_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
@@ -118,8 +121,8 @@ def query_hashes_array(text: str | Tokens, config: PassageConfig | None = None) 
     with the text holds one of them, whichever window the row was winnowed with.
     """
     cfg = config_or_default(config)
-    toks = text if isinstance(text, Tokens) else tokens(text)
-    return winnowed(kgram_hashes(toks.hashes), cfg.query_window)
+    hashes = text.hashes if isinstance(text, Tokens) else plain_tokens(text)[1]
+    return winnowed(kgram_hashes(hashes), cfg.query_window)
 
 
 def passage_hashes(text: str | Tokens, config: PassageConfig | None = None) -> list[int]:

@@ -73,7 +73,8 @@ def read_documents(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]:
 def report_ids(report: Mapping[str, Any]) -> set[int]:
     """Every document id a dedup report names: cluster members and both sides of its pairs."""
     ids = {int(d["id"]) for c in report["clusters"] for d in c["documents"]}
-    return ids | {int(p[s]) for p in report.get("pairs", ()) for s in ("a", "b")}
+    copied = (report.get("passages") or {}).get("pairs", ())
+    return ids | {int(p[s]) for p in [*report.get("pairs", ()), *copied] for s in ("a", "b")}
 
 
 def from_dedup_report(report: Mapping[str, Any], documents: Mapping[int, StoredDocument],
@@ -88,14 +89,17 @@ def from_dedup_report(report: Mapping[str, Any], documents: Mapping[int, StoredD
     pairs = [(int(p["a"]), int(p["b"]), int(p["distance"]), p.get("sketch_distance")) for p in report["pairs"]]
     settings = {key: report.get(key) for key in ("method", "k", "confirm", "max_sketch_distance", "bands")}
     return build(str(report["collection"]), int(report["documents"]), clusters, pairs, documents,
-                 settings=settings, decisions=decisions)
+                 settings=settings, decisions=decisions, passages=report.get("passages"))
 
 
 def from_collection(conn: Any, collection: str, decision: Any = None,
-                    decisions: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+                    decisions: Sequence[Mapping[str, Any]] = (),
+                    passages: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The report data of a collection stored in ``simpg_documents``, decided as ``simpg dedup`` decides.
 
     ``decision``: a :class:`simpg.dedup.Decision` (default: dedup's defaults).
+    ``passages``: the collection's copied passages (:func:`simpg.passage_report.from_collection`),
+    shown in the page's "Copied passages" section.
     ``conn`` must be in autocommit mode.
     """
     from simpg import dedup
@@ -109,11 +113,12 @@ def from_collection(conn: Any, collection: str, decision: Any = None,
     clusters, pairs = dedup.decide_stored(conn, collection, decision)
     decisions = decisions or recorded_decisions(conn, collection)
     ids = {i for c in clusters for i in c} | {i for p in pairs for i in p[:2]}
+    ids |= {int(p[s]) for p in (passages or {}).get("pairs", ()) for s in ("a", "b")}
     settings = {"method": decision.method, "k": decision.k, "confirm": "sketch" if decision.confirm else "none",
                 "max_sketch_distance": decision.max_sketch_distance if decision.confirm else None,
                 "bands": decision.confirm and decision.bands}
     return build(collection, int(row[0]), clusters, pairs, read_documents(conn, ids), settings=settings,
-                 decisions=decisions)
+                 decisions=decisions, passages=passages)
 
 
 def recorded_decisions(conn: Any, collection: str) -> list[dict[str, Any]]:
@@ -155,12 +160,15 @@ def _checked_decisions(decisions: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 def build(collection: str, documents: int, clusters: Sequence[Sequence[int]],
           pairs: Iterable[tuple[int, int, int, int | None]], docs: Mapping[int, StoredDocument], *,
-          settings: Mapping[str, Any] | None = None, decisions: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+          settings: Mapping[str, Any] | None = None, decisions: Sequence[Mapping[str, Any]] = (),
+          passages: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The report data: summary, clusters (largest first) with figures, links, texts once per document.
 
     ``clusters``: id lists, each led by its representative (its smallest id: the first
     loaded); ``pairs``: every decided pair ``(a, b, distance, sketch distance)``;
-    ``docs``: every document either names.
+    ``docs``: every document either names, and those of ``passages`` (the copied passages,
+    :mod:`simpg.passage_report`: their pairs with character offsets, their clusters), which
+    the page shows highlighted in both texts.
     """
     ordered = sorted((sorted(c) for c in clusters), key=lambda c: (-len(c), c[0]))
     label = {i: n for n, c in enumerate(ordered) for i in c}
@@ -173,6 +181,7 @@ def build(collection: str, documents: int, clusters: Sequence[Sequence[int]],
             del link["id"]
             links.append({"a": a, "b": b, "cluster_a": label.get(a), "cluster_b": label.get(b), **link})
     shown = {i for c in ordered for i in c} | {i for link in links for i in (link["a"], link["b"])}
+    shown |= {int(p[s]) for p in (passages or {}).get("pairs", ()) for s in ("a", "b")}
     clustered = sum(len(c) for c in ordered)
     duplicates = clustered - len(ordered)  # every member but the representative
     return {
@@ -187,4 +196,5 @@ def build(collection: str, documents: int, clusters: Sequence[Sequence[int]],
         "clusters": out_clusters,
         "links": links,
         "decisions": _checked_decisions(decisions),
+        "passages": dict(passages) if passages is not None else None,
     }

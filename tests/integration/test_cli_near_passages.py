@@ -100,9 +100,12 @@ def test_near_passages_on_the_reference_table(db, capsys: pytest.CaptureFixture[
     assert main(["dedup", str(CORPUS), "--dsn", dsn, "--collection", "one"]) == 0
     assert main(["dedup", str(CORPUS), "--dsn", dsn, "--collection", "two"]) == 0
     capsys.readouterr()
-    # simpg dedup stores the documents with the passages column empty (NULL) and its passage
-    # index made (ensure_reference_schema); simpg backfill --passages fills the column
-    assert conn.execute("SELECT count(*) FROM simpg_documents WHERE passages IS NOT NULL").fetchone() == (0,)
+    # simpg dedup stores every document with its passage hashes; rows of an older simpg have
+    # none (NULL): near --passages says so, and simpg backfill --passages fills them
+    assert conn.execute("SELECT count(*) FROM simpg_documents WHERE passages IS NULL").fetchone() == (0,)
+    conn.execute("UPDATE simpg_documents SET passages = NULL WHERE collection = 'two'")
+    code, _, err = run(capsys, "near", "--passages", "--dsn", dsn, "--collection", "two", "--text", "x")
+    assert code == 0 and "rows of collection 'two' have no passage hashes" in err and "backfill --passages" in err
     code, _, err = run(capsys, "backfill", "--dsn", dsn, "--table", "simpg_documents", "--text-column", "body",
                        "--passages")
     assert code == 0, err

@@ -338,3 +338,17 @@ def test_shared_passage_length() -> None:
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_token_hashes_are_the_tokens_hashes() -> None:
+    """The offset-free path passage hashes take gives exactly the hashes of tokens(), on adversarial texts."""
+    import numpy as np
+
+    from simpg.passages.tokens import token_hashes
+    from tests.passage_texts import random_text
+
+    rng = random.Random(3031)
+    texts = [random_text(rng, rng.randint(0, 200)) for _ in range(500)]
+    texts += ["", " ", "Ａ", "ﬁ ﬁ", "e\u0301" * 5, "ΟΔΟΣ ς", "\u1100\u1161\u11a8", "㍻ ½ Ⅻ", "𠀀𠀁 x"]
+    for text in texts:
+        assert np.array_equal(token_hashes(text), tokens(text).hashes), text

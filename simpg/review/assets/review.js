@@ -363,6 +363,101 @@
     }
   });
 
+  // ---- copied passages (simpg dedup --passages): each pair's shared passages highlighted in both texts ----
+
+  // Offsets in the data count code points (Python's str); the DOM counts UTF-16 units.
+  function utf16Index(text) {
+    if (!/[\ud800-\udfff]/.test(text)) { return function (i) { return i; }; }
+    var at = [0];
+    for (var i = 0; i < text.length; i++) {
+      var code = text.charCodeAt(i);
+      if (code >= 0xd800 && code < 0xdc00 && i + 1 < text.length) { i++; }
+      at.push(i + 1);
+    }
+    return function (n) { return at[Math.min(n, at.length - 1)]; };
+  }
+
+  // The text with each range [start, end) (code points) in a <mark>; overlapping ranges merged.
+  function highlighted(text, ranges) {
+    var sorted = ranges.slice().sort(function (x, y) { return x[0] - y[0] || x[1] - y[1]; });
+    var merged = [];
+    sorted.forEach(function (r) {
+      var last = merged[merged.length - 1];
+      if (last && r[0] <= last[1]) { last[1] = Math.max(last[1], r[1]); } else { merged.push([r[0], r[1]]); }
+    });
+    var at = utf16Index(text);
+    var box = el("div", { "class": "text copied" });
+    var done = 0;
+    merged.forEach(function (r) {
+      var s = at(r[0]), e = at(r[1]);
+      if (s > done) { box.appendChild(document.createTextNode(text.slice(done, s))); }
+      box.appendChild(el("mark", { "data-start": r[0], "data-end": r[1], text: text.slice(s, e) }));
+      done = e;
+    });
+    if (done < text.length) { box.appendChild(document.createTextNode(text.slice(done))); }
+    return box;
+  }
+
+  function pct(x) { return Math.round(100 * x) + "%"; }
+
+  function copyPair(p) {
+    var side = p.copy === p.a ? "a" : "b";
+    var node = el("div", { "class": "copy-pair", "data-a": p.a, "data-b": p.b }, [
+      el("p", { text: p.copy + " " + docs[p.copy].source + " copied from " + p.source + " " + docs[p.source].source +
+        ": " + pct(p.copy_in_source) + " of the copy is in the source, " + pct(p.source_in_copy) +
+        " of the source is in the copy; " + p.passage_count + " passages, " + p.shared_tokens +
+        " tokens shared, longest " + p.longest })]);
+    var panes = el("div", { "class": "panes" });
+    [[p.source, p.source === p.a ? "a" : "b"], [p.copy, side]].forEach(function (doc) {
+      var ranges = p.passages.map(function (q) { return [q[doc[1] + "_start"], q[doc[1] + "_end"]]; });
+      var pane = highlighted(docs[doc[0]].text, ranges);
+      pane.setAttribute("data-id", doc[0]);
+      pane.setAttribute("data-side", doc[1]);
+      panes.appendChild(el("div", {}, [el("div", { "class": "recorded", text: (doc[0] === p.source ? "source " :
+        "copy ") + doc[0] + ": " + docs[doc[0]].source }), pane]));
+    });
+    node.appendChild(panes);
+    return node;
+  }
+
+  function renderPassages() {
+    var report = data.passages;
+    var section = $("passages");
+    if (!report) { return; }
+    section.hidden = false;
+    var pairs = report.pairs;
+    var rule = report.min_tokens !== null ? "a passage of " + report.min_tokens + " tokens or more" : "";
+    if (report.min_containment !== null) { rule += (rule ? " or " : "") + pct(report.min_containment) + " of either"; }
+    var shown = pairs.length - report.near_duplicate_pairs;
+    section.appendChild(el("h2", { text: "Copied passages" }));
+    section.appendChild(el("p", { "class": "settings", text: shown + " pairs share " + rule + " (" + report.candidates +
+      " candidates verified on the texts), in " + report.clusters.length + " clusters of \u201ccopied from\u201d; " +
+      report.near_duplicate_pairs + " pairs of whole-document near-duplicates left out (clusters above); " +
+      report.common_hashes.length + " common hashes skipped" }));
+    if (!report.clusters.length) { section.appendChild(el("p", { "class": "empty", text: "no copied passages" })); }
+    report.clusters.forEach(function (cluster, index) {
+      var head = el("h3", { tabindex: "0", "aria-expanded": "false" }, [
+        el("span", { "class": "number", text: "#" + (index + 1) + " " }),
+        el("span", { text: cluster.members.length + " documents, source " + cluster.sources.map(function (s) {
+          return s + " " + docs[s].source; }).join(", ") })]);
+      var node = el("section", { "class": "copy-cluster", "data-index": index }, [head]);
+      function toggleCopies() {
+        var open = head.getAttribute("aria-expanded") === "true";
+        head.setAttribute("aria-expanded", String(!open));
+        if (open) { node.querySelectorAll(".copy-pair").forEach(function (n) { n.remove(); }); return; }
+        cluster.pairs.forEach(function (n) { node.appendChild(copyPair(pairs[n])); });
+        document.querySelectorAll(".copy-cluster.selected").forEach(function (n) { n.classList.remove("selected"); });
+        node.classList.add("selected");
+      }
+      head.addEventListener("click", toggleCopies);
+      head.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") { event.preventDefault(); event.stopPropagation(); toggleCopies(); }
+      });
+      section.appendChild(node);
+    });
+  }
+
   saveDecisions();
   filter();
+  renderPassages();
 }());

@@ -1,0 +1,279 @@
+"""Copied passages of a collection: the report of ``simpg dedup --passages`` and ``simpg report --passages``.
+
+Two ways in, one report out (:func:`build`), so the two commands answer alike:
+
+* :func:`from_texts`: the documents ``simpg dedup`` holds in memory, their passage hashes
+  paired by :func:`simpg.passages.candidate_pairs` (hashes in more than ``max_common``
+  documents of the collection, counted exactly, make no candidates and are reported);
+* :func:`from_collection`: a collection stored in ``simpg_documents``, the candidates from
+  the SQL report function ``simpg.passage_pairs`` (hashes the planner's statistics put in
+  more than ``max_common`` rows skipped: ``simpg.common_passage_hashes``), the texts read.
+
+Either way every candidate is verified on the two texts
+(:func:`simpg.passages.verified_pairs`, which :func:`simpg.passages.passage_pairs` runs
+too): a pair is kept when its longest shared passage has ``min_tokens`` tokens or more, or
+one document holds ``min_containment`` of the other; its source is the document with the
+smaller id (the one loaded earlier, ``rule="rank"``). Pairs whose two documents are in one
+whole-document cluster are *marked* ``near_duplicate`` and left out of the "copied from"
+clusters and of the printed list: the clusters of near-duplicates already report them
+(a near-duplicate shares nearly all its text with the other, which says nothing more).
+
+Example::
+
+    report = simpg.passage_report.from_texts(ids, texts, hashes, whole_clusters, PartialOptions())
+    print(simpg.passage_report.render(report), end="")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import sql
+
+from simpg.exc import SimpgError
+from simpg.passages import K, PassageConfig, PassagePair, candidate_pairs, passage_clusters, verified_pairs
+from simpg.reference import PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE
+
+__all__ = ["DEFAULT_MAX_COMMON", "PartialOptions", "build", "check_options", "from_collection", "from_texts",
+           "quote", "render"]
+
+#: Hashes held by more documents than this are boilerplate by default (the SQL functions' default too).
+DEFAULT_MAX_COMMON = 1000
+#: Characters of a passage quoted at each end.
+QUOTE_ENDS = 30
+
+#: ``progress(items, total, description, weight)`` as in :mod:`simpg.dedup`.
+Progress = Callable[[Iterable[Any], "int | None", str, "Callable[[Any], int] | None"], Iterable[Any]]
+
+
+def _quiet(items: Iterable[Any], total: int | None, desc: str, weight: Any = None) -> Iterable[Any]:
+    return items
+
+
+@dataclass(frozen=True)
+class PartialOptions:
+    """Which pairs the report keeps, and which hashes make no candidates.
+
+    ``min_tokens``: tokens of the longest shared passage from which a pair is kept (None
+    with ``min_containment`` None: the window's guarantee, 50); ``min_containment``: share
+    of a document held by the other from which a pair is kept; ``max_common``: hashes held
+    by more documents make no candidates (None: every hash, the exact guarantee).
+    """
+
+    min_tokens: int | None = None
+    min_containment: float | None = None
+    max_common: int | None = DEFAULT_MAX_COMMON
+    workers: int | None = None
+
+    @property
+    def config(self) -> PassageConfig:
+        """The reference table's passage config (its window)."""
+        return PASSAGE_CONFIG
+
+    @property
+    def thresholds(self) -> tuple[int | None, float | None]:
+        """``(min_tokens, min_containment)`` with the default applied."""
+        if self.min_tokens is None and self.min_containment is None:
+            return self.config.guarantee, None
+        return self.min_tokens, self.min_containment
+
+
+def check_options(min_tokens: Any, min_containment: Any, max_common: Any, workers: Any = None) -> PartialOptions:
+    """The options, or an error naming the bad value.
+
+    ``min_tokens`` below the guarantee (window + 4) is refused: shorter shared runs are
+    not all candidates, and the report would be silently incomplete.
+    """
+    guarantee = PASSAGE_CONFIG.guarantee
+    if min_tokens is not None and (isinstance(min_tokens, bool) or not isinstance(min_tokens, int)
+                                   or min_tokens < guarantee):
+        raise SimpgError(f"--min-tokens must be at least {guarantee} (the larger passage window "
+                         f"{max(PASSAGE_CONFIG.window, PASSAGE_CONFIG.spaceless_window)} + {K - 1}: shorter shared "
+                         f"runs are not all found), got {min_tokens!r}")
+    if min_containment is not None and (isinstance(min_containment, bool)
+                                        or not isinstance(min_containment, (int, float))
+                                        or not 0 < min_containment <= 1):
+        raise SimpgError(f"--min-containment must be a number above 0 and at most 1, got {min_containment!r}")
+    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int)
+                                   or max_common < 1):
+        raise SimpgError(f"--max-common must be a number of documents of at least 1 or none, got {max_common!r}")
+    return PartialOptions(min_tokens, None if min_containment is None else float(min_containment), max_common,
+                          workers)
+
+
+def quote(text: str, start: int, end: int) -> str:
+    """The passage ``text[start:end]`` on one line, its middle cut when long."""
+    passage = " ".join(text[start:end].split())
+    if len(passage) <= 2 * QUOTE_ENDS + 5:
+        return passage
+    head, tail = passage[:QUOTE_ENDS], passage[-QUOTE_ENDS:]
+    # cut between words where there are spaces (texts in spaceless scripts are cut anywhere)
+    if " " in head and passage[QUOTE_ENDS] != " ":
+        head = head.rsplit(" ", 1)[0]
+    if " " in tail and passage[-QUOTE_ENDS - 1] != " ":
+        tail = tail.split(" ", 1)[1]
+    return head.rstrip() + " \u2026 " + tail.lstrip()
+
+
+def _watch(progress: Progress, total: int) -> Callable[[Any], Iterable[Any]]:
+    return lambda comparisons: progress(comparisons, total, "verifying copied passages", None)
+
+
+def from_texts(ids: Sequence[int], texts: Sequence[str], hashes: Sequence[Sequence[int]],
+               sources: Sequence[str], whole_clusters: Iterable[Sequence[int]], options: PartialOptions, *,
+               progress: Progress = _quiet) -> dict[str, Any]:
+    """The report over documents held in memory: ``ids[i]`` names ``texts[i]`` (with ``hashes[i]``, ``sources[i]``).
+
+    ``whole_clusters``: the whole-document clusters (id lists) whose pairs are marked.
+    """
+    found = candidate_pairs(hashes, max_common=options.max_common)
+    min_tokens, min_containment = options.thresholds
+    pairs = verified_pairs(texts, found.a.tolist(), found.b.tolist(), min_tokens=min_tokens,
+                           min_containment=min_containment, rank=ids, workers=options.workers,
+                           watch=_watch(progress, len(found)))
+    # by id from here on: the report names documents as simpg_documents does
+    named = [PassagePair(ids[p.a], ids[p.b], p.comparison, ids[p.source], p.rule) for p in pairs]
+    return build(named, dict(zip(ids, texts, strict=True)), dict(zip(ids, sources, strict=True)), whole_clusters,
+                 options, candidates=len(found),
+                 common=[{"hash": c.hash, "documents": c.documents} for c in found.common])
+
+
+def unfilled_rows(conn: Any, collection: str) -> int:
+    """Rows of ``collection`` whose passage hashes are NULL (stored by a simpg that did not fill them)."""
+    row = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE collection = %s AND {} IS NULL").format(
+        sql.Identifier(TABLE), sql.Identifier(PASSAGE_COLUMN)), [collection]).fetchone()
+    return int(row[0])
+
+
+def fill_hint(collection: str) -> str:
+    """How to fill the passage hashes of the reference table's rows that have none."""
+    return (f"fill them with: simpg backfill --passages --table {TABLE} --text-column body "
+            f"(or run simpg dedup again on collection {collection!r})")
+
+
+def from_collection(conn: Any, collection: str, whole_clusters: Iterable[Sequence[int]], options: PartialOptions,
+                    *, progress: Progress = _quiet) -> dict[str, Any]:
+    """The report of a collection stored in ``simpg_documents``: candidates from SQL, verified on the texts read.
+
+    Refused when rows of the collection have no passage hashes: they would be missed silently.
+    """
+    missing = unfilled_rows(conn, collection)
+    if missing:
+        raise SimpgError(f"{missing} rows of collection {collection!r} have no passage hashes (stored by an "
+                         f"older simpg) and cannot be paired; {fill_hint(collection)}")
+    # simpg.passage_pairs pairs the whole table (it takes a relation); the collection's pairs are kept
+    candidates = conn.execute(
+        sql.SQL("SELECT p.key_a, p.key_b FROM simpg.passage_pairs(%s, %s, 1, %s) AS p "
+                "JOIN {table} AS a ON a.id = p.key_a JOIN {table} AS b ON b.id = p.key_b "
+                "WHERE a.collection = %s AND b.collection = %s ORDER BY p.key_a, p.key_b").format(
+            table=sql.Identifier(TABLE)),
+        [TABLE, PASSAGE_COLUMN, options.max_common, collection, collection]).fetchall()
+    skipped = [] if options.max_common is None else conn.execute(
+        "SELECT simpg.common_passage_hashes(%s, %s, %s)", [TABLE, PASSAGE_COLUMN, options.max_common]).fetchone()[0]
+    wanted = sorted({i for pair in candidates for i in pair})
+    texts, sources = {}, {}
+    for id_, body, source in conn.execute(f"SELECT id, body, source FROM {TABLE} WHERE id = ANY(%s)", [wanted]):
+        texts[id_], sources[id_] = body or "", source
+    min_tokens, min_containment = options.thresholds
+    pairs = verified_pairs(texts, [a for a, _ in candidates], [b for _, b in candidates], min_tokens=min_tokens,
+                           min_containment=min_containment, rank={i: i for i in wanted}, workers=options.workers,
+                           watch=_watch(progress, len(candidates)))
+    # statistics give no exact count per hash: documents is None
+    return build(pairs, texts, sources, whole_clusters, options, candidates=len(candidates),
+                 common=[{"hash": h, "documents": None} for h in sorted(skipped or [])])
+
+
+def _pair_json(p: PassagePair, texts: Mapping[int, str], sources: Mapping[int, str],
+               near_duplicate: bool) -> dict[str, Any]:
+    c = p.comparison
+    longest = max(c.passages, key=lambda q: (q.length, -q.a_start))
+    copy_is_a = p.copy == p.a
+    copy_text = texts[p.copy]
+    start, end = ((longest.a_char_start, longest.a_char_end) if copy_is_a
+                  else (longest.b_char_start, longest.b_char_end))
+    return {
+        "a": p.a, "b": p.b, "source": p.source, "copy": p.copy, "rule": p.rule,
+        "a_source": sources[p.a], "b_source": sources[p.b], "near_duplicate": near_duplicate,
+        # a_in_b: the share of a's token 3-shingles found in b (how much of a is in b)
+        "a_in_b": c.a_in_b, "b_in_a": c.b_in_a,
+        "copy_in_source": c.a_in_b if copy_is_a else c.b_in_a,
+        "source_in_copy": c.b_in_a if copy_is_a else c.a_in_b,
+        "shared_tokens": c.shared_tokens, "longest": c.longest, "passage_count": len(c.passages),
+        "quote": quote(copy_text, start, end),
+        # character offsets into the texts as stored (code points), a's then b's
+        "passages": [{"tokens": q.length, "a_start": q.a_char_start, "a_end": q.a_char_end,
+                      "b_start": q.b_char_start, "b_end": q.b_char_end} for q in c.passages],
+    }
+
+
+def build(pairs: Iterable[PassagePair], texts: Mapping[int, str], sources: Mapping[int, str],
+          whole_clusters: Iterable[Sequence[int]], options: PartialOptions, *, candidates: int,
+          common: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's JSON shape: settings, pairs (by a, b), "copied from" clusters, the common hashes skipped."""
+    label = {i: n for n, cluster in enumerate(whole_clusters) for i in cluster}
+    ordered = sorted(pairs, key=lambda p: (p.a, p.b))
+    marked = [label.get(p.a, -1) == label.get(p.b, -2) for p in ordered]
+    out_pairs = [_pair_json(p, texts, sources, m) for p, m in zip(ordered, marked, strict=True)]
+    partial = [p for p, m in zip(ordered, marked, strict=True) if not m]
+    clusters = []
+    for cluster in passage_clusters(partial):
+        members = set(cluster.members)
+        clusters.append({"members": list(cluster.members), "sources": list(cluster.sources),
+                         "pairs": [n for n, (p, m) in enumerate(zip(ordered, marked, strict=True))
+                                   if not m and p.a in members]})
+    min_tokens, min_containment = options.thresholds
+    return {
+        "window": PASSAGE_CONFIG.window, "spaceless_window": PASSAGE_CONFIG.spaceless_window,
+        "min_tokens": min_tokens, "min_containment": min_containment,
+        "max_common": options.max_common, "candidates": candidates,
+        "near_duplicate_pairs": sum(marked), "pairs": out_pairs, "clusters": clusters,
+        "common_hashes": common,
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """The report as text: a summary, then each "copied from" cluster with its sources and copies."""
+    from simpg.commands._common import plural
+
+    pairs = report["pairs"]
+    partial = len(pairs) - report["near_duplicate_pairs"]
+    rule = (f"a passage of {report['min_tokens']} tokens or more" if report["min_tokens"] is not None else "")
+    if report["min_containment"] is not None:
+        rule += (" or " if rule else "") + f"{report['min_containment']:.0%} of either document"
+    lines = ["", f"copied passages: {plural(partial, 'pair')} of documents share {rule} "
+                 f"({plural(report['candidates'], 'candidate')} verified on the texts), "
+                 f"in {plural(len(report['clusters']), 'cluster')} of \"copied from\"; "
+                 "the source of a pair is the document loaded first (smaller id)"]
+    if report["near_duplicate_pairs"]:
+        lines.append(f"left out: {plural(report['near_duplicate_pairs'], 'pair')} of whole-document "
+                     "near-duplicates (in one cluster above; --json marks them near_duplicate)")
+    common = report["common_hashes"]
+    if common:
+        lines.append(f"skipped {plural(len(common), 'common hash')} held by more than {report['max_common']} "
+                     "documents (boilerplate): passages shared only through them are not reported; "
+                     "--max-common none skips none")
+    path = {p[side]: p[f"{side}_source"] for p in pairs for side in "ab"}
+    for number, cluster in enumerate(report["clusters"], start=1):
+        members = len(cluster["members"])
+        sources = ", ".join(f"{s} {path[s]}" for s in cluster["sources"])
+        lines += ["", f"copied-from cluster {number} ({plural(members, 'document')}; "
+                      f"source{'' if len(cluster['sources']) == 1 else 's'}: {sources})"]
+        for n in cluster["pairs"]:
+            p = pairs[n]
+            side = "a" if p["copy"] == p["a"] else "b"
+            other = "b" if side == "a" else "a"
+            lines.append(f"  {p['copy']} {p[side + '_source']}")
+            lines.append(f"    copied from {p['source']} {p[other + '_source']}")
+            lines.append(f"    {_pct(p['copy_in_source'])} of the copy is in the source, "
+                         f"{_pct(p['source_in_copy'])} of the source is in the copy; "
+                         f"{plural(p['passage_count'], 'passage')}, {p['shared_tokens']} tokens shared, "
+                         f"longest {p['longest']}: \"{p['quote']}\"")
+    if not report["clusters"]:
+        lines.append("no copied passages found")
+    return "\n".join(lines) + "\n"
