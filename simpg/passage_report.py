@@ -174,7 +174,8 @@ def from_collection(conn: Any, collection: str, whole_clusters: Iterable[Sequenc
         "SELECT simpg.common_passage_hashes(%s, %s, %s)", [TABLE, PASSAGE_COLUMN, options.max_common]).fetchone()[0]
     wanted = sorted({i for pair in candidates for i in pair})
     texts, sources = {}, {}
-    for id_, body, source in conn.execute(f"SELECT id, body, source FROM {TABLE} WHERE id = ANY(%s)", [wanted]):
+    for id_, body, source in conn.execute(sql.SQL("SELECT id, body, source FROM {} WHERE id = ANY(%s)").format(
+            sql.Identifier(TABLE)), [wanted]):
         texts[id_], sources[id_] = body or "", source
     min_tokens, min_containment = options.thresholds
     pairs = verified_pairs(texts, [a for a, _ in candidates], [b for _, b in candidates], min_tokens=min_tokens,
@@ -233,14 +234,17 @@ def build(pairs: Iterable[PassagePair], texts: Mapping[int, str], sources: Mappi
     }
 
 
+def plural(n: int, word: str) -> str:
+    """``1 pair``, ``2 pairs``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
 def render(report: Mapping[str, Any]) -> str:
     """The report as text: a summary, then each "copied from" cluster with its sources and copies."""
-    from simpg.commands._common import plural
-
     pairs = report["pairs"]
     partial = len(pairs) - report["near_duplicate_pairs"]
     rule = (f"a passage of {report['min_tokens']} tokens or more" if report["min_tokens"] is not None else "")

@@ -15,25 +15,21 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from simpg.exc import SimpgError
 from simpg.review import data, html
-from tests import servers
 from tests.integration.cli import run
+from tests.integration.report_browser import WAIT, _click, _embedded, _open
 
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-WAIT = 60  # seconds: generous, the machine is shared; never a timing assertion
 
 HARBOUR = ("the ferry left the harbour at dawn while the fishermen mended their nets on the quay and "
            "the gulls circled above the market stalls where bakers sold warm bread to early travellers "
@@ -91,54 +87,10 @@ FILES = {  # loaded in name order: the first of each cluster is its representati
 }
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[webdriver.Chrome, Path]]:
-    """Headless chromium, network off, downloads into a folder of its own."""
-    servers.ensure_chromium()
-    downloads = tmp_path_factory.mktemp("downloads")
-    options = webdriver.ChromeOptions()
-    options.binary_location = servers.CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900",
-                "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND"):  # no network either way
-        options.add_argument(arg)
-    options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                              "download.prompt_for_download": False})
-    driver = webdriver.Chrome(service=Service(servers.CHROMEDRIVER), options=options)  # no Selenium Manager
-    try:
-        driver.execute_cdp_cmd("Network.enable", {})
-        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
-            "offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0})
-        yield driver, downloads
-    finally:
-        driver.quit()
-
-
-def _open(driver: webdriver.Chrome, page: Path) -> None:
-    driver.get(page.resolve().as_uri())
-    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(
-        "return document.readyState === 'complete' && document.getElementById('shown').textContent !== ''"
-        " || document.querySelector('#clusters .empty') !== null"))
-
-
-def _embedded(page: Path) -> dict[str, Any]:
-    """The JSON data a page carries."""
-    found = re.search(r'<script type="application/json" id="simpg-data">(.*?)</script>',
-                      page.read_text(encoding="utf-8"), re.DOTALL)
-    assert found
-    out: dict[str, Any] = json.loads(found.group(1))
-    return out
-
-
 def _clusters_shown(driver: webdriver.Chrome) -> list[int]:
     """The clusters in the DOM, read in one script (a render between two reads cannot go stale)."""
     return [int(i) for i in driver.execute_script(
         "return [...document.querySelectorAll('#clusters .cluster')].map(e => e.dataset.index)")]
-
-
-def _click(driver: webdriver.Chrome, element: Any) -> None:
-    """Click ``element`` scrolled to the middle of the window, clear of the sticky toolbar."""
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-    element.click()
 
 
 def _cluster(driver: webdriver.Chrome, index: int) -> Any:

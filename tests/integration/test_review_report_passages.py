@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.integration.cli import run
-from tests.integration.test_review_report import WAIT, _click, _embedded, _open, browser  # noqa: F401
+from tests.integration.report_browser import WAIT, _click, _embedded, _open
 
 RNG = random.Random(3030)
 WORDS = sorted({"".join(RNG.choice("bdfgklmnprstvz") + RNG.choice("aeiou") for _ in range(3)) for _ in range(2000)})
