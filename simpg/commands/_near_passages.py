@@ -18,13 +18,12 @@ from typing import Any
 
 from simpg.commands._common import database_dsn
 from simpg.exc import SimpgError
+from simpg.passage_report import quote
 from simpg.reference import TABLE as REFERENCE_TABLE
 
 #: The reference table's passage column and text column.
 REFERENCE_PASSAGES = "passages"
 REFERENCE_TEXT = "body"
-#: Characters of a passage quoted at each end in the human output.
-QUOTE_ENDS = 30
 
 
 def reference_passages(conn: Any) -> Any:
@@ -62,20 +61,6 @@ def max_common_argument(text: str) -> int | None:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of rows or none, got {text!r}") from None
-
-
-def quote(text: str, start: int, end: int) -> str:
-    """The passage ``text[start:end]`` on one line, its middle cut when long."""
-    passage = " ".join(text[start:end].split())
-    if len(passage) <= 2 * QUOTE_ENDS + 5:
-        return passage
-    head, tail = passage[:QUOTE_ENDS], passage[-QUOTE_ENDS:]
-    # cut between words where there are spaces (texts in spaceless scripts are cut anywhere)
-    if " " in head and passage[QUOTE_ENDS] != " ":
-        head = head.rsplit(" ", 1)[0]
-    if " " in tail and passage[-QUOTE_ENDS - 1] != " ":
-        tail = tail.split(" ", 1)[1]
-    return head.rstrip() + " … " + tail.lstrip()
 
 
 def run(args: argparse.Namespace) -> int:

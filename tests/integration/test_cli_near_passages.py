@@ -14,7 +14,7 @@ import random
 import pytest
 
 from simpg.cli import main
-from simpg.commands._near_passages import quote
+from simpg.passage_report import quote
 from simpg.psycopg import PassageColumn
 from tests.integration.cli import CORPUS, run
 from tests.integration.passage_corpus import VOCAB, expected_matches, make_table, quoting_corpus
