@@ -20,8 +20,8 @@ clusters and of the printed list: the clusters of near-duplicates already report
 
 Example::
 
-    report = simpg.passage_report.from_texts(ids, texts, hashes, whole_clusters, PartialOptions())
-    print(simpg.passage_report.render(report), end="")
+    report = simpg.passage_report.from_texts(ids, texts, hashes, sources, whole_clusters, PartialOptions())
+    print(json.dumps(report))  # the CLI prints it as text with simpg.commands._passage_report.render
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ from typing import Any
 from psycopg import sql
 
 from simpg.exc import SimpgError
-from simpg.passages import K, PassageConfig, PassagePair, candidate_pairs, passage_clusters, verified_pairs
-from simpg.reference import PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE
+from simpg.passages import PassageConfig, PassagePair, candidate_pairs, passage_clusters, verified_pairs
+from simpg.passages.checks import checked_max_common, checked_min_containment, checked_min_tokens
+from simpg.reference import PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE, TEXT_COLUMN
 
 __all__ = ["DEFAULT_MAX_COMMON", "PartialOptions", "build", "check_options", "from_collection", "from_texts",
-           "quote", "render"]
+           "quote"]
 
 #: Hashes held by more documents than this are boilerplate by default (the SQL functions' default too).
 DEFAULT_MAX_COMMON = 1000
@@ -81,26 +82,13 @@ class PartialOptions:
 
 
 def check_options(min_tokens: Any, min_containment: Any, max_common: Any, workers: Any = None) -> PartialOptions:
-    """The options, or an error naming the bad value.
+    """The options, or an error naming the bad value (the checks of :mod:`simpg.passages.checks`).
 
     ``min_tokens`` below the guarantee (window + 4) is refused: shorter shared runs are
     not all candidates, and the report would be silently incomplete.
     """
-    guarantee = PASSAGE_CONFIG.guarantee
-    if min_tokens is not None and (isinstance(min_tokens, bool) or not isinstance(min_tokens, int)
-                                   or min_tokens < guarantee):
-        raise SimpgError(f"--min-tokens must be at least {guarantee} (the larger passage window "
-                         f"{max(PASSAGE_CONFIG.window, PASSAGE_CONFIG.spaceless_window)} + {K - 1}: shorter shared "
-                         f"runs are not all found), got {min_tokens!r}")
-    if min_containment is not None and (isinstance(min_containment, bool)
-                                        or not isinstance(min_containment, (int, float))
-                                        or not 0 < min_containment <= 1):
-        raise SimpgError(f"--min-containment must be a number above 0 and at most 1, got {min_containment!r}")
-    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int)
-                                   or max_common < 1):
-        raise SimpgError(f"--max-common must be a number of documents of at least 1 or none, got {max_common!r}")
-    return PartialOptions(min_tokens, None if min_containment is None else float(min_containment), max_common,
-                          workers)
+    return PartialOptions(checked_min_tokens(min_tokens, PASSAGE_CONFIG), checked_min_containment(min_containment),
+                          checked_max_common(max_common), workers)
 
 
 def quote(text: str, start: int, end: int) -> str:
@@ -140,16 +128,18 @@ def from_texts(ids: Sequence[int], texts: Sequence[str], hashes: Sequence[Sequen
                  common=[{"hash": c.hash, "documents": c.documents} for c in found.common])
 
 
-def unfilled_rows(conn: Any, collection: str) -> int:
-    """Rows of ``collection`` whose passage hashes are NULL (stored by a simpg that did not fill them)."""
-    row = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE collection = %s AND {} IS NULL").format(
-        sql.Identifier(TABLE), sql.Identifier(PASSAGE_COLUMN)), [collection]).fetchone()
-    return int(row[0])
+def unfilled_rows(conn: Any, collection: str | None) -> int:
+    """Rows of ``collection`` (None: of the whole table) whose passage hashes are NULL: never found, never paired."""
+    query = sql.SQL("SELECT count(*) FROM {} WHERE {} IS NULL").format(sql.Identifier(TABLE),
+                                                                     sql.Identifier(PASSAGE_COLUMN))
+    if collection is not None:
+        query += sql.SQL(" AND collection = %s")
+    return int(conn.execute(query, [] if collection is None else [collection]).fetchone()[0])
 
 
 def fill_hint(collection: str) -> str:
     """How to fill the passage hashes of the reference table's rows that have none."""
-    return (f"fill them with: simpg backfill --passages --table {TABLE} --text-column body "
+    return (f"fill them with: simpg backfill --passages --table {TABLE} --text-column {TEXT_COLUMN} "
             f"(or run simpg dedup again on collection {collection!r})")
 
 
@@ -174,8 +164,8 @@ def from_collection(conn: Any, collection: str, whole_clusters: Iterable[Sequenc
         "SELECT simpg.common_passage_hashes(%s, %s, %s)", [TABLE, PASSAGE_COLUMN, options.max_common]).fetchone()[0]
     wanted = sorted({i for pair in candidates for i in pair})
     texts, sources = {}, {}
-    for id_, body, source in conn.execute(sql.SQL("SELECT id, body, source FROM {} WHERE id = ANY(%s)").format(
-            sql.Identifier(TABLE)), [wanted]):
+    for id_, body, source in conn.execute(sql.SQL("SELECT id, {}, source FROM {} WHERE id = ANY(%s)").format(
+            sql.Identifier(TEXT_COLUMN), sql.Identifier(TABLE)), [wanted]):
         texts[id_], sources[id_] = body or "", source
     min_tokens, min_containment = options.thresholds
     pairs = verified_pairs(texts, [a for a, _ in candidates], [b for _, b in candidates], min_tokens=min_tokens,
@@ -232,52 +222,3 @@ def build(pairs: Iterable[PassagePair], texts: Mapping[int, str], sources: Mappi
         "near_duplicate_pairs": sum(marked), "pairs": out_pairs, "clusters": clusters,
         "common_hashes": common,
     }
-
-
-def plural(n: int, word: str) -> str:
-    """``1 pair``, ``2 pairs``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _pct(x: float) -> str:
-    return f"{x:.0%}"
-
-
-def render(report: Mapping[str, Any]) -> str:
-    """The report as text: a summary, then each "copied from" cluster with its sources and copies."""
-    pairs = report["pairs"]
-    partial = len(pairs) - report["near_duplicate_pairs"]
-    rule = (f"a passage of {report['min_tokens']} tokens or more" if report["min_tokens"] is not None else "")
-    if report["min_containment"] is not None:
-        rule += (" or " if rule else "") + f"{report['min_containment']:.0%} of either document"
-    lines = ["", f"copied passages: {plural(partial, 'pair')} of documents share {rule} "
-                 f"({plural(report['candidates'], 'candidate')} verified on the texts), "
-                 f"in {plural(len(report['clusters']), 'cluster')} of \"copied from\"; "
-                 "the source of a pair is the document loaded first (smaller id)"]
-    if report["near_duplicate_pairs"]:
-        lines.append(f"left out: {plural(report['near_duplicate_pairs'], 'pair')} of whole-document "
-                     "near-duplicates (in one cluster above; --json marks them near_duplicate)")
-    common = report["common_hashes"]
-    if common:
-        lines.append(f"skipped {plural(len(common), 'common hash')} held by more than {report['max_common']} "
-                     "documents (boilerplate): passages shared only through them are not reported; "
-                     "--max-common none skips none")
-    path = {p[side]: p[f"{side}_source"] for p in pairs for side in "ab"}
-    for number, cluster in enumerate(report["clusters"], start=1):
-        members = len(cluster["members"])
-        sources = ", ".join(f"{s} {path[s]}" for s in cluster["sources"])
-        lines += ["", f"copied-from cluster {number} ({plural(members, 'document')}; "
-                      f"source{'' if len(cluster['sources']) == 1 else 's'}: {sources})"]
-        for n in cluster["pairs"]:
-            p = pairs[n]
-            side = "a" if p["copy"] == p["a"] else "b"
-            other = "b" if side == "a" else "a"
-            lines.append(f"  {p['copy']} {p[side + '_source']}")
-            lines.append(f"    copied from {p['source']} {p[other + '_source']}")
-            lines.append(f"    {_pct(p['copy_in_source'])} of the copy is in the source, "
-                         f"{_pct(p['source_in_copy'])} of the source is in the copy; "
-                         f"{plural(p['passage_count'], 'passage')}, {p['shared_tokens']} tokens shared, "
-                         f"longest {p['longest']}: \"{p['quote']}\"")
-    if not report["clusters"]:
-        lines.append("no copied passages found")
-    return "\n".join(lines) + "\n"

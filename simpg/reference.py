@@ -30,11 +30,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_CONFIG", "PASSAGE_SPACELESS_WINDOW",
-           "PASSAGE_WINDOW", "TABLE", "VERDICTS",
+           "PASSAGE_WINDOW", "TABLE", "TEXT_COLUMN", "VERDICTS",
            "decisions_statements", "ensure_reference_schema", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
 TABLE = "simpg_documents"
+
+#: The column of the documents' texts (the model's ``body``).
+TEXT_COLUMN = "body"
 
 #: Reviewers' decisions on pairs of its documents (the model ``Decision``, :mod:`simpg.review.decisions`).
 DECISIONS_TABLE = "simpg_decisions"

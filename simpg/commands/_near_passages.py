@@ -18,12 +18,9 @@ from typing import Any
 
 from simpg.commands._common import database_dsn
 from simpg.exc import SimpgError
-from simpg.passage_report import quote
+from simpg.passage_report import quote, unfilled_rows
+from simpg.reference import PASSAGE_COLUMN, TEXT_COLUMN
 from simpg.reference import TABLE as REFERENCE_TABLE
-
-#: The reference table's passage column and text column.
-REFERENCE_PASSAGES = "passages"
-REFERENCE_TEXT = "body"
 
 
 def reference_passages(conn: Any) -> Any:
@@ -36,21 +33,10 @@ def reference_passages(conn: Any) -> Any:
     from simpg.backfill import column_type
     from simpg.psycopg import PassageColumn
 
-    if column_type(conn, REFERENCE_TABLE, REFERENCE_PASSAGES) is None:
-        raise SimpgError(f"{REFERENCE_TABLE} has no {REFERENCE_PASSAGES} column: its documents were stored by a "
+    if column_type(conn, REFERENCE_TABLE, PASSAGE_COLUMN) is None:
+        raise SimpgError(f"{REFERENCE_TABLE} has no {PASSAGE_COLUMN} column: its documents were stored by a "
                          "simpg without passage hashes; run simpg dedup again on their collection")
-    return PassageColumn(conn, REFERENCE_TABLE, REFERENCE_PASSAGES, text_column=REFERENCE_TEXT)
-
-
-def _unfilled(conn: Any, collection: str | None) -> int:
-    """Rows of the reference table (of ``collection`` if given) whose passage hashes are NULL: never found."""
-    from psycopg import sql
-
-    query = sql.SQL("SELECT count(*) FROM {} WHERE {} IS NULL").format(
-        sql.Identifier(REFERENCE_TABLE), sql.Identifier(REFERENCE_PASSAGES))
-    if collection is None:
-        return int(conn.execute(query).fetchone()[0])
-    return int(conn.execute(query + sql.SQL(" AND collection = %s"), [collection]).fetchone()[0])
+    return PassageColumn(conn, REFERENCE_TABLE, PASSAGE_COLUMN, text_column=TEXT_COLUMN)
 
 
 def max_common_argument(text: str) -> int | None:
@@ -84,18 +70,18 @@ def run(args: argparse.Namespace) -> int:
         if reference:
             from simpg.commands.near import _check_collection
 
-            if args.column not in (None, REFERENCE_PASSAGES) or args.text_column not in (None, REFERENCE_TEXT):
-                raise SimpgError(f"{REFERENCE_TABLE} keeps its passages in {REFERENCE_PASSAGES} and its texts in "
-                                 f"{REFERENCE_TEXT}; --column and --text-column apply to other tables")
+            if args.column not in (None, PASSAGE_COLUMN) or args.text_column not in (None, TEXT_COLUMN):
+                raise SimpgError(f"{REFERENCE_TABLE} keeps its passages in {PASSAGE_COLUMN} and its texts in "
+                                 f"{TEXT_COLUMN}; --column and --text-column apply to other tables")
             index = reference_passages(conn)
             if args.collection is not None:
                 _check_collection(conn, args.collection)
-            unfilled = _unfilled(conn, args.collection)
+            unfilled = unfilled_rows(conn, args.collection)
         else:
             from simpg.psycopg import PassageColumn
 
-            index = PassageColumn(conn, args.table, args.column or REFERENCE_PASSAGES,
-                                  text_column=args.text_column or REFERENCE_TEXT, key_column=args.key_column)
+            index = PassageColumn(conn, args.table, args.column or PASSAGE_COLUMN,
+                                  text_column=args.text_column or TEXT_COLUMN, key_column=args.key_column)
         # with --collection the limit applies to the collection's rows, after the lookup
         limit = None if args.collection is not None else args.limit
         for label, text in texts:

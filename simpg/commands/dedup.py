@@ -128,7 +128,7 @@ def add_passage_arguments(p: argparse.ArgumentParser) -> None:
                         "least: 50, the window 46 + 4 from which every shared run is found)")
     p.add_argument("--min-containment", type=float, metavar="X",
                    help="with --passages: keep pairs where one document holds at least this share of the "
-                        "other (0 < X <= 1, token 3-shingles); with --min-tokens, either keeps a pair")
+                        "other (0 <= X <= 1, token 3-shingles); with --min-tokens, either keeps a pair")
     p.add_argument("--max-common", type=max_common_argument, default=DEFAULT_MAX_COMMON, metavar="DOCS",
                    help=f"with --passages: passage hashes held by more documents than this (boilerplate) make "
                         f"no pairs and are reported (default {DEFAULT_MAX_COMMON}; none: use every hash)")
@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(report))
         if "passages" in report:
-            from simpg.passage_report import render as render_passages
+            from simpg.commands._passage_report import render as render_passages
 
             sys.stdout.write(render_passages(report["passages"]))
     if args.html:

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                       ensure_ascii=False, indent=2)
             sys.stdout.write("\n")
         else:
-            from simpg.passage_report import render
+            from simpg.commands._passage_report import render
 
             sys.stdout.write(f"collection {args.collection!r}: {len(clusters)} clusters of near-duplicates\n")
             sys.stdout.write(render(passages))

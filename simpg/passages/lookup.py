@@ -32,7 +32,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simpg.fingerprint.errors import InvalidConfig, InvalidDocument
+from simpg.fingerprint.errors import InvalidDocument
+from simpg.passages.checks import checked_limit, checked_max_common, checked_min_containment, checked_min_tokens
 from simpg.passages.comparison import compare
 from simpg.passages.config import K, PassageConfig, config_or_default
 from simpg.passages.tokens import Tokens, tokens
@@ -44,40 +45,14 @@ __all__ = ["Query", "checked_limit", "checked_max_common", "checked_thresholds",
 
 
 def checked_thresholds(config: PassageConfig, min_tokens: Any, min_containment: Any) -> tuple[int, float]:
-    """``(min_tokens, min_containment)`` with their defaults, or an error naming the bad value.
+    """``(min_tokens, min_containment)`` checked (:mod:`simpg.passages.checks`), with the lookup's defaults.
 
     ``min_tokens`` None means the config's guarantee; below it is refused.
-    ``min_containment`` None means 0.0; it must be a number from 0 to 1.
+    ``min_containment`` None means 0.0.
     """
-    guarantee = config.guarantee
-    if min_tokens is None:
-        min_tokens = guarantee
-    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < guarantee:
-        raise InvalidConfig(f"min_tokens must be an integer of at least {guarantee} (the passage index's larger "
-                            f"window {max(config.window, config.spaceless_window)} + {K - 1}: shorter shared runs "
-                            f"are not all found), got {min_tokens!r}")
-    if min_containment is None:
-        min_containment = 0.0
-    # NaN fails the range test too
-    if isinstance(min_containment, bool) or not isinstance(min_containment, (int, float)) or not (
-            0.0 <= min_containment <= 1.0):
-        raise InvalidConfig(f"min_containment must be a number from 0 to 1 or None, got {min_containment!r}")
-    return min_tokens, float(min_containment)
-
-
-def checked_max_common(max_common: Any) -> int | None:
-    """``max_common`` (skip hashes in more rows than this; None skips none), or an error naming it."""
-    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int)
-                                   or max_common < 0):
-        raise InvalidConfig(f"max_common must be an integer of at least 0 or None, got {max_common!r}")
-    return max_common
-
-
-def checked_limit(limit: Any) -> int | None:
-    """``limit`` (at most this many matches; None: all), or an error naming it."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidConfig(f"limit must be an integer of at least 1 or None, got {limit!r}")
-    return limit
+    least = checked_min_tokens(min_tokens, config)
+    containment = checked_min_containment(min_containment)
+    return config.guarantee if least is None else least, 0.0 if containment is None else containment
 
 
 def query_text(text: Any) -> str:

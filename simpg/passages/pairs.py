@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from simpg.fingerprint.batch import _each
 from simpg.fingerprint.errors import InvalidConfig, InvalidDocument
+from simpg.passages.checks import checked_max_common, checked_min_containment, checked_min_tokens
 from simpg.passages.comparison import Comparison, compare
 from simpg.passages.config import PassageConfig, config_or_default
 from simpg.passages.tokens import Tokens, tokens
@@ -54,7 +55,6 @@ __all__ = [
     "PassagePair",
     "PassagePairs",
     "candidate_pairs",
-    "check_max_common",
     "check_thresholds",
     "pair_direction",
     "pair_kept",
@@ -156,13 +156,6 @@ def _hash_arrays(hashes: Iterable[Any]) -> list[I64Array]:
     return out
 
 
-def check_max_common(max_common: int | None) -> None:
-    """``max_common`` is None or an int >= 1, else an :class:`InvalidConfig` naming it."""
-    if max_common is not None and (isinstance(max_common, bool) or not isinstance(max_common, int)
-                                   or max_common < 1):
-        raise InvalidConfig(f"expected max_common >= 1 or None, got {max_common!r}")
-
-
 def candidate_pairs(
     hashes: Iterable[Any], *, max_common: int | None = None, chunk: int = PAIR_CHUNK
 ) -> CandidatePairs:
@@ -179,9 +172,9 @@ def candidate_pairs(
 
     Raises:
         InvalidDocument: a document's hashes are not a sorted distinct array of integers.
-        InvalidConfig: ``max_common`` is not None or an int >= 1.
+        InvalidConfig: ``max_common`` is not None or an int >= 0.
     """
-    check_max_common(max_common)
+    checked_max_common(max_common)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise InvalidConfig(f"expected chunk >= 1, got {chunk!r}")
     arrays = _hash_arrays(hashes)
@@ -277,15 +270,9 @@ def check_thresholds(config: PassageConfig, min_tokens: int | None,
     """The thresholds of :func:`passage_pairs`, checked; neither given: ``min_tokens = config.guarantee``.
 
     Raises:
-        InvalidConfig: ``min_tokens`` is not an int >= 1, or ``min_containment`` not in (0, 1].
+        InvalidConfig: ``min_tokens`` is not an int >= 1, or ``min_containment`` not from 0 to 1.
     """
-    if min_tokens is not None and (isinstance(min_tokens, bool) or not isinstance(min_tokens, int)
-                                   or min_tokens < 1):
-        raise InvalidConfig(f"expected min_tokens >= 1, got {min_tokens!r}")
-    if min_containment is not None and (isinstance(min_containment, bool)
-                                        or not isinstance(min_containment, (int, float))
-                                        or not 0 < min_containment <= 1):
-        raise InvalidConfig(f"expected 0 < min_containment <= 1, got {min_containment!r}")
+    min_tokens, min_containment = checked_min_tokens(min_tokens), checked_min_containment(min_containment)
     if min_tokens is None and min_containment is None:
         min_tokens = config.guarantee
     return min_tokens, min_containment
@@ -327,7 +314,7 @@ def passage_pairs(
         hashes: each text's passage hashes if already made (sorted distinct ints, each with
             a window up to the config's for that text; None: made here).
         min_tokens: tokens of the longest shared passage from which a pair is kept.
-        min_containment: share of a text (0 < x <= 1) held by the other from which a pair is kept.
+        min_containment: share of a text (from 0 to 1) held by the other from which a pair is kept.
         max_common: hashes posted by more than this many texts make no candidates and are
             reported (:attr:`PassagePairs.common`); None skips nothing.
         rank: one comparable value per text: which came first.
@@ -345,7 +332,7 @@ def passage_pairs(
         if not isinstance(text, str):
             raise InvalidDocument(f"expected str for text {n}, got {text!r:.60}")
     min_tokens, min_containment = check_thresholds(cfg, min_tokens, min_containment)
-    check_max_common(max_common)
+    checked_max_common(max_common)
     for name, values in (("hashes", hashes), ("rank", rank)):
         if values is not None and len(values) != len(texts):
             raise InvalidDocument(f"expected {len(texts)} {name} (one per text), got {len(values)}")

@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simpg.exc import SimpgError
+from simpg.passages.checks import checked_max_common
 from simpg.passages.config import PassageConfig, config_or_default
 from simpg.passages.pairs import (
     VERIFY_BATCH,
-    check_max_common,
     check_thresholds,
     pair_direction,
     pair_kept,
@@ -249,7 +249,7 @@ def passage_pairs(
         rank_column: which document came first (smaller is earlier; any orderable type); None:
             the id. A NULL rank falls back to the containment rule.
         min_tokens: tokens of the longest shared passage from which a pair is kept.
-        min_containment: share of a document (0 < x <= 1) held by the other from which a pair is kept.
+        min_containment: share of a document (from 0 to 1) held by the other from which a pair is kept.
         max_common: hashes held by more than this many documents make no candidates and are
             reported in :attr:`PassageReport.common`; None skips nothing.
         block_size: postings of one block of a hash held by many documents (its pairs are
@@ -267,7 +267,7 @@ def passage_pairs(
 
     cfg = config_or_default(config)
     min_tokens, min_containment = check_thresholds(cfg, min_tokens, min_containment)
-    check_max_common(max_common)
+    checked_max_common(max_common)
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise SimpgError(f"block_size must be at least 1, got {block_size!r}")
     spark = df.sparkSession

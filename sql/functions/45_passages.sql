@@ -349,7 +349,7 @@ CREATE FUNCTION simpg.checked_max_common(max_common bigint) RETURNS bigint
 AS $$
 BEGIN
     IF max_common < 0 THEN
-        RAISE EXCEPTION 'max_common must be at least 0 or null, got %', max_common
+        RAISE EXCEPTION 'max_common must be an integer of at least 0, got %', max_common
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN max_common;

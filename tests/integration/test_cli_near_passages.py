@@ -79,7 +79,7 @@ def test_near_passages_errors(db, capsys: pytest.CaptureFixture[str]) -> None:
                        "--text-column", "content", "--dsn", db.dsn)
     assert code != 0 and "no simpg passage index on public.docs.hashes" in err
     PassageColumn(conn, "docs", "hashes", text_column="content").create(8, 8)
-    for argv, message in [(["--min-containment", "2"], "min_containment must be a number from 0 to 1 or None, got 2.0"),
+    for argv, message in [(["--min-containment", "2"], "min_containment must be a number from 0 to 1, got 2.0"),
                           (["--min-tokens", "5"], "min_tokens must be an integer of at least 12"),
                           (["--text-column", "nope"], "column nope of table public.docs does not exist"),
                           (["--collection", "c"], "--collection applies to the table simpg_documents, not 'docs'")]:

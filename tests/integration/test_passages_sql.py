@@ -178,7 +178,7 @@ def test_a_comment_of_another_shape_or_type_is_not_an_index(conn):
     ("simpg.create_passage_index(NULL, 'passages')", errors.NullValueNotAllowed, "must not be null"),
     ("simpg.drop_passage_index('docs', 'fp')", errors.DatatypeMismatch, "expected bigint"),
     ("simpg.common_passage_hashes('docs', 'passages', -1)", errors.InvalidParameterValue,
-     "max_common must be at least 0 or null, got -1"),
+     "max_common must be an integer of at least 0, got -1"),
     ("simpg.common_passage_hashes('docs', 'ints', 5)", errors.DatatypeMismatch, "expected bigint"),
     ("simpg.passage_pairs('docs', 'passages', 1, -1)", errors.InvalidParameterValue, "got -1"),
     ("simpg.passage_pairs('docs', 'passages', 0)", errors.InvalidParameterValue,
@@ -200,6 +200,24 @@ def test_bad_input_is_refused_naming_the_value(conn, call, error, message):
     conn.execute("SELECT simpg.create_passage_index('docs', 'passages')")
     with pytest.raises(error, match=message):
         conn.execute(f"SELECT * FROM {call}")
+
+
+@pytest.mark.parametrize("bad", [-1, -2, -2**63])
+def test_max_common_is_refused_with_the_python_message(conn, bad):
+    """SQL's check of max_common (every function taking it) words its error as simpg.passages.checks does."""
+    from simpg.fingerprint.errors import InvalidConfig
+    from simpg.passages.checks import checked_max_common
+
+    with pytest.raises(InvalidConfig) as python:
+        checked_max_common(bad)
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, passages bigint[])")
+    conn.execute("SELECT simpg.create_passage_index('docs', 'passages')")
+    for call in ("simpg.common_passage_hashes('docs', 'passages', %s)",
+                 "simpg.passage_pairs('docs', 'passages', 1, %s)",
+                 "simpg.passage_candidates(NULL::docs, 'passages', '{1}', %s)"):
+        with pytest.raises(errors.InvalidParameterValue) as sql:
+            conn.execute(f"SELECT * FROM {call}", [bad])
+        assert sql.value.diag.message_primary == str(python.value), call
 
 
 # -- exact answers ---------------------------------------------------------------------------

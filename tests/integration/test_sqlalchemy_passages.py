@@ -174,12 +174,12 @@ def test_bad_input_is_a_clear_error(db):
                                                     r"index's larger window 8 \+ 4: shorter shared runs are not all "
                                                     r"found\), got 11$"):
                 passages_near(session, Page, "some text", min_tokens=11)
-            with pytest.raises(InvalidConfig, match=r"^min_containment must be a number from 0 to 1 or None, "
+            with pytest.raises(InvalidConfig, match=r"^min_containment must be a number from 0 to 1, "
                                                     r"got 1\.5$"):
                 passages_near(session, Page, "some text", min_containment=1.5)
-            with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0 or None, got -1$"):
+            with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, got -1$"):
                 passages_near(session, Page, "some text", max_common=-1)
-            with pytest.raises(InvalidConfig, match=r"^limit must be an integer of at least 1 or None, got 0$"):
+            with pytest.raises(InvalidConfig, match=r"^limit must be an integer of at least 1, got 0$"):
                 passages_near(session, Page, "some text", limit=0)
             with pytest.raises(InvalidDocument, match=r"^expected a text \(str\), got 42$"):
                 passages_near(session, Page, 42)  # type: ignore[arg-type]
