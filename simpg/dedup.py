@@ -54,7 +54,7 @@ from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distanc
 from simpg.passage_report import PartialOptions
 from simpg.passages import passage_hashes_array, passage_hashes_many
 from simpg.psycopg import SimHashColumn
-from simpg.reference import BAND_COLUMNS, PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE, ensure_reference_schema
+from simpg.reference import BAND_COLUMNS, PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE, TEXT_COLUMN, ensure_reference_schema
 from simpg.review import decisions as review_decisions
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "deduplicate",
     "decide_stored",
     "featureless_reason",
+    "fill_passages",
     "fingerprint_documents",
     "fingerprint_sketch_band_and_passage_documents",
     "fingerprint_sketch_and_band_documents",
@@ -135,6 +136,44 @@ def passage_hash_documents(docs: Sequence[Document], workers: int | None = None,
     return list(progress(passage_hashes_many((d.body for d in docs), PASSAGE_CONFIG,
                                              workers=_workers(docs, workers)),
                          len(docs), "hashing passages", None))
+
+
+def fill_passages(conn: psycopg.Connection[Any], collection: str, *, batch_size: int = LOAD_CHUNK,
+                  workers: int | None = None, progress: Progress = _quiet,
+                  stage: Callable[[str], None] = lambda text: None) -> int:
+    """Write the passage hashes of ``collection``'s rows that have none; return how many rows were written.
+
+    Rows stored by a simpg before passage hashes (or whose column was emptied) are never
+    found by ``simpg near --passages`` and are refused by ``simpg report --passages``;
+    ``append`` fills them. In batches of ``batch_size`` rows by id, each written in its own
+    transaction (``conn`` in autocommit mode), so a stopped fill resumes where it was; a
+    NULL text gets no hashes (``'{}'``), as an empty one.
+    """
+    missing = passage_report.unfilled_rows(conn, collection)
+    select = sql.SQL("SELECT id, {text} FROM {table} WHERE collection = %s AND {column} IS NULL AND id > %s "
+                     "ORDER BY id LIMIT %s")
+    update = sql.SQL("UPDATE {table} AS d SET {column} = v.hashes::bigint[] "
+                     "FROM unnest(%s::bigint[], %s::text[]) AS v(id, hashes) WHERE d.id = v.id AND d.{column} IS NULL")
+    names = {"table": sql.Identifier(TABLE), "column": sql.Identifier(PASSAGE_COLUMN),
+             "text": sql.Identifier(TEXT_COLUMN)}
+
+    def batches() -> Iterable[int]:
+        last = 0  # ids are a serial's: positive
+        while True:
+            rows = conn.execute(select.format(**names), [collection, last, batch_size]).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            made = passage_hashes_many([body or "" for _, body in rows], PASSAGE_CONFIG,
+                                       workers=1 if len(rows) < 1000 else workers)
+            conn.execute(update.format(**names), [[id_ for id_, _ in rows],
+                                                  ["{" + ",".join(map(str, h)) + "}" for h in made]])
+            yield len(rows)
+
+    if not missing:
+        return 0
+    stage(f"hashing passages of {missing} earlier rows that have none")
+    return sum(progress(batches(), missing, "hashing passages of earlier rows", lambda n: n))
 
 
 def _with_passages(made: list[Any], batch: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
@@ -271,6 +310,8 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
                 **{col: [None if b is None else b[i] for _, _, _, b in chunk] for i, col in enumerate(BAND_COLUMNS)},
                 PASSAGE_COLUMN: chunk_passages,
             })
+    if append:  # earlier rows without passage hashes get them, so that passage reports and lookups are complete
+        fill_passages(conn, collection, progress=progress, stage=stage)
     rows = _Rows(earlier.ids + ids, earlier.fingerprints + [fp for _, fp, _, _ in kept],
                  earlier.sketches + [sk for _, _, sk, _ in kept], earlier.band_keys + [b for _, _, _, b in kept])
     how = ("or sharing a band key, " if decision.confirm and decision.bands else "") + (
@@ -300,15 +341,14 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
         sources = [d.source for d, _, _, _ in kept]
         hashes: list[Any] = list(kept_passages)
         earlier_ids: list[int] = []
-        if append:  # the earlier rows' texts, and their hashes (made now where an older simpg left none)
+        if append:  # the earlier rows' texts and their hashes (filled above where an older simpg left none)
             for id_, body, source, stored in conn.execute(
                     "SELECT id, body, source, passages FROM simpg_documents WHERE collection = %s "
                     "AND id <> ALL(%s) ORDER BY id", [collection, ids]):
                 earlier_ids.append(id_)
                 texts.append(body or "")
                 sources.append(source)
-                hashes.append(stored if stored is not None else passage_hashes_array(body or "",
-                                                                                     PASSAGE_CONFIG))
+                hashes.append(stored)
         stage(f"pairing copied passages of {len(texts)} documents")
         report["passages"] = passage_report.from_texts(ids + earlier_ids, texts, hashes, sources, clusters, partial,
                                                        progress=progress)

@@ -217,3 +217,40 @@ def test_one_pass_gives_the_values_of_both(tmp_path: Path, workers: int) -> None
     assert fused[:3] == dedup.fingerprint_sketch_and_band_documents(docs, FingerprintConfig(), 1)
     apart = dedup.passage_hash_documents(docs, 1)
     assert [np.asarray(h).tolist() for h in fused[3]] == apart and any(apart)
+
+
+def test_append_fills_the_passages_of_earlier_rows(db: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows stored without passage hashes (an older simpg, or a NULL column) get them from ``dedup --append``,
+    in batches that resume; the report after it pairs the old rows too."""
+    from simpg import dedup
+    from simpg.passages import passage_hashes
+    from simpg.reference import PASSAGE_CONFIG
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    planted_folder(old)
+    (new / "z-later.txt").write_text("a later document, unrelated to the others", encoding="utf-8")
+    code, _, err = run(capsys, "dedup", str(old), "--dsn", db.dsn, "--collection", "planted")
+    assert code == 0, err
+    with psycopg.connect(db.dsn, autocommit=True) as conn:  # as an older simpg left them
+        conn.execute("UPDATE simpg_documents SET passages = NULL")
+        # a stopped fill resumes: one batch of two rows written, the rest left for --append
+        written = []
+        dedup.fill_passages(conn, "planted", batch_size=2,
+                            progress=lambda items, total, desc, weight: (written.append(n) or n
+                                                                         for n in itertools.islice(items, 1)))
+        assert written == [2]
+        assert conn.execute("SELECT count(*) FROM simpg_documents WHERE passages IS NOT NULL").fetchone() == (2,)
+    code, _, err = run(capsys, "dedup", str(new), "--dsn", db.dsn, "--collection", "planted", "--append")
+    assert code == 0, err
+    with psycopg.connect(db.dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT body, passages FROM simpg_documents WHERE collection = 'planted'").fetchall()
+    assert len(rows) == len(list(old.iterdir())) + 1
+    assert all(stored == passage_hashes(body, PASSAGE_CONFIG) for body, stored in rows)
+    # the report over the stored collection is complete: the repost among the old rows is found
+    code, out, err = run(capsys, "report", "--collection", "planted", "--dsn", db.dsn, "--passages", "--json")
+    assert code == 0, err
+    found = {(p["a_source"].rsplit("/", 1)[-1], p["b_source"].rsplit("/", 1)[-1])
+             for p in json.loads(out)["passages"]["pairs"]}
+    assert ("a-original.txt", "c-repost.txt") in found
