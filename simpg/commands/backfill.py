@@ -131,15 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bands and not args.sketch_column:
         raise SimpgError("--bands needs --sketch-column: the band keys come from the same minima as the sketch")
     config = _config(args.config)
-    show = args.progress or sys.stderr.isatty()
-    bar: Any = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = _bar(total)
-        bar.total = total
-        bar.update(done - bar.n)
+    progress = _Progress(args)
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         # everything that can be refused is refused before the first change
@@ -160,16 +152,13 @@ def run(args: argparse.Namespace) -> int:
                 backfill.add_band_columns(conn, args.table, band_columns, lock_timeout=args.lock_timeout)
             sketches = backfill.backfill_sketches(conn, args.table, args.text_column, args.sketch_column,
                                                   band_columns=band_columns, batch_size=args.batch_size,
-                                                  progress=progress if show else None,
+                                                  progress=progress.report,
                                                   resketch=args.refingerprint)
-            if bar is not None:
-                bar.close()
-                bar = None
+            progress.close()
         filled = backfill.backfill_fingerprints(
             conn, args.table, args.text_column, args.column, config=config, batch_size=args.batch_size,
-            workers=args.workers, progress=progress if show else None, refingerprint=args.refingerprint)
-        if bar is not None:
-            bar.close()
+            workers=args.workers, progress=progress.report, refingerprint=args.refingerprint)
+        progress.close()
         index = None
         if layout is not None:
             index = backfill.build_index(
@@ -208,10 +197,35 @@ def run(args: argparse.Namespace) -> int:
                 ("CREATE INDEX CONCURRENTLY", f"{index.index_seconds:.1f} s"),
                 ("ANALYZE + register", f"{index.analyze_seconds:.1f} s"),
             ]
-        width = max(len(name) for name, _ in rows)
-        for name, value in rows:
-            print(f"{name:<{width}}  {value}")
+        _print_rows(rows)
     return 0
+
+
+class _Progress:
+    """The progress bar of a fill on stderr, shown with --progress or on a terminal: ``report`` is the callback."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.bar: Any = None
+        self.report = self._update if args.progress or sys.stderr.isatty() else None
+
+    def _update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = _bar(total)
+        self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        """End the bar shown, if any: the next fill starts its own."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _print_rows(rows: list[tuple[str, str]]) -> None:
+    """The result as a table of two columns, the names aligned."""
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
 
 
 def _bar(total: int) -> Any:
@@ -242,15 +256,7 @@ def _run_passages(args: argparse.Namespace) -> int:
         config = PassageConfig(args.window, args.spaceless_window)
     except InvalidConfig as err:
         raise SimpgError(f"invalid --window or --spaceless-window: {err}") from None
-    show = args.progress or sys.stderr.isatty()
-    bar: Any = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = _bar(total)
-        bar.total = total
-        bar.update(done - bar.n)
+    progress = _Progress(args)
 
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         # everything that can be refused is refused before the first change
@@ -259,9 +265,8 @@ def _run_passages(args: argparse.Namespace) -> int:
         added = backfill.add_passage_column(conn, args.table, column, lock_timeout=args.lock_timeout)
         filled = backfill.backfill_passages(conn, args.table, args.text_column, column, config=config,
                                             batch_size=args.batch_size, workers=args.workers,
-                                            progress=progress if show else None, refill=args.refingerprint)
-        if bar is not None:
-            bar.close()
+                                            progress=progress.report, refill=args.refingerprint)
+        progress.close()
         index = backfill.build_passage_index(conn, args.table, column, config=config)
     result = {"column_added": added, **asdict(filled), "index": asdict(index)}
     if args.json:
@@ -280,7 +285,5 @@ def _run_passages(args: argparse.Namespace) -> int:
     ]
     if index.invalid_dropped:
         rows.append(("invalid indexes dropped", ", ".join(index.invalid_dropped)))
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
+    _print_rows(rows)
     return 0
