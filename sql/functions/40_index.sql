@@ -55,6 +55,33 @@ $$;
 COMMENT ON FUNCTION simpg.index_name(regclass, text, text, name[]) IS
     'Internal: object_name(base, suffix), numbered like PostgreSQL''s own index names when rel''s schema has it already';
 
+-- invalid_index_drops: what a stopped CREATE INDEX CONCURRENTLY left on rel's column
+-- attnum: its INVALID one-column indexes (of access method am; NULL: any), each with the
+-- statement that drops it, by name. CONCURRENTLY with concurrently, except on a partitioned
+-- table (PostgreSQL cannot drop a partitioned index concurrently; that takes its partitions').
+-- The statements that resume a build drop these first and build them again under their names.
+CREATE FUNCTION simpg.invalid_index_drops(rel regclass, attnum smallint, am name, concurrently boolean)
+    RETURNS TABLE (index_name name, statement text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ic.relname,
+           format('DROP INDEX%s IF EXISTS %I.%I',
+                  CASE WHEN invalid_index_drops.concurrently AND c.relkind <> 'p' THEN ' CONCURRENTLY' ELSE '' END,
+                  n.nspname, ic.relname)
+    FROM pg_index AS i
+    JOIN pg_class AS c ON c.oid = i.indrelid
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
+    JOIN pg_am AS a ON a.oid = ic.relam
+    WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = invalid_index_drops.attnum AND NOT i.indisvalid
+      AND (invalid_index_drops.am IS NULL OR a.amname = invalid_index_drops.am)
+    ORDER BY ic.relname
+$$;
+
+COMMENT ON FUNCTION simpg.invalid_index_drops(regclass, smallint, name, boolean) IS
+    'Internal: the INVALID one-column indexes on a column that a stopped concurrent build left, with the DROP INDEX of each';
+
 -- not_a_partition: raises when rel is a partition. A partition has exactly its parent's
 -- columns (PostgreSQL refuses to add or drop one there), so its simpg index is its
 -- parent's: created, dropped and listed with the partitioned table.
@@ -268,16 +295,11 @@ BEGIN
     -- what a stopped CREATE INDEX CONCURRENTLY left: INVALID indexes on the prefix columns
     -- kept (PostgreSQL cannot drop a partitioned one concurrently; that takes its partitions')
     RETURN QUERY
-    SELECT 'drop_invalid', p.t, ic.relname,
-           format('DROP INDEX%s IF EXISTS %I.%I',
-                  CASE WHEN index_ddl.concurrently AND v_relkind <> 'p' THEN ' CONCURRENTLY' ELSE '' END,
-                  n.nspname, ic.relname)
+    SELECT 'drop_invalid', p.t, d.index_name, d.statement
     FROM simpg.prefix_columns_of(rel) AS p
-    JOIN pg_index AS i ON i.indrelid = rel AND p.prefix_attnum = ANY (i.indkey)
-    JOIN pg_class AS ic ON ic.oid = i.indexrelid
-    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
-    WHERE p.fingerprint_column = col AND p.k = index_ddl.k AND p.levels = index_ddl.levels AND NOT i.indisvalid
-    ORDER BY p.t, ic.relname;
+    CROSS JOIN LATERAL simpg.invalid_index_drops(rel, p.prefix_attnum, NULL, index_ddl.concurrently) AS d
+    WHERE p.fingerprint_column = col AND p.k = index_ddl.k AND p.levels = index_ddl.levels
+    ORDER BY p.t, d.index_name;
     FOR v_t IN 0 .. v_tables - 1 LOOP
         CONTINUE WHEN v_built[v_t + 1] IS NOT NULL;
         IF NOT v_partitioned THEN

@@ -225,15 +225,8 @@ BEGIN
     END IF;
     SELECT a.attnum INTO v_attnum FROM pg_attribute AS a WHERE a.attrelid = rel AND a.attname = col;
     RETURN QUERY
-    SELECT 'drop_invalid', ic.relname,
-           format('DROP INDEX%s IF EXISTS %I.%I', CASE WHEN v_relkind <> 'p' THEN v_concurrently ELSE '' END,
-                  n.nspname, ic.relname)
-    FROM pg_index AS i
-    JOIN pg_class AS ic ON ic.oid = i.indexrelid
-    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
-    WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = v_attnum AND NOT i.indisvalid
-      AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin')
-    ORDER BY ic.relname;
+    SELECT 'drop_invalid', d.index_name, d.statement
+    FROM simpg.invalid_index_drops(rel, v_attnum, 'gin', passage_index_ddl.concurrently) AS d;
     IF v_found.index_name IS NULL THEN
         phase := 'gin';
         index_name := simpg.index_name(rel, v_relname || '_' || col, '_gin_idx');
