@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from alembic.operations import MigrateOperation, Operations
 from psycopg import sql
@@ -70,6 +70,55 @@ def _rel(table_name: str, schema: str | None) -> str:
     drivers: right in a statement, another table's name in a value.
     """
     return quoted_name(schema, table_name) if schema else quoted_name(table_name)
+
+
+class _ColumnOp(MigrateOperation):
+    """An operation on one column of a table: the table, the column, its schema, and its autogenerate entry.
+
+    What the guard and passage index operations share, as Alembic's own operations share
+    ``AlterTableOp``. ``to_diff_tuple`` is ``(diff_name, schema, table, column, *diff_values())``.
+    """
+
+    diff_name: ClassVar[str]
+
+    def __init__(self, table_name: str, column_name: str, *, schema: str | None = None) -> None:
+        self.table_name = table_name
+        self.column_name = column_name
+        self.schema = schema
+
+    def diff_values(self) -> tuple[Any, ...]:
+        """What autogenerate compares beyond the column (a create operation's settings)."""
+        return ()
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """This operation as an autogenerate diff entry."""
+        return (self.diff_name, self.schema, self.table_name, self.column_name, *self.diff_values())
+
+
+class _DropColumnOp(_ColumnOp):
+    """Dropping what a create operation made: reversible when autogenerate made it as that operation's reverse."""
+
+    #: why a drop written by hand cannot be reversed: the settings it does not know
+    unknown: ClassVar[str]
+
+    def __init__(self, table_name: str, column_name: str, *, schema: str | None = None,
+                 _reverse: MigrateOperation | None = None) -> None:
+        super().__init__(table_name, column_name, schema=schema)
+        self._reverse = _reverse
+
+    def reverse(self) -> MigrateOperation:
+        """The operation that undoes this one."""
+        if self._reverse is None:
+            name = self.diff_name.replace("remove_", "drop_")
+            raise ValueError(f"{name}({self.table_name!r}, {self.column_name!r}) is not reversible: "
+                             f"{self.unknown}")
+        return self._reverse
+
+
+def _call_on_column(operations: Operations, function: str, op: _ColumnOp, *values: Any) -> None:
+    """Run ``SELECT simpg.<function>(table, column, *values)`` (values: bound literals) in the migration."""
+    operations.execute(select(_simpg(function, cast(literal(_rel(op.table_name, op.schema), Text), REGCLASS),
+                                     literal(op.column_name, Text), *values)))
 
 
 class _AddPrefixColumns(ExecutableDDLElement):
@@ -282,8 +331,10 @@ def _uninstall_simpg(operations: Operations, op: UninstallSimpgOp) -> None:
 
 
 @Operations.register_operation("create_simhash_index")
-class CreateSimhashIndexOp(MigrateOperation):
+class CreateSimhashIndexOp(_ColumnOp):
     """Add a table's prefix columns and B-tree indexes, and record them in simpg.indexes."""
+
+    diff_name = "add_simhash_index"
 
     def __init__(
         self,
@@ -297,13 +348,11 @@ class CreateSimhashIndexOp(MigrateOperation):
         schema: str | None = None,
         concurrently: bool = False,
     ) -> None:
-        self.table_name = table_name
-        self.column_name = column_name
+        super().__init__(table_name, column_name, schema=schema)
         self.k = k
         self.blocks = blocks
         self.inner_blocks = inner_blocks
         self.fingerprint_config = fingerprint_config
-        self.schema = schema
         self.concurrently = concurrently
 
     @classmethod
@@ -367,15 +416,17 @@ class CreateSimhashIndexOp(MigrateOperation):
             _reverse=self,
         )
 
-    def to_diff_tuple(self) -> tuple[Any, ...]:
-        """This operation as an autogenerate diff entry."""
-        levels = self.layout.levels if self.layout else None
-        return ("add_simhash_index", self.schema, self.table_name, self.column_name, self.k, levels)
+    def diff_values(self) -> tuple[Any, ...]:
+        """The layout, which autogenerate compares."""
+        return self.k, self.layout.levels if self.layout else None
 
 
 @Operations.register_operation("drop_simhash_index")
-class DropSimhashIndexOp(MigrateOperation):
+class DropSimhashIndexOp(_DropColumnOp):
     """Remove a simhash index: its prefix columns, B-tree indexes and catalog row."""
+
+    diff_name = "remove_simhash_index"
+    unknown = "its layout is unknown"
 
     def __init__(
         self,
@@ -386,11 +437,8 @@ class DropSimhashIndexOp(MigrateOperation):
         concurrently: bool = False,
         _reverse: CreateSimhashIndexOp | None = None,
     ) -> None:
-        self.table_name = table_name
-        self.column_name = column_name
-        self.schema = schema
+        super().__init__(table_name, column_name, schema=schema, _reverse=_reverse)
         self.concurrently = concurrently
-        self._reverse = _reverse
 
     @classmethod
     def drop_simhash_index(
@@ -415,19 +463,6 @@ class DropSimhashIndexOp(MigrateOperation):
         operations.invoke(
             cls(table_name, column_name, schema=schema, concurrently=concurrently)
         )
-
-    def reverse(self) -> CreateSimhashIndexOp:
-        """The operation that undoes this one."""
-        if self._reverse is None:
-            raise ValueError(
-                f"drop_simhash_index({self.table_name!r}, {self.column_name!r}) is not reversible: "
-                "its layout is unknown"
-            )
-        return self._reverse
-
-    def to_diff_tuple(self) -> tuple[Any, ...]:
-        """This operation as an autogenerate diff entry."""
-        return ("remove_simhash_index", self.schema, self.table_name, self.column_name)
 
 
 @Operations.implementation_for(CreateSimhashIndexOp)
@@ -496,13 +531,10 @@ def _offline_statements(operations: Operations, op: CreateSimhashIndexOp, layout
 
 @Operations.implementation_for(DropSimhashIndexOp)
 def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
-    rel = _rel(op.table_name, op.schema)
-    drop = select(
-        _simpg("drop_index", cast(literal(rel, Text), REGCLASS), literal(op.column_name, Text))
-    )
     if not op.concurrently:
-        operations.execute(drop)
+        _call_on_column(operations, "drop_index", op)
         return
+    rel = _rel(op.table_name, op.schema)
     bind = _online_bind(operations, "drop_simhash_index(concurrently=True)")
     partitioned = bind.execute(
         text("SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = CAST(:rel AS regclass)"), {"rel": rel}
@@ -511,7 +543,7 @@ def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
         # PostgreSQL cannot DROP INDEX CONCURRENTLY a partitioned index; dropping the
         # columns drops the B-trees with them, without reading the table
         logger.info("%s is partitioned: its B-trees are dropped with its prefix columns", rel)
-        operations.execute(drop)
+        _call_on_column(operations, "drop_index", op)
         return
     names = (
         bind.execute(
@@ -527,27 +559,27 @@ def _drop_simhash_index(operations: Operations, op: DropSimhashIndexOp) -> None:
             # no_parameters: run as psycopg composed it (names may hold % or :)
             bind.exec_driver_sql(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(index).as_string(None),
                                  execution_options={"no_parameters": True})
-        operations.execute(drop)
+        _call_on_column(operations, "drop_index", op)
 
 
 # -- near-unique guards (docs/guard.md) ------------------------------------------------------
 
 
 @Operations.register_operation("create_simhash_guard")
-class CreateSimhashGuardOp(MigrateOperation):
+class CreateSimhashGuardOp(_ColumnOp):
     """Add a near-unique guard on an indexed fingerprint column (``simpg.create_guard``)."""
+
+    diff_name = "add_simhash_guard"
 
     def __init__(self, table_name: str, column_name: str, *, k: int | None = None,
                  key_column: str | None = None, sketch_column: str | None = None,
                  max_sketch_distance: int | None = None, bands: bool | None = None, schema: str | None = None) -> None:
-        self.table_name = table_name
-        self.column_name = column_name
+        super().__init__(table_name, column_name, schema=schema)
         self.k = k
         self.key_column = key_column
         self.sketch_column = sketch_column
         self.max_sketch_distance = max_sketch_distance
         self.bands = bands
-        self.schema = schema
 
     @classmethod
     def create_simhash_guard(cls, operations: Operations, table_name: str, column_name: str, *,
@@ -575,22 +607,17 @@ class CreateSimhashGuardOp(MigrateOperation):
         """The operation that undoes this one."""
         return DropSimhashGuardOp(self.table_name, self.column_name, schema=self.schema, _reverse=self)
 
-    def to_diff_tuple(self) -> tuple[Any, ...]:
-        """This operation as an autogenerate diff entry."""
-        return ("add_simhash_guard", self.schema, self.table_name, self.column_name, self.k, self.sketch_column,
-                self.max_sketch_distance, self.bands)
+    def diff_values(self) -> tuple[Any, ...]:
+        """The guard's settings, which autogenerate compares."""
+        return self.k, self.sketch_column, self.max_sketch_distance, self.bands
 
 
 @Operations.register_operation("drop_simhash_guard")
-class DropSimhashGuardOp(MigrateOperation):
+class DropSimhashGuardOp(_DropColumnOp):
     """Remove the near-unique guard of a fingerprint column (``simpg.drop_guard``)."""
 
-    def __init__(self, table_name: str, column_name: str, *, schema: str | None = None,
-                 _reverse: CreateSimhashGuardOp | None = None) -> None:
-        self.table_name = table_name
-        self.column_name = column_name
-        self.schema = schema
-        self._reverse = _reverse
+    diff_name = "remove_simhash_guard"
+    unknown = "its k is unknown"
 
     @classmethod
     def drop_simhash_guard(cls, operations: Operations, table_name: str, column_name: str, *,
@@ -598,49 +625,34 @@ class DropSimhashGuardOp(MigrateOperation):
         """Drop what create_simhash_guard made."""
         operations.invoke(cls(table_name, column_name, schema=schema))
 
-    def reverse(self) -> CreateSimhashGuardOp:
-        """The operation that undoes this one."""
-        if self._reverse is None:
-            raise ValueError(f"drop_simhash_guard({self.table_name!r}, {self.column_name!r}) is not reversible: "
-                             "its k is unknown")
-        return self._reverse
-
-    def to_diff_tuple(self) -> tuple[Any, ...]:
-        """This operation as an autogenerate diff entry."""
-        return ("remove_simhash_guard", self.schema, self.table_name, self.column_name)
-
 
 @Operations.implementation_for(CreateSimhashGuardOp)
 def _create_simhash_guard(operations: Operations, op: CreateSimhashGuardOp) -> None:
-    rel = _rel(op.table_name, op.schema)
-    operations.execute(select(_simpg("create_guard", cast(literal(rel, Text), REGCLASS),
-                                     literal(op.column_name, Text), literal(op.k, Integer),
-                                     literal(op.key_column, Text), literal(op.sketch_column, Text),
-                                     literal(op.max_sketch_distance, Integer), literal(op.bands, Boolean))))
+    _call_on_column(operations, "create_guard", op, literal(op.k, Integer), literal(op.key_column, Text),
+                    literal(op.sketch_column, Text), literal(op.max_sketch_distance, Integer),
+                    literal(op.bands, Boolean))
 
 
 @Operations.implementation_for(DropSimhashGuardOp)
 def _drop_simhash_guard(operations: Operations, op: DropSimhashGuardOp) -> None:
-    rel = _rel(op.table_name, op.schema)
-    operations.execute(select(_simpg("drop_guard", cast(literal(rel, Text), REGCLASS),
-                                     literal(op.column_name, Text))))
+    _call_on_column(operations, "drop_guard", op)
 
 
 # -- passage indexes (partial duplicates, docs/partial.md) ---------------------------------
 
 
 @Operations.register_operation("create_passage_index")
-class CreatePassageIndexOp(MigrateOperation):
+class CreatePassageIndexOp(_ColumnOp):
     """Give a ``bigint[]`` column its passage index: the GIN index and the windows' comment."""
+
+    diff_name = "add_passage_index"
 
     def __init__(self, table_name: str, column_name: str, *, window: int = DEFAULT_WINDOW,
                  spaceless_window: int = DEFAULT_SPACELESS_WINDOW, schema: str | None = None,
                  concurrently: bool = False) -> None:
-        self.table_name = table_name
-        self.column_name = column_name
+        super().__init__(table_name, column_name, schema=schema)
         self.window = window
         self.spaceless_window = spaceless_window
-        self.schema = schema
         self.concurrently = concurrently
         #: set by autogenerate when the index replaces one of other windows (window,
         #: spaceless_window): the rendered migration then says that the stored hashes must be made again
@@ -674,22 +686,17 @@ class CreatePassageIndexOp(MigrateOperation):
         """The operation that undoes this one."""
         return DropPassageIndexOp(self.table_name, self.column_name, schema=self.schema, _reverse=self)
 
-    def to_diff_tuple(self) -> tuple[Any, ...]:
-        """This operation as an autogenerate diff entry."""
-        return ("add_passage_index", self.schema, self.table_name, self.column_name, self.window,
-                self.spaceless_window)
+    def diff_values(self) -> tuple[Any, ...]:
+        """The windows, which autogenerate compares."""
+        return self.window, self.spaceless_window
 
 
 @Operations.register_operation("drop_passage_index")
-class DropPassageIndexOp(MigrateOperation):
+class DropPassageIndexOp(_DropColumnOp):
     """Remove a passage index: the GIN index and the comment (the column and its hashes stay)."""
 
-    def __init__(self, table_name: str, column_name: str, *, schema: str | None = None,
-                 _reverse: CreatePassageIndexOp | None = None) -> None:
-        self.table_name = table_name
-        self.column_name = column_name
-        self.schema = schema
-        self._reverse = _reverse
+    diff_name = "remove_passage_index"
+    unknown = "its windows are unknown"
 
     @classmethod
     def drop_passage_index(cls, operations: Operations, table_name: str, column_name: str, *,
@@ -697,26 +704,14 @@ class DropPassageIndexOp(MigrateOperation):
         """Drop what create_passage_index made (``simpg.drop_passage_index``)."""
         operations.invoke(cls(table_name, column_name, schema=schema))
 
-    def reverse(self) -> CreatePassageIndexOp:
-        """The operation that undoes this one."""
-        if self._reverse is None:
-            raise ValueError(f"drop_passage_index({self.table_name!r}, {self.column_name!r}) is not reversible: "
-                             "its windows are unknown")
-        return self._reverse
-
-    def to_diff_tuple(self) -> tuple[Any, ...]:
-        """This operation as an autogenerate diff entry."""
-        return ("remove_passage_index", self.schema, self.table_name, self.column_name)
-
 
 @Operations.implementation_for(CreatePassageIndexOp)
 def _create_passage_index(operations: Operations, op: CreatePassageIndexOp) -> None:
-    rel = _rel(op.table_name, op.schema)
     if not op.concurrently:
-        operations.execute(select(_simpg("create_passage_index", cast(literal(rel, Text), REGCLASS),
-                                         literal(op.column_name, Text), literal(op.window, Integer),
-                                         literal(op.spaceless_window, Integer))))
+        _call_on_column(operations, "create_passage_index", op, literal(op.window, Integer),
+                        literal(op.spaceless_window, Integer))
         return
+    rel = _rel(op.table_name, op.schema)
     bind = _online_bind(operations, "create_passage_index(concurrently=True)")
     # simpg.create_passage_index's statements (simpg.passage_index_ddl), with CONCURRENTLY:
     # they cannot run inside a function, since a function runs in a transaction
@@ -729,6 +724,4 @@ def _create_passage_index(operations: Operations, op: CreatePassageIndexOp) -> N
 
 @Operations.implementation_for(DropPassageIndexOp)
 def _drop_passage_index(operations: Operations, op: DropPassageIndexOp) -> None:
-    rel = _rel(op.table_name, op.schema)
-    operations.execute(select(_simpg("drop_passage_index", cast(literal(rel, Text), REGCLASS),
-                                     literal(op.column_name, Text))))
+    _call_on_column(operations, "drop_passage_index", op)
