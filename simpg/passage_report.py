@@ -140,7 +140,7 @@ def unfilled_rows(conn: Any, collection: str | None) -> int:
 def fill_hint(collection: str) -> str:
     """How to fill the passage hashes of the reference table's rows that have none."""
     return (f"fill them with: simpg backfill --passages --table {TABLE} --text-column {TEXT_COLUMN} "
-            f"(or run simpg dedup again on collection {collection!r})")
+            f"(or run simpg dedup again on collection {collection!r}, or simpg dedup --append to it)")
 
 
 def from_collection(conn: Any, collection: str, whole_clusters: Iterable[Sequence[int]], options: PartialOptions,

@@ -91,7 +91,8 @@ def register(subparsers: Any) -> None:
                         "are candidates too, however far apart their fingerprints (default: --bands)")
     p.add_argument("--collection", help="name of this set of documents (default: PATH)")
     p.add_argument("--append", action="store_true",
-                   help="keep the collection's earlier documents (default: replace them)")
+                   help="keep the collection's earlier documents (default: replace them); those stored without "
+                        "passage hashes get them")
     p.add_argument("--glob", default=DEFAULT_GLOB, help=f"files of a folder to read (default: {DEFAULT_GLOB})")
     p.add_argument("--text-column", help="JSONL key / CSV column of the text (default: text, body or content)")
     p.add_argument("--title-column", help="JSONL key / CSV column of the title (default: title, if any)")
