@@ -334,7 +334,8 @@ def test_shared_passage_length() -> None:
 
 
 @pytest.mark.parametrize("name", ["simpg.passages", "simpg.passages.config", "simpg.passages.tokens",
-                                  "simpg.passages.winnow", "simpg.passages.comparison"])
+                                  "simpg.passages.winnow", "simpg.passages.comparison",
+                                  "simpg.passages.checks"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
