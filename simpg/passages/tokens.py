@@ -235,4 +235,5 @@ def spaceless_tokens(toks: Tokens | Sequence[str]) -> npt.NDArray[np.bool_]:
     # a spaceless token is one letter; a token of another script has none (TOKEN): its first character decides
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     firsts = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)[np.cumsum(lengths) - lengths]
-    return (np.searchsorted(_SPACELESS_BOUNDS, firsts, side="right") & 1).astype(np.bool_)
+    inside: npt.NDArray[np.bool_] = (np.searchsorted(_SPACELESS_BOUNDS, firsts, side="right") & 1).astype(np.bool_)
+    return inside

@@ -181,7 +181,7 @@ def kgram_weights(spaceless: BoolArray, config: PassageConfig | None = None) -> 
 
 
 def winnowed(grams: U64Array, words: Tokens | Sequence[str], config: PassageConfig | None = None) -> I64Array:
-    """The passage hashes of a text from its k-gram hashes (:func:`kgram_hashes`) and tokens: sorted, distinct ``int64``.
+    """A text's passage hashes from its k-gram hashes (:func:`kgram_hashes`) and tokens: sorted, distinct ``int64``.
 
     Winnowed with windows weighted by script (the module's docstring); with the config's
     two windows equal, or a text of one kind of token, plain :func:`winnow`.

@@ -247,8 +247,9 @@ def test_winnow_weighted_is_the_brute_force_on_random_weights_and_ties() -> None
 
 def test_winnow_weighted_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(7)
-    # simpg.passages.winnow, the attribute, is the function: the module by its name
-    monkeypatch.setattr(importlib.import_module("simpg.passages.winnow"), "_CHUNK", 7)  # many chunks, windows across their ends
+    # simpg.passages.winnow, the attribute, is the function: the module by its name; many chunks,
+    # windows across their ends
+    monkeypatch.setattr(importlib.import_module("simpg.passages.winnow"), "_CHUNK", 7)
     for trial in range(100):
         n = rng.randrange(0, 200)
         values = [rng.randrange(0, rng.choice([4, 2**64])) for _ in range(n)]
