@@ -10,6 +10,8 @@
     python3 -m bench.quality.partial check --part tune --limit 300   # recount sampled pairs (sets, difflib)
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
+    python3 -m bench.quality.partial build --part heldout-large --hosts 1500   # more planted passages
+    python3 -m bench.quality.partial score --part heldout-large --lang mixed --detectors product:w=26:ws=46
 
 The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz``), per language
 (en, zh, mixed) of the main corpus (``corpus/<lang>.jsonl``, its ``tune``/``heldout`` split):
@@ -23,6 +25,13 @@ The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz`
   light edit (0, 2, 5 or 10% of its word tokens substituted, whitespace and punctuation changed),
   inserted at a random token boundary (half of them at a line end); the result is a new
   document ``<host>~partial`` beside its host.
+
+``heldout-large`` (:data:`LARGE_PARTS`): the bases of ``heldout`` and ``--hosts`` planted
+documents a language (default :data:`LARGE_HOSTS`), hosts drawn with replacement (each
+planted document ``<host>~partial<n>``), planted as above with a seed of its own: a larger
+sample of planted passages (the short edited ones are few in ``heldout``) on the same pinned
+documents. Written to ``bench/data/partial-large/`` of the working tree (the corpus folder is
+shared and not written); ``tune`` and ``heldout`` are built as before.
 
 Truth, exact over all pairs of a language (:func:`compute_truth`): tokens are words of spaced
 scripts and single characters of spaceless ones (Han, kana, Thai...; ``truth.py``'s
@@ -84,6 +93,12 @@ from bench.quality import build_corpus, truth  # noqa: E402
 from bench.quality.sources import DATA, log  # noqa: E402
 
 OUT = DATA / "partial"
+#: Parts with more planted passages: their name -> the split their bases come from.
+LARGE_PARTS = {"heldout-large": "heldout"}
+#: Planted documents a language of a large part (hosts drawn with replacement), unless --hosts.
+LARGE_HOSTS = {"en": 1500, "zh": 1500, "mixed": 1500}
+#: Where large parts are written: the working tree, not the shared corpus folder.
+LARGE_OUT = Path(__file__).resolve().parents[1] / "data" / "partial-large"
 #: Where ``score`` writes its reports.
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 LANGS = ("en", "zh", "mixed")
@@ -152,12 +167,16 @@ def _spaceless(text: str) -> bool:
     return letters > 0 and len(_SPACELESS.findall(text[:4000])) >= 0.3 * letters
 
 
-def build_part(part: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """Bases of ``part`` and planted hosts, every language (see the module docstring)."""
+def build_part(part: str, limit: int | None = None, hosts: int | None = None) -> list[dict[str, Any]]:
+    """Bases of ``part`` and planted hosts, every language (see the module docstring).
+
+    ``hosts``: planted documents a language of a large part (None: :data:`LARGE_HOSTS`).
+    """
     docs: list[dict[str, Any]] = []
+    large = part in LARGE_PARTS
     for lang in LANGS:
         rng = random.Random(f"{SEED}:{lang}:{part}")
-        every = [d for d in build_corpus.load_part(lang, part) if d["base"] is None]
+        every = [d for d in build_corpus.load_part(lang, LARGE_PARTS.get(part, part)) if d["base"] is None]
         every.sort(key=lambda d: _rank(d["id"]))
         n_bases = limit if limit is not None else BASES[lang]
         copyright_docs = [d for d in every if d["collection"] == "copyright"]
@@ -172,9 +191,12 @@ def build_part(part: str, limit: int | None = None) -> list[dict[str, Any]]:
             for t in TOKEN.findall(d["text"][:3000]):
                 vocab_of[bool(_SPACELESS.match(t))].append(t)
         n_hosts = HOSTS[lang] if limit is None else max(10, limit // 4)
-        hosts = rng.sample(bases, min(n_hosts, len(bases)))
+        if large:  # with replacement: more planted passages than bases
+            chosen = [rng.choice(bases) for _ in range(hosts or LARGE_HOSTS[lang])]
+        else:
+            chosen = rng.sample(bases, min(n_hosts, len(bases)))
         planted = []
-        for host in hosts:
+        for n_host, host in enumerate(chosen):
             text = host["text"]
             sources = []
             for _ in range(rng.choices((1, 2, 3), weights=(0.5, 0.3, 0.2))[0]):
@@ -201,7 +223,8 @@ def build_part(part: str, limit: int | None = None) -> list[dict[str, Any]]:
                     sources.append({"donor": donor["id"], "tokens": length, "rate": rate, "cjk": cjk})
                     break
             if sources:
-                planted.append({"id": f"{host['id']}~partial", "lang": lang, "collection": host["collection"],
+                suffix = f"~partial{n_host}" if large else "~partial"
+                planted.append({"id": host["id"] + suffix, "lang": lang, "collection": host["collection"],
                                 "host": host["id"], "sources": sources, "text": text})
         docs.extend(bases)
         docs.extend(planted)
@@ -975,16 +998,16 @@ def check_truth(part: str, limit: int | None, langs: Sequence[str], n: int = 300
 
 
 def part_path(part: str, limit: int | None) -> Path:
-    return OUT / (f"{part}-{limit}" if limit else part)
+    return (LARGE_OUT if part in LARGE_PARTS else OUT) / (f"{part}-{limit}" if limit else part)
 
 
-def load_or_build(part: str, limit: int | None, force: bool = False) -> list[dict[str, Any]]:
+def load_or_build(part: str, limit: int | None, force: bool = False, hosts: int | None = None) -> list[dict[str, Any]]:
     path = part_path(part, limit).with_suffix(".jsonl.gz")
     if path.exists() and not force:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             return [json.loads(line) for line in fh]
-    docs = build_part(part, limit)
-    OUT.mkdir(parents=True, exist_ok=True)
+    docs = build_part(part, limit, hosts)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for d in docs:
             fh.write(json.dumps(d, ensure_ascii=False) + "\n")
@@ -1119,7 +1142,9 @@ def markdown(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=("build", "score", "rowsize", "cost", "check"))
-    ap.add_argument("--part", default="tune", choices=build_corpus.PARTS)
+    ap.add_argument("--part", default="tune", choices=(*build_corpus.PARTS, *LARGE_PARTS))
+    ap.add_argument("--hosts", type=int, default=None,
+                    help="build: planted documents a language of a large part (default LARGE_HOSTS)")
     ap.add_argument("--limit", type=int, default=None, help="bases per language (develop)")
     ap.add_argument("--lang", default=",".join(LANGS))
     ap.add_argument("--detectors", default=",".join(DEFAULT_DETECTORS))
@@ -1127,7 +1152,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dsn", default=None, help="rowsize: a server of your own (default: simpg's embedded one)")
     args = ap.parse_args(argv)
     if args.command == "build":
-        load_or_build(args.part, args.limit, force=args.force)
+        load_or_build(args.part, args.limit, force=args.force, hosts=args.hosts)
         return
     if args.command == "rowsize":
         print("| table | heap bytes / row | B-tree (hash) bytes / row | total |\n|---|---:|---:|---:|")
