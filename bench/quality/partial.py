@@ -11,7 +11,7 @@
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
     python3 -m bench.quality.partial build --part heldout-large --hosts 1500   # more planted passages
-    python3 -m bench.quality.partial score --part heldout-large --lang mixed --detectors product:w=26:ws=46
+    python3 -m bench.quality.partial planted --part heldout-large --detectors product:w=26:ws=46   # recall only
 
 The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz``), per language
 (en, zh, mixed) of the main corpus (``corpus/<lang>.jsonl``, its ``tune``/``heldout`` split):
@@ -51,6 +51,12 @@ Questions, scored with precision / recall / F1 (:func:`score`):
   ``far``: called pairs whose longest shared run is below ``N / 2``;
 * ``planted``: recall over the planted (host variant, donor) pairs by passage length, found
   when the detector reports the pair at all.
+
+``planted`` (:func:`planted_recall`): recall of the planted passages alone, for the product
+detector, without the truth over all pairs (a large part's is costly): a planted (host
+variant, donor) pair is found when the product reports it, that is when the two documents'
+passage hashes share one (a candidate) and ``compare`` finds a shared passage of at least K
+tokens, exactly what ``score`` counts for the pair in its ``reported`` rows.
 
 Detectors: ``lshe`` (datasketch's LSH Ensemble over the truth's shingles, 128 permutations,
 one index per threshold; containment only), ``winnow:k=K:w=W`` (winnowing of token K-gram
@@ -997,6 +1003,35 @@ def check_truth(part: str, limit: int | None, langs: Sequence[str], n: int = 300
 # -- main ---------------------------------------------------------------------------------
 
 
+def planted_recall(part: str, limit: int | None, specs: Sequence[str], langs: Sequence[str]) -> list[dict[str, Any]]:
+    """Recall of the planted passages for each ``product:`` detector, per language and bin (see the docstring)."""
+    from simpg.passages import K, PassageConfig, compare, passage_hashes_array
+
+    docs = load_or_build(part, limit)
+    out = []
+    for lang in langs:
+        mine = [d for d in docs if d["lang"] == lang]
+        planted = planted_pairs(mine)
+        for spec in specs:
+            name, opts = parse_detector(spec)
+            if name != "product":
+                raise SystemExit(f"planted: only product detectors, got {spec!r}")
+            config = PassageConfig(opts["w"], opts.get("ws", opts["w"]))
+            involved = sorted({n for a, b, _, _ in planted for n in (a, b)})
+            hashes = {n: passage_hashes_array(mine[n]["text"], config) for n in involved}
+            bins: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for a, b, length, rate in planted:
+                found = (len(np.intersect1d(hashes[a], hashes[b])) > 0
+                         and compare(mine[a]["text"], mine[b]["text"]).longest >= K)
+                by_length = "50-99" if length < 100 else "100-299" if length < 300 else "300+"
+                for label in (by_length, f"edit {rate:.2f}", f"{by_length} edit {rate:.2f}"):
+                    bins[label][1] += 1
+                    bins[label][0] += found
+            out.append({"lang": lang, "detector": spec, "bins": {k: tuple(v) for k, v in sorted(bins.items())}})
+            log(f"{lang}/{part} {spec}: {len(planted)} planted passages")
+    return out
+
+
 def part_path(part: str, limit: int | None) -> Path:
     return (LARGE_OUT if part in LARGE_PARTS else OUT) / (f"{part}-{limit}" if limit else part)
 
@@ -1141,7 +1176,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("build", "score", "rowsize", "cost", "check"))
+    ap.add_argument("command", choices=("build", "score", "planted", "rowsize", "cost", "check"))
     ap.add_argument("--part", default="tune", choices=(*build_corpus.PARTS, *LARGE_PARTS))
     ap.add_argument("--hosts", type=int, default=None,
                     help="build: planted documents a language of a large part (default LARGE_HOSTS)")
@@ -1165,6 +1200,16 @@ def main(argv: list[str] | None = None) -> None:
         if bad:
             raise SystemExit(f"truth check failed: {bad} pairs")
         print("truth check passed")
+        return
+    if args.command == "planted":
+        bands = ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES), "50-99 edit 0.10",
+                 "100-299 edit 0.10", "300+ edit 0.10")
+        print("| lang | detector | " + " | ".join(bands) + " |\n|---|---|" + "---:|" * len(bands))
+        for r in planted_recall(args.part, args.limit, [d for d in args.detectors.split(",") if d],
+                                [x for x in args.lang.split(",") if x]):
+            cells = [f"{r['bins'][b][0] / r['bins'][b][1]:.3f} ({r['bins'][b][0]}/{r['bins'][b][1]})"
+                     if b in r["bins"] else "–" for b in bands]
+            print(f"| {r['lang']} | {r['detector']} | " + " | ".join(cells) + " |")
         return
     if args.command == "cost":
         print("| lang | step | CPU ms / 1k tokens | rows / 1k tokens |\n|---|---|---:|---:|")
