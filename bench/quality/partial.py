@@ -26,7 +26,7 @@ The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz`
   inserted at a random token boundary (half of them at a line end); the result is a new
   document ``<host>~partial`` beside its host.
 
-``heldout-large`` (:data:`LARGE_PARTS`): the bases of ``heldout`` and ``--hosts`` planted
+``tune-large`` and ``heldout-large`` (:data:`LARGE_PARTS`): the bases of ``tune`` or ``heldout`` and ``--hosts`` planted
 documents a language (default :data:`LARGE_HOSTS`), hosts drawn with replacement (each
 planted document ``<host>~partial<n>``), planted as above with a seed of its own: a larger
 sample of planted passages (the short edited ones are few in ``heldout``) on the same pinned
@@ -100,7 +100,7 @@ from bench.quality.sources import DATA, log  # noqa: E402
 
 OUT = DATA / "partial"
 #: Parts with more planted passages: their name -> the split their bases come from.
-LARGE_PARTS = {"heldout-large": "heldout"}
+LARGE_PARTS = {"tune-large": "tune", "heldout-large": "heldout"}
 #: Planted documents a language of a large part (hosts drawn with replacement), unless --hosts.
 LARGE_HOSTS = {"en": 1500, "zh": 1500, "mixed": 1500}
 #: Where large parts are written: the working tree, not the shared corpus folder.
