@@ -10,7 +10,7 @@
     python3 -m bench.quality.partial check --part tune --limit 300   # recount sampled pairs (sets, difflib)
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
-    python3 -m bench.quality.partial build --part heldout-large --hosts 1500   # more planted passages
+    python3 -m bench.quality.partial build --part heldout-large --hosts 1500   # more planted passages (tune-large too)
     python3 -m bench.quality.partial planted --part heldout-large --detectors product:w=26:ws=46   # recall only
 
 The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz``), per language
