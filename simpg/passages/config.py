@@ -1,17 +1,20 @@
 """The passage-fingerprint config: k-gram length (fixed by the format) and the winnowing windows.
 
-A document is winnowed with one of two windows, chosen by its script: ``spaceless_window``
-when at least half of its tokens are letters of a spaceless script (Chinese, Japanese,
-Thai...: a token is one character there, so a passage of 100 characters is 100 tokens and
-a window this large keeps the index small), ``window`` otherwise (a token is a word). A
-lookup winnows its text with the smaller window: winnowing with windows w1 <= w2 still
-gives two documents a common hash for every shared run of w2 + K - 1 tokens (the minimum
-of a w2-window is the minimum of every w1-window inside it that holds it), so the
-guarantee of a table is ``max(window, spaceless_window) + K - 1`` (docs/partial.md).
+A text is winnowed with windows weighted by script (:mod:`simpg.passages.winnow`): a k-gram
+whose first token is a letter of a spaceless script (Chinese, Japanese, Thai...: a token is
+one character there, so a passage of 100 characters is 100 tokens) weighs ``window``, any
+other k-gram (a token is a word) ``spaceless_window``, and a window is the k-grams whose
+weights first reach ``window * spaceless_window``: ``window`` k-grams over words,
+``spaceless_window`` over characters, in between for a mix. A window's extent depends only
+on the k-grams inside it, so two texts sharing a run of ``max(window, spaceless_window) + K
+- 1`` tokens both select the minimum of the window it holds: that is the guarantee of a
+table, for stored rows and looked-up texts alike (winnowed the same way; docs/partial.md).
+A run of spaced words is found from ``window + K - 1`` tokens, inside a Chinese text too.
 
 A table records its config in the comment of its passage column (as the fingerprint
 columns record theirs), so a lookup knows which windows the stored hashes were made with.
-A comment of one window (simpg before the second window) means both windows equal.
+A comment of one window (simpg before the second window) means both windows equal: plain
+winnowing with that window.
 
 Example:
     >>> config = PassageConfig(window=26, spaceless_window=46)
@@ -23,8 +26,6 @@ Example:
     PassageConfig(window=46, spaceless_window=46)
     >>> config.guarantee  # every shared run of this many tokens is found
     50
-    >>> config.window_for(0.7), config.window_for(0.2), config.query_window
-    (46, 26, 26)
 """
 
 from __future__ import annotations
@@ -35,22 +36,18 @@ from typing import Any, Final
 
 from simpg.fingerprint.errors import InvalidConfig
 
-__all__ = ["COMMENT_PREFIX", "DEFAULT_SPACELESS_WINDOW", "DEFAULT_WINDOW", "FORMAT", "K", "SPACELESS_SHARE",
-           "PassageConfig"]
+__all__ = ["COMMENT_PREFIX", "DEFAULT_SPACELESS_WINDOW", "DEFAULT_WINDOW", "FORMAT", "K", "PassageConfig"]
 
 #: Tokens per k-gram: fixed in format 1 (the study's choice, docs/partial.md).
 K: Final = 5
 #: The version of the hashes' definition (tokens, token hash, k-gram combine, winnowing).
 FORMAT: Final = 1
-#: The default window of spaced documents (tokens are words): about 74 hashes per 1,000 tokens;
-#: recall of passages of 50 words with 10% of them edited >= 0.95 (docs/partial.md, "Two windows").
+#: The default window over spaced words (k-grams per window): about 74 hashes per 1,000 tokens;
+#: recall of passages of 50 words with 10% of them edited >= 0.95 (docs/partial.md, "Windows by script").
 DEFAULT_WINDOW: Final = 26
-#: The default window of spaceless documents (tokens are characters): about 41 hashes per 1,000
-#: tokens, which keeps a Chinese index under half the bytes of its text (3 bytes a token).
+#: The default window over letters of spaceless scripts (tokens are characters): about 41 hashes
+#: per 1,000 tokens, which keeps a Chinese index under half the bytes of its text (3 bytes a token).
 DEFAULT_SPACELESS_WINDOW: Final = 46
-#: A document whose tokens are at least this share letters of a spaceless script is winnowed
-#: with ``spaceless_window`` (the design study's rule, bench/quality/partial.py).
-SPACELESS_SHARE: Final = 0.5
 #: How a column comment that records a config starts.
 COMMENT_PREFIX: Final = "simpg passages: "
 
@@ -63,13 +60,14 @@ def _positive_int(name: str, value: Any) -> int:
 
 @dataclass(frozen=True)
 class PassageConfig:
-    """How a document's passage hashes are made: winnowing its k-gram hashes with a window chosen by its script.
+    """How a text's passage hashes are made: winnowing its k-gram hashes with windows weighted by script.
 
     Args:
-        window: k-gram hashes per winnowing window (w) of a document of a spaced script.
-        spaceless_window: the same for a document whose tokens are mostly (at least
-            :data:`SPACELESS_SHARE`) letters of a spaceless script. Any run of at least
-            :attr:`guarantee` equal tokens two documents share gives both a common hash.
+        window: k-gram hashes per winnowing window over words of spaced scripts.
+        spaceless_window: the same over letters of spaceless scripts; a window over a mix
+            is in between (its k-grams' weights reach ``window * spaceless_window``). Any
+            run of at least :attr:`guarantee` equal tokens two texts share gives both a
+            common hash.
     """
 
     window: int = DEFAULT_WINDOW
@@ -93,21 +91,13 @@ class PassageConfig:
     def guarantee(self) -> int:
         """The length in tokens from which every shared run is found: ``max(window, spaceless_window) + K - 1``.
 
-        Exact for any two documents and for a text looked up (winnowed with
-        :attr:`query_window`) against any stored one. Two spaced documents share a hash for
-        every run of ``window + K - 1`` tokens already, but a lookup cannot know beforehand
-        which stored rows are spaced, so one guarantee holds for the table.
+        Exact for any two texts, stored or looked up (both winnowed the same way). A run of
+        spaced words is found from ``window + K - 1`` tokens and one of spaceless letters
+        from ``spaceless_window + K - 1``; a run mixing both somewhere between. A lookup
+        cannot know the script of a run before finding it, so one guarantee holds for the
+        table.
         """
         return max(self.window, self.spaceless_window) + K - 1
-
-    @property
-    def query_window(self) -> int:
-        """The window a looked-up text is winnowed with: the smaller one, which finds documents of either."""
-        return min(self.window, self.spaceless_window)
-
-    def window_for(self, spaceless_share: float) -> int:
-        """The window of a document whose tokens are this share letters of a spaceless script."""
-        return self.spaceless_window if spaceless_share >= SPACELESS_SHARE else self.window
 
     def to_comment(self) -> str:
         """The column comment that records this config: ``simpg passages: {...}``."""

@@ -9,10 +9,9 @@ row's text with the query text (:func:`~simpg.passages.compare`) and keeps those
 a passage of at least ``min_tokens`` tokens and, with ``min_containment``, hold or are
 held that much.
 
-Thresholds: the text is winnowed with the config's smaller window (``query_window``), so
-the index finds every row sharing a run of at least the config's ``guarantee``
-(``max(window, spaceless_window) + K - 1``) tokens with the text, whichever window the row
-was winnowed with, and no promise below it, so
+Thresholds: the text is winnowed as the rows are (windows weighted by script), so the
+index finds every row sharing a run of at least the config's ``guarantee``
+(``max(window, spaceless_window) + K - 1``) tokens with the text, and no promise below it, so
 ``min_tokens`` below the guarantee is refused (:func:`checked_thresholds`): an answer is
 never silently incomplete. ``min_containment`` filters those rows further; a row that
 holds much of the text only in passages shorter than the guarantee is not found.
@@ -67,18 +66,18 @@ class Query(NamedTuple):
 
     tokens: Tokens
     grams: U64Array  #: its distinct k-gram hashes (none under K tokens): the cheap check's
-    hashes: I64Array  #: its hashes winnowed with the smaller window, sorted: what the lookup statement searches ($1)
+    hashes: I64Array  #: its passage hashes, sorted: what the lookup statement searches ($1)
 
 
 def prepared_query(text: str | Tokens | Query, config: PassageConfig | None = None) -> Query:
-    """The tokens, k-gram hashes and query hashes (``config``'s smaller window) of a text, each made once."""
+    """The tokens, k-gram hashes and passage hashes (as a row stores them) of a text, each made once."""
     if isinstance(text, Query):
         return text
     toks = text if isinstance(text, Tokens) else tokens(query_text(text))
     grams = kgram_hashes(toks.hashes)
     # under K tokens the one "k-gram" is all the tokens: no run of K tokens to check against
     distinct = np.unique(grams) if len(toks) >= K else np.zeros(0, dtype=np.uint64)
-    return Query(toks, distinct, winnowed(grams, config_or_default(config).query_window))
+    return Query(toks, distinct, winnowed(grams, toks, config))
 
 
 def to_skip(hashes: I64Array, common: Iterable[int]) -> list[int]:

@@ -4,8 +4,8 @@ The report ``simpg dedup --passages`` makes, without a database. Every document'
 hashes (:func:`~simpg.passages.winnow.passage_hashes`) go into an inverted index (numpy: the
 (hash, document) postings sorted by hash); two documents posted under one hash are a
 candidate pair (:func:`candidate_pairs`), so every pair sharing a run of at least the
-config's guarantee (``max(window, spaceless_window) + K - 1`` tokens: each document is
-winnowed with the window of its script) is a candidate. Each candidate is verified on the texts with
+config's guarantee (``max(window, spaceless_window) + K - 1`` tokens; windows are weighted
+by script) is a candidate. Each candidate is verified on the texts with
 :func:`~simpg.passages.comparison.compare` and kept when it meets the threshold
 (:func:`passage_pairs`): nothing is reported above its true value. Hashes posted by more than
 ``max_common`` documents (boilerplate: a licence paragraph in thousands of files) can be left

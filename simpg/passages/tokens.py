@@ -36,7 +36,7 @@ import numpy.typing as npt
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.fingerprint.hashes import hash_spans
 
-__all__ = ["SPACELESS", "TOKEN", "Tokens", "normalize_with_offsets", "spaceless_share", "tokens"]
+__all__ = ["SPACELESS", "TOKEN", "Tokens", "normalize_with_offsets", "spaceless_tokens", "tokens"]
 
 #: Scripts written without spaces: each letter (or digit) of them is a token of its own.
 SPACELESS: Final = (
@@ -48,7 +48,6 @@ SPACELESS: Final = (
 TOKEN: Final = re.compile(rf"(?:(?=[{SPACELESS}])[^\W_])|[^\W{SPACELESS}]+")
 #: :data:`TOKEN` captured: ``split`` returns the tokens between the gaps.
 _TOKEN_SPLIT: Final = re.compile(f"({TOKEN.pattern})")
-_SPACELESS_LETTER: Final = re.compile(f"[{SPACELESS}]")
 
 IntArray = npt.NDArray[np.int64]
 U64Array = npt.NDArray[np.uint64]
@@ -212,17 +211,29 @@ def tokens(text: str) -> Tokens:
     return Tokens(text, tuple(parts[1::2]), hashes, start_of[s], end_of[e - 1])
 
 
-def spaceless_share(toks: Tokens | Sequence[str]) -> float:
-    """The share of the tokens (a Tokens, or its words) that are letters of a spaceless script: picks the window.
+def _spaceless_bounds(ranges: str) -> npt.NDArray[np.uint32]:
+    """The code point ranges of :data:`SPACELESS` as sorted bounds ``[lo0, hi0 + 1, lo1, hi1 + 1, ...]``."""
+    pairs = [(ord(ranges[i]), ord(ranges[i + 2]) + 1) for i in range(0, len(ranges), 3)]
+    assert all(ranges[i + 1] == "-" for i in range(0, len(ranges), 3)), "SPACELESS is a list of ranges"
+    return np.array([b for pair in sorted(pairs) for b in pair], dtype=np.uint32)
 
-    0.0 for no tokens.
+
+_SPACELESS_BOUNDS: Final = _spaceless_bounds(SPACELESS)
+
+
+def spaceless_tokens(toks: Tokens | Sequence[str]) -> npt.NDArray[np.bool_]:
+    """Which tokens (of a Tokens, or its words) are letters of a spaceless script: they set the k-grams' weights.
 
     Example:
-        >>> spaceless_share(tokens("中文 text 的")), spaceless_share(tokens(""))
-        (0.75, 0.0)
+        >>> spaceless_tokens(tokens("中文 text 的")).tolist(), spaceless_tokens(tokens("")).tolist()
+        ([True, True, False, True], [])
     """
     words = toks.words if isinstance(toks, Tokens) else toks
-    if not words:
-        return 0.0
-    # a spaceless token is one character; a one-character token of another script is not one
-    return sum(1 for w in words if len(w) == 1 and _SPACELESS_LETTER.match(w)) / len(words)
+    joined = "".join(words)
+    if joined.isascii():
+        return np.zeros(len(words), dtype=np.bool_)
+    # a spaceless token is one letter; a token of another script has none (TOKEN): its first character decides
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    firsts = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)[np.cumsum(lengths) - lengths]
+    inside: npt.NDArray[np.bool_] = (np.searchsorted(_SPACELESS_BOUNDS, firsts, side="right") & 1).astype(np.bool_)
+    return inside

@@ -1,16 +1,28 @@
-"""Passage hashes: the winnowed k-gram hashes of a text (Schleimer, Wilkerson, Aiken 2003).
+"""Passage hashes: the winnowed k-gram hashes of a text (Schleimer, Wilkerson, Aiken 2003), windows weighted by script.
 
-Every k consecutive tokens (:data:`~simpg.passages.config.K`) get a 64-bit hash; winnowing
-keeps the minimum of every window of ``w`` consecutive k-gram hashes (the rightmost of
-ties). Two texts that share a run of at least ``w + K - 1`` equal tokens therefore share
-a hash: the run holds a whole window, whose minimum both select. A text shorter than K
-tokens has one hash of all its tokens; an empty text none.
+Every k consecutive tokens (:data:`~simpg.passages.config.K`) get a 64-bit hash. Plain
+winnowing keeps the minimum of every window of ``w`` consecutive k-gram hashes (the
+rightmost of ties), so two texts sharing a run of ``w + K - 1`` equal tokens share a hash.
 
-``w`` is the config's ``spaceless_window`` for a text whose tokens are mostly letters of a
-spaceless script (:func:`~simpg.passages.tokens.spaceless_share`), its ``window`` otherwise;
-a lookup winnows its text with the smaller one (:func:`query_hashes_array`). With windows
-w1 <= w2, every run of ``w2 + K - 1`` shared tokens still gives a common hash: the minimum of
-a w2-window is the minimum of each w1-window inside it that holds it.
+simpg weighs the windows by script (:func:`winnow_weighted`): a token is a word in spaced
+scripts and a letter in spaceless ones (Chinese, Japanese, Thai...), so a k-gram whose
+first token is a spaceless letter weighs the config's ``window`` (26) and any other k-gram
+its ``spaceless_window`` (46). The window starting at k-gram ``i`` is the k-grams
+``i .. e(i) - 1``, ``e(i)`` the smallest end at which their weights add up to the budget
+``W = window * spaceless_window``: ``window`` k-grams of a spaced stretch, ``spaceless_window``
+of a spaceless one, in between for a mix. The minimum of every such full window is kept; a
+text whose whole weight is below ``W`` is one window. A text shorter than K tokens has one
+hash of all its tokens; an empty text none.
+
+The guarantee (proof sketch): a window's extent depends only on the weights of the k-grams
+inside it, and a k-gram's weight only on its own first token. Two texts sharing a run of
+``max(window, spaceless_window) + K - 1`` tokens share that many k-grams minus K - 1, each
+weighing at least ``min(window, spaceless_window)``, so at least ``W`` in all: the window
+starting at the run's first k-gram ends inside the run in both texts, holds the same hashes
+in both, and both select its minimum. A spaced run inside a spaceless text is winnowed as
+densely as in a spaced text (every run of ``window + K - 1`` spaced tokens is found), and a
+looked-up text is winnowed the same way as a stored one. With equal windows this is plain
+winnowing with that window.
 
 Example:
     >>> a = "the quick brown fox jumps over the lazy dog " * 8
@@ -33,13 +45,14 @@ import numpy.typing as npt
 
 from simpg.fingerprint.batch import _each
 from simpg.passages.config import K, PassageConfig, config_or_default
-from simpg.passages.tokens import Tokens, plain_tokens, spaceless_share
+from simpg.passages.tokens import Tokens, plain_tokens, spaceless_tokens
 
-__all__ = ["document_window", "kgram_hashes", "passage_hashes", "passage_hashes_array", "passage_hashes_many",
-           "query_hashes_array", "winnow", "winnowed"]
+__all__ = ["kgram_hashes", "kgram_weights", "passage_hashes", "passage_hashes_array", "passage_hashes_many", "winnow",
+           "winnow_weighted", "winnowed"]
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 #: Windows winnowed at a time: bounds the memory of a very long text to a few MB.
 _CHUNK = 1 << 15
@@ -81,7 +94,7 @@ def winnow(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
     if n == 0:
         return np.zeros(0, dtype=np.intp)
     if n <= window:
-        return np.array([n - 1 - int(np.argmin(hashes[::-1]))], dtype=np.intp)
+        return _rightmost_min(hashes)
     view = np.lib.stride_tricks.sliding_window_view(hashes, window)
     picked = []
     for first in range(0, len(view), _CHUNK):
@@ -90,47 +103,112 @@ def winnow(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
     return np.unique(np.concatenate(picked)).astype(np.intp)
 
 
-def winnowed(grams: U64Array, window: int) -> I64Array:
-    """The passage hashes of a text from its k-gram hashes (:func:`kgram_hashes`): sorted, distinct ``int64``."""
-    return np.unique(grams[winnow(grams, window)].view(np.int64))
+def _rightmost_min(hashes: U64Array) -> npt.NDArray[np.intp]:
+    """The position of the minimum of all ``hashes`` (rightmost of ties): a text that is one window."""
+    return np.array([len(hashes) - 1 - int(np.argmin(hashes[::-1]))], dtype=np.intp)
 
 
-def document_window(toks: Tokens | Sequence[str], config: PassageConfig | None = None) -> int:
-    """The window a stored document (its Tokens or words) is winnowed with, by its script.
+def winnow_weighted(hashes: U64Array, weights: I64Array, budget: int) -> npt.NDArray[np.intp]:
+    """The positions weighted winnowing selects: the minimum (rightmost of ties) of every window of weight ``budget``.
 
-    See :meth:`PassageConfig.window_for`.
+    The window starting at position ``i`` is ``i .. e(i) - 1`` with ``e(i)`` the smallest end
+    whose cumulative weight from ``i`` reaches ``budget``; only full windows count (those
+    with ``e(i) <= len(hashes)``), and hashes whose whole weight is below ``budget`` are one
+    window. Positions are sorted and distinct. With every weight equal to ``u`` this is
+    :func:`winnow` with ``ceil(budget / u)`` (the same positions).
+
+    Args:
+        hashes: the k-gram hashes (``uint64``).
+        weights: each one's weight, positive integers, as many as ``hashes``.
+        budget: the weight of a window, a positive integer.
+    """
+    n = len(hashes)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    weights = np.asarray(weights, dtype=np.int64)
+    if (weights == weights[0]).all():
+        return winnow(hashes, -(-budget // int(weights[0])))
+    ends_of = np.concatenate(([0], np.cumsum(weights)))  # weight before position i: ends_of[i]
+    total = int(ends_of[-1])
+    if total < budget:
+        return _rightmost_min(hashes)
+    full = int(np.searchsorted(ends_of, total - budget, side="right"))  # windows i < full end inside the text
+    # e(i): monotone in i, so windows and their ends are both sorted
+    ends = np.searchsorted(ends_of, ends_of[:full] + budget, side="left")
+    picked = [_range_minima(hashes, first, ends[first : first + _CHUNK])
+              for first in range(0, full, _CHUNK)]
+    return np.unique(np.concatenate(picked)).astype(np.intp)
+
+
+def _range_minima(hashes: U64Array, first: int, ends: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """The rightmost minimum of ``hashes[i:ends[i - first]]`` for each window ``i`` from ``first``: a sparse table.
+
+    Level ``j`` holds the rightmost minimum of every ``2**j`` consecutive hashes; a window of
+    length ``L`` is covered by the two blocks of level ``floor(log2 L)`` at its two ends, and
+    on a tie the right block's (its rightmost minimum is the window's rightmost). Memory: the
+    chunk's hashes times the levels (log2 of the longest window).
+    """
+    block = hashes[first : int(ends[-1])]
+    starts = np.arange(len(ends), dtype=np.intp)
+    stops = ends.astype(np.intp) - first
+    lengths = stops - starts
+    level = np.floor(np.log2(lengths)).astype(np.intp)
+    level += (np.left_shift(1, level + 1) <= lengths).astype(np.intp)  # float log2: exact for these sizes,
+    level -= (np.left_shift(1, level) > lengths).astype(np.intp)  # and checked
+    table = [np.arange(len(block), dtype=np.intp)]
+    for j in range(int(level.max())):
+        prev, step = table[-1], 1 << j
+        left, right = prev[:-step], prev[step:]
+        table.append(np.where(block[right] <= block[left], right, left))
+    chosen = np.empty(len(ends), dtype=np.intp)
+    for j in np.unique(level).tolist():
+        at = np.flatnonzero(level == j)
+        left, right = table[j][starts[at]], table[j][stops[at] - (1 << j)]
+        chosen[at] = np.where(block[right] <= block[left], right, left)
+    return first + chosen
+
+
+def kgram_weights(spaceless: BoolArray, config: PassageConfig | None = None) -> I64Array:
+    """The weight of each k-gram of tokens whose spaceless letters are ``spaceless`` (:func:`spaceless_tokens`).
+
+    A k-gram whose first token is a spaceless letter weighs ``window``, any other
+    ``spaceless_window``; the window budget is their product (:func:`winnowed`). A text
+    shorter than K tokens has one k-gram, weighed by its first token.
     """
     cfg = config_or_default(config)
+    count = max(len(spaceless) - K + 1, min(len(spaceless), 1))
+    return np.where(np.asarray(spaceless[:count], dtype=np.bool_), cfg.window, cfg.spaceless_window).astype(np.int64)
+
+
+def winnowed(grams: U64Array, words: Tokens | Sequence[str], config: PassageConfig | None = None) -> I64Array:
+    """A text's passage hashes from its k-gram hashes (:func:`kgram_hashes`) and tokens: sorted, distinct ``int64``.
+
+    Winnowed with windows weighted by script (the module's docstring); with the config's
+    two windows equal, or a text of one kind of token, plain :func:`winnow`.
+    """
+    cfg = config_or_default(config)
+    if len(grams) == 0:
+        return np.zeros(0, dtype=np.int64)
     if cfg.window == cfg.spaceless_window:
-        return cfg.window
-    return cfg.window_for(spaceless_share(toks))
+        return np.unique(grams[winnow(grams, cfg.window)].view(np.int64))
+    weights = kgram_weights(spaceless_tokens(words), cfg)
+    return np.unique(grams[winnow_weighted(grams, weights, cfg.window * cfg.spaceless_window)].view(np.int64))
 
 
 def passage_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
     """:func:`passage_hashes` as a sorted ``int64`` array (no Python ints: for batches and COPY)."""
     cfg = config_or_default(config)
     words, hashes = (text.words, text.hashes) if isinstance(text, Tokens) else plain_tokens(text)  # no offsets
-    return winnowed(kgram_hashes(hashes), document_window(words, cfg))
-
-
-def query_hashes_array(text: str | Tokens, config: PassageConfig | None = None) -> I64Array:
-    """The hashes a lookup of ``text`` searches: winnowed with the smaller window, which finds either kind of row.
-
-    A superset of the text's stored :func:`passage_hashes` (what the larger window selects,
-    the smaller one selects too); every stored row sharing a run of the config's guarantee
-    with the text holds one of them, whichever window the row was winnowed with.
-    """
-    cfg = config_or_default(config)
-    hashes = text.hashes if isinstance(text, Tokens) else plain_tokens(text)[1]
-    return winnowed(kgram_hashes(hashes), cfg.query_window)
+    return winnowed(kgram_hashes(hashes), words, cfg)
 
 
 def passage_hashes(text: str | Tokens, config: PassageConfig | None = None) -> list[int]:
     """The passage hashes of ``text``: its winnowed k-gram hashes, sorted, distinct, as signed int64.
 
-    This is what the passage column (a ``bigint[]``) stores: winnowed with the config's
-    ``spaceless_window`` if at least half of the text's tokens are letters of a spaceless
-    script, with its ``window`` otherwise.
+    This is what the passage column (a ``bigint[]``) stores, and what a lookup of the text
+    searches: its k-grams winnowed with windows weighted by script (the module's
+    docstring), ``window`` k-grams long over spaced words, ``spaceless_window`` over letters
+    of a spaceless script.
 
     Args:
         text: a text, or its :func:`~simpg.passages.tokens.tokens`.

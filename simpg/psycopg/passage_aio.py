@@ -7,7 +7,7 @@
 A passage column is a ``bigint[]`` of each row's winnowed k-gram hashes
 (:func:`simpg.passages.passage_hashes`) with a GIN index and its windows recorded in the
 column's comment (``simpg.create_passage_index``). :meth:`AsyncPassageColumn.near` finds the
-rows that copied passages of a text: it winnows the text with the index's smaller window, runs the
+rows that copied passages of a text: it winnows the text as the rows are (the index's windows), runs the
 one lookup statement (``simpg.passage_lookup_statement``: the rows sharing a hash), and
 verifies every candidate on the two texts (:func:`simpg.passages.compare`). Rows sharing a
 run of at least ``max(window, spaceless_window) + 4`` tokens with the text are all found, unless only hashes

@@ -139,10 +139,10 @@ def passage_index(column: Any, window: int = DEFAULT_WINDOW,
 
     Args:
         column: the passage column, e.g. ``Article.passages`` or ``table.c.passages``.
-        window: the winnowing window of rows of spaced scripts.
-        spaceless_window: the winnowing window of rows whose tokens are mostly letters of a
-            spaceless script (every shared run of ``max(window, spaceless_window) + 4``
-            tokens is found; docs/partial.md).
+        window: the winnowing window (k-grams) over words of spaced scripts.
+        spaceless_window: the winnowing window over letters of a spaceless script; windows
+            are weighted by script, so a mix is in between (every shared run of
+            ``max(window, spaceless_window) + 4`` tokens is found; docs/partial.md).
 
     Returns:
         The :class:`PassageIndex` (also :func:`passage_index_for`).

@@ -6,11 +6,11 @@
 -- array_ops: t.col && $1 finds every row sharing a hash with a text), and the config
 -- in the column's comment:
 --     simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46}
--- A row is winnowed with spaceless_window when at least half of its tokens are letters of a
--- spaceless script (Chinese, Japanese, Thai...), with window otherwise; a lookup winnows its
--- text with the smaller one, and finds every row sharing a run of
--- max(window, spaceless_window) + 4 tokens with it (docs/partial.md). A comment of one window
--- (written before the second one) means both windows equal.
+-- Rows and looked-up texts are winnowed alike, with windows weighted by script: window
+-- k-grams over words, spaceless_window over letters of a spaceless script (Chinese,
+-- Japanese, Thai...), in between for a mix; a lookup finds every row sharing a run of
+-- max(window, spaceless_window) + 4 tokens with the text (docs/partial.md). A comment of one
+-- window (written before the second one) means both windows equal.
 -- As for the fingerprint indexes, nothing is stored in a table of simpg's: the catalog
 -- (simpg.passage_indexes) is read from pg_description and pg_index, and goes with the
 -- table through pg_dump, partitions and renames.

@@ -30,12 +30,12 @@ from simpg.passages import (
     passage_hashes,
     passage_hashes_array,
     passage_hashes_many,
-    query_hashes_array,
-    spaceless_share,
+    spaceless_tokens,
     tokens,
     winnow,
+    winnow_weighted,
 )
-from tests.oracles import brute_common_runs, brute_containment, brute_winnow
+from tests.oracles import brute_common_runs, brute_containment, brute_weighted_winnow, brute_winnow
 from tests.passage_texts import WORDS, random_text, study_tokens
 
 
@@ -53,7 +53,6 @@ def test_config_round_trips_through_its_comment() -> None:
                                        f'"spaceless_window": {spaceless}}}')
         assert PassageConfig.from_comment(config.to_comment()) == config
         assert config.guarantee == max(window, spaceless) + K - 1
-        assert config.query_window == min(window, spaceless)
     assert PassageConfig() == PassageConfig(window=26, spaceless_window=46)
     assert PassageConfig().guarantee == 50 and K == 5 and COMMENT_PREFIX == "simpg passages: "
 
@@ -169,9 +168,9 @@ def test_passage_hashes_are_sorted_distinct_signed_and_depend_on_tokens_only() -
     assert passage_hashes_array(text).tolist() == hashes
     respelled = text.upper().replace(". ", "。\n").replace(" ", "  ")
     assert passage_hashes(respelled) == hashes
+    assert hashes == expected_hashes(text, PassageConfig())
     grams = kgram_hashes(tokens(text).hashes)
-    assert hashes == sorted(set(grams[sorted(brute_winnow(grams.tolist(), 46))].view(np.int64).tolist()))
-    assert passage_hashes(text, PassageConfig(window=1)) == sorted(set(grams.view(np.int64).tolist()))
+    assert passage_hashes(text, PassageConfig(1, 1)) == sorted(set(grams.view(np.int64).tolist()))
 
 
 def test_a_text_shorter_than_k_tokens_has_one_hash_of_all_its_tokens() -> None:
@@ -203,42 +202,158 @@ def han_words(rng: random.Random, n: int) -> list[str]:
     return [chr(0x4E00 + rng.randrange(60)) for _ in range(n)]  # few characters: k-grams repeat, hashes tie
 
 
-def test_a_document_is_winnowed_with_the_window_of_its_script() -> None:
+def latin_words(rng: random.Random, n: int, vocab: int = 40) -> list[str]:
+    return [f"v{rng.randrange(vocab)}" for _ in range(n)]
+
+
+def mixed_words(rng: random.Random, n: int) -> list[str]:
+    """Stretches of Han characters and Latin words, of random lengths (mixed at every scale)."""
+    out: list[str] = []
+    while len(out) < n:
+        stretch = rng.choice([1, 2, 5, 20, 60])
+        out += han_words(rng, stretch) if rng.random() < 0.5 else latin_words(rng, stretch)
+    return out[:n]
+
+
+def expected_hashes(text: str, config: PassageConfig) -> list[int]:
+    """The oracle: the text's k-gram hashes winnowed by brute force, windows weighted by script."""
+    t = tokens(text)
+    grams = kgram_hashes(t.hashes)
+    weights = [config.window if len(w) == 1 and 0x4E00 <= ord(w) <= 0x9FFF else config.spaceless_window
+               for w in t.words][: len(grams)]
+    picked = brute_weighted_winnow(grams.tolist(), weights, config.window * config.spaceless_window)
+    return sorted(set(grams[sorted(picked)].view(np.int64).tolist()))
+
+
+def test_spaceless_tokens_are_the_letters_of_spaceless_scripts() -> None:
+    t = tokens("中文 text ひらがな 한국어 ภาษา café ５ 㐀 𠀀 x")
+    assert dict(zip(t.words, spaceless_tokens(t).tolist(), strict=True)) == {
+        "中": True, "文": True, "text": False, "ひ": True, "ら": True, "が": True, "な": True, "한국어": False,
+        "ภ": True, "า": True, "ษ": True, "café": False, "5": False, "㐀": True, "𠀀": True, "x": False}
+    assert spaceless_tokens(tokens("")).tolist() == [] and spaceless_tokens(["a", "中"]).tolist() == [False, True]
+
+
+def test_winnow_weighted_is_the_brute_force_on_random_weights_and_ties() -> None:
+    rng = random.Random(2603)
+    for trial in range(600):
+        n = rng.randrange(0, 120)
+        values = [rng.randrange(0, rng.choice([3, 2**64])) for _ in range(n)]  # 3: ties everywhere
+        a, b = rng.randrange(1, 50), rng.randrange(1, 50)
+        weights = [rng.choice([a, b]) for _ in range(n)]
+        budget = rng.choice([a * b, rng.randrange(1, 3000)])
+        got = winnow_weighted(np.array(values, dtype=np.uint64), np.array(weights, dtype=np.int64), budget)
+        assert got.tolist() == sorted(brute_weighted_winnow(values, weights, budget)), trial
+
+
+def test_winnow_weighted_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    # simpg.passages.winnow, the attribute, is the function: the module by its name; many chunks,
+    # windows across their ends
+    monkeypatch.setattr(importlib.import_module("simpg.passages.winnow"), "_CHUNK", 7)
+    for trial in range(100):
+        n = rng.randrange(0, 200)
+        values = [rng.randrange(0, rng.choice([4, 2**64])) for _ in range(n)]
+        weights = [rng.choice([3, 5]) for _ in range(n)]
+        got = winnow_weighted(np.array(values, dtype=np.uint64), np.array(weights, dtype=np.int64), 15)
+        assert got.tolist() == sorted(brute_weighted_winnow(values, weights, 15)), trial
+
+
+def test_a_text_is_winnowed_with_windows_weighted_by_script() -> None:
     rng = random.Random(26)
-    config = PassageConfig(3, 40)
-    latin = " ".join(f"v{rng.randrange(50)}" for _ in range(300))
-    han = "".join(han_words(rng, 300))
-    half_han = han + " " + " ".join(f"v{i}" for i in range(300))  # 300 of 600 tokens: the spaceless window
-    less_han = half_han + " one more"
-    for text, window in ((latin, 3), (han, 40), (half_han, 40), (less_han, 3), ("", 3)):
+    config = PassageConfig(3, 8)
+    for trial in range(150):
+        words = mixed_words(rng, rng.randrange(0, 150))
+        text = " ".join(words)
+        assert passage_hashes(text, config) == expected_hashes(text, config), trial
+    # one kind of token: plain winnowing with that kind's window
+    latin, han = " ".join(latin_words(rng, 300)), "".join(han_words(rng, 300))
+    for text, window in ((latin, 3), (han, 8)):
         grams = kgram_hashes(tokens(text).hashes)
-        expected = sorted(set(grams[winnow(grams, window)].view(np.int64).tolist()))
-        assert passage_hashes(text, config) == expected
-        # a lookup winnows with the smaller window: a superset of what is stored
-        assert set(query_hashes_array(text, config).tolist()) >= set(expected)
-    assert spaceless_share(tokens(half_han)) == 0.5 and spaceless_share(tokens("")) == 0.0
+        assert passage_hashes(text, config) == sorted(set(grams[winnow(grams, window)].view(np.int64).tolist()))
+
+
+def test_equal_windows_are_plain_winnowing() -> None:
+    rng = random.Random(46)
+    for trial in range(100):
+        w = rng.choice([1, 2, 5, 26, 46])
+        text = " ".join(mixed_words(rng, rng.randrange(0, 200)))
+        grams = kgram_hashes(tokens(text).hashes)
+        plain = sorted(set(grams[sorted(brute_winnow(grams.tolist(), w))].view(np.int64).tolist()))
+        assert passage_hashes(text, PassageConfig(w, w)) == plain, trial
+        # weights equal to each other reduce to plain winnowing too, whatever the budget
+        weights = np.full(len(grams), 7, dtype=np.int64)
+        assert winnow_weighted(grams, weights, 7 * w).tolist() == winnow(grams, w).tolist()
+
+
+def test_short_empty_and_one_token_texts() -> None:
+    config = PassageConfig(26, 46)
+    assert passage_hashes("", config) == [] and passage_hashes("中", config) == passage_hashes("中", PassageConfig(1))
+    assert len(passage_hashes("one", config)) == 1
+    rng = random.Random(5)
+    for n in range(1, 40):  # below the budget W = 26 * 46: one window, its minimum
+        words = mixed_words(rng, n)
+        text = " ".join(words)
+        grams = kgram_hashes(tokens(text).hashes)
+        if len(words) < 26:
+            assert passage_hashes(text, config) == [int(grams.min().view(np.int64))] == expected_hashes(text, config)
+        assert passage_hashes(text, config) == expected_hashes(text, config)
 
 
 def test_every_shared_run_of_the_guarantee_is_found_across_scripts() -> None:
+    # random mixed texts sharing a random mixed run of max(window, spaceless_window) + K - 1 tokens
     rng = random.Random(30)
-    vocab = [f"v{i}" for i in range(40)]
-    for trial in range(200):
+    for trial in range(300):
         w, ws = rng.choice([1, 4, 16, 26]), rng.choice([1, 8, 30, 46])
         config = PassageConfig(w, ws)
-
-        def doc(script: str, n: int) -> list[str]:
-            return han_words(rng, n) if script == "han" else [rng.choice(vocab) for _ in range(n)]
-
-        run = doc(rng.choice(["han", "latin"]), config.guarantee)
-        a, b = doc(rng.choice(["han", "latin"]), rng.randrange(0, 300)), doc(rng.choice(["han", "latin"]),
-                                                                             rng.randrange(0, 300))
+        run = rng.choice([mixed_words, han_words, latin_words])(rng, config.guarantee)
+        a, b = mixed_words(rng, rng.randrange(0, 300)), mixed_words(rng, rng.randrange(0, 300))
         at, bt = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
         a[at:at] = run
         b[bt:bt] = run
-        ta, tb = " ".join(a), " ".join(b)
-        stored_b = set(passage_hashes(tb, config))
-        assert set(passage_hashes(ta, config)) & stored_b, (trial, w, ws)  # two stored documents
-        assert set(query_hashes_array(ta, config).tolist()) & stored_b, (trial, w, ws)  # a lookup
+        assert set(passage_hashes(" ".join(a), config)) & set(passage_hashes(" ".join(b), config)), (trial, w, ws)
+
+
+def test_every_shared_run_is_found_adversarial() -> None:
+    # the run's hashes are the texts' largest around it or all equal (ties), and it sits at an edge
+    rng = random.Random(31)
+    config = PassageConfig(26, 46)
+    for trial in range(100):
+        run = rng.choice([mixed_words, han_words, latin_words])(rng, config.guarantee)
+        same = [rng.choice(["中", "x"])] * rng.randrange(0, 200)  # one token repeated: every k-gram ties
+        a = rng.choice([same, mixed_words(rng, rng.randrange(0, 200))])
+        b = rng.choice([[], mixed_words(rng, rng.randrange(0, 100))])
+        a = rng.choice([a + run, run + a, a[: len(a) // 2] + run + a[len(a) // 2:]])
+        b = b + run + b
+        assert set(passage_hashes(" ".join(a), config)) & set(passage_hashes(" ".join(b), config)), trial
+
+
+def test_a_latin_run_inside_a_chinese_text_is_found_from_window_plus_k_minus_1_tokens() -> None:
+    # the point of weighted windows: 30 words pasted into Chinese are winnowed as in English
+    rng = random.Random(32)
+    config = PassageConfig(26, 46)
+    for trial in range(200):
+        run = latin_words(rng, 26 + K - 1, vocab=rng.choice([5, 1000]))
+        a = han_words(rng, rng.randrange(0, 400))
+        b = rng.choice([latin_words(rng, rng.randrange(0, 200)), han_words(rng, rng.randrange(0, 400))])
+        at, bt = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
+        a[at:at] = run
+        b[bt:bt] = run
+        assert set(passage_hashes(" ".join(a), config)) & set(passage_hashes(" ".join(b), config)), trial
+
+
+def test_repeated_passages_and_a_text_holding_itself_twice() -> None:
+    rng = random.Random(33)
+    config = PassageConfig(26, 46)
+    for trial in range(30):
+        passage = mixed_words(rng, config.guarantee)
+        text = mixed_words(rng, 100)
+        twice = text + passage + mixed_words(rng, 10) + passage + text
+        doubled = text + text
+        for doc in (twice, doubled, passage * 3):
+            joined = " ".join(doc)
+            assert passage_hashes(joined, config) == expected_hashes(joined, config), trial
+            if doc is not doubled:  # the others hold the passage
+                assert set(passage_hashes(joined, config)) & set(passage_hashes(" ".join(passage), config))
 
 
 def test_passage_hashes_many_is_passage_hashes_of_each_in_order() -> None:
