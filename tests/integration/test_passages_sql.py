@@ -178,7 +178,7 @@ def test_a_comment_of_another_shape_or_type_is_not_an_index(conn):
     ("simpg.create_passage_index(NULL, 'passages')", errors.NullValueNotAllowed, "must not be null"),
     ("simpg.drop_passage_index('docs', 'fp')", errors.DatatypeMismatch, "expected bigint"),
     ("simpg.common_passage_hashes('docs', 'passages', -1)", errors.InvalidParameterValue,
-     "max_common must be at least 0 or null, got -1"),
+     "max_common must be an integer of at least 0, a fraction between 0 and 1, or null, got -1"),
     ("simpg.common_passage_hashes('docs', 'ints', 5)", errors.DatatypeMismatch, "expected bigint"),
     ("simpg.passage_pairs('docs', 'passages', 1, -1)", errors.InvalidParameterValue, "got -1"),
     ("simpg.passage_pairs('docs', 'passages', 0)", errors.InvalidParameterValue,
