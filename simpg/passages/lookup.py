@@ -10,13 +10,16 @@ for the texts it needs a batch at a time), which compares each row's text with t
 text (:func:`~simpg.passages.compare`) and keeps those that share a passage of at least
 ``min_tokens`` tokens and, with ``min_containment``, hold or are held that much.
 
-Order and ``limit``: matches come longest shared passage first, then in the statement's
-order (most shared hashes, then key). A candidate's longest passage is bounded from its
-stored hashes before its text is read (:func:`longest_bounds`), so candidates are verified
-best bound first and the verification stops as soon as ``limit`` matches are sure to be
-the first ``limit`` of the whole answer (:class:`Verification`). The total of shared tokens
-(``shared_tokens``) is not the order: short shared runs that hold no stored hash can add
-to it without bound, so no cheap bound of it exists.
+Order and ``limit``: matches come in the statement's order, the most shared hashes first
+(distinct hashes of the text, less the skipped ones, that the row holds), then by key;
+``limit`` keeps the first ``limit`` matches of that order. The order is known before any
+text is read, so candidates are verified in it, their texts read a batch at a time, and
+the verification stops at the ``limit``-th match (:class:`Verification`): exact, and a
+boilerplate paragraph in a thousand rows costs ``limit`` verifications, not a thousand.
+A candidate's longest shared passage is bounded from its stored hashes before its text is
+read (:func:`longest_bounds`); one bounded below ``min_tokens`` is dropped unread. Orders
+by what verification finds (the longest passage, the tokens shared) allow no early stop:
+see :class:`Verification`.
 
 Thresholds: the text is winnowed with the config's smaller window (``query_window``), so
 the index finds every row sharing a run of at least the config's ``guarantee``
@@ -246,17 +249,21 @@ def longest_bounds(query: Query, config: PassageConfig | None, stored: Sequence[
 
 
 class Verification:
-    """The candidates of a lookup, verified in the order of what they can share, until ``limit`` is sure.
+    """The candidates of a lookup, verified in the answer's order until ``limit`` matches are found.
 
-    The answer's order: the longest shared passage first (``PassageMatch.longest``, most
-    tokens), then the candidates' order in the lookup statement (most shared hashes, then
-    by key). Each candidate's longest passage is bounded from its stored hashes alone
-    (:func:`longest_bounds`); candidates are verified by that bound (then statement order),
-    a batch of texts at a time, and the verification stops once ``limit`` matches are
-    found and no candidate left could come before the last of them (its bound is smaller,
-    or equal with a later place in the statement). So the answer with a limit is exactly
-    the first ``limit`` matches of the answer without one. Candidates whose bound is below
+    The answer's order is the lookup statement's: the most shared hashes first (distinct
+    hashes of the text, less those skipped as common, that the row holds), then by key. It
+    is known before any text is read, so the first ``limit`` matches of the whole answer are
+    the first ``limit`` candidates, in that order, that pass verification: candidates are
+    verified in that order, their texts read a batch at a time, and the verification stops
+    at the ``limit``-th match. Candidates whose bound (:func:`longest_bounds`) is below
     ``min_tokens`` are dropped without their text.
+
+    Why not the longest passage first: no bound from the stored hashes is tight at a
+    passage's ends (the k-grams next to a shared run are not stored, so the run may as well
+    go on for up to a window's width each side), so the rows holding one boilerplate
+    paragraph all have a bound above their true length, and an early stop by longest
+    passage would have to read every one of them.
 
     Use: ``keys = v.pending()``; read those rows' texts; ``v.check({key: text})``; again
     until ``pending()`` is empty; then ``v.matches()``.
@@ -276,49 +283,36 @@ class Verification:
         self.query = prepared_query(text, config)
         rows = list(candidates)
         bounds = longest_bounds(self.query, config, [r[1] for r in rows])
-        #: (-bound, place, key, shared) of the candidates that may match, best first
-        self._order = sorted((-int(b), place, row[0], int(row[2]))
-                             for place, (row, b) in enumerate(zip(rows, bounds.tolist(), strict=True))
-                             if b >= self.least)
+        #: (key, shared) of the candidates that may match, in the statement's order
+        self._order = [(row[0], int(row[2])) for row, b in zip(rows, bounds.tolist(), strict=True)
+                       if b >= self.least]
         self._next = 0
-        self._found: list[tuple[int, int, PassageMatch]] = []  # (-longest, place, match)
+        self._found: list[PassageMatch] = []
         self.candidates = len(rows)  #: rows the statement found
         self.read = 0  #: texts read and verified
 
-    def _last_kept(self) -> tuple[int, int] | None:
-        # the sort key of the limit-th match so far, once there are limit of them
-        if self.limit is None or len(self._found) < self.limit:
-            return None
-        self._found.sort(key=lambda f: (f[0], f[1]))
-        del self._found[self.limit:]
-        return self._found[-1][0], self._found[-1][1]
-
     def pending(self) -> list[Any]:
         """The keys of the next batch of candidates to read and verify; empty when the answer is complete."""
-        if self._next >= len(self._order):
+        if self.limit is not None and len(self._found) >= self.limit:
             return []
-        last = self._last_kept()
-        if last is not None and self._order[self._next][:2] > last:
-            return []  # no candidate left can come before the limit-th match
-        if self.limit is None:
-            size = TEXT_BATCH
-        else:
-            size = max(self.limit - len(self._found), 8) if last is None else 8
-        batch = self._order[self._next : self._next + min(size, TEXT_BATCH)]
-        return [c[2] for c in batch]
+        # with a limit, as many texts as matches are wanted (and a few more: some fail)
+        size = TEXT_BATCH if self.limit is None else min(TEXT_BATCH, max(self.limit - len(self._found), 4))
+        return [key for key, _ in self._order[self._next : self._next + size]]
 
     def check(self, texts: Mapping[Any, str | None]) -> None:
         """Verify the batch :meth:`pending` named, given their texts by key (a key missing: the row is gone)."""
-        batch = self.pending()
+        batch = self._order[self._next : self._next + len(self.pending())]
         self._next += len(batch)
-        for _bound, place, key, shared in self._order[self._next - len(batch) : self._next]:
+        for key, shared in batch:
             body = texts.get(key)
             if body is None:  # a NULL text, or a row deleted since: nothing to verify, nothing claimed
                 continue
             self.read += 1
             match = self._match(key, body, shared)
             if match is not None:
-                self._found.append((-match.longest, place, match))
+                self._found.append(match)
+                if self.limit is not None and len(self._found) >= self.limit:
+                    return
 
     def _match(self, key: Any, body: str, shared: int) -> PassageMatch | None:
         row = tokens(body)
@@ -331,10 +325,8 @@ class Verification:
                             text_in_row=c.a_in_b, shared_hashes=shared)
 
     def matches(self) -> list[PassageMatch]:
-        """The matches found: longest passage first, then in the statement's order; at most ``limit``."""
-        self._found.sort(key=lambda f: (f[0], f[1]))
-        found = [f[2] for f in self._found]
-        return found if self.limit is None else found[: self.limit]
+        """The matches found, in the statement's order (most shared hashes, then key); at most ``limit``."""
+        return list(self._found)
 
 
 def verify(
@@ -346,7 +338,7 @@ def verify(
     min_containment: float | None = None,
     limit: int | None = None,
 ) -> list[PassageMatch]:
-    """The candidate rows that truly share passages with ``text``, longest shared passage first.
+    """The candidate rows that truly share passages with ``text``, in the statement's order (most shared hashes first).
 
     Args:
         text: the query text (or its tokens, or :func:`prepared_query`'s answer).
@@ -356,13 +348,12 @@ def verify(
         min_tokens: the longest shared passage must have at least this many tokens
             (default and lowest: the config's guarantee).
         min_containment: ``max(text_in_row, row_in_text)`` must reach it (default 0).
-        limit: at most this many matches, the first ones of the answer's order; None: all.
+        limit: at most this many matches: the first ones of the answer's order; None: all.
 
     Returns:
-        One :class:`~simpg.results.PassageMatch` per row kept, by longest shared passage
-        (most tokens first), then in the statement's order (most shared hashes, then key).
-        Rows are verified in :class:`Verification`'s order, and no further than ``limit``
-        needs.
+        One :class:`~simpg.results.PassageMatch` per row kept, in the statement's order
+        (most shared hashes, then key). Rows are verified in that order, and no further
+        than ``limit`` needs (:class:`Verification`).
     """
     rows = list(rows)
     texts = {row[0]: row[1] for row in rows}

@@ -252,7 +252,7 @@ class PassageColumn(OwnedConnection):
     def near(self, text: str, *, min_tokens: int | None = None, min_containment: float | None = None,
              max_common: int | float | None = lookup.DEFAULT_MAX_COMMON,
              limit: int | None = None) -> PassageMatches[PassageMatch]:
-        """The rows that share passages with ``text``, verified on both texts, longest shared passage first.
+        """The rows that share passages with ``text``, verified on both texts, most shared hashes first.
 
         A row is returned when it shares a run of at least ``min_tokens`` equal tokens with
         the text (and, with ``min_containment``, when at least that fraction of the row is
@@ -269,9 +269,10 @@ class PassageColumn(OwnedConnection):
                 (above 0, below 1), then never fewer than 1,000 rows; the default, 0.001,
                 is 0.1% of the rows and at least 1,000. None skips nothing (exact for every hash).
             limit: at most this many rows: the first ``limit`` of the answer's order, the
-                longest shared passage first (most tokens), then most shared hashes, then
-                by key. Candidates are verified best first, their texts read a batch at a
-                time, until the first ``limit`` are sure (:class:`simpg.passages.lookup.Verification`).
+                most shared hashes first (the text's hashes, less the skipped ones, that the
+                row holds), then by key. Candidates are verified in that order, their texts
+                read a batch at a time, up to the ``limit``-th match
+                (:class:`simpg.passages.lookup.Verification`).
 
         Raises:
             SimpgError: a bad argument (naming it), or no passage index on the column.

@@ -330,13 +330,13 @@ def passages_near(
     column: Any = None,
     text_column: Any = None,
 ) -> PassageMatches[tuple[Any, PassageMatch]]:
-    """The stored objects that share passages with ``text``, verified, longest shared passage first.
+    """The stored objects that share passages with ``text``, verified, most shared hashes first.
 
     Runs the lookup statement (``simpg.passage_probe_statement``) on the session's
     connection (flushed first when the session autoflushes), then
-    :class:`simpg.passages.lookup.Verification` compares the candidates' texts with ``text``,
-    best bound first, reading them a batch at a time (``simpg.passage_texts_statement``)
-    and stopping once the first ``limit`` are sure.
+    :class:`simpg.passages.lookup.Verification` compares the candidates' texts with ``text``
+    in the statement's order, reading them a batch at a time (``simpg.passage_texts_statement``)
+    and stopping at the ``limit``-th match.
 
     Args:
         session: a ``Session`` on a ``postgresql+psycopg`` engine.
@@ -349,8 +349,8 @@ def passages_near(
             (boilerplate): a count, or a share of the table's rows (above 0, below 1; never
             fewer than 1,000 rows); default 0.001. None skips nothing. The text's hashes
             skipped are the result's ``skipped``.
-        limit: at most this many objects: the first of the answer's order (longest shared
-            passage, then most shared hashes, then key).
+        limit: at most this many objects: the first of the answer's order (most shared
+            hashes, then key).
         column: the passage attribute, when the entity has several.
         text_column: the text attribute (default: the one ``passages_on_write`` reads).
 
