@@ -63,6 +63,25 @@ def max_common_argument(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a number of rows or none, got {text!r}") from None
 
 
+#: simpg.passages.lookup.DEFAULT_MAX_COMMON, without importing numpy to parse the arguments
+LOOKUP_MAX_COMMON = 0.001
+
+
+def lookup_max_common_argument(text: str) -> int | float | None:
+    """``--max-common`` of a lookup: a count, a share of the table's rows (0 < x < 1), or ``none``."""
+    from simpg.fingerprint.errors import InvalidConfig
+    from simpg.passages.lookup import checked_max_common
+
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+        return checked_max_common(int(value) if value.is_integer() else value)
+    except (ValueError, OverflowError, InvalidConfig):
+        raise argparse.ArgumentTypeError(f"expected a number of rows, a share of them between 0 and 1, or none, "
+                                         f"got {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Look the texts up through the passage index and print the matching rows."""
     import psycopg

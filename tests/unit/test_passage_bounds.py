@@ -122,6 +122,13 @@ def test_max_common_is_a_count_or_a_share(value: object, expected: object) -> No
     assert got == expected and type(got) is type(expected)
 
 
+def test_the_command_line_default_is_the_library_default() -> None:
+    from simpg.commands._near_passages import LOOKUP_MAX_COMMON
+    from simpg.passages.lookup import DEFAULT_MAX_COMMON
+
+    assert LOOKUP_MAX_COMMON == DEFAULT_MAX_COMMON
+
+
 @pytest.mark.parametrize("value", [-1, -0.5, 1.5, 2.25, float("nan"), float("inf"), True, "10", [1]])
 def test_bad_max_common_is_refused_naming_it(value: object) -> None:
     with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, a fraction between "
