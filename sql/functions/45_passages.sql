@@ -397,9 +397,10 @@ COMMENT ON FUNCTION simpg.max_common_rows(double precision, double precision) IS
     'Internal: the rows above which a hash is common: max_common if a count, greatest(1000, max_common * rows) if a share below 1';
 
 -- common_passage_hashes: the hashes of rel.col that the planner's statistics put in more
--- than max_common rows (simpg.max_common_rows: a count, or 0 < max_common < 1 a share of
--- the table's rows by the statistics, never below 1,000 rows) (pg_stats.most_common_elems, their frequencies times the rows
--- with a non-NULL array, rounded), ascending; '{}' for max_common NULL, or before the column was
+-- than max_common rows (pg_stats.most_common_elems, their frequencies times the rows
+-- with a non-NULL array, rounded), ascending; max_common a count, or a share of the
+-- table's rows by the statistics (0 < max_common < 1), never below 1,000 rows
+-- (simpg.max_common_rows); '{}' for max_common NULL, or before the column was
 -- analyzed. An estimate, as fresh as the last ANALYZE (autovacuum's): lookups that skip
 -- these hashes say so. A partitioned table's (and a table with inheritance children)
 -- statistics are the whole tree's. Needs SELECT on the column, like pg_stats, which
