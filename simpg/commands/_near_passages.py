@@ -3,7 +3,7 @@
 Each ``--text`` / ``--file`` is looked up through a passage index
 (:class:`simpg.psycopg.PassageColumn`): every row sharing a run of at least ``--min-tokens``
 tokens (default: the index's guarantee, the larger window + 4) with the text, verified on both texts,
-most shared tokens first, with the containment both ways and each shared passage's
+most shared hashes first (then by key), with the containment both ways and each shared passage's
 character offsets. The table defaults to the reference table ``simpg_documents`` (its
 ``passages`` column, filled by ``simpg dedup``; ``--collection`` keeps one collection);
 any table with a passage index works too (``--table``, ``--column``, ``--text-column``).
