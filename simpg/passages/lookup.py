@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -228,9 +229,16 @@ def longest_bounds(query: Query, config: PassageConfig | None, stored: Sequence[
         return bounds
     n_windows = len(window_of)
     for first in range(0, len(stored), _BOUND_CHUNK):
-        rows = [_stored(h) for h in stored[first : first + _BOUND_CHUNK]]
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.intp, count=len(rows))
-        flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        chunk = stored[first : first + _BOUND_CHUNK]
+        lengths = np.fromiter((0 if h is None else len(h) for h in chunk), dtype=np.intp, count=len(chunk))
+        try:  # one pass over every row's hashes
+            flat = np.fromiter(itertools.chain.from_iterable(h for h in chunk if h is not None), dtype=np.int64,
+                               count=int(lengths.sum()))
+            rows: Sequence[Any] = chunk
+        except (TypeError, ValueError):  # NULL elements or arrays: row by row
+            rows = [_stored(h) for h in chunk]
+            lengths = np.fromiter((len(r) for r in rows), dtype=np.intp, count=len(rows))
+            flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
         owner = np.repeat(np.arange(len(rows)), lengths)
         at = np.minimum(np.searchsorted(minima, flat), len(minima) - 1)
         hit = minima[at] == flat
@@ -281,29 +289,46 @@ class Verification:
         self.least, self.containment = checked_thresholds(config_or_default(config), min_tokens, min_containment)
         self.limit = checked_limit(limit)
         self.query = prepared_query(text, config)
-        rows = list(candidates)
-        bounds = longest_bounds(self.query, config, [r[1] for r in rows])
-        #: (key, shared) of the candidates that may match, in the statement's order
-        self._order = [(row[0], int(row[2])) for row, b in zip(rows, bounds.tolist(), strict=True)
-                       if b >= self.least]
+        self.config = config
+        #: the candidates, in the statement's order
+        self._rows = [(row[0], row[1], int(row[2])) for row in candidates]
+        #: the bounds of the first candidates (computed as the verification reaches them)
+        self._bounds: list[int] = []
         self._next = 0
         self._found: list[PassageMatch] = []
-        self.candidates = len(rows)  #: rows the statement found
+        self.candidates = len(self._rows)  #: rows the statement found
         self.read = 0  #: texts read and verified
+
+    def _may_match(self, i: int) -> bool:
+        # bounds are computed a chunk at a time as the verification reaches them: with a
+        # small limit, most candidates are never reached
+        while i >= len(self._bounds):
+            chunk = self._rows[len(self._bounds) : len(self._bounds) + TEXT_BATCH]
+            self._bounds += longest_bounds(self.query, self.config, [r[1] for r in chunk]).tolist()
+        return self._bounds[i] >= self.least
+
+    def _batch(self) -> tuple[int, list[int]]:
+        # the candidates of the next batch (positions), and where the batch ends
+        if self.limit is not None and len(self._found) >= self.limit:
+            return self._next, []
+        # with a limit, as many texts as matches are wanted (and a few more: some fail)
+        size = TEXT_BATCH if self.limit is None else min(TEXT_BATCH, max(self.limit - len(self._found), 4))
+        picked: list[int] = []
+        i = self._next
+        while i < len(self._rows) and len(picked) < size:
+            if self._may_match(i):
+                picked.append(i)
+            i += 1
+        return i, picked
 
     def pending(self) -> list[Any]:
         """The keys of the next batch of candidates to read and verify; empty when the answer is complete."""
-        if self.limit is not None and len(self._found) >= self.limit:
-            return []
-        # with a limit, as many texts as matches are wanted (and a few more: some fail)
-        size = TEXT_BATCH if self.limit is None else min(TEXT_BATCH, max(self.limit - len(self._found), 4))
-        return [key for key, _ in self._order[self._next : self._next + size]]
+        return [self._rows[i][0] for i in self._batch()[1]]
 
     def check(self, texts: Mapping[Any, str | None]) -> None:
         """Verify the batch :meth:`pending` named, given their texts by key (a key missing: the row is gone)."""
-        batch = self._order[self._next : self._next + len(self.pending())]
-        self._next += len(batch)
-        for key, shared in batch:
+        self._next, picked = self._batch()
+        for key, _hashes, shared in (self._rows[i] for i in picked):
             body = texts.get(key)
             if body is None:  # a NULL text, or a row deleted since: nothing to verify, nothing claimed
                 continue
