@@ -65,7 +65,7 @@ class PartialOptions:
 
     min_tokens: int | None = None
     min_containment: float | None = None
-    max_common: int | None = DEFAULT_MAX_COMMON
+    max_common: int | float | None = DEFAULT_MAX_COMMON
     workers: int | None = None
 
     @property

@@ -196,7 +196,7 @@ class PassageMatch:
 
 
 class PassageMatches(list[MatchT]):
-    """What a passage lookup returns: its matches (a list, most shared tokens first) and what it skipped.
+    """What a passage lookup returns: its matches (a list, most shared hashes first) and what it skipped.
 
     The psycopg handles return ``PassageMatches[PassageMatch]``, SQLAlchemy's
     ``passages_near`` ``PassageMatches[tuple[object, PassageMatch]]`` (the objects loaded).

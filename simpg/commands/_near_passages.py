@@ -3,7 +3,7 @@
 Each ``--text`` / ``--file`` is looked up through a passage index
 (:class:`simpg.psycopg.PassageColumn`): every row sharing a run of at least ``--min-tokens``
 tokens (default: the index's guarantee, the larger window + 4) with the text, verified on both texts,
-most shared tokens first, with the containment both ways and each shared passage's
+most shared hashes first (then by key), with the containment both ways and each shared passage's
 character offsets. The table defaults to the reference table ``simpg_documents`` (its
 ``passages`` column, filled by ``simpg dedup``; ``--collection`` keeps one collection);
 any table with a passage index works too (``--table``, ``--column``, ``--text-column``).
@@ -47,6 +47,25 @@ def max_common_argument(text: str) -> int | None:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of rows or none, got {text!r}") from None
+
+
+#: simpg.passages.lookup.DEFAULT_MAX_COMMON, without importing numpy to parse the arguments
+LOOKUP_MAX_COMMON = 0.001
+
+
+def lookup_max_common_argument(text: str) -> int | float | None:
+    """``--max-common`` of a lookup: a count, a share of the table's rows (0 < x < 1), or ``none``."""
+    from simpg.fingerprint.errors import InvalidConfig
+    from simpg.passages.lookup import checked_max_common
+
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+        return checked_max_common(int(value) if value.is_integer() else value)
+    except (ValueError, OverflowError, InvalidConfig):
+        raise argparse.ArgumentTypeError(f"expected a number of rows, a share of them between 0 and 1, or none, "
+                                         f"got {text!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:

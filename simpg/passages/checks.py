@@ -6,20 +6,24 @@ check here, so an argument has one rule and one error: lowercase, naming the val
 the two equal).
 
 Example:
-    >>> checked_max_common(-1)
+    >>> checked_max_common(0.001), checked_max_common(5.0), max_common_rows(0.001, 10**7)
+    (0.001, 5, 10000.0)
+    >>> checked_limit(0)
     Traceback (most recent call last):
     ...
-    simpg.fingerprint.errors.InvalidConfig: max_common must be an integer of at least 0, got -1
+    simpg.fingerprint.errors.InvalidConfig: limit must be an integer of at least 1, got 0
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.passages.config import K, PassageConfig
 
-__all__ = ["checked_limit", "checked_max_common", "checked_min_containment", "checked_min_tokens"]
+__all__ = ["checked_limit", "checked_max_common", "checked_min_containment", "checked_min_tokens",
+           "max_common_rows"]
 
 
 def _is_int(value: Any) -> bool:
@@ -53,11 +57,33 @@ def checked_min_containment(value: Any) -> float | None:
     return float(value)
 
 
-def checked_max_common(value: Any) -> int | None:
-    """``max_common`` (hashes in more rows than this are skipped; None: none), or an error naming it."""
-    if value is not None and (not _is_int(value) or value < 0):
-        raise InvalidConfig(f"max_common must be an integer of at least 0, got {value!r}")
-    return None if value is None else int(value)
+def checked_max_common(value: Any) -> int | float | None:
+    """``max_common`` (hashes in more rows than this are skipped; None: none), or an error naming it.
+
+    A count of rows (an integer of at least 0, or a float of a whole value), or a share of
+    the rows, a float above 0 and below 1 (:func:`max_common_rows`). The same rule and
+    words as SQL's ``simpg.checked_max_common`` (which says null for None).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value):
+        if 0 < value < 1:
+            return float(value)
+        if value >= 0 and value == int(value):
+            return int(value)
+    raise InvalidConfig(f"max_common must be an integer of at least 0, a fraction between 0 and 1, or None, "
+                        f"got {value!r}")
+
+
+def max_common_rows(max_common: int | float | None, rows: int) -> int | float | None:
+    """The rows (of ``rows``) above which a hash is common: a count as given, a share as ``max(1000, share * rows)``.
+
+    SQL's ``simpg.max_common_rows``: the floor of 1,000 keeps a small table exact (a passage
+    copied into a dozen rows of a 10,000-row table is not boilerplate).
+    """
+    if max_common is not None and 0 < max_common < 1:
+        return max(1000.0, max_common * max(rows, 0))
+    return max_common
 
 
 def checked_limit(value: Any) -> int | None:

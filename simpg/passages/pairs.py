@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from simpg.fingerprint.batch import _each
 from simpg.fingerprint.errors import InvalidConfig, InvalidDocument
-from simpg.passages.checks import checked_max_common, checked_min_containment, checked_min_tokens
+from simpg.passages.checks import checked_max_common, checked_min_containment, checked_min_tokens, max_common_rows
 from simpg.passages.comparison import Comparison, compare
 from simpg.passages.config import PassageConfig, config_or_default
 from simpg.passages.tokens import Tokens, tokens
@@ -157,7 +157,7 @@ def _hash_arrays(hashes: Iterable[Any]) -> list[I64Array]:
 
 
 def candidate_pairs(
-    hashes: Iterable[Any], *, max_common: int | None = None, chunk: int = PAIR_CHUNK
+    hashes: Iterable[Any], *, max_common: int | float | None = None, chunk: int = PAIR_CHUNK
 ) -> CandidatePairs:
     """Every pair of documents sharing a passage hash, with the number of hashes they share.
 
@@ -165,7 +165,8 @@ def candidate_pairs(
         hashes: each document's passage hashes, sorted and distinct (what
             :func:`~simpg.passages.winnow.passage_hashes` or ``passage_hashes_array`` give).
             Documents are numbered by their position.
-        max_common: hashes posted by more than this many documents make no candidates and
+        max_common: hashes posted by more than this many documents (a count, or a share of
+            the documents: :func:`~simpg.passages.checks.max_common_rows`) make no candidates and
             are returned as :attr:`CandidatePairs.common`; None uses every hash (every pair
             sharing a run of the config's guarantee is then a candidate).
         chunk: postings pairs enumerated at a time (memory bound).
@@ -190,8 +191,9 @@ def candidate_pairs(
     sizes = np.diff(np.append(starts, len(key)))
     common: tuple[CommonHash, ...] = ()
     usable = sizes > 1
-    if max_common is not None:
-        too_many = sizes > max_common
+    limit = max_common_rows(max_common, n_docs)
+    if limit is not None:
+        too_many = sizes > limit
         common = tuple(CommonHash(h, c) for h, c in zip(key[starts[too_many]].tolist(),
                                                           sizes[too_many].tolist(), strict=True))
         usable &= ~too_many
@@ -290,7 +292,7 @@ def passage_pairs(
     hashes: Sequence[Any] | None = None,
     min_tokens: int | None = None,
     min_containment: float | None = None,
-    max_common: int | None = None,
+    max_common: int | float | None = None,
     rank: Sequence[Any] | None = None,
     workers: int | None = None,
 ) -> PassagePairs:

@@ -36,7 +36,8 @@ import numpy.typing as npt
 from simpg.fingerprint.errors import InvalidDocument
 from simpg.fingerprint.hashes import hash_spans
 
-__all__ = ["SPACELESS", "TOKEN", "Tokens", "normalize_with_offsets", "spaceless_tokens", "tokens"]
+__all__ = ["SPACELESS", "TOKEN", "Tokens", "normalize_with_offsets", "spaceless_tokens", "token_hashes",
+           "token_hashes_and_kinds", "tokens"]
 
 #: Scripts written without spaces: each letter (or digit) of them is a token of its own.
 SPACELESS: Final = (
@@ -167,31 +168,6 @@ def _utf8_offsets(norm: str) -> IntArray:
     return np.concatenate([[0], np.cumsum(width)])
 
 
-def plain_tokens(text: str) -> tuple[list[str], U64Array]:
-    """The words and hashes of :func:`tokens`, without their offsets: what passage hashes need, several times faster.
-
-    ``tokens(text).words`` and ``.hashes`` exactly: the tokens are found in the text
-    normalised as a whole either way; only the map back to the original characters (most of
-    the cost, and all of it for a text whose characters normalise differently alone) is left out.
-
-    Raises:
-        InvalidDocument: ``text`` is not a ``str``.
-    """
-    if not isinstance(text, str):
-        raise InvalidDocument(f"expected str, got {text!r:.60}")
-    norm = _whole(text)
-    parts = _TOKEN_SPLIT.split(norm)
-    bounds = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
-    s, e = bounds[0:-1:2], bounds[1::2]
-    byte = _utf8_offsets(norm)
-    return parts[1::2], hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e])
-
-
-def token_hashes(text: str) -> U64Array:
-    """The hashes of :func:`tokens` alone (:func:`plain_tokens`)."""
-    return plain_tokens(text)[1]
-
-
 def tokens(text: str) -> Tokens:
     """The tokens of ``text``: normalised words, FNV-1a hashes and original character offsets.
 
@@ -237,3 +213,51 @@ def spaceless_tokens(toks: Tokens | Sequence[str]) -> npt.NDArray[np.bool_]:
     firsts = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)[np.cumsum(lengths) - lengths]
     inside: npt.NDArray[np.bool_] = (np.searchsorted(_SPACELESS_BOUNDS, firsts, side="right") & 1).astype(np.bool_)
     return inside
+
+
+@lru_cache(maxsize=1)
+def _bmp_kinds() -> npt.NDArray[np.uint8]:
+    """What each code point below 0x10000 is to :data:`TOKEN`: 0 a gap, 1 part of a spaced word, 2 a token alone.
+
+    A table lookup instead of the regex: the same tokens, found several times faster
+    (tests/unit/test_passages.py compares the two on every code point).
+    """
+    # re's \w: a letter, digit or number, or the underscore
+    word = np.fromiter((chr(c).isalnum() or c == 0x5F for c in range(0x10000)), dtype=np.bool_, count=0x10000)
+    spaceless = (np.searchsorted(_SPACELESS_BOUNDS, np.arange(0x10000), side="right") & 1).astype(np.bool_)
+    kinds: npt.NDArray[np.uint8] = np.where(word, np.where(spaceless, 2, 1), 0).astype(np.uint8)
+    return kinds
+
+
+def token_hashes_and_kinds(text: str) -> tuple[U64Array, npt.NDArray[np.bool_]]:
+    """The hashes of :func:`tokens` and which tokens are spaceless letters, with no word or offset made.
+
+    What passage hashes need (``tokens(text).hashes`` and ``spaceless_tokens(tokens(text))``
+    exactly): the tokens' bounds come from a table of what each character is, not from
+    splitting the text into words, which is most of the cost of :func:`tokens`.
+
+    Raises:
+        InvalidDocument: ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise InvalidDocument(f"expected str, got {text!r:.60}")
+    norm = _whole(text)
+    code = (np.frombuffer(norm.encode("ascii"), dtype=np.uint8) if norm.isascii()
+            else np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32))
+    byte = _utf8_offsets(norm)
+    if len(code) and int(code.max()) > 0xFFFF:  # beyond the table (rare): the regex
+        parts = _TOKEN_SPLIT.split(norm)
+        bounds = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+        s, e = bounds[0:-1:2], bounds[1::2]
+        return hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e]), spaceless_tokens(parts[1::2])
+    kind = _bmp_kinds()[code]
+    spaced, alone = kind == 1, kind == 2
+    # a spaced word starts where a spaced character follows none, and ends where none follows it
+    starts = np.flatnonzero(alone | (spaced & ~np.concatenate(([False], spaced[:-1]))))
+    ends = np.flatnonzero(alone | (spaced & ~np.concatenate((spaced[1:], [False])))) + 1
+    return hash_spans("fnv1a", norm.encode("utf-8"), byte[starts], byte[ends]), alone[starts]
+
+
+def token_hashes(text: str) -> U64Array:
+    """The hashes of :func:`tokens` alone (:func:`token_hashes_and_kinds`)."""
+    return token_hashes_and_kinds(text)[0]

@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["COMMON_TTL", "PassageColumn"]
 
+
 _T = TypeVar("_T")
 
 #: Seconds a handle keeps the common hashes it read (``simpg.common_passage_hashes``) before
@@ -66,8 +67,9 @@ _LAYOUT_SQL = ("SELECT p.indexed_table::text, p.passage_column, p.passage_window
                "k.column_name "
                "FROM simpg.passage_layout(%s::pg_catalog.regclass, %s) AS p, "
                "simpg.report_key(%s::pg_catalog.regclass, %s) AS k")
-_STATEMENT_SQL = "SELECT simpg.passage_lookup_statement(%s::pg_catalog.regclass, %s, %s, %s)"
-_COMMON_SQL = "SELECT simpg.common_passage_hashes(%s::pg_catalog.regclass, %s, %s)"
+_STATEMENT_SQL = ("SELECT simpg.passage_probe_statement(%s::pg_catalog.regclass, %s, %s), "
+                  "simpg.passage_texts_statement(%s::pg_catalog.regclass, %s, %s)")
+_COMMON_SQL = "SELECT simpg.common_passage_hashes(%s::pg_catalog.regclass, %s, %s::float8)"
 
 
 def _hash_all(docs: list[str], config: PassageConfig, workers: int | None) -> list[list[int]]:
@@ -104,8 +106,9 @@ class PassageColumn(OwnedConnection):
         self.key_column = key_column
         self.prepare = prepare
         self._info: PassageIndex | None = None
-        self._statement: bytes | None = None
-        self._common: dict[int, tuple[float, frozenset[int]]] = {}  # max_common -> (read at, hashes)
+        self._statement: bytes | None = None  # simpg.passage_probe_statement: key, hashes, shared
+        self._texts: bytes | None = None  # simpg.passage_texts_statement: key, body of the keys $1
+        self._common: dict[float, tuple[float, frozenset[int]]] = {}  # max_common -> (read at, hashes)
 
     def __repr__(self) -> str:
         return f"PassageColumn({self.table!r}, {self.column!r}, text_column={self.text_column!r})"
@@ -144,13 +147,15 @@ class PassageColumn(OwnedConnection):
                 cur.execute(_LAYOUT_SQL, [self.table, self.column, self.table, self.key_column])
                 row = cur.fetchone()
                 assert row is not None  # the functions raise rather than return nothing
-                # the statement's function checks the text column (it exists, of a text type)
-                cur.execute(_STATEMENT_SQL, [self.table, self.column, self.text_column, row[5]])
+                # the texts statement's function checks the text column (it exists, of a text type)
+                cur.execute(_STATEMENT_SQL, [self.table, self.column, row[5], self.table, self.text_column,
+                                             row[5]])
                 statement = cur.fetchone()
         assert statement is not None
         table, column, window, spaceless_window, index_name, key_column = row
         self._info = PassageIndex(table, column, window, spaceless_window, index_name, key_column, self.text_column)
         self._statement = statement[0].encode()  # bytes: psycopg sends them as they are
+        self._texts = statement[1].encode()
         self._common = {}
         return self._info
 
@@ -171,7 +176,7 @@ class PassageColumn(OwnedConnection):
     def drop(self) -> None:
         """Remove the GIN index and the comment (``simpg.drop_passage_index``); the column and its hashes stay."""
         self._call("SELECT simpg.drop_passage_index(%s::pg_catalog.regclass, %s)", [self.table, self.column])
-        self._info, self._statement, self._common = None, None, {}
+        self._info, self._statement, self._texts, self._common = None, None, None, {}
 
     def _call(self, statement: str, params: Sequence[Any]) -> Any:
         # one statement, its first row
@@ -223,8 +228,11 @@ class PassageColumn(OwnedConnection):
 
     # -- lookups --------------------------------------------------------------------
 
-    def common_hashes(self, max_common: int | None = 1000) -> frozenset[int]:
+    def common_hashes(self, max_common: int | float | None = lookup.DEFAULT_MAX_COMMON) -> frozenset[int]:
         """The column's hashes that the statistics put in more than ``max_common`` rows (none for None).
+
+        ``max_common``: a count of rows, or a share of the table's rows (above 0, below 1;
+        never fewer than 1,000 rows), as :meth:`near`'s.
 
         ``simpg.common_passage_hashes``, kept by the handle for :data:`COMMON_TTL` seconds
         (the statistics change only when ANALYZE runs) and read again by :meth:`refresh`.
@@ -242,8 +250,9 @@ class PassageColumn(OwnedConnection):
         return found
 
     def near(self, text: str, *, min_tokens: int | None = None, min_containment: float | None = None,
-             max_common: int | None = 1000, limit: int | None = None) -> PassageMatches[PassageMatch]:
-        """The rows that share passages with ``text``, verified on both texts, most shared tokens first.
+             max_common: int | float | None = lookup.DEFAULT_MAX_COMMON,
+             limit: int | None = None) -> PassageMatches[PassageMatch]:
+        """The rows that share passages with ``text``, verified on both texts, most shared hashes first.
 
         A row is returned when it shares a run of at least ``min_tokens`` equal tokens with
         the text (and, with ``min_containment``, when at least that fraction of the row is
@@ -256,8 +265,14 @@ class PassageColumn(OwnedConnection):
                 index's guarantee, ``max(window, spaceless_window) + 4`` (50 by default).
             min_containment: the least containment, one way or the other, from 0 to 1.
             max_common: skip the text's hashes that the statistics put in more than this
-                many rows (boilerplate); None skips nothing (exact for every hash).
-            limit: at most this many rows (the most shared first).
+                many rows (boilerplate): a count of rows, or a share of the table's rows
+                (above 0, below 1), then never fewer than 1,000 rows; the default, 0.001,
+                is 0.1% of the rows and at least 1,000. None skips nothing (exact for every hash).
+            limit: at most this many rows: the first ``limit`` of the answer's order, the
+                most shared hashes first (the text's hashes, less the skipped ones, that the
+                row holds), then by key. Candidates are verified in that order, their texts
+                read a batch at a time, up to the ``limit``-th match
+                (:class:`simpg.passages.lookup.Verification`).
 
         Raises:
             SimpgError: a bad argument (naming it), or no passage index on the column.
@@ -273,12 +288,19 @@ class PassageColumn(OwnedConnection):
             params = [wire.Int8Array(prepared.hashes),
                       wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
             assert self._statement is not None
+            assert self._texts is not None
             with psycopg.RawCursor(self.conn) as cur:  # $1, $2
                 cur.execute(self._statement, params, prepare=self.prepare, binary=True)
                 rows = cur.fetchall()
-            found = lookup.verify(prepared, info.config, rows, min_tokens=min_tokens,
-                                      min_containment=min_containment, limit=limit)
-            return PassageMatches(found, skipped)
+                check = lookup.Verification(prepared, info.config, rows,
+                                          min_tokens=min_tokens, min_containment=min_containment, limit=limit)
+                keys = check.pending()
+                while keys:  # the texts of the candidates to verify, best bound first, a batch at a time
+                    cur.execute(self._texts, [keys], prepare=self.prepare, binary=True)
+                    texts = dict(cur.fetchall())
+                    check.check(texts)
+                    keys = check.pending()
+            return PassageMatches(check.matches(), skipped)
 
         return self._lookup(run)
 

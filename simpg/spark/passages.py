@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simpg.exc import SimpgError
-from simpg.passages.checks import checked_max_common
+from simpg.passages.checks import checked_max_common, max_common_rows
 from simpg.passages.config import PassageConfig, config_or_default
 from simpg.passages.pairs import (
     VERIFY_BATCH,
@@ -228,7 +228,7 @@ def passage_pairs(
     rank_column: str | None = None,
     min_tokens: int | None = None,
     min_containment: float | None = None,
-    max_common: int | None = None,
+    max_common: int | float | None = None,
     block_size: int = BLOCK_SIZE,
     partitions: int | None = None,
 ) -> PassageReport:
@@ -282,6 +282,7 @@ def passage_pairs(
         docs.unpersist()
         raise
     documents = docs.count()
+    max_common = max_common_rows(max_common, documents)
     if hashes_column is None:
         from functools import partial
 

@@ -50,13 +50,14 @@ from simpg.passages.config import (
     config_or_default,
 )
 from simpg.passages.lookup import (
+    DEFAULT_MAX_COMMON,
+    Verification,
     checked_limit,
     checked_max_common,
     checked_thresholds,
     prepared_query,
     query_text,
     to_skip,
-    verify,
 )
 from simpg.passages.winnow import passage_hashes
 from simpg.results import PassageMatch, PassageMatches
@@ -277,12 +278,14 @@ def _lookup(entity: Any, column: Any, text_column: Any) -> _Lookup:
                    text_name, pk.name)
 
 
-#: The lookup's statement and config (the windows it was made for) and the hashes to skip,
-#: in one round trip; the statement's text is the server's (simpg.passage_lookup_statement).
+#: The lookup's statements and config (the windows it was made for) and the hashes to skip,
+#: in one round trip; the statements' texts are the server's (simpg.passage_probe_statement,
+#: simpg.passage_texts_statement).
 _PLAN_SQL = (
-    "SELECT simpg.passage_lookup_statement(%(rel)s::regclass, %(col)s, %(text)s, %(key)s), "
+    "SELECT simpg.passage_probe_statement(%(rel)s::regclass, %(col)s, %(key)s), "
+    "simpg.passage_texts_statement(%(rel)s::regclass, %(text)s, %(key)s), "
     "l.passage_window, l.spaceless_window, "
-    "simpg.common_passage_hashes(%(rel)s::regclass, %(col)s, %(max_common)s) "
+    "simpg.common_passage_hashes(%(rel)s::regclass, %(col)s, %(max_common)s::float8) "
     "FROM simpg.passage_layout(%(rel)s::regclass, %(col)s) AS l"
 )
 
@@ -294,7 +297,7 @@ def _driver(connection: Any, what: str) -> Any:
     return driver
 
 
-def _plan_params(lookup: _Lookup, max_common: int | None) -> dict[str, Any]:
+def _plan_params(lookup: _Lookup, max_common: int | float | None) -> dict[str, Any]:
     return {"rel": lookup.rel, "col": lookup.column, "text": lookup.text_column, "key": lookup.key_column,
             "max_common": max_common}
 
@@ -322,16 +325,18 @@ def passages_near(
     *,
     min_tokens: int | None = None,
     min_containment: float | None = None,
-    max_common: int | None = 1000,
+    max_common: int | float | None = DEFAULT_MAX_COMMON,
     limit: int | None = None,
     column: Any = None,
     text_column: Any = None,
 ) -> PassageMatches[tuple[Any, PassageMatch]]:
-    """The stored objects that share passages with ``text``, verified, most shared tokens first.
+    """The stored objects that share passages with ``text``, verified, most shared hashes first.
 
-    Runs the one lookup statement (``simpg.passage_lookup_statement``) on the session's
+    Runs the lookup statement (``simpg.passage_probe_statement``) on the session's
     connection (flushed first when the session autoflushes), then
-    :func:`simpg.passages.lookup.verify` compares every candidate's text with ``text``.
+    :class:`simpg.passages.lookup.Verification` compares the candidates' texts with ``text``
+    in the statement's order, reading them a batch at a time (``simpg.passage_texts_statement``)
+    and stopping at the ``limit``-th match.
 
     Args:
         session: a ``Session`` on a ``postgresql+psycopg`` engine.
@@ -341,8 +346,11 @@ def passages_near(
             lowest: the index's guarantee, max(window, spaceless_window) + 4).
         min_containment: ``max(text_in_row, row_in_text)`` must reach it.
         max_common: skip hashes the statistics put in more than this many rows
-            (boilerplate); None skips nothing. The text's hashes skipped are the result's ``skipped``.
-        limit: at most this many objects (the most shared tokens first).
+            (boilerplate): a count, or a share of the table's rows (above 0, below 1; never
+            fewer than 1,000 rows); default 0.001. None skips nothing. The text's hashes
+            skipped are the result's ``skipped``.
+        limit: at most this many objects: the first of the answer's order (most shared
+            hashes, then key).
         column: the passage attribute, when the entity has several.
         text_column: the text attribute (default: the one ``passages_on_write`` reads).
 
@@ -358,14 +366,18 @@ def passages_near(
         session.flush()
     driver = _driver(session.connection().connection, "passages_near")
     with translated():  # the server's checks of the columns, as SimpgError
-        statement, window, spaceless_window, common = driver.execute(
+        statement, texts, window, spaceless_window, common = driver.execute(
             _PLAN_SQL, _plan_params(lookup, max_common)).fetchone()
     config = PassageConfig(window, spaceless_window)
     checked_thresholds(config, min_tokens, min_containment)  # before the lookup: errors name the value
     prepared = prepared_query(query, config)
     skipped = to_skip(prepared.hashes, common or ())
-    rows = psycopg.RawCursor(driver).execute(statement, _lookup_params(prepared.hashes, skipped)).fetchall()
-    matches = verify(prepared, config, rows, min_tokens=min_tokens, min_containment=min_containment, limit=limit)
+    cur = psycopg.RawCursor(driver)
+    rows = cur.execute(statement, _lookup_params(prepared.hashes, skipped)).fetchall()
+    check = Verification(prepared, config, rows, min_tokens=min_tokens, min_containment=min_containment, limit=limit)
+    while keys := check.pending():
+        check.check(dict(cur.execute(texts, [keys]).fetchall()))
+    matches = check.matches()
     objects = session.scalars(_objects_select(lookup, [m.key for m in matches])).all() if matches else []
     return _paired(objects, matches, skipped, lookup)
 
@@ -377,7 +389,7 @@ async def passages_near_async(
     *,
     min_tokens: int | None = None,
     min_containment: float | None = None,
-    max_common: int | None = 1000,
+    max_common: int | float | None = DEFAULT_MAX_COMMON,
     limit: int | None = None,
     column: Any = None,
     text_column: Any = None,
@@ -393,14 +405,17 @@ async def passages_near_async(
     driver = _driver(raw, "passages_near_async")
     with translated():
         cur = await driver.execute(_PLAN_SQL, _plan_params(lookup, max_common))
-        statement, window, spaceless_window, common = await cur.fetchone()
+        statement, texts, window, spaceless_window, common = await cur.fetchone()
     config = PassageConfig(window, spaceless_window)
     checked_thresholds(config, min_tokens, min_containment)
     prepared = prepared_query(query, config)
     skipped = to_skip(prepared.hashes, common or ())
-    rows = await (await psycopg.AsyncRawCursor(driver).execute(statement, _lookup_params(prepared.hashes, skipped))
-                  ).fetchall()
-    matches = verify(prepared, config, rows, min_tokens=min_tokens, min_containment=min_containment, limit=limit)
+    acur = psycopg.AsyncRawCursor(driver)
+    rows = await (await acur.execute(statement, _lookup_params(prepared.hashes, skipped))).fetchall()
+    check = Verification(prepared, config, rows, min_tokens=min_tokens, min_containment=min_containment, limit=limit)
+    while keys := check.pending():
+        check.check(dict(await (await acur.execute(texts, [keys])).fetchall()))
+    matches = check.matches()
     objects = (await session.scalars(_objects_select(lookup, [m.key for m in matches]))).all() if matches else []
     return _paired(objects, matches, skipped, lookup)
 

@@ -342,8 +342,8 @@ CREATE FUNCTION simpg.checked_max_common(max_common bigint) RETURNS bigint
 AS $$
 BEGIN
     IF max_common < 0 THEN
-        RAISE EXCEPTION 'max_common must be an integer of at least 0, got %', max_common
-            USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'max_common must be an integer of at least 0, a fraction between 0 and 1, or null, got %',
+            max_common USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN max_common;
 END
@@ -352,14 +352,53 @@ $$;
 COMMENT ON FUNCTION simpg.checked_max_common(bigint) IS
     'Internal: max_common, or an error naming it when it is negative';
 
+-- checked_max_common with a count or a share of the rows: NULL (skip nothing), a whole
+-- number of at least 0 (a count of rows), or a share of the rows above 0 and below 1;
+-- anything else (negative, NaN, infinite, 1.5) raises naming it. The same rule as
+-- simpg.passages.lookup.checked_max_common, with the same words.
+CREATE FUNCTION simpg.checked_max_common(max_common double precision) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF max_common IN ('NaN', 'Infinity', '-Infinity') OR max_common < 0
+       OR (max_common >= 1 AND max_common <> trunc(max_common)) THEN
+        RAISE EXCEPTION 'max_common must be an integer of at least 0, a fraction between 0 and 1, or null, got %',
+            max_common USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN max_common;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_max_common(double precision) IS
+    'Internal: max_common (a count of rows, or a share of them below 1), or an error naming it';
+
+-- max_common_rows: the number of rows above which a hash is common, for a checked
+-- max_common and the table's rows by the statistics: a count as it is; a share x
+-- (0 < x < 1) as greatest(1000, x * rows). Why the floor: skipping is there to bound the
+-- work of a lookup, and reading 1,000 candidates costs milliseconds (the lookup verifies
+-- them in order and stops at its limit), while a share alone would skip, on a table of
+-- 10,000 rows, a passage copied into 11 of them. NULL: skip nothing.
+CREATE FUNCTION simpg.max_common_rows(max_common double precision, table_rows double precision)
+    RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN max_common > 0 AND max_common < 1
+                THEN greatest(1000, max_common * greatest(coalesce(table_rows, 0), 0))
+                ELSE max_common END;
+
+COMMENT ON FUNCTION simpg.max_common_rows(double precision, double precision) IS
+    'Internal: the rows above which a hash is common: max_common if a count, greatest(1000, max_common * rows) if a share below 1';
+
 -- common_passage_hashes: the hashes of rel.col that the planner's statistics put in more
 -- than max_common rows (pg_stats.most_common_elems, their frequencies times the rows
--- with a non-NULL array, rounded), ascending; '{}' for max_common NULL, or before the column was
+-- with a non-NULL array, rounded), ascending; max_common a count, or a share of the
+-- table's rows by the statistics (0 < max_common < 1), never below 1,000 rows
+-- (simpg.max_common_rows); '{}' for max_common NULL, or before the column was
 -- analyzed. An estimate, as fresh as the last ANALYZE (autovacuum's): lookups that skip
 -- these hashes say so. A partitioned table's (and a table with inheritance children)
 -- statistics are the whole tree's. Needs SELECT on the column, like pg_stats, which
 -- would otherwise answer nothing (so: skip nothing) rather than refuse.
-CREATE FUNCTION simpg.common_passage_hashes(rel regclass, col name, max_common bigint) RETURNS bigint[]
+CREATE FUNCTION simpg.common_passage_hashes(rel regclass, col name, max_common double precision) RETURNS bigint[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -367,6 +406,7 @@ DECLARE
     v_rows float8;
     v_inherited boolean;
     v_found bigint[];
+    v_limit float8;
 BEGIN
     PERFORM simpg.passage_column_type(rel, col);
     PERFORM simpg.checked_max_common(max_common);
@@ -386,6 +426,7 @@ BEGIN
     SELECT sum(greatest(c.reltuples, 0)) INTO v_rows
     FROM tree JOIN pg_class AS c ON c.oid = tree.oid
     WHERE c.relkind <> 'p';
+    v_limit := simpg.max_common_rows(max_common, v_rows);
     SELECT coalesce(array_agg(e.hash ORDER BY e.hash), '{}') INTO v_found
     FROM pg_stats AS s
     CROSS JOIN LATERAL unnest(s.most_common_elems::text::bigint[],
@@ -395,8 +436,22 @@ BEGIN
                           WHERE c.oid = rel)
       AND s.tablename = (SELECT c.relname FROM pg_class AS c WHERE c.oid = rel)
       AND s.attname = col AND s.inherited = v_inherited
-      AND round(e.freq * (1 - s.null_frac) * v_rows) > max_common;
+      AND round(e.freq * (1 - s.null_frac) * v_rows) > v_limit;
     RETURN v_found;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.common_passage_hashes(regclass, name, double precision) IS
+    'Hashes of a passage column that the statistics put in more than max_common rows, or that share of its rows when below 1 (boilerplate a lookup may skip)';
+
+-- common_passage_hashes with a count of rows (bigint): the form above.
+CREATE FUNCTION simpg.common_passage_hashes(rel regclass, col name, max_common bigint) RETURNS bigint[]
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM simpg.checked_max_common(max_common);
+    RETURN simpg.common_passage_hashes(rel, col, max_common::float8);
 END
 $$;
 
@@ -451,23 +506,13 @@ $$;
 COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer, integer) IS
     'True if rel.col has the passage index of these windows, else an error (SQLSTATE SPG01); checked when a statement is planned';
 
--- passage_lookup_statement: the one statement every surface runs to find the rows that
--- share a hash with a text: $1 bigint[] the text's hashes, $2 bigint[] hashes to skip
--- (simpg.common_passage_hashes; NULL or '{}' skips nothing). Columns: key (the key
--- column, its own type), body (the text column, of a text type: another is refused), hashes (the stored
--- bigint[]), shared (integer: distinct hashes of $1 not skipped that the row holds, >= 1);
--- most shared first, then by key. The windows it was made for are stated in it
--- (simpg.passage_layout_is), checked whenever PostgreSQL plans it.
--- key_column NULL: the single-column primary key (simpg.report_key's rules).
-CREATE FUNCTION simpg.passage_lookup_statement(rel regclass, col name, text_column name,
-                                               key_column name DEFAULT NULL)
-    RETURNS text
+-- checked_text_column: raises unless rel.text_column exists and is of a text type (the
+-- candidates are verified on their texts: clients read the column as strings).
+CREATE FUNCTION simpg.checked_text_column(rel regclass, text_column name) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
-    v_key record := simpg.report_key(rel, key_column);
     v_text_type text;
 BEGIN
     IF text_column IS NULL THEN
@@ -479,33 +524,111 @@ BEGIN
         RAISE EXCEPTION 'column % of table % does not exist', quote_ident(text_column), rel
             USING ERRCODE = 'undefined_column';
     END IF;
-    -- the candidates are verified on their texts: clients read the column as strings
     IF v_text_type NOT IN ('text', 'character varying', 'character', 'name', 'citext') THEN
         RAISE EXCEPTION 'column % of table % is %, expected text', quote_ident(text_column), rel, v_text_type
             USING ERRCODE = 'datatype_mismatch';
     END IF;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_text_column(regclass, name) IS
+    'Internal: raises unless the column exists and is of a text type';
+
+-- passage_statement: the text of passage_lookup_statement (text_column given) and of
+-- passage_probe_statement (text_column NULL: no body column), from one format.
+CREATE FUNCTION simpg.passage_statement(rel regclass, col name, key_column name, text_column name)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
+    v_key record := simpg.report_key(rel, key_column);
+BEGIN
     -- the probe is a scalar subquery: one InitPlan, evaluated once per execution, whose
     -- value the GIN index scan takes as its key
-    RETURN format('SELECT t.%1$I AS key, t.%2$I AS body, t.%3$I AS hashes, '
+    RETURN format('SELECT t.%1$I AS key, %2$s'
+                  't.%3$I AS hashes, '
                   'simpg.shared_hashes(t.%3$I, (SELECT simpg.passage_probe($1::bigint[], $2::bigint[]))) AS shared '
                   'FROM %4$s AS t '
                   'WHERE simpg.passage_layout_is(%5$s::oid::regclass, %6$L::name, %7$s, %8$s) '
                   'AND t.%3$I OPERATOR(pg_catalog.&&) (SELECT simpg.passage_probe($1::bigint[], $2::bigint[])) '
                   'ORDER BY shared DESC, key',
-                  v_key.column_name, text_column, col, simpg.relation_name(rel), rel::oid, col,
-                  v_row.passage_window, v_row.spaceless_window);
+                  v_key.column_name, CASE WHEN text_column IS NULL THEN '' ELSE format('t.%I AS body, ', text_column) END,
+                  col, simpg.relation_name(rel), rel::oid, col, v_row.passage_window, v_row.spaceless_window);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_statement(regclass, name, name, name) IS
+    'Internal: the text of passage_lookup_statement, or of passage_probe_statement when text_column is null';
+
+-- passage_lookup_statement: the statement that finds the rows that share a hash with a
+-- text, with their texts: $1 bigint[] the text's hashes, $2 bigint[] hashes to skip
+-- (simpg.common_passage_hashes; NULL or '{}' skips nothing). Columns: key (the key
+-- column, its own type), body (the text column, of a text type: another is refused), hashes (the stored
+-- bigint[]), shared (integer: distinct hashes of $1 not skipped that the row holds, >= 1);
+-- most shared first, then by key. The windows it was made for are stated in it
+-- (simpg.passage_layout_is), checked whenever PostgreSQL plans it.
+-- key_column NULL: the single-column primary key (simpg.report_key's rules).
+-- The Python surfaces run passage_probe_statement and passage_texts_statement instead,
+-- so as to read the texts of the candidates they verify only.
+CREATE FUNCTION simpg.passage_lookup_statement(rel regclass, col name, text_column name,
+                                               key_column name DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM simpg.passage_layout(rel, col);
+    PERFORM simpg.checked_text_column(rel, text_column);
+    RETURN simpg.passage_statement(rel, col, key_column, text_column);
 END
 $$;
 
 COMMENT ON FUNCTION simpg.passage_lookup_statement(regclass, name, name, name) IS
     'The parameterised statement ($1 the text''s hashes, $2 hashes to skip) that finds the rows sharing a passage hash: key, body, hashes, shared';
 
+-- passage_probe_statement: passage_lookup_statement without the texts: columns key,
+-- hashes, shared, in the same order (most shared first, then by key). A lookup ranks
+-- these candidates by what their hashes allow (simpg.passages.lookup) and reads the texts
+-- of those it verifies with passage_texts_statement, a batch at a time.
+CREATE FUNCTION simpg.passage_probe_statement(rel regclass, col name, key_column name DEFAULT NULL)
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    RETURN simpg.passage_statement(rel, col, key_column, NULL);
+
+COMMENT ON FUNCTION simpg.passage_probe_statement(regclass, name, name) IS
+    'The parameterised statement ($1 the text''s hashes, $2 hashes to skip) that finds the rows sharing a passage hash, without their texts: key, hashes, shared';
+
+-- passage_texts_statement: the statement that reads the texts of some rows: $1 an array
+-- of keys (cast to the key column's type), columns key, body; in no order, a key not
+-- found (a row deleted since) gives no row.
+CREATE FUNCTION simpg.passage_texts_statement(rel regclass, text_column name, key_column name DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_key record := simpg.report_key(rel, key_column);
+BEGIN
+    PERFORM simpg.checked_text_column(rel, text_column);
+    RETURN format('SELECT t.%1$I AS key, t.%2$I AS body FROM %3$s AS t WHERE t.%1$I = ANY ($1::%4$s[])',
+                  v_key.column_name, text_column, simpg.relation_name(rel), v_key.column_type);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_texts_statement(regclass, name, name) IS
+    'The parameterised statement ($1 an array of keys) that reads the texts of rows: key, body';
+
 -- passage_candidates: the rows of the table whose row type is given that share at least
 -- one hash of hashes (less those simpg.common_passage_hashes skips at max_common), with
--- shared, the number of distinct hashes shared; most shared first. A candidate only:
+-- shared, the number of distinct hashes shared; most shared first. max_common: a count of
+-- rows, or a share of them below 1 (simpg.max_common_rows); the bigint form below has the
+-- default, 1,000 rows. A candidate only:
 -- the texts decide (simpg.passages.compare).
 --   SELECT c.shared, (c.hit).id FROM simpg.passage_candidates(NULL::docs, 'passages', hashes) AS c
-CREATE FUNCTION simpg.passage_candidates(tbl anyelement, col name, hashes bigint[], max_common bigint DEFAULT 1000)
+CREATE FUNCTION simpg.passage_candidates(tbl anyelement, col name, hashes bigint[], max_common double precision)
     RETURNS TABLE (shared integer, hit anyelement)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -525,6 +648,21 @@ BEGIN
         'AND t.%1$I OPERATOR(pg_catalog.&&) q.probe ORDER BY 1 DESC',
         col, simpg.relation_name(v_rel), v_rel::oid, col, v_row.passage_window, v_row.spaceless_window)
         USING hashes, v_skip;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_candidates(anyelement, name, bigint[], double precision) IS
+    'Rows of the table whose row type is given sharing a passage hash with hashes (common hashes skipped at max_common), with the count shared';
+
+-- passage_candidates with a count of rows (bigint, default 1,000): the form above.
+CREATE FUNCTION simpg.passage_candidates(tbl anyelement, col name, hashes bigint[], max_common bigint DEFAULT 1000)
+    RETURNS TABLE (shared integer, hit anyelement)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM simpg.checked_max_common(max_common);
+    RETURN QUERY SELECT c.shared, c.hit FROM simpg.passage_candidates(tbl, col, hashes, max_common::float8) AS c;
 END
 $$;
 

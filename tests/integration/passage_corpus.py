@@ -89,7 +89,8 @@ def check(got: list[PassageMatch], query: str, rows: Mapping[Any, str], guarante
     expected = expected_matches(query, rows, guarantee)
     assert {m.key for m in got} == set(expected)
     assert len(got) == len(expected)
-    assert [m.shared_tokens for m in got] == sorted((m.shared_tokens for m in got), reverse=True)
+    # the answer's order: most shared hashes first (then key)
+    assert [m.shared_hashes for m in got] == sorted((m.shared_hashes for m in got), reverse=True)
     for m in got:
         runs, text_in_row, row_in_text = expected[m.key]
         assert [(p.a_start, p.a_end, p.b_start, p.b_end) for p in m.passages] == runs

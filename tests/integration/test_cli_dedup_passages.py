@@ -180,7 +180,8 @@ def test_thresholds_and_refusals(db: Any, tmp_path: Path, capsys: pytest.Capture
         h["documents"] >= 2 for h in skipped["common_hashes"])
     for bad, message in ((["--min-tokens", "20"], "min_tokens must be an integer of at least 50"),
                          (["--min-containment", "1.5"], "min_containment must be a number from 0 to 1, got 1.5"),
-                         (["--max-common", "-1"], "max_common must be an integer of at least 0, got -1")):
+                         (["--max-common", "-1"],
+                          "max_common must be an integer of at least 0, a fraction between 0 and 1, or None, got -1")):
         code, _, err = run(capsys, "dedup", str(tmp_path), "--dsn", db.dsn, "--passages", *bad)
         assert code != 0 and message in err, err
     code, _, err = run(capsys, "dedup", str(tmp_path), "--dsn", db.dsn, "--min-tokens", "60")

@@ -232,7 +232,8 @@ def test_bad_input_is_an_error_naming_it(conn) -> None:
         with pytest.raises(SimpgError, match=r"^min_tokens must be an integer of at least 12 \(the passage index's "
                                              r"larger window 8 \+ 4: shorter shared runs are not all found\), got "):
             docs.near("a text", min_tokens=bad_tokens)
-    with pytest.raises(SimpgError, match=r"^max_common must be an integer of at least 0, got -1$"):
+    with pytest.raises(SimpgError, match=r"^max_common must be an integer of at least 0, a fraction between 0 "
+                                         r"and 1, or None, got -1$"):
         docs.near("a text", max_common=-1)
     with pytest.raises(SimpgError, match=r"^limit must be an integer of at least 1, got 0$"):
         docs.near("a text", limit=0)

@@ -60,7 +60,7 @@ def _check(found, rows: dict[int, str], query: str, min_tokens: int, min_contain
         assert match.shared_hashes >= 1
         for p in match.passages:  # character offsets: the passage as written in both texts
             assert query[p.a_char_start:p.a_char_end].split() == rows[key].split()[p.b_start:p.b_end]
-    assert [m.shared_tokens for _, m in found] == sorted((m.shared_tokens for _, m in found), reverse=True)
+    assert [m.shared_hashes for _, m in found] == sorted((m.shared_hashes for _, m in found), reverse=True)
 
 
 def _load(session: Session, texts: list[str]) -> dict[int, str]:
@@ -177,7 +177,8 @@ def test_bad_input_is_a_clear_error(db):
             with pytest.raises(InvalidConfig, match=r"^min_containment must be a number from 0 to 1, "
                                                     r"got 1\.5$"):
                 passages_near(session, Page, "some text", min_containment=1.5)
-            with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, got -1$"):
+            with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, a fraction "
+                                                     r"between 0 and 1, or None, got -1$"):
                 passages_near(session, Page, "some text", max_common=-1)
             with pytest.raises(InvalidConfig, match=r"^limit must be an integer of at least 1, got 0$"):
                 passages_near(session, Page, "some text", limit=0)

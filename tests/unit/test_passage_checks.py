@@ -21,7 +21,7 @@ def _message(call: Any) -> str:
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5, "3"])
 def test_max_common_has_one_message_everywhere(bad: Any) -> None:
-    want = f"max_common must be an integer of at least 0, got {bad!r}"
+    want = f"max_common must be an integer of at least 0, a fraction between 0 and 1, or None, got {bad!r}"
     assert _message(lambda: candidate_pairs([[1], [1]], max_common=bad)) == want
     assert _message(lambda: passage_pairs(["a", "b"], max_common=bad, workers=1)) == want
     assert _message(lambda: check_options(None, None, bad)) == want

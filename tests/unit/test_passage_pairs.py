@@ -116,7 +116,8 @@ def test_bad_hashes_are_an_error_naming_the_document(bad: list[Any], message: st
 
 @pytest.mark.parametrize("max_common", [-1, True, 1.5, "3"])
 def test_bad_max_common_is_an_error_naming_it(max_common: Any) -> None:
-    with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, got"):
+    with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, a fraction between 0 and 1, "
+                                          r"or None, got"):
         candidate_pairs([[1], [1]], max_common=max_common)
 
 
@@ -193,7 +194,8 @@ def test_hashes_given_are_used_and_workers_change_nothing() -> None:
     ({"min_tokens": True}, InvalidConfig, "min_tokens must be an integer of at least 1, got True"),
     ({"min_containment": -0.1}, InvalidConfig, "min_containment must be a number from 0 to 1, got -0.1"),
     ({"min_containment": 1.5}, InvalidConfig, "min_containment must be a number from 0 to 1, got 1.5"),
-    ({"max_common": -1}, InvalidConfig, "max_common must be an integer of at least 0, got -1"),
+    ({"max_common": -1}, InvalidConfig,
+     "max_common must be an integer of at least 0, a fraction between 0 and 1, or None, got -1"),
     ({"rank": [1]}, InvalidDocument, "expected 2 rank \\(one per text\\), got 1"),
     ({"hashes": [[1], [2], [3]]}, InvalidDocument, "expected 2 hashes \\(one per text\\), got 3"),
     ({"hashes": [[1], [3, 2]]}, InvalidDocument, "expected sorted distinct hashes for document 1"),

@@ -468,3 +468,23 @@ def test_token_hashes_are_the_tokens_hashes() -> None:
     texts += ["", " ", "Ａ", "ﬁ ﬁ", "e\u0301" * 5, "ΟΔΟΣ ς", "\u1100\u1161\u11a8", "㍻ ½ Ⅻ", "𠀀𠀁 x"]
     for text in texts:
         assert np.array_equal(token_hashes(text), tokens(text).hashes), text
+
+
+def test_token_kinds_agree_with_the_regex_on_every_code_point() -> None:
+    """The table the offset-free path tokenises by finds the regex's tokens, for every character of the BMP.
+
+    Each character is tried alone between spaces, doubled (a spaced word continues, a
+    spaceless letter does not) and beside a Latin letter and a Han letter.
+    """
+    import numpy as np
+
+    from simpg.passages.tokens import spaceless_tokens, token_hashes_and_kinds
+
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    for first in range(0, len(chars), 4096):
+        block = chars[first:first + 4096]
+        text = " ".join(c + " " + c + c + " a" + c + "中" + c for c in block)
+        hashes, spaceless = token_hashes_and_kinds(text)
+        expected = tokens(text)
+        assert np.array_equal(hashes, expected.hashes), (block[0], block[-1])
+        assert np.array_equal(spaceless, spaceless_tokens(expected)), (block[0], block[-1])
