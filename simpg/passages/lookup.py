@@ -50,8 +50,8 @@ from simpg.fingerprint.errors import InvalidDocument
 from simpg.passages.checks import checked_limit, checked_max_common, checked_min_containment, checked_min_tokens
 from simpg.passages.comparison import compare
 from simpg.passages.config import K, PassageConfig, config_or_default
-from simpg.passages.tokens import Tokens, tokens
-from simpg.passages.winnow import I64Array, U64Array, kgram_hashes, winnowed
+from simpg.passages.tokens import Tokens, spaceless_tokens, tokens
+from simpg.passages.winnow import I64Array, U64Array, kgram_hashes, window_minima, winnowed
 from simpg.results import PassageMatch
 
 #: Windows whose minimum is taken at a time: bounds the memory of a very long query text.
@@ -97,7 +97,7 @@ class Query(NamedTuple):
     tokens: Tokens
     grams: U64Array  #: its distinct k-gram hashes (none under K tokens): the cheap check's
     hashes: I64Array  #: its passage hashes (as a row stores them), sorted: what the lookup statement searches ($1)
-    minima: I64Array  #: the distinct minima of its windows of ``bound_window`` k-grams, sorted (signed, as stored)
+    minima: I64Array  #: the distinct minima of its windows (as winnowing makes them), sorted (signed, as stored)
     window_of: npt.NDArray[np.intp]  #: for each such window in text order, the index of its minimum in ``minima``
 
 
@@ -110,28 +110,25 @@ def prepared_query(text: str | Tokens | Query, config: PassageConfig | None = No
     # under K tokens the one "k-gram" is all the tokens: no run of K tokens to check against
     distinct = np.unique(grams) if len(toks) >= K else np.zeros(0, dtype=np.uint64)
     cfg = config_or_default(config)
-    minima, window_of = _window_minima(grams if len(toks) >= K else distinct, bound_window(cfg))
+    minima, window_of = _window_minima(grams, toks, cfg) if len(toks) >= K else (
+        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.intp))
     return Query(toks, distinct, winnowed(grams, toks, cfg), minima, window_of)
 
 
 def bound_window(config: PassageConfig) -> int:
-    """The window the bounds of :func:`longest_bounds` assume: the config's larger one.
+    """The longest window in k-grams, which the bounds of :func:`longest_bounds` assume: the config's larger one.
 
-    What they rely on: a stored row holds the minimum of every ``bound_window``
-    consecutive k-gram hashes of its text. Winnowing with any window ``w <= W`` keeps it
-    (the minimum of a W-window is the minimum of each w-window inside it that holds it),
-    so the bound holds whichever window, or windows between ``window`` and
-    ``spaceless_window``, each row was winnowed with.
+    What they rely on: a window of the query's (:func:`~simpg.passages.winnow.window_minima`)
+    that lies inside a run the row shares is the same window in the row's text (its extent
+    depends only on the k-grams inside it), so the row stores its minimum; and no window is
+    longer than ``max(window, spaceless_window)`` k-grams.
     """
     return max(config.window, config.spaceless_window)
 
 
-def _window_minima(grams: U64Array, window: int) -> tuple[I64Array, npt.NDArray[np.intp]]:
-    # the minimum of every window of `window` consecutive k-grams, in uint64 as winnowing compares them
-    if len(grams) < window:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.intp)
-    view = np.lib.stride_tricks.sliding_window_view(grams, window)
-    mins = np.concatenate([view[i : i + _MINIMA_CHUNK].min(axis=1) for i in range(0, len(view), _MINIMA_CHUNK)])
+def _window_minima(grams: U64Array, toks: Tokens, config: PassageConfig) -> tuple[I64Array, npt.NDArray[np.intp]]:
+    # the minimum of each of the query's windows in text order (uint64 order, as winnowing compares them)
+    mins = grams[window_minima(grams, spaceless_tokens(toks), config)]
     minima, window_of = np.unique(mins.view(np.int64), return_inverse=True)
     return minima, window_of.astype(np.intp)
 
@@ -173,9 +170,10 @@ def _stored(hashes: Any) -> I64Array:
 def longest_bounds(query: Query, config: PassageConfig | None, stored: Sequence[Any]) -> npt.NDArray[np.int64]:
     """For each row's stored hashes, an upper bound of the longest run of tokens it shares with the query.
 
-    A run of ``L`` equal tokens is ``L - K + 1`` equal k-grams; every window of ``W =``
-    :func:`bound_window` of them inside the run has its minimum stored in the row (see
-    there), so the query's windows whose minima the row holds include a run of at least
+    A run of ``L`` equal tokens is ``L - K + 1`` equal k-grams; every window of the query
+    inside the run has its minimum stored in the row, and every window starting in the run
+    at least ``W =`` :func:`bound_window` k-grams before its end lies inside it (see there),
+    so the query's windows whose minima the row holds include a run of at least
     ``L - K - W + 2`` consecutive windows. Hence ``L <= m + W + K - 2`` for ``m`` the longest
     run of consecutive query windows whose minima the row holds, and with no such window
     ``L <= W + K - 2``, below the guarantee: such a row cannot be a match. Never above the

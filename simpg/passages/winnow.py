@@ -48,7 +48,7 @@ from simpg.passages.config import K, PassageConfig, config_or_default
 from simpg.passages.tokens import Tokens, spaceless_tokens, token_hashes_and_kinds
 
 __all__ = ["kgram_hashes", "kgram_weights", "passage_hashes", "passage_hashes_array", "passage_hashes_many", "winnow",
-           "winnow_weighted", "winnowed"]
+           "window_minima", "winnow_weighted", "winnowed"]
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
@@ -90,6 +90,11 @@ def winnow(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
 
     Positions are sorted and distinct. Fewer hashes than ``window`` form one window.
     """
+    return np.unique(_plain_minima(hashes, window)).astype(np.intp)
+
+
+def _plain_minima(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
+    """The position of the minimum (rightmost of ties) of each window of ``window`` hashes, in order of their starts."""
     n = len(hashes)
     if n == 0:
         return np.zeros(0, dtype=np.intp)
@@ -100,7 +105,7 @@ def winnow(hashes: U64Array, window: int) -> npt.NDArray[np.intp]:
     for first in range(0, len(view), _CHUNK):
         block = view[first : first + _CHUNK]
         picked.append(first + np.arange(len(block)) + (window - 1 - np.argmin(block[:, ::-1], axis=1)))
-    return np.unique(np.concatenate(picked)).astype(np.intp)
+    return np.concatenate(picked).astype(np.intp)
 
 
 def _rightmost_min(hashes: U64Array) -> npt.NDArray[np.intp]:
@@ -122,12 +127,17 @@ def winnow_weighted(hashes: U64Array, weights: I64Array, budget: int) -> npt.NDA
         weights: each one's weight, positive integers, as many as ``hashes``.
         budget: the weight of a window, a positive integer.
     """
+    return np.unique(_weighted_minima(hashes, weights, budget)).astype(np.intp)
+
+
+def _weighted_minima(hashes: U64Array, weights: I64Array, budget: int) -> npt.NDArray[np.intp]:
+    """The position of the minimum of each window of :func:`winnow_weighted`, in order of their starts."""
     n = len(hashes)
     if n == 0:
         return np.zeros(0, dtype=np.intp)
     weights = np.asarray(weights, dtype=np.int64)
     if (weights == weights[0]).all():
-        return winnow(hashes, -(-budget // int(weights[0])))
+        return _plain_minima(hashes, -(-budget // int(weights[0])))
     ends_of = np.concatenate(([0], np.cumsum(weights)))  # weight before position i: ends_of[i]
     total = int(ends_of[-1])
     if total < budget:
@@ -135,9 +145,8 @@ def winnow_weighted(hashes: U64Array, weights: I64Array, budget: int) -> npt.NDA
     full = int(np.searchsorted(ends_of, total - budget, side="right"))  # windows i < full end inside the text
     # e(i): monotone in i, so windows and their ends are both sorted
     ends = np.searchsorted(ends_of, ends_of[:full] + budget, side="left")
-    picked = [_range_minima(hashes, first, ends[first : first + _CHUNK])
-              for first in range(0, full, _CHUNK)]
-    return np.unique(np.concatenate(picked)).astype(np.intp)
+    return np.concatenate([_range_minima(hashes, first, ends[first : first + _CHUNK])
+                           for first in range(0, full, _CHUNK)]).astype(np.intp)
 
 
 def _range_minima(hashes: U64Array, first: int, ends: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
@@ -187,6 +196,22 @@ def winnowed(grams: U64Array, words: Tokens | Sequence[str], config: PassageConf
     two windows equal, or a text of one kind of token, plain :func:`winnow`.
     """
     return _winnowed(grams, spaceless_tokens(words), config_or_default(config))
+
+
+def window_minima(grams: U64Array, spaceless: BoolArray, config: PassageConfig | None = None) -> npt.NDArray[np.intp]:
+    """The position of the minimum of each of a text's windows, in order of their starts (duplicates kept).
+
+    The windows :func:`winnowed` takes its hashes from (weighted by script, ``spaceless``
+    from :func:`spaceless_tokens`); each is at most ``max(window, spaceless_window)``
+    k-grams long, and one that lies inside a run two texts share is the same window in
+    both, so both store its minimum (the lookup's bounds rely on it: simpg.passages.lookup).
+    """
+    cfg = config_or_default(config)
+    if len(grams) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if cfg.window == cfg.spaceless_window:
+        return _plain_minima(grams, cfg.window)
+    return _weighted_minima(grams, kgram_weights(spaceless, cfg), cfg.window * cfg.spaceless_window)
 
 
 def _winnowed(grams: U64Array, spaceless: BoolArray, cfg: PassageConfig) -> I64Array:

@@ -116,8 +116,8 @@ def test_bad_hashes_are_an_error_naming_the_document(bad: list[Any], message: st
 
 @pytest.mark.parametrize("max_common", [-1, True, 1.5, "3"])
 def test_bad_max_common_is_an_error_naming_it(max_common: Any) -> None:
-    with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, a fraction between 0 and 1, "
-                                          r"or None, got"):
+    with pytest.raises(InvalidConfig, match=r"^max_common must be an integer of at least 0, a fraction between 0 "
+                                          r"and 1, or None, got"):
         candidate_pairs([[1], [1]], max_common=max_common)
 
 
