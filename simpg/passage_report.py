@@ -163,13 +163,11 @@ def from_collection(conn: Any, collection: str, whole_clusters: Iterable[Sequenc
     if missing:
         raise SimpgError(f"{missing} rows of collection {collection!r} have no passage hashes (stored by an "
                          f"older simpg) and cannot be paired; {fill_hint(collection)}")
-    # simpg.passage_pairs pairs the whole table (it takes a relation); the collection's pairs are kept
+    # only the collection's rows are paired (the filter of simpg.passage_pairs)
     candidates = conn.execute(
-        sql.SQL("SELECT p.key_a, p.key_b FROM simpg.passage_pairs(%s, %s, 1, %s) AS p "
-                "JOIN {table} AS a ON a.id = p.key_a JOIN {table} AS b ON b.id = p.key_b "
-                "WHERE a.collection = %s AND b.collection = %s ORDER BY p.key_a, p.key_b").format(
-            table=sql.Identifier(TABLE)),
-        [TABLE, PASSAGE_COLUMN, options.max_common, collection, collection]).fetchall()
+        "SELECT p.key_a, p.key_b FROM simpg.passage_pairs(%s, %s, 1, %s, NULL, 'collection', %s) AS p "
+        "ORDER BY p.key_a, p.key_b",
+        [TABLE, PASSAGE_COLUMN, options.max_common, collection]).fetchall()
     skipped = [] if options.max_common is None else conn.execute(
         "SELECT simpg.common_passage_hashes(%s, %s, %s)", [TABLE, PASSAGE_COLUMN, options.max_common]).fetchone()[0]
     wanted = sorted({i for pair in candidates for i in pair})
