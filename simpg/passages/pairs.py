@@ -55,7 +55,11 @@ __all__ = [
     "PassagePairs",
     "candidate_pairs",
     "check_max_common",
+    "FilterKeys",
     "could_be_kept",
+    "filter_keys",
+    "keys_could_be_kept",
+    "prefiltered",
     "check_thresholds",
     "pair_direction",
     "pair_kept",
@@ -303,32 +307,38 @@ def pair_direction(a: int, b: int, c: Comparison, rank_a: Any = None, rank_b: An
 
 
 @dataclass(frozen=True)
-class _FilterKeys:
-    """What the pre-filter needs of one document, derived once per :class:`Tokens` and window."""
+class FilterKeys:
+    """What the pre-filter needs of one document (:func:`filter_keys`): about 4 bytes a token, 8 with shingles.
 
-    grams: I64Array  # k-gram hashes by position (none below K tokens: no passage)
-    order: I64Array  # grams sorted: grams[order]
-    sorted: I64Array
-    anchors: I64Array  # the distinct values winnowing grams with the anchor window selects
-    shingles: I64Array  # distinct 3-shingle hashes, sorted
-    counts: I64Array  # positions holding each
+    Values are the low 32 bits of the 64-bit hashes: equal tokens still give equal values,
+    and a collision only adds equalities, which can keep a pair for compare(), never drop one.
+    """
+
+    grams: npt.NDArray[np.uint32]  # k-gram values by position (none below K tokens: no passage)
+    anchors: npt.NDArray[np.uint32]  # the distinct values winnowing grams with the anchor window selects
+    shingles: npt.NDArray[np.uint32] | None  # distinct 3-shingle values (with min_containment)
+    counts: npt.NDArray[np.int64] | None  # positions holding each
 
 
-def _filter_keys(t: Tokens, window: int) -> _FilterKeys:
-    key = f"pairs_filter_{window}"
+def filter_keys(t: Tokens, min_tokens: int | None, min_containment: float | None) -> FilterKeys:
+    """The pre-filter's keys of a document's tokens for these thresholds (kept on ``t`` once made)."""
+    window = anchor_window(min_tokens)
+    key = f"pairs_filter_{window}_{min_containment is not None}"
     found = t._derived.get(key)
     if found is None:
         h = np.ascontiguousarray(t.hashes, dtype=np.uint64)
-        grams = kgram_hashes(h).view(np.int64) if len(h) >= K else np.zeros(0, dtype=np.int64)
-        order = np.argsort(grams, kind="stable").astype(np.int64)
-        anchors = np.unique(grams[winnow(grams.view(np.uint64), window)]) if len(grams) else grams
-        shingles, counts = np.unique(kgram_hashes(h, SHINGLE).view(np.int64), return_counts=True)
-        found = _FilterKeys(grams, order, grams[order], anchors, shingles, counts.astype(np.int64))
+        grams = (kgram_hashes(h) if len(h) >= K else np.zeros(0, dtype=np.uint64)).astype(np.uint32)
+        anchors = np.unique(grams[winnow(grams.astype(np.uint64), window)]) if min_tokens is not None and len(grams) else grams[:0]
+        shingles = counts = None
+        if min_containment is not None:
+            shingles, n = np.unique(kgram_hashes(h, SHINGLE).astype(np.uint32), return_counts=True)
+            counts = n.astype(np.int64)
+        found = FilterKeys(grams, anchors, shingles, counts)
         t._derived[key] = found
     return found
 
 
-def _diagonal_run(ga: I64Array, gb: I64Array, i: int, j: int, enough: int) -> int:
+def _diagonal_run(ga: npt.NDArray[np.uint32], gb: npt.NDArray[np.uint32], i: int, j: int, enough: int) -> int:
     """Equal values of ga and gb on the diagonal through (i, j), counted up to ``enough`` each way."""
     n = min(len(ga) - i, len(gb) - j, enough)
     ahead = np.flatnonzero(ga[i:i + n] != gb[j:j + n])
@@ -338,13 +348,12 @@ def _diagonal_run(ga: I64Array, gb: I64Array, i: int, j: int, enough: int) -> in
     return run + (int(behind[0]) if len(behind) else n)
 
 
-def _has_run(fa: _FilterKeys, fb: _FilterKeys, grams: int) -> bool:
+def _has_run(fa: FilterKeys, fb: FilterKeys, grams: int) -> bool:
     """Whether a and b may share ``grams`` consecutive equal k-grams (False: they surely do not)."""
     if len(fa.grams) < grams or len(fb.grams) < grams:
         return False
-    for c in np.intersect1d(fa.anchors, fb.anchors, assume_unique=True).tolist():
-        at_a = fa.order[np.searchsorted(fa.sorted, c, "left"):np.searchsorted(fa.sorted, c, "right")]
-        at_b = fb.order[np.searchsorted(fb.sorted, c, "left"):np.searchsorted(fb.sorted, c, "right")]
+    for c in np.intersect1d(fa.anchors, fb.anchors, assume_unique=True):
+        at_a, at_b = np.flatnonzero(fa.grams == c), np.flatnonzero(fb.grams == c)
         if len(at_a) * len(at_b) > ANCHOR_PAIRS:
             return True
         for i in at_a.tolist():
@@ -354,16 +363,25 @@ def _has_run(fa: _FilterKeys, fb: _FilterKeys, grams: int) -> bool:
     return False
 
 
-def _may_contain(fa: _FilterKeys, fb: _FilterKeys, min_containment: float) -> bool:
+def _may_contain(fa: FilterKeys, fb: FilterKeys, min_containment: float) -> bool:
     """Whether one of a and b may hold ``min_containment`` of the other (False: surely not)."""
+    assert fa.shingles is not None and fa.counts is not None and fb.shingles is not None and fb.counts is not None
     _, ia, ib = np.intersect1d(fa.shingles, fb.shingles, assume_unique=True, return_indices=True)
     most = int(np.minimum(fa.counts[ia], fb.counts[ib]).sum())
     return any(n and most / n >= min_containment for n in (len(fa.shingles), len(fb.shingles)))
 
 
-def anchor_window(min_tokens: int) -> int:
+def anchor_window(min_tokens: int | None) -> int:
     """The window the pre-filter winnows with for ``min_tokens``: ``min(L - K + 1, ANCHOR_WINDOW)``, L >= K."""
-    return min(max(min_tokens, K) - K + 1, ANCHOR_WINDOW)
+    return ANCHOR_WINDOW if min_tokens is None else min(max(min_tokens, K) - K + 1, ANCHOR_WINDOW)
+
+
+def keys_could_be_kept(fa: FilterKeys, fb: FilterKeys, min_tokens: int | None,
+                       min_containment: float | None) -> bool:
+    """:func:`could_be_kept` from the two documents' :func:`filter_keys` (made for the same thresholds)."""
+    if min_tokens is not None and _has_run(fa, fb, max(min_tokens, K) - K + 1):
+        return True
+    return min_containment is not None and _may_contain(fa, fb, min_containment)
 
 
 def could_be_kept(a: Tokens, b: Tokens, min_tokens: int | None, min_containment: float | None) -> bool:
@@ -372,14 +390,67 @@ def could_be_kept(a: Tokens, b: Tokens, min_tokens: int | None, min_containment:
     ``a`` and ``b`` are the two documents' tokens (what the test derives is kept on them, as
     :func:`compare` does). True means "compare it": the pair may or may not be kept.
     """
-    if min_tokens is not None:
-        window = anchor_window(min_tokens)
-        if _has_run(_filter_keys(a, window), _filter_keys(b, window), max(min_tokens, K) - K + 1):
-            return True
-    if min_containment is not None:
-        window = anchor_window(min_tokens) if min_tokens is not None else ANCHOR_WINDOW
-        return _may_contain(_filter_keys(a, window), _filter_keys(b, window), min_containment)
-    return False
+    return keys_could_be_kept(filter_keys(a, min_tokens, min_containment),
+                              filter_keys(b, min_tokens, min_containment), min_tokens, min_containment)
+
+
+def _keys_of_texts(item: tuple[list[str], int | None, float | None]) -> list[FilterKeys]:
+    texts, min_tokens, min_containment = item
+    return [filter_keys(tokens(t), min_tokens, min_containment) for t in texts]
+
+
+def prefiltered(
+    documents: Iterable[tuple[int, str]],
+    a: Sequence[int],
+    b: Sequence[int],
+    *,
+    min_tokens: int | None = None,
+    min_containment: float | None = None,
+    workers: int | None = None,
+    batch: int = 512,
+) -> npt.NDArray[np.bool_]:
+    """Which candidate pairs ``(a[i], b[i])`` may meet a threshold: the pre-filter over many documents.
+
+    Each document of ``documents`` (``(id, text)`` pairs, e.g. read from a table in key order
+    in batches) is tokenised once, in ``workers`` processes, ``batch`` documents a task, and
+    only its :class:`FilterKeys` are kept (about 4 bytes a token); then every candidate is
+    tested. False marks a pair :func:`pair_kept` surely rejects; verify the others with
+    :func:`verified_pairs` (which tests them again, cheaply, then compares them). A document
+    of a candidate missing from ``documents`` is an :class:`InvalidDocument`.
+    """
+    if min_tokens is None and min_containment is None:
+        raise InvalidConfig("expected min_tokens or min_containment, got neither")
+    wanted = {*a, *b}
+    keys: dict[int, FilterKeys] = {}
+
+    def tasks() -> Iterator[tuple[list[int], tuple[list[str], int | None, float | None]]]:
+        ids: list[int] = []
+        texts: list[str] = []
+        for d, text in documents:
+            if d in wanted:
+                ids.append(d)
+                texts.append(text)
+            if len(ids) == batch:
+                yield ids, (texts, min_tokens, min_containment)
+                ids, texts = [], []
+        if ids:
+            yield ids, (texts, min_tokens, min_containment)
+
+    pending: list[list[int]] = []
+
+    def items() -> Iterator[tuple[list[str], int | None, float | None]]:
+        for ids, item in tasks():
+            pending.append(ids)
+            yield item
+
+    # _each is typed for documents; it maps any picklable items in order
+    for made in _each(_keys_of_texts, items(), workers, 1, "spawn"):  # type: ignore[arg-type]
+        keys.update(zip(pending.pop(0), made, strict=True))
+    missing = wanted - keys.keys()
+    if missing:
+        raise InvalidDocument(f"expected a text for every candidate's document, got none for {min(missing)}")
+    return np.fromiter((keys_could_be_kept(keys[x], keys[y], min_tokens, min_containment)
+                        for x, y in zip(a, b, strict=True)), dtype=bool, count=len(a))
 
 
 def _verify_candidates(item: tuple[dict[int, str], list[int], list[int], int | None, float | None],
