@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -76,6 +77,8 @@ I64Array = npt.NDArray[np.int64]
 PAIR_CHUNK = 1 << 22
 #: Candidate pairs verified at a time (one task of a worker): its documents are tokenised once.
 VERIFY_BATCH = 2048
+#: Documents a side of a tile of candidates verified together (VERIFY_TILE² is about VERIFY_BATCH).
+VERIFY_TILE = 45
 #: The largest window the pre-filter winnows a document with (its cost grows with the window).
 ANCHOR_WINDOW = 64
 #: Pairs of occurrences of one anchor the pre-filter follows before it leaves the pair to compare().
@@ -328,7 +331,9 @@ def filter_keys(t: Tokens, min_tokens: int | None, min_containment: float | None
     if found is None:
         h = np.ascontiguousarray(t.hashes, dtype=np.uint64)
         grams = (kgram_hashes(h) if len(h) >= K else np.zeros(0, dtype=np.uint64)).astype(np.uint32)
-        anchors = np.unique(grams[winnow(grams.astype(np.uint64), window)]) if min_tokens is not None and len(grams) else grams[:0]
+        anchors = grams[:0]
+        if min_tokens is not None and len(grams):
+            anchors = np.unique(grams[winnow(grams.astype(np.uint64), window)])
         shingles = counts = None
         if min_containment is not None:
             shingles, n = np.unique(kgram_hashes(h, SHINGLE).astype(np.uint32), return_counts=True)
@@ -616,32 +621,63 @@ def verified_pairs(
     if min_tokens is None and min_containment is None:
         raise InvalidConfig("expected min_tokens or min_containment, got neither")
     a_list, b_list = list(a), list(b)
-    comparisons: Iterable[Comparison | None] = _verify(texts, a_list, b_list, min_tokens, min_containment, workers)
-    if watch is not None:
-        comparisons = watch(iter(comparisons))
+    found: dict[int, Comparison] = {}  # the kept ones, by candidate position
+
+    def each() -> Iterator[Comparison | None]:
+        for batch, comparisons in _verify(texts, a_list, b_list, min_tokens, min_containment, workers):
+            found.update((i, c) for i, c in zip(batch, comparisons, strict=True)
+                         if c is not None and pair_kept(c, min_tokens, min_containment))
+            yield from comparisons
+
+    for _ in (watch(each()) if watch is not None else each()):
+        pass
     kept = []
-    for x, y, c in zip(a_list, b_list, comparisons, strict=True):
-        if c is not None and pair_kept(c, min_tokens, min_containment):
-            source, rule = _direction(x, y, c, rank)
-            kept.append(PassagePair(x, y, c, source, rule))
+    for i in sorted(found):
+        x, y, c = a_list[i], b_list[i], found[i]
+        source, rule = _direction(x, y, c, rank)
+        kept.append(PassagePair(x, y, c, source, rule))
     return tuple(kept)
+
+
+def _tile_order(a_list: list[int], b_list: list[int]) -> list[int]:
+    """The candidates' positions ordered by tiles of VERIFY_TILE x VERIFY_TILE documents (by rank of id).
+
+    A batch of pairs from one tile names at most 2 * VERIFY_TILE documents: where documents
+    pair densely (boilerplate shared by a thousand rows: every pair of them a candidate) a
+    document is tokenised once per tile instead of once per first document's pairs.
+    """
+    if not a_list:
+        return []
+    ids, ranks = np.unique(np.array(a_list + b_list, dtype=object if _big(a_list, b_list) else np.int64),
+                           return_inverse=True)
+    ranks = ranks.reshape(-1).astype(np.int64) // VERIFY_TILE
+    ra, rb = ranks[:len(a_list)], ranks[len(a_list):]
+    return np.lexsort((rb, ra)).tolist()  # type: ignore[no-any-return]  # numpy stubs: Any
+
+
+def _big(a_list: list[int], b_list: list[int]) -> bool:
+    """Whether ids leave int64 (any hashable comparable key is allowed in a mapping of texts)."""
+    return not all(isinstance(x, int) and -(1 << 63) <= x < (1 << 63) for x in itertools.chain(a_list, b_list))
 
 
 def _verify(texts: Sequence[str] | Mapping[int, str], a_list: list[int], b_list: list[int],
             min_tokens: int | None, min_containment: float | None, workers: int | None,
-            ) -> Iterator[Comparison | None]:
-    """compare() of every candidate pair the pre-filter keeps (None: dropped), in order, VERIFY_BATCH at a time.
+            ) -> Iterator[tuple[list[int], list[Comparison | None]]]:
+    """compare() of every candidate pair the pre-filter keeps (None: dropped), VERIFY_BATCH at a time.
 
-    A document is tokenised once per batch (pairs come by their first document, and a
-    boilerplate-sharing document recurs as the second): the tokens held at a time are those
-    of one batch's documents per process, whatever the number of documents.
+    Yields each batch's candidate positions and their comparisons, batches in tile order
+    (:func:`_tile_order`): a document is tokenised once per batch, and a batch holds the
+    pairs of a few documents where they pair densely. The tokens held at a time are those of
+    one batch's documents per process, whatever the number of documents.
     """
-    items = ((({d: texts[d] for d in {*a_list[s:s + VERIFY_BATCH], *b_list[s:s + VERIFY_BATCH]}},
-               a_list[s:s + VERIFY_BATCH], b_list[s:s + VERIFY_BATCH], min_tokens, min_containment))
-             for s in range(0, len(a_list), VERIFY_BATCH))
+    order = _tile_order(a_list, b_list)
+    batches = [order[s:s + VERIFY_BATCH] for s in range(0, len(order), VERIFY_BATCH)]
+    items = (({d: texts[d] for i in batch for d in (a_list[i], b_list[i])},
+              [a_list[i] for i in batch], [b_list[i] for i in batch], min_tokens, min_containment)
+             for batch in batches)
     # _each is typed for documents; it maps any picklable items in order
-    for comparisons in _each(_verify_candidates, items, workers, 1, "spawn"):  # type: ignore[arg-type]
-        yield from comparisons
+    done = _each(_verify_candidates, items, workers, 1, "spawn")  # type: ignore[arg-type]
+    yield from zip(batches, done, strict=True)
 
 
 def passage_clusters(pairs: Iterable[PassagePair]) -> list[PassageCluster]:
