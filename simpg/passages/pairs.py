@@ -7,7 +7,9 @@ candidate pair (:func:`candidate_pairs`), so every pair sharing a run of at leas
 config's guarantee (``max(window, spaceless_window) + K - 1`` tokens: each document is
 winnowed with the window of its script) is a candidate. Each candidate is verified on the texts with
 :func:`~simpg.passages.comparison.compare` and kept when it meets the threshold
-(:func:`passage_pairs`): nothing is reported above its true value. Hashes posted by more than
+(:func:`passage_pairs`): nothing is reported above its true value. Before compare(), an exact
+pre-filter (:func:`could_be_kept`; the proof is in this module, above it) drops the candidates
+that surely miss the thresholds: the pairs kept are those of comparing every candidate. Hashes posted by more than
 ``max_common`` documents (boilerplate: a licence paragraph in thousands of files) can be left
 out of the candidates and are reported instead, with how many documents hold each.
 
