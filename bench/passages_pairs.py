@@ -21,7 +21,7 @@ Usage:
 built (``passages_scale_1000000_<seed>``, read only; embedded server in $SIMPG_HOME, default
 /tmp/simpg-passages-scale). Stages, each timed and counted: the SQL candidates
 (``simpg.passage_pairs(table, 'passages', 1, max_common)``); the pre-filter
-(``simpg.passages.prefiltered``: every candidate's document read in key order in batches,
+(``simpg.passages.pairs.prefiltered``: every candidate's document read in key order in batches,
 tokenised once, only its filter keys kept); the verification of the pairs it keeps
 (``simpg.passages.verified_pairs``, their texts read by key). With ``--rows`` below the table's
 size, the first N rows (by id) are copied to a temporary table with its own passage index.
