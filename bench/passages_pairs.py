@@ -17,6 +17,19 @@ Usage:
     python bench/passages_pairs.py --rows 100000            # embedded server
     python bench/passages_pairs.py --dsn "host=... dbname=..." --rows 100000
 
+``--report``: the whole all-pairs passage report, end to end, on the table bench/passages_scale.py
+built (``passages_scale_1000000_<seed>``, read only; embedded server in $SIMPG_HOME, default
+/tmp/simpg-passages-scale). Stages, each timed and counted: the SQL candidates
+(``simpg.passage_pairs(table, 'passages', 1, max_common)``); the pre-filter
+(``simpg.passages.pairs.prefiltered``: every candidate's document read in key order in batches,
+tokenised once, only its filter keys kept); the verification of the pairs it keeps
+(``simpg.passages.verified_pairs``, their texts read by key). With ``--rows`` below the table's
+size, the first N rows (by id) are copied to a temporary table with its own passage index.
+``--old`` also verifies every candidate without the pre-filter (what the report did before) and
+stops unless both give the same pairs with the same comparisons:
+    python bench/passages_pairs.py --report --rows 100000 --old --workers 2
+    python bench/passages_pairs.py --report --workers 2     # 1,000,000 rows
+
 Data: per row 37 random hashes (a 5 KB text at w = 46); 20% of rows copy a run of 5 to 15
 hashes of an earlier row (a shared passage); 2% carry the same 10 boilerplate hashes
 (a licence paragraph), which the statistics put above max_common = 1000 at 100,000 rows.
@@ -33,6 +46,7 @@ import time
 from typing import Any
 
 import psycopg
+import psycopg.sql
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -115,18 +129,142 @@ def run(dsn: str, rows: int, seed: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def _read_candidates(conn: psycopg.Connection, table: str, max_common: int | None) -> tuple[list[int], list[int]]:
+    """The SQL candidates in key order, read through COPY (6M rows: a few seconds to parse)."""
+    import numpy as np
+
+    statement = psycopg.sql.SQL(
+        "COPY (SELECT key_a, key_b FROM simpg.passage_pairs({}::regclass, 'passages', 1, {}) "
+        "ORDER BY key_a, key_b) TO STDOUT").format(psycopg.sql.Literal(table), psycopg.sql.Literal(max_common))
+    with conn.cursor().copy(statement) as copy:
+        data = b"".join(bytes(block) for block in copy)
+    pairs = np.array(data.split(), dtype=np.int64).reshape(-1, 2)
+    return pairs[:, 0].tolist(), pairs[:, 1].tolist()
+
+
+def _bodies_in_key_order(dsn: str, table: str, batch: int = 2000) -> Any:
+    """(id, body) of every row, in key order, read ``batch`` rows at a time (a server-side cursor)."""
+    with psycopg.connect(dsn) as conn, conn.cursor(name="bodies") as cur:
+        cur.itersize = batch
+        cur.execute(psycopg.sql.SQL("SELECT id, body FROM {} ORDER BY id").format(psycopg.sql.Identifier(table)))
+        for key, body in cur:
+            yield key, body or ""
+
+
+def _bodies(conn: psycopg.Connection, table: str, ids: list[int], batch: int = 5000) -> dict[int, str]:
+    texts: dict[int, str] = {}
+    query = psycopg.sql.SQL("SELECT id, body FROM {} WHERE id = ANY(%s) ORDER BY id").format(
+        psycopg.sql.Identifier(table))
+    for s in range(0, len(ids), batch):
+        for key, body in conn.execute(query, [ids[s:s + batch]]):
+            texts[key] = body or ""
+    return texts
+
+
+def _old_batch(item: tuple[dict[int, str], list[int], list[int], int]) -> list[tuple[int, int, Any]]:
+    """The report before the pre-filter: compare() of every candidate of a batch, kept by pair_kept."""
+    from simpg.passages.pairs import pair_kept, verify_batch
+
+    texts, a_list, b_list, min_tokens = item
+    return [(x, y, c) for x, y, c in zip(a_list, b_list, verify_batch(texts, a_list, b_list), strict=True)
+            if pair_kept(c, min_tokens, None)]
+
+
+def _subset(conn: psycopg.Connection, table: str, rows: int, window: int) -> str:
+    """The first ``rows`` rows of ``table`` in a temporary table with its own passage index."""
+    conn.execute("CREATE TEMP TABLE pairs_subset (id bigint PRIMARY KEY, body text, passages bigint[])")
+    conn.execute(psycopg.sql.SQL("INSERT INTO pairs_subset SELECT id, body, passages FROM {} ORDER BY id LIMIT %s")
+                 .format(psycopg.sql.Identifier(table)), [rows])
+    conn.execute("SELECT simpg.create_passage_index('pairs_subset', 'passages', %s)", [window])
+    conn.execute("ANALYZE pairs_subset")
+    return "pairs_subset"
+
+
+def report(dsn: str, rows: int | None, seed: int, min_tokens: int, max_common: int | None, workers: int,
+           old: bool) -> dict[str, Any]:
+    from simpg.fingerprint.batch import _each
+    from simpg.passages import verified_pairs
+    from simpg.passages.pairs import VERIFY_BATCH, prefiltered
+
+    table = f"passages_scale_1000000_{seed}"
+    result: dict[str, Any] = {"table": table, "min_tokens": min_tokens, "max_common": max_common,
+                              "workers": workers, "load_before": os.getloadavg()}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        total = conn.execute(psycopg.sql.SQL("SELECT count(*) FROM {}").format(psycopg.sql.Identifier(table))
+                             ).fetchone()[0]
+        rel = table
+        if rows is not None and rows < total:
+            window = conn.execute("SELECT passage_window FROM simpg.passage_indexes WHERE indexed_table = %s::regclass",
+                                  [table]).fetchone()[0]
+            started = time.perf_counter()
+            rel = _subset(conn, table, rows, window)
+            result["subset_s"] = round(time.perf_counter() - started, 1)
+        result["rows"] = rows if rows is not None and rows < total else total
+        conn.execute("SET max_parallel_workers_per_gather = 2")
+        started = time.perf_counter()
+        a, b = _read_candidates(conn, rel, max_common)
+        result["candidates"] = len(a)
+        result["candidates_s"] = round(time.perf_counter() - started, 1)
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        documents = _bodies_in_key_order(dsn, table) if rel == table else (
+            (k, t) for k, t in conn.execute("SELECT id, body FROM pairs_subset ORDER BY id"))
+        keep = prefiltered(documents, a, b, min_tokens=min_tokens, workers=workers)
+        kept_a = [x for x, k in zip(a, keep.tolist(), strict=True) if k]
+        kept_b = [y for y, k in zip(b, keep.tolist(), strict=True) if k]
+        result["after_prefilter"] = len(kept_a)
+        result["prefilter_s"] = round(time.perf_counter() - started, 1)
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        texts = _bodies(conn, rel, sorted({*kept_a, *kept_b}))
+        pairs = verified_pairs(texts, kept_a, kept_b, min_tokens=min_tokens, workers=workers)
+        result["verified_pairs"] = len(pairs)
+        result["verify_s"] = round(time.perf_counter() - started, 1)
+        result["new_total_s"] = round(result["candidates_s"] + result["prefilter_s"] + result["verify_s"], 1)
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        if old:
+            started = time.perf_counter()
+            texts = _bodies(conn, rel, sorted({*a, *b}))
+            items = (({d: texts[d] for d in {*a[s:s + VERIFY_BATCH], *b[s:s + VERIFY_BATCH]}},
+                      a[s:s + VERIFY_BATCH], b[s:s + VERIFY_BATCH], min_tokens)
+                     for s in range(0, len(a), VERIFY_BATCH))
+            found = [p for batch in _each(_old_batch, items, workers, 1, "spawn") for p in batch]  # type: ignore[arg-type]
+            result["old_verify_s"] = round(time.perf_counter() - started, 1)
+            result["old_total_s"] = round(result["candidates_s"] + result["old_verify_s"], 1)
+            if {(x, y): c for x, y, c in found} != {(p.a, p.b): p.comparison for p in pairs}:
+                raise SystemExit("the pre-filtered report differs from verifying every candidate")
+            result["identical_pairs"] = True
+            result["ratio_old_to_new_verification"] = round(
+                result["old_verify_s"] / (result["prefilter_s"] + result["verify_s"]), 1)
+    result["load_after"] = os.getloadavg()
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"), help="default: $SIMPG_DSN, else embedded")
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--report", action="store_true",
+                        help="the end-to-end report on the table of bench/passages_scale.py")
+    parser.add_argument("--old", action="store_true", help="with --report: also verify every candidate, and compare")
+    parser.add_argument("--min-tokens", type=int, default=50, help="with --report (50: the guarantee of window 46)")
+    parser.add_argument("--max-common", type=int, default=1000, help="with --report; 0 skips nothing")
+    parser.add_argument("--workers", type=int, default=2, help="with --report: processes tokenising and verifying")
     args = parser.parse_args(argv)
     dsn = args.dsn
     if not dsn:
+        if args.report:
+            os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale")
         from simpg.embedded import embedded_dsn
 
         dsn = embedded_dsn()
+    if args.report:
+        rows = args.rows if "--rows" in (argv if argv is not None else sys.argv) else None
+        print(json.dumps(report(dsn, rows, args.seed, args.min_tokens, args.max_common or None, args.workers,
+                                args.old), indent=2))
+        return 0
     print(json.dumps(run(dsn, args.rows, args.seed, args.repeat), indent=2))
     return 0
 

@@ -34,7 +34,7 @@ from psycopg import sql
 
 from simpg.exc import SimpgError
 from simpg.passages import PassageConfig, PassagePair, candidate_pairs, passage_clusters, verified_pairs
-from simpg.passages.checks import checked_max_common, checked_min_containment, checked_min_tokens
+from simpg.passages.checks import checked_max_common, checked_min_containment, checked_min_tokens, max_common_rows
 from simpg.reference import PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE, TEXT_COLUMN
 
 __all__ = ["DEFAULT_MAX_COMMON", "PartialOptions", "build", "check_options", "from_collection", "from_texts",
@@ -153,15 +153,18 @@ def from_collection(conn: Any, collection: str, whole_clusters: Iterable[Sequenc
     if missing:
         raise SimpgError(f"{missing} rows of collection {collection!r} have no passage hashes (stored by an "
                          f"older simpg) and cannot be paired; {fill_hint(collection)}")
-    # simpg.passage_pairs pairs the whole table (it takes a relation); the collection's pairs are kept
+    max_common = options.max_common
+    if isinstance(max_common, float):  # a share: of the collection's rows, as in memory
+        rows = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE collection = %s").format(sql.Identifier(TABLE)),
+                            [collection]).fetchone()[0]
+        max_common = int(max_common_rows(max_common, rows) or 0)
+    # only the collection's rows are paired (the filter of simpg.passage_pairs)
     candidates = conn.execute(
-        sql.SQL("SELECT p.key_a, p.key_b FROM simpg.passage_pairs(%s, %s, 1, %s) AS p "
-                "JOIN {table} AS a ON a.id = p.key_a JOIN {table} AS b ON b.id = p.key_b "
-                "WHERE a.collection = %s AND b.collection = %s ORDER BY p.key_a, p.key_b").format(
-            table=sql.Identifier(TABLE)),
-        [TABLE, PASSAGE_COLUMN, options.max_common, collection, collection]).fetchall()
-    skipped = [] if options.max_common is None else conn.execute(
-        "SELECT simpg.common_passage_hashes(%s, %s, %s)", [TABLE, PASSAGE_COLUMN, options.max_common]).fetchone()[0]
+        "SELECT p.key_a, p.key_b FROM simpg.passage_pairs(%s, %s, 1, %s, NULL, 'collection', %s) AS p "
+        "ORDER BY p.key_a, p.key_b",
+        [TABLE, PASSAGE_COLUMN, max_common, collection]).fetchall()
+    skipped = [] if max_common is None else conn.execute(
+        "SELECT simpg.common_passage_hashes(%s, %s, %s::bigint)", [TABLE, PASSAGE_COLUMN, max_common]).fetchone()[0]
     wanted = sorted({i for pair in candidates for i in pair})
     texts, sources = {}, {}
     for id_, body, source in conn.execute(sql.SQL("SELECT id, {}, source FROM {} WHERE id = ANY(%s)").format(

@@ -15,8 +15,10 @@ simpg's own Python core: no second implementation of the hashes or of the verifi
 4. **Verification**: candidates go in batches of about :data:`~simpg.passages.pairs.VERIFY_BATCH`
    pairs, a document's pairs together (a document with more pairs than a batch is split by its
    partner), each batch cogrouped with its documents' texts, so a text is shipped and
-   tokenised once per batch, as the in-memory report does. Each pair is compared
-   (:func:`~simpg.passages.compare`), kept by :func:`~simpg.passages.pairs.pair_kept` and given
+   tokenised once per batch, as the in-memory report does. Each pair goes through the exact
+   pre-filter (:func:`~simpg.passages.pairs.verify_candidates`: a pair that surely misses the
+   thresholds is not compared), is compared (:func:`~simpg.passages.compare`), kept by
+   :func:`~simpg.passages.pairs.pair_kept` and given
    its source by :func:`~simpg.passages.pairs.pair_direction` (rank: the id, or a rank column).
 5. **Clusters**: :func:`passage_clusters`, connected components of the kept pairs
    (:func:`simpg.spark.connected_components`) with each cluster's sources.
@@ -50,7 +52,7 @@ from simpg.passages.pairs import (
     check_thresholds,
     pair_direction,
     pair_kept,
-    verify_batch,
+    verify_candidates,
 )
 from simpg.passages.winnow import passage_hashes_array
 from simpg.spark import kernels
@@ -203,8 +205,9 @@ def _verifier(min_tokens: int | None, min_containment: float | None,
         rows: dict[str, list[Any]] = {name: [] for name in (
             "a", "b", "source", "rule", "shared_hashes", "shared_tokens", "longest", "a_in_b", "b_in_a",
             "a_shingles", "b_shingles", "shared_shingles", "passages")}
-        for a, b, n, c in zip(a_list, b_list, shared, verify_batch(texts, a_list, b_list), strict=True):
-            if not pair_kept(c, min_tokens, min_containment):
+        checked = verify_candidates(texts, a_list, b_list, min_tokens, min_containment)  # pre-filter, then compare
+        for a, b, n, c in zip(a_list, b_list, shared, checked, strict=True):
+            if c is None or not pair_kept(c, min_tokens, min_containment):
                 continue
             source, rule = pair_direction(a, b, c, ranks[a], ranks[b])
             for name, value in (("a", a), ("b", b), ("source", source), ("rule", rule), ("shared_hashes", n),

@@ -669,14 +669,57 @@ $$;
 COMMENT ON FUNCTION simpg.passage_candidates(anyelement, name, bigint[], bigint) IS
     'Rows of the table whose row type is given sharing a passage hash with hashes (common hashes skipped at max_common), with the count shared';
 
+-- passage_filter: the condition restricting passage_pairs to the rows whose filter_column
+-- equals filter_value ('' for no filter; both NULL), for the statement's FROM alias t.
+-- Contract: the column must exist and have a built-in type (simpg.builtin_type: the value
+-- is cast and compared with built-in code only, never a type owner's); the value is a
+-- quoted literal cast to the column's type. The report stays SECURITY INVOKER: the caller
+-- reads the column with its own rights (column privileges and row-level security apply).
+CREATE FUNCTION simpg.passage_filter(rel regclass, filter_column name, filter_value text)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_type regtype;
+BEGIN
+    IF filter_column IS NULL AND filter_value IS NULL THEN
+        RETURN '';
+    END IF;
+    IF filter_column IS NULL OR filter_value IS NULL THEN
+        RAISE EXCEPTION 'filter_column and filter_value go together, got % and %',
+            coalesce(quote_ident(filter_column), 'null'), coalesce(quote_literal(filter_value), 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = filter_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(filter_column), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF NOT simpg.builtin_type(v_type) THEN
+        RAISE EXCEPTION 'filter column %.% has type %, which is not built in; simpg compares values with built-in code only',
+            rel, quote_ident(filter_column), v_type
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN format(' WHERE t.%I OPERATOR(pg_catalog.=) %L::%s', filter_column, filter_value, v_type);
+END
+$$;
+
+COMMENT ON FUNCTION simpg.passage_filter(regclass, name, text) IS
+    'Internal: the WHERE clause of passage_pairs_query for rows whose filter_column equals filter_value';
+
 -- passage_pairs_query: the statement passage_pairs runs: every pair of rows sharing at
 -- least min_shared distinct hashes, as (key_a, key_b, shared) with key_a < key_b in the
--- key's own order, keys cast to key_type (simpg.report_key_type's rules). One pass:
--- each row's distinct hashes (less the common ones, a literal here), joined with
--- themselves on the hash, grouped by the pair.
+-- key's own order, keys cast to key_type (simpg.report_key_type's rules), only rows whose
+-- filter_column equals filter_value when given (simpg.passage_filter: one collection of a
+-- table). One pass: each row's distinct hashes (less the common ones, a literal here),
+-- joined with themselves on the hash, grouped by the pair. Any count bound on min_shared
+-- is 1: a verified pair may share one distinct hash (simpg/passages/pairs.py says why).
 CREATE FUNCTION simpg.passage_pairs_query(rel regclass, col name, min_shared integer DEFAULT 1,
                                           max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
-                                          key_type regtype DEFAULT NULL)
+                                          key_type regtype DEFAULT NULL, filter_column name DEFAULT NULL,
+                                          filter_value text DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -685,6 +728,7 @@ DECLARE
     v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
     v_key record := simpg.report_key(rel, key_column);
     v_type regtype := simpg.report_key_type(rel, v_key.column_name, v_key.column_type, key_type);
+    v_where text := simpg.passage_filter(rel, filter_column, filter_value);
     v_skip bigint[] := simpg.common_passage_hashes(rel, col, max_common);
 BEGIN
     IF min_shared IS NULL OR min_shared < 1 THEN
@@ -696,25 +740,27 @@ BEGIN
     RETURN format(
         'WITH e AS MATERIALIZED (SELECT t.%1$I AS key, u.h FROM %2$s AS t '
         'CROSS JOIN LATERAL (SELECT DISTINCT x.h FROM pg_catalog.unnest(t.%3$I) AS x(h) '
-        'WHERE x.h IS NOT NULL%4$s) AS u) '
+        'WHERE x.h IS NOT NULL%4$s) AS u%7$s) '
         'SELECT a.key::%5$s AS key_a, b.key::%5$s AS key_b, pg_catalog.count(*)::integer AS shared '
         'FROM e AS a JOIN e AS b ON b.h = a.h AND a.key < b.key '
         'GROUP BY a.key, b.key HAVING pg_catalog.count(*) >= %6$s',
         v_key.column_name, simpg.relation_name(rel), col,
         CASE WHEN cardinality(v_skip) > 0 THEN format(' AND x.h <> ALL (%L::bigint[])', v_skip) ELSE '' END,
-        v_type, min_shared);
+        v_type, min_shared, v_where);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_pairs_query(regclass, name, integer, bigint, name, regtype) IS
+COMMENT ON FUNCTION simpg.passage_pairs_query(regclass, name, integer, bigint, name, regtype, name, text) IS
     'The statement passage_pairs runs, for EXPLAIN or a view';
 
 -- passage_pairs: every pair of rows sharing at least min_shared distinct passage hashes
 -- (hashes in more than max_common rows by the statistics skipped; NULL skips nothing),
--- once each (key_a < key_b), keys of an integer key column as bigint. The report's
+-- once each (key_a < key_b), keys of an integer key column as bigint; with filter_column
+-- and filter_value, only the rows whose filter_column equals filter_value. The report's
 -- candidates: the texts decide.
 CREATE FUNCTION simpg.passage_pairs(rel regclass, col name, min_shared integer DEFAULT 1,
-                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL)
+                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
+                                    filter_column name DEFAULT NULL, filter_value text DEFAULT NULL)
     RETURNS TABLE (key_a bigint, key_b bigint, shared integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -723,17 +769,19 @@ CREATE FUNCTION simpg.passage_pairs(rel regclass, col name, min_shared integer D
 AS $$
 BEGIN
     PERFORM simpg.report_work_mem(rel);
-    RETURN QUERY EXECUTE simpg.passage_pairs_query(rel, col, min_shared, max_common, key_column, 'bigint');
+    RETURN QUERY EXECUTE simpg.passage_pairs_query(rel, col, min_shared, max_common, key_column, 'bigint',
+                                                   filter_column, filter_value);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_pairs(regclass, name, integer, bigint, name) IS
+COMMENT ON FUNCTION simpg.passage_pairs(regclass, name, integer, bigint, name, name, text) IS
     'Every pair of rows sharing at least min_shared passage hashes, once each (key_a < key_b), with the count; integer keys as bigint';
 
 -- passage_pairs with a typed first argument: keys of any type, e.g.
 -- simpg.passage_pairs(NULL::uuid, 'docs', 'passages').
 CREATE FUNCTION simpg.passage_pairs(key_type anyelement, rel regclass, col name, min_shared integer DEFAULT 1,
-                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL)
+                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
+                                    filter_column name DEFAULT NULL, filter_value text DEFAULT NULL)
     RETURNS TABLE (key_a anyelement, key_b anyelement, shared integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -743,9 +791,9 @@ AS $$
 BEGIN
     PERFORM simpg.report_work_mem(rel);
     RETURN QUERY EXECUTE simpg.passage_pairs_query(rel, col, min_shared, max_common, key_column,
-                                                   pg_typeof(key_type)::regtype);
+                                                   pg_typeof(key_type)::regtype, filter_column, filter_value);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_pairs(anyelement, regclass, name, integer, bigint, name) IS
+COMMENT ON FUNCTION simpg.passage_pairs(anyelement, regclass, name, integer, bigint, name, name, text) IS
     'Every pair of rows sharing at least min_shared passage hashes, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';

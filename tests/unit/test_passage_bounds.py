@@ -2,7 +2,8 @@
 
 The bound rests on one property of the stored hashes: a window of a text (weighted by script,
 at most ``max(window, spaceless_window)`` k-grams) that lies inside a run the text shares with a
-row is a window of the row too, so the row stores its minimum. Both are checked on random texts with repeats (a periodic text has few
+row is a window of the row too, so the row stores its minimum. Both are checked on random texts with
+repeats (a periodic text has few
 distinct hashes and long runs), CJK and Latin mixed, and every pair's bound against the
 exact comparison; then the verification with a limit against the answer without one.
 """
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from simpg.fingerprint.errors import InvalidConfig
-from simpg.passages import K, PassageConfig, compare, passage_hashes, tokens
+from simpg.passages import PassageConfig, compare, passage_hashes, tokens
 from simpg.passages.lookup import (
     Verification,
     bound_window,
