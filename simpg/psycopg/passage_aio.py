@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -295,7 +296,13 @@ class AsyncPassageColumn(AsyncOwnedConnection):
                       wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
             assert self._statement is not None
             assert self._texts is not None
-            async with psycopg.AsyncRawCursor(self.conn) as cur:  # $1, $2
+            # the probe and the texts read after it in one snapshot: a row changed in between
+            # is seen as it was (inside the caller's transaction, as its isolation level gives)
+            outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            async with (contextlib.nullcontext() if outer else self.conn.transaction()), \
+                    psycopg.AsyncRawCursor(self.conn) as cur:  # $1, $2
+                if not outer:
+                    await cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 await cur.execute(self._statement, params, prepare=self.prepare, binary=True)
                 rows = await cur.fetchall()
                 check = await asyncio.to_thread(lookup.Verification, prepared, info.config, rows,

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -289,7 +290,13 @@ class PassageColumn(OwnedConnection):
                       wire.Int8Array(np.array(skipped, dtype=np.int64)) if skipped else None]
             assert self._statement is not None
             assert self._texts is not None
-            with psycopg.RawCursor(self.conn) as cur:  # $1, $2
+            # the probe and the texts read after it in one snapshot: a row changed in between
+            # is seen as it was (inside the caller's transaction, as its isolation level gives)
+            outer = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            with (contextlib.nullcontext() if outer else self.conn.transaction()), \
+              psycopg.RawCursor(self.conn) as cur:  # $1, $2
+                if not outer:
+                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cur.execute(self._statement, params, prepare=self.prepare, binary=True)
                 rows = cur.fetchall()
                 check = lookup.Verification(prepared, info.config, rows,

@@ -191,3 +191,36 @@ def test_a_lookup_with_a_share_reports_what_it_skipped(conn) -> None:
     assert set(share.skipped) <= set(prepared_query(query, config).hashes.tolist())
     every = docs.near(query, max_common=None, limit=3)
     assert every.skipped == () and len(every) == 3 and every[0].longest >= len(study_tokens(paragraph))
+
+
+def test_the_probe_and_the_texts_are_read_in_one_snapshot(db, monkeypatch) -> None:
+    """Rows deleted and rewritten by another session between the probe and the texts it reads are seen as they
+    were: the answer is the one of the lookup's snapshot, not a mix (an autocommit connection gets a
+    REPEATABLE READ transaction of its own; inside the caller's transaction nothing is committed)."""
+    rng = random.Random(19)
+    paragraph = random_text(rng, 90, VOCAB)
+    rows = boilerplate_rows(rng, paragraph, 60)
+    query = paragraph + " " + random_text(rng, 30, VOCAB)
+    with psycopg.connect(db.dsn, autocommit=True) as conn, psycopg.connect(db.dsn, autocommit=True) as other:
+        make_table(conn)
+        docs = PassageColumn(conn, "docs", text_column="body")
+        docs.create(8, 20)
+        docs.add(list(rows.values()), list(rows))
+        before = docs.near(query, max_common=None)
+        assert len(before) > 20
+        pending = Verification.pending
+
+        def meanwhile(self: Verification) -> list:  # another session writes once the probe has run
+            other.execute("DELETE FROM docs WHERE id % 2 = 0")
+            other.execute("UPDATE docs SET body = 'rewritten' WHERE id % 3 = 0")
+            monkeypatch.setattr(Verification, "pending", pending)
+            return pending(self)
+
+        monkeypatch.setattr(Verification, "pending", meanwhile)
+        assert docs.near(query, max_common=None) == before
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        after = docs.near(query, max_common=None)
+        assert after and all(m.key % 2 and m.key % 3 for m in after) and len(after) < len(before)
+        with conn.transaction():
+            assert docs.near(query, max_common=None) == after
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
