@@ -50,6 +50,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,21 +58,19 @@ import numpy as np
 import psycopg
 
 TEXT_BYTES = 5000
-VOCABULARY = 30_000
 CHINESE_EVERY = 333  # 0.3% of rows
 COPIER_PERCENT = 5
 CHUNK = 4000  # rows a worker makes at a time
 CHECK_EVERY = 500  # rows checked against the product's passage_hashes
-WINDOW = 46
-K = 5
 JIEBA_WORDS = 60_000
+SEPARATORS = 5000  # the most frequent separators of the real part kept (the rest renormalised away)
+CORPUS = Path(__file__).parent / "data" / "quality14" / "corpus"
+FIT_PART = "tune"  # the real part the generator is fitted on; the other ("heldout") is shown beside
 
 # boilerplate paragraphs: (name, share of rows as "every n-th row", offset, words)
 BOILERPLATE = (("b1pct_a", 100, 3, 70), ("b1pct_b", 100, 41, 110),
                ("b01pct_a", 1000, 7, 90), ("b01pct_b", 1000, 503, 140))
 
-
-# -- vocabulary and token hashes ---------------------------------------------------
 
 def _fnv1a(data: bytes) -> int:
     h = 0xCBF29CE484222325
@@ -81,7 +80,6 @@ def _fnv1a(data: bytes) -> int:
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
-    # simpg.passages.winnow._splitmix, repeated so the vectorised path is visibly the same arithmetic
     with np.errstate(over="ignore"):
         x = x + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -89,23 +87,71 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+# -- the real parts: what the generator is fitted to --------------------------------------
+
+def real_documents(lang: str, part: str) -> list[str]:
+    """The texts of one language and part of the real corpus, each cut to TEXT_BYTES (only those that long)."""
+    out = []
+    with open(CORPUS / f"{lang}.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            doc = json.loads(line)
+            raw = doc["text"].encode()
+            if doc.get("part") == part and len(raw) >= TEXT_BYTES:
+                out.append(raw[:TEXT_BYTES].decode(errors="ignore"))
+    return out
+
+
+def _han(word: str) -> bool:
+    return len(word) == 1 and "\u4e00" <= word <= "\u9fff"
+
+
+def real_counts(texts: list[str], han: bool) -> tuple[Counter[str], Counter[str]]:
+    """Token counts and separator counts (the characters between two tokens) of real texts.
+
+    English: every token that is not a Han letter, the non-empty ASCII separators between two
+    such tokens. Chinese (``han``): Han letters, the separators between two of them (empty included).
+    """
+    from simpg.passages.tokens import tokens
+
+    words: Counter[str] = Counter()
+    separators: Counter[str] = Counter()
+    for text in texts:
+        toks = tokens(text)
+        for i, word in enumerate(toks.words):
+            if _han(word) != han:
+                continue
+            words[word] += 1
+            if i + 1 < len(toks.words) and _han(toks.words[i + 1]) == han:
+                sep = text[toks.ends[i]:toks.starts[i + 1]]
+                if han or (sep and sep.isascii()):
+                    separators[sep] += 1
+    return words, separators
+
+
+def text_figures(texts: list[str]) -> dict[str, float]:
+    """Bytes per token and passage hashes per KB (simpg.passages, the product's windows) of texts."""
+    from simpg.passages import passage_hashes
+    from simpg.passages.tokens import plain_tokens
+
+    size = sum(len(t.encode()) for t in texts)
+    count = sum(len(plain_tokens(t)[0]) for t in texts)
+    hashes = sum(len(passage_hashes(t)) for t in texts)
+    return {"texts": len(texts), "bytes_per_token": round(size / count, 2),
+            "hashes_per_kb": round(hashes / size * 1000, 2), "hashes_per_5kb_text": round(hashes / len(texts), 1)}
+
+
+# -- vocabulary ----------------------------------------------------------------------------
+
 class Vocabulary:
-    """Tokens 0..VOCABULARY-1 are English-like words, the rest Han characters; each with 4 spellings."""
+    """Token ids 0..english-1 are the real English part's words, the rest Han letters; separators apart."""
 
     def __init__(self, seed: int) -> None:
-        rng = np.random.default_rng([seed, 0])
-        onsets = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
-                  "br", "ch", "cl", "dr", "fr", "gr", "pl", "pr", "sh", "st", "str", "th", "tr", "wh"]
-        nuclei = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "io", "ou", "oo"]
-        codas = ["", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "st", "ck", "rd", "th"]
-        words: set[str] = set()
-        while len(words) < VOCABULARY:
-            syllables = 1 + min(3, int(rng.exponential(0.9)))
-            words.add("".join(onsets[rng.integers(len(onsets))] + nuclei[rng.integers(len(nuclei))]
-                              + codas[rng.integers(len(codas))] for _ in range(syllables)))
-        english = sorted(words, key=lambda w: (len(w), w))  # the shortest the most frequent
-        ranks = np.arange(1, VOCABULARY + 1, dtype=np.float64)
-        self.english_cdf = np.cumsum(1 / ranks) / np.sum(1 / ranks)
+        en_words, en_seps = real_counts(real_documents("en", FIT_PART), han=False)
+        zh_seps = real_counts(real_documents("zh", FIT_PART), han=True)[1]
+        english = [w for w, _ in en_words.most_common()]
+        counts = np.array([en_words[w] for w in english], dtype=np.float64)
+        self.english_count = len(english)
+        self.english_cdf = np.cumsum(counts) / counts.sum()
 
         import jieba
 
@@ -121,56 +167,62 @@ class Vocabulary:
         f = np.array([freqs[i] for i in order], dtype=np.float64)
         self.chinese_cdf = np.cumsum(f) / f.sum()
         chars = sorted({c for w in chinese_words for c in w})
-        char_id = {c: VOCABULARY + i for i, c in enumerate(chars)}
-        # each jieba word as its characters' token ids: a flat array with offsets
+        char_id = {c: len(english) + i for i, c in enumerate(chars)}
         lengths = np.array([len(w) for w in chinese_words], dtype=np.int64)
         self.cw_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         self.cw_len = lengths
         self.cw_chars = np.array([char_id[c] for w in chinese_words for c in w], dtype=np.int32)
 
-        tokens = english + chars
-        self.size = len(tokens)
-        # spellings: 0 "word ", 1 "Word ", 2 "word. ", 3 "word, "; Han: 0 "字", 1 "字", 2 "字。", 3 "字，"
-        spelled = []
-        for t in english:
-            spelled += [t + " ", t.capitalize() + " ", t + ". ", t + ", "]
-        for c in chars:
-            spelled += [c, c, c + "。", c + "，"]
-        self.spelled = np.array(spelled, dtype=object)
-        self.spelled_bytes = np.array([len(s.encode()) for s in spelled], dtype=np.int64)
-        self.hashed = _splitmix(np.array([_fnv1a(t.encode()) for t in tokens], dtype=np.uint64))
+        self.words = np.array(english + chars, dtype=object)
+        self.word_list = english + chars
+        self.word_bytes = np.array([len(w.encode()) for w in self.words], dtype=np.int64)
+        self.fnv = np.array([_fnv1a(w.encode()) for w in self.words], dtype=np.uint64)
+        # separators: English ids 0.., Chinese after; drawn by their real frequency
+        en_sep = en_seps.most_common(SEPARATORS)
+        zh_sep = zh_seps.most_common(SEPARATORS)
+        self.separators = np.array([s for s, _ in en_sep] + [s for s, _ in zh_sep], dtype=object)
+        self.separator_bytes = np.array([len(s.encode()) for s in self.separators], dtype=np.int64)
+        en_c = np.array([c for _, c in en_sep], dtype=np.float64)
+        zh_c = np.array([c for _, c in zh_sep], dtype=np.float64)
+        self.en_sep_cdf, self.zh_sep_cdf, self.zh_sep_first = np.cumsum(en_c) / en_c.sum(), \
+            np.cumsum(zh_c) / zh_c.sum(), len(en_sep)
         self.boilerplate = {}
         for name, _, offset, words in BOILERPLATE:
             r = np.random.default_rng([seed, 1, offset])
-            ids = self.english(r, words)
-            self.boilerplate[name] = (ids, self.sentences(r, ids))
+            self.boilerplate[name] = (self.english(r, words), self.english_separators(r, words))
 
     def english(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return np.searchsorted(self.english_cdf, rng.random(n)).astype(np.int32)
+        return np.searchsorted(self.english_cdf, rng.random(n)).clip(0, self.english_count - 1).astype(np.int32)
+
+    def english_separators(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.searchsorted(self.en_sep_cdf, rng.random(n)).clip(0, self.zh_sep_first - 1).astype(np.int32)
 
     def chinese(self, rng: np.random.Generator, n_chars: int) -> np.ndarray:
         picked = np.searchsorted(self.chinese_cdf, rng.random(n_chars)).clip(0, len(self.cw_len) - 1)
         parts = [self.cw_chars[s:s + n] for s, n in zip(self.cw_start[picked], self.cw_len[picked], strict=True)]
         return np.concatenate(parts)[:n_chars]
 
-    @staticmethod
-    def sentences(rng: np.random.Generator, ids: np.ndarray) -> np.ndarray:
-        """Spelling of each token: sentence ends (1 in 14), commas (1 in 9), a capital after each end."""
-        u = rng.random(len(ids))
-        spelling = np.where(u < 1 / 14, 2, np.where(u < 1 / 14 + 1 / 9, 3, 0)).astype(np.int8)
-        starts = np.flatnonzero(spelling[:-1] == 2) + 1
-        spelling[starts[spelling[starts] == 0]] = 1
-        spelling[0] = 1 if spelling[0] == 0 else spelling[0]
-        spelling[-1] = 2
-        return spelling
+    def chinese_separators(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        picked = np.searchsorted(self.zh_sep_cdf, rng.random(n)).clip(0, len(self.separators) - self.zh_sep_first - 1)
+        return (self.zh_sep_first + picked).astype(np.int32)
 
-    def text(self, ids: np.ndarray, spelling: np.ndarray) -> str:
-        return "".join(self.spelled[ids.astype(np.int64) * 4 + spelling].tolist()).rstrip()
+    def text(self, ids: np.ndarray, seps: np.ndarray) -> str:
+        return "".join((self.words[ids] + self.separators[seps]).tolist()).rstrip()
 
-    def cut(self, ids: np.ndarray, spelling: np.ndarray) -> int:
-        """How many leading tokens fit in TEXT_BYTES (the trailing space is stripped)."""
-        used = np.cumsum(self.spelled_bytes[ids.astype(np.int64) * 4 + spelling])
+    def cut(self, ids: np.ndarray, seps: np.ndarray) -> int:
+        """How many leading tokens fit in TEXT_BYTES (with their separators)."""
+        used = np.cumsum(self.word_bytes[ids] + self.separator_bytes[seps])
         return int(np.searchsorted(used, TEXT_BYTES + 1, side="left"))
+
+    def passage_hashes(self, ids: np.ndarray) -> np.ndarray:
+        """simpg.passages.passage_hashes of a text of these tokens: the library's window and winnowing."""
+        from simpg.passages import passage_hashes_array
+        from simpg.passages.tokens import Tokens
+
+        offsets = np.zeros(len(ids), dtype=np.int64)
+        toks = Tokens(text="", words=tuple(self.word_list[i] for i in ids.tolist()), hashes=self.fnv[ids],
+                      starts=offsets, ends=offsets)
+        return passage_hashes_array(toks)
 
 
 # -- rows ----------------------------------------------------------------------------
@@ -184,93 +236,50 @@ def _rng(seed: int, row: int, part: int) -> np.random.Generator:
 
 
 def own_tokens(vocab: Vocabulary, seed: int, row: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row ``row``'s tokens and spellings before any copied passage (its words and boilerplate)."""
+    """Row ``row``'s tokens and separators before any copied passage (its words and boilerplate)."""
     rng = _rng(seed, row, 0)
     if row % CHINESE_EVERY == 5:
-        ids = vocab.chinese(rng, 1800)
-        u = rng.random(len(ids))
-        spelling = np.where(u < 1 / 25, 2, np.where(u < 1 / 25 + 1 / 12, 3, 0)).astype(np.int8)
+        ids = vocab.chinese(rng, 2000)
+        seps = vocab.chinese_separators(rng, len(ids))
     else:
-        ids = vocab.english(rng, 1400)
-        spelling = vocab.sentences(rng, ids)
+        ids = vocab.english(rng, 1200)
+        seps = vocab.english_separators(rng, len(ids))
     for name, every, offset, _ in BOILERPLATE:
         if row % every == offset % every:
-            b_ids, b_spelling = vocab.boilerplate[name]
-            at = int(rng.integers(0, 600))
+            b_ids, b_seps = vocab.boilerplate[name]
+            at = int(rng.integers(0, 500))
             ids = np.concatenate([ids[:at], b_ids, ids[at:]])
-            spelling = np.concatenate([spelling[:at], b_spelling, spelling[at:]])
-    return ids, spelling
+            seps = np.concatenate([seps[:at], b_seps, seps[at:]])
+    return ids, seps
 
 
 def row_tokens(vocab: Vocabulary, seed: int, row: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row ``row``'s stored tokens and spellings (cut to TEXT_BYTES)."""
-    ids, spelling = own_tokens(vocab, seed, row)
+    """Row ``row``'s stored tokens and separators (cut to TEXT_BYTES)."""
+    ids, seps = own_tokens(vocab, seed, row)
     if _is_copier(row, seed):
         rng = _rng(seed, row, 1)
         source = int(rng.integers(rows))
         while _is_copier(source, seed) or source == row:
             source = int(rng.integers(rows))
-        s_ids, s_spelling = own_tokens(vocab, seed, source)
-        s_ids, s_spelling = s_ids[:vocab.cut(s_ids, s_spelling)], s_spelling[:vocab.cut(s_ids, s_spelling)]
+        s_ids, s_seps = own_tokens(vocab, seed, source)
+        n = vocab.cut(s_ids, s_seps)
+        s_ids, s_seps = s_ids[:n], s_seps[:n]
         length = min(int(rng.integers(50, 1001)), len(s_ids) - 1)
         start = int(rng.integers(0, len(s_ids) - length + 1))
-        p_ids, p_spelling = s_ids[start:start + length].copy(), s_spelling[start:start + length]
+        p_ids, p_seps = s_ids[start:start + length].copy(), s_seps[start:start + length]
         if rng.random() < 0.5:  # edited: up to 10% of the words replaced
             where = rng.choice(length, size=int(rng.integers(0, length // 10 + 1)), replace=False)
             p_ids[where] = vocab.english(rng, len(where))
         at = int(rng.integers(0, 300))
         ids = np.concatenate([ids[:at], p_ids, ids[at:]])
-        spelling = np.concatenate([spelling[:at], p_spelling, spelling[at:]])
-    n = vocab.cut(ids, spelling)
-    return ids[:n], spelling[:n]
-
-
-def passage_hashes_of(vocab: Vocabulary, token_rows: list[np.ndarray]) -> list[np.ndarray]:
-    """simpg.passages.passage_hashes of each row from its token ids, over all rows at once.
-
-    kgram_hashes: splitmix of each token hash, combined k at a time by FNV's multiply and add,
-    splitmix again; winnowing: the minimum of every window of WINDOW k-gram hashes (the stored
-    values are the distinct minima, so which of tied positions is picked does not matter).
-    Every row has at least WINDOW + K - 1 tokens (checked).
-    """
-    lengths = np.array([len(t) for t in token_rows], dtype=np.int64)
-    assert lengths.min() >= WINDOW + K - 1
-    h = vocab.hashed[np.concatenate(token_rows)]
-    count = len(h) - K + 1
-    acc = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for t in range(K):
-            acc = acc * np.uint64(0x100000001B3) + h[t:t + count]
-    grams_all = _splitmix(acc)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    row_of = np.repeat(np.arange(len(lengths)), lengths)[:count]
-    valid = np.arange(count) + K <= ends[row_of]
-    grams = grams_all[valid]
-    g_len = lengths - K + 1
-    # the minimum of every WINDOW consecutive grams: sparse-table doubling, then two overlapping halves
-    span, m = 1, grams
-    while span * 2 <= WINDOW:
-        m = np.minimum(m[:-span], m[span:])
-        span *= 2
-    window_min = np.minimum(m[:len(grams) - WINDOW + 1], m[WINDOW - span:WINDOW - span + len(grams) - WINDOW + 1])
-    g_ends = np.cumsum(g_len)
-    g_starts = g_ends - g_len
-    del starts
-    out = []
-    for s, e in zip(g_starts.tolist(), g_ends.tolist(), strict=True):
-        out.append(np.unique(window_min[s:e - WINDOW + 1].view(np.int64)))
-    return out
+        seps = np.concatenate([seps[:at], p_seps, seps[at:]])
+    n = vocab.cut(ids, seps)
+    return ids[:n], seps[:n]
 
 
 # -- the worker: a chunk of rows with their fingerprints and passage hashes ------------
 
-_VOCAB: Vocabulary | None = None
-
-
-def _init(seed: int) -> None:
-    global _VOCAB
-    _VOCAB = Vocabulary(seed)
+_VOCAB: Vocabulary | None = None  # made before the pool forks (the workers inherit it)
 
 
 def make_chunk(args: tuple[int, int, int, int]) -> tuple[list[str], list[int], list[list[int]], int, float]:
@@ -279,24 +288,21 @@ def make_chunk(args: tuple[int, int, int, int]) -> tuple[list[str], list[int], l
 
     first, last, rows, seed = args
     assert _VOCAB is not None
-    tokens, texts = [], []
-    for row in range(first, last):
-        ids, spelling = row_tokens(_VOCAB, seed, row, rows)
-        tokens.append(ids)
-        texts.append(_VOCAB.text(ids, spelling))
-    hashes = passage_hashes_of(_VOCAB, tokens)
+    texts, hashes = [], []
     checked = 0
-    for i in range(len(texts)):
-        if (first + i) % CHECK_EVERY == 0:
-            product = passage_hashes(texts[i])
-            if product != hashes[i].tolist():
-                raise SystemExit(f"row {first + i}: the vectorised passage hashes differ from passage_hashes")
+    for row in range(first, last):
+        ids, seps = row_tokens(_VOCAB, seed, row, rows)
+        texts.append(_VOCAB.text(ids, seps))
+        hashes.append(_VOCAB.passage_hashes(ids).tolist())
+        if row % CHECK_EVERY == 0:
+            if passage_hashes(texts[-1]) != hashes[-1]:
+                raise SystemExit(f"row {row}: the hashes of its tokens differ from passage_hashes of its text")
             checked += 1
     started = time.process_time()
     fps = [fingerprint(t) for t in texts]
     fp_cpu = time.process_time() - started
     signed = np.array(fps, dtype=np.uint64).view(np.int64).tolist()
-    return texts, signed, [h.tolist() for h in hashes], checked, fp_cpu
+    return texts, signed, hashes, checked, fp_cpu
 
 
 # -- building the table ----------------------------------------------------------------
@@ -314,7 +320,9 @@ def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: i
     started = time.perf_counter()
     checked, fp_cpu, done = 0, 0.0, 0
     ranges = [(a, min(a + CHUNK, rows), rows, seed) for a in range(0, rows, CHUNK)]
-    with multiprocessing.get_context("fork").Pool(workers, _init, (seed,)) as pool, \
+    global _VOCAB
+    _VOCAB = Vocabulary(seed)
+    with multiprocessing.get_context("fork").Pool(workers) as pool, \
             conn.cursor().copy(f"COPY {table} (id, body, simhash, passages) FROM STDIN") as copy:
         made = pool.imap(make_chunk, ranges)
         for (first, _, _, _), (texts, fps, hashes, n_checked, cpu) in zip(ranges, made, strict=True):
@@ -352,24 +360,24 @@ def queries(vocab: Vocabulary, rows: int, seed: int, per_kind: int) -> list[tupl
     names = [b[0] for b in BOILERPLATE]
     for i in range(per_kind):
         for kind in ("copy", "none", "boilerplate"):
-            ids = vocab.english(rng, 1400)
-            spelling = vocab.sentences(rng, ids)
+            ids = vocab.english(rng, 1200)
+            seps = vocab.english_separators(rng, len(ids))
             key, name = None, ""
             if kind == "copy":
                 row = int(rng.integers(rows))
-                r_ids, r_spelling = row_tokens(vocab, seed, row, rows)
+                r_ids, r_seps = row_tokens(vocab, seed, row, rows)
                 length = min(int(rng.integers(60, 151)), len(r_ids))
                 start = int(rng.integers(0, len(r_ids) - length + 1))
-                part, part_spelling, key = r_ids[start:start + length], r_spelling[start:start + length], row + 1
+                part, part_seps, key = r_ids[start:start + length], r_seps[start:start + length], row + 1
             elif kind == "boilerplate":
                 name = names[i % len(names)]
-                part, part_spelling = vocab.boilerplate[name]
+                part, part_seps = vocab.boilerplate[name]
             if kind != "none":
                 at = int(rng.integers(0, 400))
                 ids = np.concatenate([ids[:at], part, ids[at:]])
-                spelling = np.concatenate([spelling[:at], part_spelling, spelling[at:]])
-            n = vocab.cut(ids, spelling)
-            out.append((kind, vocab.text(ids[:n], spelling[:n]), key, name))
+                seps = np.concatenate([seps[:at], part_seps, seps[at:]])
+            n = vocab.cut(ids, seps)
+            out.append((kind, vocab.text(ids[:n], seps[:n]), key, name))
     return out
 
 
@@ -429,18 +437,32 @@ def measure(dsn: str, table: str, asked: list[tuple[str, str, int | None, str]])
 
 
 def sizes(conn: psycopg.Connection, table: str) -> dict[str, Any]:
-    text_bytes, column_bytes = conn.execute(
-        f"SELECT sum(octet_length(body)), sum(pg_column_size(passages)) FROM {table}").fetchone()
+    text_bytes, column_bytes, hashes, rows = conn.execute(
+        f"SELECT sum(octet_length(body)), sum(pg_column_size(passages)), sum(cardinality(passages)), count(*) "
+        f"FROM {table}").fetchone()
     gin = conn.execute("SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                        "JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = %s::regclass AND a.amname = 'gin'",
                        [table]).fetchone()[0]
-    gin_bytes, table_bytes, indexes = conn.execute(
-        "SELECT pg_relation_size(%s::regclass), pg_table_size(%s::regclass), pg_indexes_size(%s::regclass)",
-        [gin, table, table]).fetchone()
-    return {"text_bytes": int(text_bytes), "passage_column_bytes": int(column_bytes), "gin_bytes": gin_bytes,
-            "table_bytes": table_bytes, "all_indexes_bytes": indexes,
-            "ratio_passage_column_and_gin_to_text": round((int(column_bytes) + gin_bytes) / int(text_bytes), 3),
-            "ratio_gin_to_text": round(gin_bytes / int(text_bytes), 3)}
+    gin_bytes, table_bytes, heap_bytes, toast_bytes, indexes = conn.execute(
+        "SELECT pg_relation_size(%s::regclass), pg_table_size(%s::regclass), pg_relation_size(%s::regclass), "
+        "coalesce(pg_relation_size(nullif(reltoastrelid, 0)), 0), pg_indexes_size(%s::regclass) "
+        "FROM pg_class WHERE oid = %s::regclass", [gin, table, table, table, table]).fetchone()
+    text, column = int(text_bytes), int(column_bytes)
+    out = {"rows": rows, "hashes_per_row": round(int(hashes) / rows, 1), "text_bytes": text,
+           "passage_column_bytes": column, "gin_bytes": gin_bytes,
+           "gin_bytes_per_hash": round(gin_bytes / int(hashes), 1),
+           "heap_bytes": heap_bytes, "toast_bytes": toast_bytes, "table_bytes": table_bytes,
+           "all_indexes_bytes": indexes, "ratio_gin_to_text": round(gin_bytes / text, 3),
+           "ratio_passage_column_to_text": round(column / text, 3),
+           "ratio_passage_column_and_gin_to_text": round((column + gin_bytes) / text, 3)}
+    try:  # the pending list (fastupdate), if pgstattuple is there
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        pending_pages, pending_tuples = conn.execute(
+            "SELECT pending_pages, pending_tuples FROM pgstatginindex(%s::regclass)", [gin]).fetchone()
+        out.update(gin_pending_pages=pending_pages, gin_pending_tuples=pending_tuples)
+    except psycopg.Error as error:
+        out["gin_pending"] = f"not measured: {error}"
+    return out
 
 
 def pairs(conn: psycopg.Connection, table: str) -> dict[str, Any]:
@@ -463,11 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dsn = args.dsn
     if not dsn:
-        os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale")
+        os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale2")
         from simpg.embedded import embedded_dsn
 
         dsn = embedded_dsn()
-    table = f"passages_scale_{args.rows}_{args.seed}"
+    table = f"passages_scale2_{args.rows}_{args.seed}"  # 2: the text fitted to real text
     result: dict[str, Any] = {"rows": args.rows, "seed": args.seed, "table": table,
                               "load_before": os.getloadavg()}
     with psycopg.connect(dsn, autocommit=True) as conn:
