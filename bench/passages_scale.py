@@ -1,24 +1,48 @@
 """The online passage lookup (PassageColumn.near) beside the fingerprint lookup (SimHashColumn.near)
 at 1,000,000 rows of 5 KB texts, in one run; the table is built once and kept for reruns.
 
-Texts are synthetic, made cheaply and deterministically from the seed (any row can be made
-again alone): words drawn from a Zipfian vocabulary (30,000 made-up words, the shortest the
-most frequent, rank frequency 1/r), with sentences (a capital after each full stop, commas),
-cut at a whole word at 5,000 bytes. 0.3% of the rows are Chinese: words of jieba's
-dictionary drawn by their frequency, with Chinese punctuation. Planted copies: 5% of the rows
-carry a passage of 50 to 1,000 words of another row (one that copies nothing), half of them
-with up to 10% of the words replaced. Boilerplate: two paragraphs shared by 1% of the rows
-each, two shared by 0.1% each. Each row stores its text (``body``), its SimHash fingerprint
-(``simhash``, simpg index k = 3) and its passage hashes (``passages``, bigint[],
-``simpg.create_passage_index``: GIN, window 46).
+Texts are synthetic, made deterministically from the seed (any row can be made again alone),
+and fitted to the real English and Chinese documents of bench/data/quality14/corpus (its
+``tune`` part; gitignored, made by bench/quality/build_corpus.py), where the figures are decided: bytes per
+token (the text's size) and passage hashes per KB (the index's size). An English row is
+tokens drawn independently by their frequency in the real English part (its 21,573 distinct
+tokens: real words, numbers, identifiers, as simpg.passages tokenises them), each followed by
+a separator drawn by its frequency among the real part's separators (the ASCII characters
+between two tokens: " ", ", ", "-", ".", "\n", ".\n\n", "(", ...: its 3,886 distinct ones).
+A Chinese row (0.3% of the rows) is jieba's dictionary words by frequency, as Han letters,
+each followed by a separator of the real Chinese part (mostly none; "，", "。", " ", ...). Rows
+are cut at a whole token at 5,000 bytes. Fit (``python bench/passages_scale.py --fit``,
+documents of >= 5,000 bytes cut there; hashes by simpg.passages.passage_hashes at the
+default windows 26 / 46):
+
+  =============================  ==============  ============  =================
+  5 KB texts                     bytes / token   hashes / KB   hashes / 5 KB row
+  =============================  ==============  ============  =================
+  real English, tune (774)       6.50            10.64         53.2
+  real English, heldout (657)    6.61            10.39         52.0
+  synthetic English              6.49            11.13         55.6
+  real Chinese, tune (267)       3.92            10.00         50.0
+  real Chinese, heldout (294)    4.00             9.90         49.5
+  synthetic Chinese              3.34            12.15         60.7
+  =============================  ==============  ============  =================
+
+The synthetic rows have 4-5% more hashes per KB than real English (real text repeats
+phrases, drawing tokens independently does not), so the index sizes below are slightly
+pessimistic; the Chinese rows have fewer bytes per token (no Latin words in them: rows are
+single-script), too few to weigh. The previous generator (30,000 made-up words, the shortest
+the most frequent) had 5.6 bytes a token. Planted copies: 5% of the rows carry a passage of
+50 to 1,000 tokens of another row (one that copies nothing), half of them with up to 10% of
+the tokens replaced. Boilerplate: two paragraphs shared by 1% of the rows each, two shared
+by 0.1% each. Each row stores its text (``body``), its SimHash fingerprint (``simhash``,
+simpg index k = 3) and its passage hashes (``passages``, bigint[], the GIN index of
+``simpg.create_passage_index`` with its defaults, made after the load).
 
 Fingerprints are the product's (``simpg.fingerprint``, in 2 worker processes). Passage
-hashes are made by a vectorised path that knows the texts' tokens (every token is a
-lowercase vocabulary word or one Han character, so tokenising is a lookup): the k-gram hashes
-and winnowing of ``simpg.passages.winnow``, over a chunk of rows at once. Every 500th row is
-checked against ``simpg.passages.passage_hashes`` (the script stops on any difference).
+hashes are the library's (``simpg.passages.passage_hashes_array`` on the row's tokens, so
+the window is the one the library gives the row); every 500th row is checked against
+``simpg.passages.passage_hashes`` of its text (the script stops on any difference).
 
-Queries (5 KB, made-up words of the same vocabulary, none of them stored):
+Queries (5 KB English, tokens and separators drawn as the rows', none of them stored):
   copy         quotes one passage of 60 to 150 words of a random stored row;
   none         shares nothing (beyond chance k-grams of frequent words);
   boilerplate  quotes one of the boilerplate paragraphs (1% or 0.1% of the rows).
@@ -29,16 +53,24 @@ find the row it quoted, unless the lookup reports skipped hashes (the script sto
 Then ``SELECT count(*) FROM simpg.passage_pairs(table, 'passages')`` (the all-pairs
 candidates, default max_common) is timed, unless ``--no-pairs``.
 
-The table is named by rows and seed (``passages_scale_<rows>_<seed>``) and kept: a rerun with
-the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again). Without ``--dsn``
-the embedded server keeps its data in ``$SIMPG_HOME`` (default here /tmp/simpg-passages-scale:
-about 8 GB at 1M rows).
+The table is named by rows and seed (``passages_scale2_<rows>_<seed>``; 2: the fitted text) and
+kept: a rerun with the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again).
+Without ``--dsn`` the embedded server keeps its data in ``$SIMPG_HOME`` (default here
+/tmp/simpg-passages-scale2: about 10 GB at 1M rows).
+
+``--levers`` stores only the rows' hashes (``(id, passages)``, no text) in one table per
+variant and reports the bytes of the column and its GIN index against the rows' text bytes:
+the index made after the load (as above), made before it with fastupdate on and off (rows
+written into it, then VACUUM), a smaller ``maintenance_work_mem``, the column compressed
+(``STORAGE MAIN``, pglz, ``toast_tuple_target`` 128); and whether GIN takes a fillfactor.
 
 Usage:
     python bench/passages_scale.py --rows 1000000                 # build once, then measure
     python bench/passages_scale.py --rows 1000000 --queries 100   # rerun: queries only
     python bench/passages_scale.py --rows 20000 --rebuild --out bench/results/scale.json
     python bench/passages_scale.py --dsn "host=... dbname=..." --rows 1000000
+    python bench/passages_scale.py --fit                          # the fit table above
+    python bench/passages_scale.py --levers --rows 100000         # index bytes, the cheap levers
 """
 
 from __future__ import annotations
@@ -472,6 +504,102 @@ def pairs(conn: psycopg.Connection, table: str) -> dict[str, Any]:
     return {"candidate_pairs": count, "seconds": round(time.perf_counter() - started, 1)}
 
 
+def fit(seed: int, rows: int = 3000) -> dict[str, Any]:
+    """Bytes per token and hashes per KB of the real parts and of the first ``rows`` synthetic rows."""
+    vocab = Vocabulary(seed)
+    made: dict[str, list[str]] = {"en": [], "zh": []}
+    for row in list(range(rows)) + list(range(5 + CHINESE_EVERY * 10, 5 + CHINESE_EVERY * 50, CHINESE_EVERY)):
+        ids, seps = row_tokens(vocab, seed, row, 1_000_000)
+        made["zh" if row % CHINESE_EVERY == 5 else "en"].append(vocab.text(ids, seps))
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh"):
+        for part in ("tune", "heldout"):
+            out[f"real {lang} {part}"] = text_figures(real_documents(lang, part))
+        out[f"synthetic {lang}"] = text_figures(made[lang])
+    return out
+
+
+def levers(conn: psycopg.Connection, rows: int, seed: int) -> dict[str, Any]:
+    """Bytes of the passage column and its GIN index, the cheap levers side by side, on ``rows`` rows.
+
+    The same rows' hashes (this script's rows, no text or fingerprint stored: the index holds
+    only the hashes) in tables of ``(id bigint, passages bigint[])``, each with one variant; the
+    ratio is to the rows' text bytes (``sum`` of the UTF-8 lengths, as the full table has them).
+    """
+    global _VOCAB
+    _VOCAB = Vocabulary(seed)
+    started = time.perf_counter()
+    made = [_lever_row(row, rows, seed) for row in range(rows)]
+    text_bytes = sum(size for size, _ in made)
+    result: dict[str, Any] = {"rows": rows, "text_bytes": text_bytes, "made_s": round(time.perf_counter() - started, 1),
+                              "hashes_per_row": round(sum(len(h) for _, h in made) / rows, 1)}
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+
+    def load(table: str) -> None:
+        with conn.cursor().copy(f"COPY {table} (id, passages) FROM STDIN") as copy:
+            for i, (_, stored) in enumerate(made):
+                copy.write_row((i + 1, stored))
+
+    variants: dict[str, tuple[str, str, bool]] = {
+        # name: (column options, index options, index before the load)
+        "create_passage_index after the load (the bench's build)": ("", "", False),
+        "index before the load, fastupdate on (rows written into it)": ("", "", True),
+        "index before the load, fastupdate off": ("", "WITH (fastupdate = off)", True),
+        "after the load, maintenance_work_mem 64MB": ("", "64MB", False),
+        "after the load, column STORAGE MAIN COMPRESSION pglz, toast_tuple_target 128": ("pglz", "", False),
+    }
+    for name, (column, index, before) in variants.items():
+        table = "levers_t"
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, passages bigint[])")
+        if column == "pglz":
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN passages SET STORAGE MAIN, "
+                         f"ALTER COLUMN passages SET COMPRESSION pglz")
+            conn.execute(f"ALTER TABLE {table} SET (toast_tuple_target = 128)")
+        conn.execute("SET maintenance_work_mem = %s" % ("'64MB'" if index == "64MB" else "'1GB'"))
+        if before:
+            conn.execute(f"CREATE INDEX {table}_gin ON {table} USING gin (passages) {index}")
+            load(table)
+            conn.execute(f"VACUUM ANALYZE {table}")  # flushes the pending list
+        else:
+            load(table)
+            conn.execute("SELECT simpg.create_passage_index(%s::regclass, 'passages')", [table])
+            conn.execute(f"VACUUM ANALYZE {table}")
+        gin = conn.execute("SELECT indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = indexrelid "
+                           "JOIN pg_am a ON a.oid = c.relam WHERE indrelid = %s::regclass AND amname = 'gin'",
+                           [table]).fetchone()[0]
+        gin_bytes, column_bytes, toast = conn.execute(
+            f"SELECT pg_relation_size(%s::regclass), (SELECT sum(pg_column_size(passages)) FROM {table}), "
+            f"coalesce(pg_relation_size(nullif(reltoastrelid, 0)), 0) FROM pg_class WHERE oid = %s::regclass",
+            [gin, table]).fetchone()
+        pending = conn.execute("SELECT pending_pages FROM pgstatginindex(%s::regclass)", [gin]).fetchone()[0]
+        cleaned = conn.execute("SELECT gin_clean_pending_list(%s::regclass)", [gin]).fetchone()[0]
+        hashes = result["hashes_per_row"] * rows
+        result[name] = {"gin_bytes": gin_bytes, "gin_bytes_per_hash": round(gin_bytes / hashes, 1),
+                        "pending_pages_after_vacuum": pending, "gin_clean_pending_list_pages": cleaned,
+                        "column_bytes": int(column_bytes), "toast_bytes": toast,
+                        "ratio_gin": round(gin_bytes / text_bytes, 3),
+                        "ratio_column": round(int(column_bytes) / text_bytes, 3),
+                        "ratio_total": round((gin_bytes + int(column_bytes)) / text_bytes, 3)}
+        print(name, result[name], file=sys.stderr, flush=True)
+    conn.execute("DROP TABLE IF EXISTS levers_t")
+    try:
+        conn.execute("CREATE TABLE levers_ff (passages bigint[])")
+        conn.execute("CREATE INDEX ON levers_ff USING gin (passages) WITH (fillfactor = 100)")
+        result["gin_fillfactor"] = "accepted"
+    except psycopg.Error as error:
+        result["gin_fillfactor"] = str(error).splitlines()[0]
+    conn.execute("DROP TABLE IF EXISTS levers_ff")
+    return result
+
+
+def _lever_row(row: int, rows: int, seed: int) -> tuple[int, list[int]]:
+    assert _VOCAB is not None
+    ids, seps = row_tokens(_VOCAB, seed, row, rows)
+    return len(_VOCAB.text(ids, seps).encode()), _VOCAB.passage_hashes(ids).tolist()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", default=os.environ.get("SIMPG_DSN"), help="default: $SIMPG_DSN, else embedded")
@@ -482,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="make the table again even if it is complete")
     parser.add_argument("--no-pairs", action="store_true", help="skip timing simpg.passage_pairs")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--fit", action="store_true", help="only the synthetic text's fit to the real parts")
+    parser.add_argument("--levers", action="store_true",
+                        help="only the bytes of the column and GIN index, with the cheap levers side by side")
     args = parser.parse_args(argv)
     dsn = args.dsn
     if not dsn:
@@ -489,6 +620,17 @@ def main(argv: list[str] | None = None) -> int:
         from simpg.embedded import embedded_dsn
 
         dsn = embedded_dsn()
+    if args.fit:
+        out = fit(args.seed)
+        save(out, args.out)
+        print(json.dumps(out, indent=2))
+        return 0
+    if args.levers:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            out = levers(conn, args.rows, args.seed)
+        save(out, args.out)
+        print(json.dumps(out, indent=2))
+        return 0
     table = f"passages_scale2_{args.rows}_{args.seed}"  # 2: the text fitted to real text
     result: dict[str, Any] = {"rows": args.rows, "seed": args.seed, "table": table,
                               "load_before": os.getloadavg()}
