@@ -231,6 +231,8 @@ class Vocabulary:
 
     def chinese(self, rng: np.random.Generator, n_chars: int) -> np.ndarray:
         picked = np.searchsorted(self.chinese_cdf, rng.random(n_chars)).clip(0, len(self.cw_len) - 1)
+        if n_chars == 0:
+            return np.zeros(0, dtype=np.int32)
         parts = [self.cw_chars[s:s + n] for s, n in zip(self.cw_start[picked], self.cw_len[picked], strict=True)]
         return np.concatenate(parts)[:n_chars]
 
@@ -299,9 +301,10 @@ def row_tokens(vocab: Vocabulary, seed: int, row: int, rows: int) -> tuple[np.nd
         length = min(int(rng.integers(50, 1001)), len(s_ids) - 1)
         start = int(rng.integers(0, len(s_ids) - length + 1))
         p_ids, p_seps = s_ids[start:start + length].copy(), s_seps[start:start + length]
-        if rng.random() < 0.5:  # edited: up to 10% of the words replaced
+        if rng.random() < 0.5:  # edited: up to 10% of the tokens replaced, by tokens of the source's script
             where = rng.choice(length, size=int(rng.integers(0, length // 10 + 1)), replace=False)
-            p_ids[where] = vocab.english(rng, len(where))
+            chinese = source % CHINESE_EVERY == 5  # (an English word between two unspaced Han letters would merge)
+            p_ids[where] = vocab.chinese(rng, len(where)) if chinese else vocab.english(rng, len(where))
         at = int(rng.integers(0, 300))
         ids = np.concatenate([ids[:at], p_ids, ids[at:]])
         seps = np.concatenate([seps[:at], p_seps, seps[at:]])
@@ -328,7 +331,7 @@ def make_chunk(args: tuple[int, int, int, int]) -> tuple[list[str], list[int], l
         hashes.append(_VOCAB.passage_hashes(ids).tolist())
         if row % CHECK_EVERY == 0:
             if passage_hashes(texts[-1]) != hashes[-1]:
-                raise SystemExit(f"row {row}: the hashes of its tokens differ from passage_hashes of its text")
+                raise RuntimeError(f"row {row}: the hashes of its tokens differ from passage_hashes of its text")
             checked += 1
     started = time.process_time()
     fps = [fingerprint(t) for t in texts]
