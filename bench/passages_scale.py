@@ -20,13 +20,13 @@ default windows 26 / 46):
   =============================  ==============  ============  =================
   real English, tune (774)       6.50            10.64         53.2
   real English, heldout (657)    6.61            10.39         52.0
-  synthetic English              6.49            11.13         55.6
+  synthetic English (2,991)      6.49            11.13         55.6
   real Chinese, tune (267)       3.92            10.00         50.0
   real Chinese, heldout (294)    4.00             9.90         49.5
-  synthetic Chinese              3.34            12.15         60.7
+  synthetic Chinese (49)         3.31            12.51         62.5
   =============================  ==============  ============  =================
 
-The synthetic rows have 4-5% more hashes per KB than real English (real text repeats
+The synthetic rows have 5-7% more hashes per KB than real English (real text repeats
 phrases, drawing tokens independently does not), so the index sizes below are slightly
 pessimistic; the Chinese rows have fewer bytes per token (no Latin words in them: rows are
 single-script), too few to weigh. The previous generator (30,000 made-up words, the shortest
