@@ -1,24 +1,49 @@
 """The online passage lookup (PassageColumn.near) beside the fingerprint lookup (SimHashColumn.near)
 at 1,000,000 rows of 5 KB texts, in one run; the table is built once and kept for reruns.
 
-Texts are synthetic, made cheaply and deterministically from the seed (any row can be made
-again alone): words drawn from a Zipfian vocabulary (30,000 made-up words, the shortest the
-most frequent, rank frequency 1/r), with sentences (a capital after each full stop, commas),
-cut at a whole word at 5,000 bytes. 0.3% of the rows are Chinese: words of jieba's
-dictionary drawn by their frequency, with Chinese punctuation. Planted copies: 5% of the rows
-carry a passage of 50 to 1,000 words of another row (one that copies nothing), half of them
-with up to 10% of the words replaced. Boilerplate: two paragraphs shared by 1% of the rows
-each, two shared by 0.1% each. Each row stores its text (``body``), its SimHash fingerprint
-(``simhash``, simpg index k = 3) and its passage hashes (``passages``, bigint[],
-``simpg.create_passage_index``: GIN, window 46).
+Texts are synthetic, made deterministically from the seed (any row can be made again alone),
+and fitted to the real English and Chinese documents of bench/data/quality14/corpus (its
+``tune`` part; gitignored, made by bench/quality/build_corpus.py), where the figures are decided: bytes per
+token (the text's size) and passage hashes per KB (the index's size). An English row is
+tokens drawn independently by their frequency in the real English part (its 21,573 distinct
+tokens: real words, numbers, identifiers, as simpg.passages tokenises them), each followed by
+a separator drawn by its frequency among the real part's separators (the ASCII characters
+between two tokens: " ", ", ", "-", ".", "\n", ".\n\n", "(", ...: its 3,886 distinct ones).
+A Chinese row (0.3% of the rows) is jieba's dictionary words by frequency, as Han letters,
+each followed by a separator of the real Chinese part (mostly none; "，", "。", " ", ...). Rows
+are cut at a whole token at 5,000 bytes. Fit (``python bench/passages_scale.py --fit``,
+documents of >= 5,000 bytes cut there; hashes by simpg.passages.passage_hashes at the
+default windows 26 / 46):
+
+  =============================  ==============  ============  =================
+  5 KB texts                     bytes / token   hashes / KB   hashes / 5 KB row
+  =============================  ==============  ============  =================
+  real English, tune (774)       6.50            10.64         53.2
+  real English, heldout (657)    6.61            10.39         52.0
+  synthetic English (2,991)      6.49            11.13         55.6
+  real Chinese, tune (267)       3.92            10.00         50.0
+  real Chinese, heldout (294)    4.00             9.90         49.5
+  synthetic Chinese (49)         3.31            12.51         62.5
+  =============================  ==============  ============  =================
+
+The synthetic rows have 5-7% more hashes per KB than real English (real text repeats
+phrases, drawing tokens independently does not), so the index sizes below are slightly
+pessimistic; the Chinese rows have fewer bytes per token (no Latin words in them: rows are
+single-script), too few to weigh. The previous generator (30,000 made-up words, the shortest
+the most frequent) had 4.72 bytes a token and, at today's windows, 15.45 hashes a KB (997
+rows): 45% more than real English. Planted copies: 5% of the rows carry a passage of
+50 to 1,000 tokens of another row (one that copies nothing), half of them with up to 10% of
+the tokens replaced. Boilerplate: two paragraphs shared by 1% of the rows each, two shared
+by 0.1% each. Each row stores its text (``body``), its SimHash fingerprint (``simhash``,
+simpg index k = 3) and its passage hashes (``passages``, bigint[], the GIN index of
+``simpg.create_passage_index`` with its defaults, made after the load).
 
 Fingerprints are the product's (``simpg.fingerprint``, in 2 worker processes). Passage
-hashes are made by a vectorised path that knows the texts' tokens (every token is a
-lowercase vocabulary word or one Han character, so tokenising is a lookup): the k-gram hashes
-and winnowing of ``simpg.passages.winnow``, over a chunk of rows at once. Every 500th row is
-checked against ``simpg.passages.passage_hashes`` (the script stops on any difference).
+hashes are the library's (``simpg.passages.passage_hashes_array`` on the row's tokens, so
+the window is the one the library gives the row); every 500th row is checked against
+``simpg.passages.passage_hashes`` of its text (the script stops on any difference).
 
-Queries (5 KB, made-up words of the same vocabulary, none of them stored):
+Queries (5 KB English, tokens and separators drawn as the rows', none of them stored):
   copy         quotes one passage of 60 to 150 words of a random stored row;
   none         shares nothing (beyond chance k-grams of frequent words);
   boilerplate  quotes one of the boilerplate paragraphs (1% or 0.1% of the rows).
@@ -29,16 +54,24 @@ find the row it quoted, unless the lookup reports skipped hashes (the script sto
 Then ``SELECT count(*) FROM simpg.passage_pairs(table, 'passages')`` (the all-pairs
 candidates, default max_common) is timed, unless ``--no-pairs``.
 
-The table is named by rows and seed (``passages_scale_<rows>_<seed>``) and kept: a rerun with
-the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again). Without ``--dsn``
-the embedded server keeps its data in ``$SIMPG_HOME`` (default here /tmp/simpg-passages-scale:
-about 8 GB at 1M rows).
+The table is named by rows and seed (``passages_scale2_<rows>_<seed>``; 2: the fitted text) and
+kept: a rerun with the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again).
+Without ``--dsn`` the embedded server keeps its data in ``$SIMPG_HOME`` (default here
+/tmp/simpg-passages-scale2: about 10 GB at 1M rows).
+
+``--levers`` stores only the rows' hashes (``(id, passages)``, no text) in one table per
+variant and reports the bytes of the column and its GIN index against the rows' text bytes:
+the index made after the load (as above), made before it with fastupdate on and off (rows
+written into it, then VACUUM), a smaller ``maintenance_work_mem``, the column compressed
+(``STORAGE MAIN``, pglz, ``toast_tuple_target`` 128); and whether GIN takes a fillfactor.
 
 Usage:
     python bench/passages_scale.py --rows 1000000                 # build once, then measure
     python bench/passages_scale.py --rows 1000000 --queries 100   # rerun: queries only
     python bench/passages_scale.py --rows 20000 --rebuild --out bench/results/scale.json
     python bench/passages_scale.py --dsn "host=... dbname=..." --rows 1000000
+    python bench/passages_scale.py --fit                          # the fit table above
+    python bench/passages_scale.py --levers --rows 100000         # index bytes, the cheap levers
 """
 
 from __future__ import annotations
@@ -50,6 +83,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,21 +91,19 @@ import numpy as np
 import psycopg
 
 TEXT_BYTES = 5000
-VOCABULARY = 30_000
 CHINESE_EVERY = 333  # 0.3% of rows
 COPIER_PERCENT = 5
 CHUNK = 4000  # rows a worker makes at a time
 CHECK_EVERY = 500  # rows checked against the product's passage_hashes
-WINDOW = 46
-K = 5
 JIEBA_WORDS = 60_000
+SEPARATORS = 5000  # the most frequent separators of the real part kept (the rest renormalised away)
+CORPUS = Path(__file__).parent / "data" / "quality14" / "corpus"
+FIT_PART = "tune"  # the real part the generator is fitted on; the other ("heldout") is shown beside
 
 # boilerplate paragraphs: (name, share of rows as "every n-th row", offset, words)
 BOILERPLATE = (("b1pct_a", 100, 3, 70), ("b1pct_b", 100, 41, 110),
                ("b01pct_a", 1000, 7, 90), ("b01pct_b", 1000, 503, 140))
 
-
-# -- vocabulary and token hashes ---------------------------------------------------
 
 def _fnv1a(data: bytes) -> int:
     h = 0xCBF29CE484222325
@@ -81,7 +113,6 @@ def _fnv1a(data: bytes) -> int:
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
-    # simpg.passages.winnow._splitmix, repeated so the vectorised path is visibly the same arithmetic
     with np.errstate(over="ignore"):
         x = x + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -89,23 +120,71 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+# -- the real parts: what the generator is fitted to --------------------------------------
+
+def real_documents(lang: str, part: str) -> list[str]:
+    """The texts of one language and part of the real corpus, each cut to TEXT_BYTES (only those that long)."""
+    out = []
+    with open(CORPUS / f"{lang}.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            doc = json.loads(line)
+            raw = doc["text"].encode()
+            if doc.get("part") == part and len(raw) >= TEXT_BYTES:
+                out.append(raw[:TEXT_BYTES].decode(errors="ignore"))
+    return out
+
+
+def _han(word: str) -> bool:
+    return len(word) == 1 and "\u4e00" <= word <= "\u9fff"
+
+
+def real_counts(texts: list[str], han: bool) -> tuple[Counter[str], Counter[str]]:
+    """Token counts and separator counts (the characters between two tokens) of real texts.
+
+    English: every token that is not a Han letter, the non-empty ASCII separators between two
+    such tokens. Chinese (``han``): Han letters, the separators between two of them (empty included).
+    """
+    from simpg.passages.tokens import tokens
+
+    words: Counter[str] = Counter()
+    separators: Counter[str] = Counter()
+    for text in texts:
+        toks = tokens(text)
+        for i, word in enumerate(toks.words):
+            if _han(word) != han:
+                continue
+            words[word] += 1
+            if i + 1 < len(toks.words) and _han(toks.words[i + 1]) == han:
+                sep = text[toks.ends[i]:toks.starts[i + 1]]
+                if han or (sep and sep.isascii()):
+                    separators[sep] += 1
+    return words, separators
+
+
+def text_figures(texts: list[str]) -> dict[str, float]:
+    """Bytes per token and passage hashes per KB (simpg.passages, the product's windows) of texts."""
+    from simpg.passages import passage_hashes
+    from simpg.passages.tokens import plain_tokens
+
+    size = sum(len(t.encode()) for t in texts)
+    count = sum(len(plain_tokens(t)[0]) for t in texts)
+    hashes = sum(len(passage_hashes(t)) for t in texts)
+    return {"texts": len(texts), "bytes_per_token": round(size / count, 2),
+            "hashes_per_kb": round(hashes / size * 1000, 2), "hashes_per_5kb_text": round(hashes / len(texts), 1)}
+
+
+# -- vocabulary ----------------------------------------------------------------------------
+
 class Vocabulary:
-    """Tokens 0..VOCABULARY-1 are English-like words, the rest Han characters; each with 4 spellings."""
+    """Token ids 0..english-1 are the real English part's words, the rest Han letters; separators apart."""
 
     def __init__(self, seed: int) -> None:
-        rng = np.random.default_rng([seed, 0])
-        onsets = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
-                  "br", "ch", "cl", "dr", "fr", "gr", "pl", "pr", "sh", "st", "str", "th", "tr", "wh"]
-        nuclei = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "io", "ou", "oo"]
-        codas = ["", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "st", "ck", "rd", "th"]
-        words: set[str] = set()
-        while len(words) < VOCABULARY:
-            syllables = 1 + min(3, int(rng.exponential(0.9)))
-            words.add("".join(onsets[rng.integers(len(onsets))] + nuclei[rng.integers(len(nuclei))]
-                              + codas[rng.integers(len(codas))] for _ in range(syllables)))
-        english = sorted(words, key=lambda w: (len(w), w))  # the shortest the most frequent
-        ranks = np.arange(1, VOCABULARY + 1, dtype=np.float64)
-        self.english_cdf = np.cumsum(1 / ranks) / np.sum(1 / ranks)
+        en_words, en_seps = real_counts(real_documents("en", FIT_PART), han=False)
+        zh_seps = real_counts(real_documents("zh", FIT_PART), han=True)[1]
+        english = [w for w, _ in en_words.most_common()]
+        counts = np.array([en_words[w] for w in english], dtype=np.float64)
+        self.english_count = len(english)
+        self.english_cdf = np.cumsum(counts) / counts.sum()
 
         import jieba
 
@@ -121,56 +200,64 @@ class Vocabulary:
         f = np.array([freqs[i] for i in order], dtype=np.float64)
         self.chinese_cdf = np.cumsum(f) / f.sum()
         chars = sorted({c for w in chinese_words for c in w})
-        char_id = {c: VOCABULARY + i for i, c in enumerate(chars)}
-        # each jieba word as its characters' token ids: a flat array with offsets
+        char_id = {c: len(english) + i for i, c in enumerate(chars)}
         lengths = np.array([len(w) for w in chinese_words], dtype=np.int64)
         self.cw_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         self.cw_len = lengths
         self.cw_chars = np.array([char_id[c] for w in chinese_words for c in w], dtype=np.int32)
 
-        tokens = english + chars
-        self.size = len(tokens)
-        # spellings: 0 "word ", 1 "Word ", 2 "word. ", 3 "word, "; Han: 0 "字", 1 "字", 2 "字。", 3 "字，"
-        spelled = []
-        for t in english:
-            spelled += [t + " ", t.capitalize() + " ", t + ". ", t + ", "]
-        for c in chars:
-            spelled += [c, c, c + "。", c + "，"]
-        self.spelled = np.array(spelled, dtype=object)
-        self.spelled_bytes = np.array([len(s.encode()) for s in spelled], dtype=np.int64)
-        self.hashed = _splitmix(np.array([_fnv1a(t.encode()) for t in tokens], dtype=np.uint64))
+        self.words = np.array(english + chars, dtype=object)
+        self.word_list = english + chars
+        self.word_bytes = np.array([len(w.encode()) for w in self.words], dtype=np.int64)
+        self.fnv = np.array([_fnv1a(w.encode()) for w in self.words], dtype=np.uint64)
+        # separators: English ids 0.., Chinese after; drawn by their real frequency
+        en_sep = en_seps.most_common(SEPARATORS)
+        zh_sep = zh_seps.most_common(SEPARATORS)
+        self.separators = np.array([s for s, _ in en_sep] + [s for s, _ in zh_sep], dtype=object)
+        self.separator_bytes = np.array([len(s.encode()) for s in self.separators], dtype=np.int64)
+        en_c = np.array([c for _, c in en_sep], dtype=np.float64)
+        zh_c = np.array([c for _, c in zh_sep], dtype=np.float64)
+        self.en_sep_cdf, self.zh_sep_cdf, self.zh_sep_first = np.cumsum(en_c) / en_c.sum(), \
+            np.cumsum(zh_c) / zh_c.sum(), len(en_sep)
         self.boilerplate = {}
         for name, _, offset, words in BOILERPLATE:
             r = np.random.default_rng([seed, 1, offset])
-            ids = self.english(r, words)
-            self.boilerplate[name] = (ids, self.sentences(r, ids))
+            self.boilerplate[name] = (self.english(r, words), self.english_separators(r, words))
 
     def english(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return np.searchsorted(self.english_cdf, rng.random(n)).astype(np.int32)
+        return np.searchsorted(self.english_cdf, rng.random(n)).clip(0, self.english_count - 1).astype(np.int32)
+
+    def english_separators(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.searchsorted(self.en_sep_cdf, rng.random(n)).clip(0, self.zh_sep_first - 1).astype(np.int32)
 
     def chinese(self, rng: np.random.Generator, n_chars: int) -> np.ndarray:
         picked = np.searchsorted(self.chinese_cdf, rng.random(n_chars)).clip(0, len(self.cw_len) - 1)
+        if n_chars == 0:
+            return np.zeros(0, dtype=np.int32)
         parts = [self.cw_chars[s:s + n] for s, n in zip(self.cw_start[picked], self.cw_len[picked], strict=True)]
         return np.concatenate(parts)[:n_chars]
 
-    @staticmethod
-    def sentences(rng: np.random.Generator, ids: np.ndarray) -> np.ndarray:
-        """Spelling of each token: sentence ends (1 in 14), commas (1 in 9), a capital after each end."""
-        u = rng.random(len(ids))
-        spelling = np.where(u < 1 / 14, 2, np.where(u < 1 / 14 + 1 / 9, 3, 0)).astype(np.int8)
-        starts = np.flatnonzero(spelling[:-1] == 2) + 1
-        spelling[starts[spelling[starts] == 0]] = 1
-        spelling[0] = 1 if spelling[0] == 0 else spelling[0]
-        spelling[-1] = 2
-        return spelling
+    def chinese_separators(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        picked = np.searchsorted(self.zh_sep_cdf, rng.random(n)).clip(0, len(self.separators) - self.zh_sep_first - 1)
+        return (self.zh_sep_first + picked).astype(np.int32)
 
-    def text(self, ids: np.ndarray, spelling: np.ndarray) -> str:
-        return "".join(self.spelled[ids.astype(np.int64) * 4 + spelling].tolist()).rstrip()
+    def text(self, ids: np.ndarray, seps: np.ndarray) -> str:
+        return "".join((self.words[ids] + self.separators[seps]).tolist()).rstrip()
 
-    def cut(self, ids: np.ndarray, spelling: np.ndarray) -> int:
-        """How many leading tokens fit in TEXT_BYTES (the trailing space is stripped)."""
-        used = np.cumsum(self.spelled_bytes[ids.astype(np.int64) * 4 + spelling])
+    def cut(self, ids: np.ndarray, seps: np.ndarray) -> int:
+        """How many leading tokens fit in TEXT_BYTES (with their separators)."""
+        used = np.cumsum(self.word_bytes[ids] + self.separator_bytes[seps])
         return int(np.searchsorted(used, TEXT_BYTES + 1, side="left"))
+
+    def passage_hashes(self, ids: np.ndarray) -> np.ndarray:
+        """simpg.passages.passage_hashes of a text of these tokens: the library's window and winnowing."""
+        from simpg.passages import passage_hashes_array
+        from simpg.passages.tokens import Tokens
+
+        offsets = np.zeros(len(ids), dtype=np.int64)
+        toks = Tokens(text="", words=tuple(self.word_list[i] for i in ids.tolist()), hashes=self.fnv[ids],
+                      starts=offsets, ends=offsets)
+        return passage_hashes_array(toks)
 
 
 # -- rows ----------------------------------------------------------------------------
@@ -184,93 +271,51 @@ def _rng(seed: int, row: int, part: int) -> np.random.Generator:
 
 
 def own_tokens(vocab: Vocabulary, seed: int, row: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row ``row``'s tokens and spellings before any copied passage (its words and boilerplate)."""
+    """Row ``row``'s tokens and separators before any copied passage (its words and boilerplate)."""
     rng = _rng(seed, row, 0)
     if row % CHINESE_EVERY == 5:
-        ids = vocab.chinese(rng, 1800)
-        u = rng.random(len(ids))
-        spelling = np.where(u < 1 / 25, 2, np.where(u < 1 / 25 + 1 / 12, 3, 0)).astype(np.int8)
+        ids = vocab.chinese(rng, 2000)
+        seps = vocab.chinese_separators(rng, len(ids))
     else:
-        ids = vocab.english(rng, 1400)
-        spelling = vocab.sentences(rng, ids)
+        ids = vocab.english(rng, 1200)
+        seps = vocab.english_separators(rng, len(ids))
     for name, every, offset, _ in BOILERPLATE:
         if row % every == offset % every:
-            b_ids, b_spelling = vocab.boilerplate[name]
-            at = int(rng.integers(0, 600))
+            b_ids, b_seps = vocab.boilerplate[name]
+            at = int(rng.integers(0, 500))
             ids = np.concatenate([ids[:at], b_ids, ids[at:]])
-            spelling = np.concatenate([spelling[:at], b_spelling, spelling[at:]])
-    return ids, spelling
+            seps = np.concatenate([seps[:at], b_seps, seps[at:]])
+    return ids, seps
 
 
 def row_tokens(vocab: Vocabulary, seed: int, row: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row ``row``'s stored tokens and spellings (cut to TEXT_BYTES)."""
-    ids, spelling = own_tokens(vocab, seed, row)
+    """Row ``row``'s stored tokens and separators (cut to TEXT_BYTES)."""
+    ids, seps = own_tokens(vocab, seed, row)
     if _is_copier(row, seed):
         rng = _rng(seed, row, 1)
         source = int(rng.integers(rows))
         while _is_copier(source, seed) or source == row:
             source = int(rng.integers(rows))
-        s_ids, s_spelling = own_tokens(vocab, seed, source)
-        s_ids, s_spelling = s_ids[:vocab.cut(s_ids, s_spelling)], s_spelling[:vocab.cut(s_ids, s_spelling)]
+        s_ids, s_seps = own_tokens(vocab, seed, source)
+        n = vocab.cut(s_ids, s_seps)
+        s_ids, s_seps = s_ids[:n], s_seps[:n]
         length = min(int(rng.integers(50, 1001)), len(s_ids) - 1)
         start = int(rng.integers(0, len(s_ids) - length + 1))
-        p_ids, p_spelling = s_ids[start:start + length].copy(), s_spelling[start:start + length]
-        if rng.random() < 0.5:  # edited: up to 10% of the words replaced
+        p_ids, p_seps = s_ids[start:start + length].copy(), s_seps[start:start + length]
+        if rng.random() < 0.5:  # edited: up to 10% of the tokens replaced, by tokens of the source's script
             where = rng.choice(length, size=int(rng.integers(0, length // 10 + 1)), replace=False)
-            p_ids[where] = vocab.english(rng, len(where))
+            chinese = source % CHINESE_EVERY == 5  # (an English word between two unspaced Han letters would merge)
+            p_ids[where] = vocab.chinese(rng, len(where)) if chinese else vocab.english(rng, len(where))
         at = int(rng.integers(0, 300))
         ids = np.concatenate([ids[:at], p_ids, ids[at:]])
-        spelling = np.concatenate([spelling[:at], p_spelling, spelling[at:]])
-    n = vocab.cut(ids, spelling)
-    return ids[:n], spelling[:n]
-
-
-def passage_hashes_of(vocab: Vocabulary, token_rows: list[np.ndarray]) -> list[np.ndarray]:
-    """simpg.passages.passage_hashes of each row from its token ids, over all rows at once.
-
-    kgram_hashes: splitmix of each token hash, combined k at a time by FNV's multiply and add,
-    splitmix again; winnowing: the minimum of every window of WINDOW k-gram hashes (the stored
-    values are the distinct minima, so which of tied positions is picked does not matter).
-    Every row has at least WINDOW + K - 1 tokens (checked).
-    """
-    lengths = np.array([len(t) for t in token_rows], dtype=np.int64)
-    assert lengths.min() >= WINDOW + K - 1
-    h = vocab.hashed[np.concatenate(token_rows)]
-    count = len(h) - K + 1
-    acc = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for t in range(K):
-            acc = acc * np.uint64(0x100000001B3) + h[t:t + count]
-    grams_all = _splitmix(acc)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    row_of = np.repeat(np.arange(len(lengths)), lengths)[:count]
-    valid = np.arange(count) + K <= ends[row_of]
-    grams = grams_all[valid]
-    g_len = lengths - K + 1
-    # the minimum of every WINDOW consecutive grams: sparse-table doubling, then two overlapping halves
-    span, m = 1, grams
-    while span * 2 <= WINDOW:
-        m = np.minimum(m[:-span], m[span:])
-        span *= 2
-    window_min = np.minimum(m[:len(grams) - WINDOW + 1], m[WINDOW - span:WINDOW - span + len(grams) - WINDOW + 1])
-    g_ends = np.cumsum(g_len)
-    g_starts = g_ends - g_len
-    del starts
-    out = []
-    for s, e in zip(g_starts.tolist(), g_ends.tolist(), strict=True):
-        out.append(np.unique(window_min[s:e - WINDOW + 1].view(np.int64)))
-    return out
+        seps = np.concatenate([seps[:at], p_seps, seps[at:]])
+    n = vocab.cut(ids, seps)
+    return ids[:n], seps[:n]
 
 
 # -- the worker: a chunk of rows with their fingerprints and passage hashes ------------
 
-_VOCAB: Vocabulary | None = None
-
-
-def _init(seed: int) -> None:
-    global _VOCAB
-    _VOCAB = Vocabulary(seed)
+_VOCAB: Vocabulary | None = None  # made before the pool forks (the workers inherit it)
 
 
 def make_chunk(args: tuple[int, int, int, int]) -> tuple[list[str], list[int], list[list[int]], int, float]:
@@ -279,24 +324,21 @@ def make_chunk(args: tuple[int, int, int, int]) -> tuple[list[str], list[int], l
 
     first, last, rows, seed = args
     assert _VOCAB is not None
-    tokens, texts = [], []
-    for row in range(first, last):
-        ids, spelling = row_tokens(_VOCAB, seed, row, rows)
-        tokens.append(ids)
-        texts.append(_VOCAB.text(ids, spelling))
-    hashes = passage_hashes_of(_VOCAB, tokens)
+    texts, hashes = [], []
     checked = 0
-    for i in range(len(texts)):
-        if (first + i) % CHECK_EVERY == 0:
-            product = passage_hashes(texts[i])
-            if product != hashes[i].tolist():
-                raise SystemExit(f"row {first + i}: the vectorised passage hashes differ from passage_hashes")
+    for row in range(first, last):
+        ids, seps = row_tokens(_VOCAB, seed, row, rows)
+        texts.append(_VOCAB.text(ids, seps))
+        hashes.append(_VOCAB.passage_hashes(ids).tolist())
+        if row % CHECK_EVERY == 0:
+            if passage_hashes(texts[-1]) != hashes[-1]:
+                raise RuntimeError(f"row {row}: the hashes of its tokens differ from passage_hashes of its text")
             checked += 1
     started = time.process_time()
     fps = [fingerprint(t) for t in texts]
     fp_cpu = time.process_time() - started
     signed = np.array(fps, dtype=np.uint64).view(np.int64).tolist()
-    return texts, signed, [h.tolist() for h in hashes], checked, fp_cpu
+    return texts, signed, hashes, checked, fp_cpu
 
 
 # -- building the table ----------------------------------------------------------------
@@ -314,7 +356,9 @@ def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: i
     started = time.perf_counter()
     checked, fp_cpu, done = 0, 0.0, 0
     ranges = [(a, min(a + CHUNK, rows), rows, seed) for a in range(0, rows, CHUNK)]
-    with multiprocessing.get_context("fork").Pool(workers, _init, (seed,)) as pool, \
+    global _VOCAB
+    _VOCAB = Vocabulary(seed)
+    with multiprocessing.get_context("fork").Pool(workers) as pool, \
             conn.cursor().copy(f"COPY {table} (id, body, simhash, passages) FROM STDIN") as copy:
         made = pool.imap(make_chunk, ranges)
         for (first, _, _, _), (texts, fps, hashes, n_checked, cpu) in zip(ranges, made, strict=True):
@@ -352,24 +396,24 @@ def queries(vocab: Vocabulary, rows: int, seed: int, per_kind: int) -> list[tupl
     names = [b[0] for b in BOILERPLATE]
     for i in range(per_kind):
         for kind in ("copy", "none", "boilerplate"):
-            ids = vocab.english(rng, 1400)
-            spelling = vocab.sentences(rng, ids)
+            ids = vocab.english(rng, 1200)
+            seps = vocab.english_separators(rng, len(ids))
             key, name = None, ""
             if kind == "copy":
                 row = int(rng.integers(rows))
-                r_ids, r_spelling = row_tokens(vocab, seed, row, rows)
+                r_ids, r_seps = row_tokens(vocab, seed, row, rows)
                 length = min(int(rng.integers(60, 151)), len(r_ids))
                 start = int(rng.integers(0, len(r_ids) - length + 1))
-                part, part_spelling, key = r_ids[start:start + length], r_spelling[start:start + length], row + 1
+                part, part_seps, key = r_ids[start:start + length], r_seps[start:start + length], row + 1
             elif kind == "boilerplate":
                 name = names[i % len(names)]
-                part, part_spelling = vocab.boilerplate[name]
+                part, part_seps = vocab.boilerplate[name]
             if kind != "none":
                 at = int(rng.integers(0, 400))
                 ids = np.concatenate([ids[:at], part, ids[at:]])
-                spelling = np.concatenate([spelling[:at], part_spelling, spelling[at:]])
-            n = vocab.cut(ids, spelling)
-            out.append((kind, vocab.text(ids[:n], spelling[:n]), key, name))
+                seps = np.concatenate([seps[:at], part_seps, seps[at:]])
+            n = vocab.cut(ids, seps)
+            out.append((kind, vocab.text(ids[:n], seps[:n]), key, name))
     return out
 
 
@@ -429,18 +473,32 @@ def measure(dsn: str, table: str, asked: list[tuple[str, str, int | None, str]])
 
 
 def sizes(conn: psycopg.Connection, table: str) -> dict[str, Any]:
-    text_bytes, column_bytes = conn.execute(
-        f"SELECT sum(octet_length(body)), sum(pg_column_size(passages)) FROM {table}").fetchone()
+    text_bytes, column_bytes, hashes, rows = conn.execute(
+        f"SELECT sum(octet_length(body)), sum(pg_column_size(passages)), sum(cardinality(passages)), count(*) "
+        f"FROM {table}").fetchone()
     gin = conn.execute("SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                        "JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = %s::regclass AND a.amname = 'gin'",
                        [table]).fetchone()[0]
-    gin_bytes, table_bytes, indexes = conn.execute(
-        "SELECT pg_relation_size(%s::regclass), pg_table_size(%s::regclass), pg_indexes_size(%s::regclass)",
-        [gin, table, table]).fetchone()
-    return {"text_bytes": int(text_bytes), "passage_column_bytes": int(column_bytes), "gin_bytes": gin_bytes,
-            "table_bytes": table_bytes, "all_indexes_bytes": indexes,
-            "ratio_passage_column_and_gin_to_text": round((int(column_bytes) + gin_bytes) / int(text_bytes), 3),
-            "ratio_gin_to_text": round(gin_bytes / int(text_bytes), 3)}
+    gin_bytes, table_bytes, heap_bytes, toast_bytes, indexes = conn.execute(
+        "SELECT pg_relation_size(%s::regclass), pg_table_size(%s::regclass), pg_relation_size(%s::regclass), "
+        "coalesce(pg_relation_size(nullif(reltoastrelid, 0)), 0), pg_indexes_size(%s::regclass) "
+        "FROM pg_class WHERE oid = %s::regclass", [gin, table, table, table, table]).fetchone()
+    text, column = int(text_bytes), int(column_bytes)
+    out = {"rows": rows, "hashes_per_row": round(int(hashes) / rows, 1), "text_bytes": text,
+           "passage_column_bytes": column, "gin_bytes": gin_bytes,
+           "gin_bytes_per_hash": round(gin_bytes / int(hashes), 1),
+           "heap_bytes": heap_bytes, "toast_bytes": toast_bytes, "table_bytes": table_bytes,
+           "all_indexes_bytes": indexes, "ratio_gin_to_text": round(gin_bytes / text, 3),
+           "ratio_passage_column_to_text": round(column / text, 3),
+           "ratio_passage_column_and_gin_to_text": round((column + gin_bytes) / text, 3)}
+    try:  # the pending list (fastupdate), if pgstattuple is there
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        pending_pages, pending_tuples = conn.execute(
+            "SELECT pending_pages, pending_tuples FROM pgstatginindex(%s::regclass)", [gin]).fetchone()
+        out.update(gin_pending_pages=pending_pages, gin_pending_tuples=pending_tuples)
+    except psycopg.Error as error:
+        out["gin_pending"] = f"not measured: {error}"
+    return out
 
 
 def pairs(conn: psycopg.Connection, table: str) -> dict[str, Any]:
@@ -448,6 +506,102 @@ def pairs(conn: psycopg.Connection, table: str) -> dict[str, Any]:
     started = time.perf_counter()
     count = conn.execute("SELECT count(*) FROM simpg.passage_pairs(%s::regclass, 'passages')", [table]).fetchone()[0]
     return {"candidate_pairs": count, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def fit(seed: int, rows: int = 3000) -> dict[str, Any]:
+    """Bytes per token and hashes per KB of the real parts and of the first ``rows`` synthetic rows."""
+    vocab = Vocabulary(seed)
+    made: dict[str, list[str]] = {"en": [], "zh": []}
+    for row in list(range(rows)) + list(range(5 + CHINESE_EVERY * 10, 5 + CHINESE_EVERY * 50, CHINESE_EVERY)):
+        ids, seps = row_tokens(vocab, seed, row, 1_000_000)
+        made["zh" if row % CHINESE_EVERY == 5 else "en"].append(vocab.text(ids, seps))
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh"):
+        for part in ("tune", "heldout"):
+            out[f"real {lang} {part}"] = text_figures(real_documents(lang, part))
+        out[f"synthetic {lang}"] = text_figures(made[lang])
+    return out
+
+
+def levers(conn: psycopg.Connection, rows: int, seed: int) -> dict[str, Any]:
+    """Bytes of the passage column and its GIN index, the cheap levers side by side, on ``rows`` rows.
+
+    The same rows' hashes (this script's rows, no text or fingerprint stored: the index holds
+    only the hashes) in tables of ``(id bigint, passages bigint[])``, each with one variant; the
+    ratio is to the rows' text bytes (``sum`` of the UTF-8 lengths, as the full table has them).
+    """
+    global _VOCAB
+    _VOCAB = Vocabulary(seed)
+    started = time.perf_counter()
+    made = [_lever_row(row, rows, seed) for row in range(rows)]
+    text_bytes = sum(size for size, _ in made)
+    result: dict[str, Any] = {"rows": rows, "text_bytes": text_bytes, "made_s": round(time.perf_counter() - started, 1),
+                              "hashes_per_row": round(sum(len(h) for _, h in made) / rows, 1)}
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+
+    def load(table: str) -> None:
+        with conn.cursor().copy(f"COPY {table} (id, passages) FROM STDIN") as copy:
+            for i, (_, stored) in enumerate(made):
+                copy.write_row((i + 1, stored))
+
+    variants: dict[str, tuple[str, str, bool]] = {
+        # name: (column options, index options, index before the load)
+        "create_passage_index after the load (the bench's build)": ("", "", False),
+        "index before the load, fastupdate on (rows written into it)": ("", "", True),
+        "index before the load, fastupdate off": ("", "WITH (fastupdate = off)", True),
+        "after the load, maintenance_work_mem 64MB": ("", "64MB", False),
+        "after the load, column STORAGE MAIN COMPRESSION pglz, toast_tuple_target 128": ("pglz", "", False),
+    }
+    for name, (column, index, before) in variants.items():
+        table = "levers_t"
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, passages bigint[])")
+        if column == "pglz":
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN passages SET STORAGE MAIN, "
+                         f"ALTER COLUMN passages SET COMPRESSION pglz")
+            conn.execute(f"ALTER TABLE {table} SET (toast_tuple_target = 128)")
+        conn.execute("SET maintenance_work_mem = %s" % ("'64MB'" if index == "64MB" else "'1GB'"))
+        if before:
+            conn.execute(f"CREATE INDEX {table}_gin ON {table} USING gin (passages) {index}")
+            load(table)
+            conn.execute(f"VACUUM ANALYZE {table}")  # flushes the pending list
+        else:
+            load(table)
+            conn.execute("SELECT simpg.create_passage_index(%s::regclass, 'passages')", [table])
+            conn.execute(f"VACUUM ANALYZE {table}")
+        gin = conn.execute("SELECT indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = indexrelid "
+                           "JOIN pg_am a ON a.oid = c.relam WHERE indrelid = %s::regclass AND amname = 'gin'",
+                           [table]).fetchone()[0]
+        gin_bytes, column_bytes, toast = conn.execute(
+            f"SELECT pg_relation_size(%s::regclass), (SELECT sum(pg_column_size(passages)) FROM {table}), "
+            f"coalesce(pg_relation_size(nullif(reltoastrelid, 0)), 0) FROM pg_class WHERE oid = %s::regclass",
+            [gin, table]).fetchone()
+        pending = conn.execute("SELECT pending_pages FROM pgstatginindex(%s::regclass)", [gin]).fetchone()[0]
+        cleaned = conn.execute("SELECT gin_clean_pending_list(%s::regclass)", [gin]).fetchone()[0]
+        hashes = result["hashes_per_row"] * rows
+        result[name] = {"gin_bytes": gin_bytes, "gin_bytes_per_hash": round(gin_bytes / hashes, 1),
+                        "pending_pages_after_vacuum": pending, "gin_clean_pending_list_pages": cleaned,
+                        "column_bytes": int(column_bytes), "toast_bytes": toast,
+                        "ratio_gin": round(gin_bytes / text_bytes, 3),
+                        "ratio_column": round(int(column_bytes) / text_bytes, 3),
+                        "ratio_total": round((gin_bytes + int(column_bytes)) / text_bytes, 3)}
+        print(name, result[name], file=sys.stderr, flush=True)
+    conn.execute("DROP TABLE IF EXISTS levers_t")
+    try:
+        conn.execute("CREATE TABLE levers_ff (passages bigint[])")
+        conn.execute("CREATE INDEX ON levers_ff USING gin (passages) WITH (fillfactor = 100)")
+        result["gin_fillfactor"] = "accepted"
+    except psycopg.Error as error:
+        result["gin_fillfactor"] = str(error).splitlines()[0]
+    conn.execute("DROP TABLE IF EXISTS levers_ff")
+    return result
+
+
+def _lever_row(row: int, rows: int, seed: int) -> tuple[int, list[int]]:
+    assert _VOCAB is not None
+    ids, seps = row_tokens(_VOCAB, seed, row, rows)
+    return len(_VOCAB.text(ids, seps).encode()), _VOCAB.passage_hashes(ids).tolist()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -460,14 +614,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="make the table again even if it is complete")
     parser.add_argument("--no-pairs", action="store_true", help="skip timing simpg.passage_pairs")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--fit", action="store_true", help="only the synthetic text's fit to the real parts")
+    parser.add_argument("--levers", action="store_true",
+                        help="only the bytes of the column and GIN index, with the cheap levers side by side")
     args = parser.parse_args(argv)
     dsn = args.dsn
     if not dsn:
-        os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale")
+        os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale2")
         from simpg.embedded import embedded_dsn
 
         dsn = embedded_dsn()
-    table = f"passages_scale_{args.rows}_{args.seed}"
+    if args.fit:
+        out = fit(args.seed)
+        save(out, args.out)
+        print(json.dumps(out, indent=2))
+        return 0
+    if args.levers:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            out = levers(conn, args.rows, args.seed)
+        save(out, args.out)
+        print(json.dumps(out, indent=2))
+        return 0
+    table = f"passages_scale2_{args.rows}_{args.seed}"  # 2: the text fitted to real text
     result: dict[str, Any] = {"rows": args.rows, "seed": args.seed, "table": table,
                               "load_before": os.getloadavg()}
     with psycopg.connect(dsn, autocommit=True) as conn:
