@@ -98,12 +98,16 @@ def build(conn: psycopg.Connection, table: str, b: int | None, name: str) -> flo
     return round(time.perf_counter() - started, 1)
 
 
-def keys_figures(conn: psycopg.Connection, b: int) -> dict[str, Any]:
-    """Distinct keys, and rows per key (the mean posting list: a row counted once per key it has)."""
-    keys, row_keys = conn.execute(
-        "SELECT count(DISTINCT k), count(*) FROM (SELECT DISTINCT id, x & ((1::bigint << %s) - 1) AS k "
-        "FROM bucket_bench, unnest(passages) AS x) s", [b]).fetchone()
-    return {"distinct_keys": keys, "rows_per_key": round(row_keys / keys, 1)}
+def keys_figures(conn: psycopg.Connection, b: int | None) -> dict[str, Any]:
+    """Distinct keys, rows per key (the mean posting list: a row counted once per key it has), and the
+    row pairs an all-pairs self-join on the keys would recheck (pairs of rows sharing a key, counted
+    once per key they share: an upper bound of the distinct pairs)."""
+    key = sql.SQL("x") if b is None else sql.SQL("x & ((1::bigint << {}) - 1)").format(sql.Literal(b))
+    keys, row_keys, pairs = conn.execute(sql.SQL(
+        "SELECT count(*), sum(c), sum(c * (c - 1) / 2) FROM (SELECT k, count(*)::numeric AS c FROM "
+        "(SELECT DISTINCT id, {} AS k FROM bucket_bench, unnest(passages) AS x) s "
+        "GROUP BY k) g").format(key)).fetchone()
+    return {"distinct_keys": keys, "rows_per_key": round(float(row_keys) / keys, 1), "key_pairs": int(pairs)}
 
 
 def insert_variant(conn: psycopg.Connection, b: int | None, rows: int) -> dict[str, Any]:
@@ -226,8 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             entry = {"build_s": seconds, "gin_bytes": gin, "gin_bytes_per_hash": round(gin / hashes, 1),
                      "ratio_gin": round(gin / text, 3), **column,
                      "ratio_total": round((gin + data["column_bytes"]) / text, 3)}
-            if b is not None:
-                entry.update(keys_figures(conn, b))
+            entry.update(keys_figures(conn, b))  # today: the hashes themselves are the keys
             sizes["today" if b is None else f"b{b}"] = entry
             print(sizes["today" if b is None else f"b{b}"], file=sys.stderr, flush=True)
         conn.execute("ANALYZE bucket_bench")
