@@ -37,7 +37,7 @@ removed by the exact filter) and buffers come from ``EXPLAIN (ANALYZE, BUFFERS, 
 of every query afterwards (not timed).
 
 Usage:
-    SIMPG_HOME=/tmp/simpg-buckets python bench/passages_buckets.py --bits 16 18 20 22 24 --insert-b 18
+    SIMPG_HOME=/tmp/simpg-buckets python bench/passages_buckets.py --bits 17 18 20 21 22 24 --insert-b 20 22
     python bench/passages_buckets.py --dsn "host=... dbname=..." --source passages_scale2_100000_1
 """
 
