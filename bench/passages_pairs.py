@@ -18,8 +18,8 @@ Usage:
     python bench/passages_pairs.py --dsn "host=... dbname=..." --rows 100000
 
 ``--report``: the whole all-pairs passage report, end to end, on the table bench/passages_scale.py
-built (``passages_scale_1000000_<seed>``, read only; embedded server in $SIMPG_HOME, default
-/tmp/simpg-passages-scale). Stages, each timed and counted: the SQL candidates
+built (``passages_scale2_1000000_<seed>``, or ``--table``, read only; embedded server in $SIMPG_HOME, default
+/tmp/simpg-passages-scale2). Stages, each timed and counted: the SQL candidates
 (``simpg.passage_pairs(table, 'passages', 1, max_common)``); the pre-filter
 (``simpg.passages.pairs.prefiltered``: every candidate's document read in key order in batches,
 tokenised once, only its filter keys kept); the verification of the pairs it keeps
@@ -180,13 +180,12 @@ def _subset(conn: psycopg.Connection, table: str, rows: int, window: int) -> str
     return "pairs_subset"
 
 
-def report(dsn: str, rows: int | None, seed: int, min_tokens: int, max_common: int | None, workers: int,
+def report(dsn: str, table: str, rows: int | None, min_tokens: int, max_common: int | None, workers: int,
            old: bool) -> dict[str, Any]:
     from simpg.fingerprint.batch import _each
     from simpg.passages import verified_pairs
     from simpg.passages.pairs import VERIFY_BATCH, prefiltered
 
-    table = f"passages_scale_1000000_{seed}"
     result: dict[str, Any] = {"table": table, "min_tokens": min_tokens, "max_common": max_common,
                               "workers": workers, "load_before": os.getloadavg()}
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -248,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--report", action="store_true",
                         help="the end-to-end report on the table of bench/passages_scale.py")
+    parser.add_argument("--table", default=None,
+                        help="with --report: the table (default passages_scale2_1000000_<seed>)")
     parser.add_argument("--old", action="store_true", help="with --report: also verify every candidate, and compare")
     parser.add_argument("--min-tokens", type=int, default=50, help="with --report (50: the guarantee of window 46)")
     parser.add_argument("--max-common", type=int, default=1000, help="with --report; 0 skips nothing")
@@ -256,13 +257,14 @@ def main(argv: list[str] | None = None) -> int:
     dsn = args.dsn
     if not dsn:
         if args.report:
-            os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale")
+            os.environ.setdefault("SIMPG_HOME", "/tmp/simpg-passages-scale2")
         from simpg.embedded import embedded_dsn
 
         dsn = embedded_dsn()
     if args.report:
         rows = args.rows if "--rows" in (argv if argv is not None else sys.argv) else None
-        print(json.dumps(report(dsn, rows, args.seed, args.min_tokens, args.max_common or None, args.workers,
+        table = args.table or f"passages_scale2_1000000_{args.seed}"
+        print(json.dumps(report(dsn, table, rows, args.min_tokens, args.max_common or None, args.workers,
                                 args.old), indent=2))
         return 0
     print(json.dumps(run(dsn, args.rows, args.seed, args.repeat), indent=2))
