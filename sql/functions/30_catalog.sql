@@ -7,6 +7,28 @@
 -- follows a renamed one, never outlives a temporary table, restores with pg_dump as
 -- the columns do, and no role can write to it, since nothing is stored.
 
+-- column_type: the type of rel's column col; raises naming them when it does not exist
+-- (the one check of every function that takes a column by name).
+CREATE FUNCTION simpg.column_type(rel regclass, col name) RETURNS regtype
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_type regtype;
+BEGIN
+    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
+    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    RETURN v_type;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.column_type(regclass, name) IS
+    'Internal: the type of a column of rel, or an error naming it when it does not exist';
+
 -- prefix_expression: the generated-column expression of table t, as create_index writes
 -- it; the catalog recognises a prefix column by this exact text.
 -- Not STRICT, so that PostgreSQL inlines it into the queries that call it (format is

@@ -439,12 +439,7 @@ BEGIN
     IF rel IS NULL OR col IS NULL OR k IS NULL THEN
         RAISE EXCEPTION 'table, column and k must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
-    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel
-            USING ERRCODE = 'undefined_column';
-    END IF;
+    v_type := simpg.column_type(rel, col);
     IF v_type <> 'bigint'::regtype THEN
         RAISE EXCEPTION 'column %.% is %, expected bigint', rel, quote_ident(col), v_type
             USING ERRCODE = 'datatype_mismatch';
@@ -576,12 +571,7 @@ BEGIN
         IF array_position(v_index.prefix_columns, NULL) IS NOT NULL THEN
             PERFORM simpg.index_layout(rel, v_index.fingerprint_column);  -- raises: damaged
         END IF;
-        SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
-        WHERE a.attrelid = partition AND a.attname = v_index.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'column % of table % does not exist', quote_ident(v_index.fingerprint_column), partition
-                USING ERRCODE = 'undefined_column';
-        END IF;
+        v_type := simpg.column_type(partition, v_index.fingerprint_column);
         IF v_type <> 'bigint'::regtype THEN
             RAISE EXCEPTION 'column %.% is %, expected bigint', partition, quote_ident(v_index.fingerprint_column), v_type
                 USING ERRCODE = 'datatype_mismatch';

@@ -98,12 +98,7 @@ BEGIN
     IF rel IS NULL OR col IS NULL THEN
         RAISE EXCEPTION 'table and column must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
-    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel
-            USING ERRCODE = 'undefined_column';
-    END IF;
+    v_type := simpg.column_type(rel, col);
     IF v_type <> 'bigint[]'::regtype THEN
         RAISE EXCEPTION 'column %.% is %, expected bigint[]', rel, quote_ident(col), v_type
             USING ERRCODE = 'datatype_mismatch';
@@ -518,12 +513,7 @@ BEGIN
     IF text_column IS NULL THEN
         RAISE EXCEPTION 'text column must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT format_type(a.atttypid, NULL) INTO v_text_type FROM pg_attribute AS a
-    WHERE a.attrelid = rel AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(text_column), rel
-            USING ERRCODE = 'undefined_column';
-    END IF;
+    v_text_type := format_type(simpg.column_type(rel, text_column), NULL);
     IF v_text_type NOT IN ('text', 'character varying', 'character', 'name', 'citext') THEN
         RAISE EXCEPTION 'column % of table % is %, expected text', quote_ident(text_column), rel, v_text_type
             USING ERRCODE = 'datatype_mismatch';
@@ -691,12 +681,7 @@ BEGIN
             coalesce(quote_ident(filter_column), 'null'), coalesce(quote_literal(filter_value), 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
-    WHERE a.attrelid = rel AND a.attname = filter_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(filter_column), rel
-            USING ERRCODE = 'undefined_column';
-    END IF;
+    v_type := simpg.column_type(rel, filter_column);
     IF NOT simpg.builtin_type(v_type) THEN
         RAISE EXCEPTION 'filter column %.% has type %, which is not built in; simpg compares values with built-in code only',
             rel, quote_ident(filter_column), v_type

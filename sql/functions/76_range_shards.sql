@@ -472,11 +472,8 @@ BEGIN
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
-    SELECT a.atttypid::regtype INTO v_type FROM pg_attribute AS a
-    WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column % of table % does not exist', quote_ident(col), rel USING ERRCODE = 'undefined_column';
-    ELSIF v_type <> 'bigint'::regtype THEN
+    v_type := simpg.column_type(rel, col);
+    IF v_type <> 'bigint'::regtype THEN
         RAISE EXCEPTION 'column %.% is %, not bigint', rel, quote_ident(col), v_type USING ERRCODE = 'datatype_mismatch';
     END IF;
     SELECT * INTO v_key FROM simpg.report_key(rel, key_column);
