@@ -39,24 +39,14 @@ def reference_passages(conn: Any) -> Any:
     return PassageColumn(conn, REFERENCE_TABLE, PASSAGE_COLUMN, text_column=TEXT_COLUMN)
 
 
-def max_common_argument(text: str) -> int | None:
-    """``--max-common``: a count, or ``none`` (skip nothing)."""
-    if text.lower() == "none":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of rows or none, got {text!r}") from None
-
-
 #: simpg.passages.lookup.DEFAULT_MAX_COMMON, without importing numpy to parse the arguments
 LOOKUP_MAX_COMMON = 0.001
 
 
-def lookup_max_common_argument(text: str) -> int | float | None:
-    """``--max-common`` of a lookup: a count, a share of the table's rows (0 < x < 1), or ``none``."""
+def max_common_argument(text: str) -> int | float | None:
+    """``--max-common``: a count of rows (documents), a share of them (0 < x < 1), or ``none``."""
     from simpg.fingerprint.errors import InvalidConfig
-    from simpg.passages.lookup import checked_max_common
+    from simpg.passages.checks import checked_max_common
 
     if text.lower() == "none":
         return None

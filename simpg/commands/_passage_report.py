@@ -33,8 +33,11 @@ def render(report: Mapping[str, Any]) -> str:
                      "near-duplicates (in one cluster above; --json marks them near_duplicate)")
     common = report["common_hashes"]
     if common:
-        lines.append(f"skipped {plural(len(common), 'common hash')} held by more than {report['max_common']} "
-                     "documents (boilerplate): passages shared only through them are not reported; "
+        bound = report["max_common"]
+        bound = (f"{bound * 100:g}% of the documents (at least 1,000)" if isinstance(bound, float)
+                 else f"{bound} documents")
+        lines.append(f"skipped {plural(len(common), 'common hash')} held by more than {bound} "
+                     "(boilerplate): passages shared only through them are not reported; "
                      "--max-common none skips none")
     path = {p[side]: p[f"{side}_source"] for p in pairs for side in "ab"}
     for number, cluster in enumerate(report["clusters"], start=1):

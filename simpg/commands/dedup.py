@@ -132,7 +132,8 @@ def add_passage_arguments(p: argparse.ArgumentParser) -> None:
                         "other (0 <= X <= 1, token 3-shingles); with --min-tokens, either keeps a pair")
     p.add_argument("--max-common", type=max_common_argument, default=DEFAULT_MAX_COMMON, metavar="DOCS",
                    help=f"with --passages: passage hashes held by more documents than this (boilerplate) make "
-                        f"no pairs and are reported (default {DEFAULT_MAX_COMMON}; none: use every hash)")
+                        f"no pairs and are reported: a count, or a share of the documents (0 < X < 1, at least "
+                        f"1,000 documents) (default {DEFAULT_MAX_COMMON}; none: use every hash)")
 
 
 def partial_options(args: argparse.Namespace) -> Any:

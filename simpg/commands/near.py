@@ -31,7 +31,7 @@ from simpg.commands._common import (
     check_max_sketch_distance,
     database_dsn,
 )
-from simpg.commands._near_passages import LOOKUP_MAX_COMMON, lookup_max_common_argument
+from simpg.commands._near_passages import LOOKUP_MAX_COMMON, max_common_argument
 from simpg.exc import InvalidFingerprint, SimpgError
 
 
@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
                                "larger window + 4, 50 for the default windows)")
     passages.add_argument("--min-containment", type=float, default=None, metavar="FRACTION",
                           help="keep rows of which this much is in the text, or the text in them (0 to 1)")
-    passages.add_argument("--max-common", type=lookup_max_common_argument, default=LOOKUP_MAX_COMMON,
+    passages.add_argument("--max-common", type=max_common_argument, default=LOOKUP_MAX_COMMON,
                           metavar="ROWS|SHARE",
                           help="skip the text's hashes the statistics put in more rows than this: a count, or a "
                                "share of the table's rows below 1, never under 1000 rows (boilerplate; default "

@@ -100,7 +100,8 @@ def _register_passages(commands: Any) -> None:
     p.add_argument("--min-containment", type=float, default=None, metavar="FRACTION",
                    help="keep pairs where one document holds this fraction of the other")
     p.add_argument("--max-common", type=max_common_argument, default=None, metavar="DOCUMENTS",
-                   help="hashes held by more documents make no pairs and are counted (default none: skip nothing)")
+                   help="hashes held by more documents make no pairs and are counted: a count, or a share of the "
+                        "documents (0 < X < 1, at least 1,000) (default none: skip nothing)")
     p.add_argument("-o", "--output", metavar="PATH", required=True, help="Parquet or JSON lines folder to write")
     p.add_argument("--output-format", choices=("parquet", "json"),
                    help="output format (default: json for a path ending in .json or .jsonl, else parquet)")

@@ -178,12 +178,26 @@ def test_thresholds_and_refusals(db: Any, tmp_path: Path, capsys: pytest.Capture
     skipped = json.loads(out)["passages"]
     assert skipped["pairs"] == [] and skipped["common_hashes"] and all(
         h["documents"] >= 2 for h in skipped["common_hashes"])
+    # a share of the documents: at least 1,000 of them, so with a few documents nothing is common
+    code, out, err = run(capsys, "dedup", str(tmp_path), "--dsn", db.dsn, "--json", "--passages",
+                         "--max-common", "0.5", "--collection", "planted")
+    assert code == 0, err
+    shared = json.loads(out)["passages"]
+    assert shared["max_common"] == 0.5 and shared["common_hashes"] == [] and shared["pairs"]
+    code, out, err = run(capsys, "report", "--collection", "planted", "--dsn", db.dsn, "--json", "--passages",
+                         "--max-common", "0.5")
+    assert code == 0, err
+    stored = json.loads(out)["passages"]  # from SQL: the share is of the collection's rows
+    assert stored["common_hashes"] == [] and [(p["a"], p["b"]) for p in stored["pairs"]] == [
+        (p["a"], p["b"]) for p in shared["pairs"]]
     for bad, message in ((["--min-tokens", "20"], "min_tokens must be an integer of at least 50"),
-                         (["--min-containment", "1.5"], "min_containment must be a number from 0 to 1, got 1.5"),
-                         (["--max-common", "-1"],
-                          "max_common must be an integer of at least 0, a fraction between 0 and 1, or None, got -1")):
+                         (["--min-containment", "1.5"], "min_containment must be a number from 0 to 1, got 1.5")):
         code, _, err = run(capsys, "dedup", str(tmp_path), "--dsn", db.dsn, "--passages", *bad)
         assert code != 0 and message in err, err
+    with pytest.raises(SystemExit) as parsed:  # refused by the argument parser, naming the value
+        run(capsys, "dedup", str(tmp_path), "--dsn", db.dsn, "--passages", "--max-common", "-1")
+    assert parsed.value.code == 2
+    assert "a share of them between 0 and 1, or none, got '-1'" in capsys.readouterr().err
     code, _, err = run(capsys, "dedup", str(tmp_path), "--dsn", db.dsn, "--min-tokens", "60")
     assert code != 0 and "--min-tokens applies with --passages" in err
 
