@@ -177,14 +177,19 @@ def tokens(text: str) -> Tokens:
     if not isinstance(text, str):
         raise InvalidDocument(f"expected str, got {text!r:.60}")
     norm, start_of, end_of = normalize_with_offsets(text)
+    words, s, e = _split(norm)
+    byte = _utf8_offsets(norm)
+    hashes = hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e])
+    return Tokens(text, tuple(words), hashes, start_of[s], end_of[e - 1])
+
+
+def _split(norm: str) -> tuple[list[str], IntArray, IntArray]:
+    """The tokens of normalised text by the regex, with each one's start and end (characters of ``norm``)."""
     # one pass of the regex, in C: [gap, token, gap, token, ..., gap]; token i ends where the
     # lengths up to it add up (a loop over finditer's matches costs twice as much)
     parts = _TOKEN_SPLIT.split(norm)
     bounds = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
-    s, e = bounds[0:-1:2], bounds[1::2]
-    byte = _utf8_offsets(norm)
-    hashes = hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e])
-    return Tokens(text, tuple(parts[1::2]), hashes, start_of[s], end_of[e - 1])
+    return parts[1::2], bounds[0:-1:2], bounds[1::2]
 
 
 def _spaceless_bounds(ranges: str) -> npt.NDArray[np.uint32]:
@@ -246,10 +251,8 @@ def token_hashes_and_kinds(text: str) -> tuple[U64Array, npt.NDArray[np.bool_]]:
             else np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32))
     byte = _utf8_offsets(norm)
     if len(code) and int(code.max()) > 0xFFFF:  # beyond the table (rare): the regex
-        parts = _TOKEN_SPLIT.split(norm)
-        bounds = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
-        s, e = bounds[0:-1:2], bounds[1::2]
-        return hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e]), spaceless_tokens(parts[1::2])
+        words, s, e = _split(norm)
+        return hash_spans("fnv1a", norm.encode("utf-8"), byte[s], byte[e]), spaceless_tokens(words)
     kind = _bmp_kinds()[code]
     spaced, alone = kind == 1, kind == 2
     # a spaced word starts where a spaced character follows none, and ends where none follows it
