@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from simpg.commands._common import add_radius, check_radius
@@ -149,20 +150,31 @@ def _conf(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run find-all or find-clusters on Spark; print one JSON line of what was written."""
-    from simpg.spark.session import require_pyspark
-
     layout = _layout(args)
     conf = _conf(args.conf)
     if (args.table or args.output_table) and not args.dsn:
         raise SimpgError("--table and --output-table need --dsn or SIMPG_DSN")
-    if args.input and "://" not in args.input and not os.path.exists(args.input):
-        raise SimpgError(f"cannot read {args.input!r}: No such file or directory")
+    if args.input:
+        _check_input(args.input)
+    return _on_spark(_run, args, layout, conf)
+
+
+def _check_input(path: str) -> None:
+    """A local input file must exist before Spark starts (a URL is Spark's to read)."""
+    if "://" not in path and not os.path.exists(path):
+        raise SimpgError(f"cannot read {path!r}: No such file or directory")
+
+
+def _on_spark(job: Callable[..., int], *args: Any) -> int:
+    """Run a job that needs pyspark; Spark's and py4j's errors become one line of SimpgError."""
+    from simpg.spark.session import require_pyspark
+
     require_pyspark()
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
     try:
-        return _run(args, layout, conf)
+        return job(*args)
     except (PySparkException, Py4JError) as err:
         text = str(err).strip().splitlines()
         raise SimpgError(f"spark failed: {text[0] if text else type(err).__name__}") from None
@@ -207,24 +219,14 @@ def _run(args: argparse.Namespace, layout: Layout | None, conf: dict[str, str]) 
 def run_passages(args: argparse.Namespace) -> int:
     """Run find-passages; print one JSON line of what was found and written."""
     from simpg.passages.config import PassageConfig
-    from simpg.spark.session import require_pyspark
 
     for flag, value in (("--block-size", args.block_size), ("--partitions", args.partitions)):
         if value is not None and value < 1:
             raise SimpgError(f"{flag} must be at least 1, got {value}")
     conf = _conf(args.conf)
     config = PassageConfig(args.window, args.spaceless_window)
-    if "://" not in args.input and not os.path.exists(args.input):
-        raise SimpgError(f"cannot read {args.input!r}: No such file or directory")
-    require_pyspark()
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
-    try:
-        return _run_passages(args, config, conf)
-    except (PySparkException, Py4JError) as err:
-        text = str(err).strip().splitlines()
-        raise SimpgError(f"spark failed: {text[0] if text else type(err).__name__}") from None
+    _check_input(args.input)
+    return _on_spark(_run_passages, args, config, conf)
 
 
 def _run_passages(args: argparse.Namespace, config: Any, conf: dict[str, str]) -> int:
