@@ -52,7 +52,7 @@ BAND_COLUMNS = ("sketch_b0", "sketch_b1", "sketch_b2", "sketch_b3")
 #: The passage column (``bigint[]``) and its windows (spaced, spaceless): the model declares its
 #: passage index so. Written out, not the library's defaults: migration 0006 made the table with these.
 PASSAGE_COLUMN = "passages"
-PASSAGE_WINDOW = 26
+PASSAGE_WINDOW = 22
 PASSAGE_SPACELESS_WINDOW = 46
 #: The passage config of the reference table's hashes (``simpg dedup`` makes them with it).
 PASSAGE_CONFIG = PassageConfig(PASSAGE_WINDOW, PASSAGE_SPACELESS_WINDOW)

@@ -23,7 +23,7 @@ def upgrade() -> None:
     # NULL in rows stored before: simpg backfill --passages fills them
     op.add_column("simpg_documents", sa.Column("passages", simpg.sqlalchemy.types.Passages(), nullable=True))
     # the GIN index and the windows' comment
-    op.create_passage_index("simpg_documents", "passages", window=26, spaceless_window=46)
+    op.create_passage_index("simpg_documents", "passages", window=22, spaceless_window=46)
 
 
 def downgrade() -> None:

@@ -12,7 +12,7 @@ Example (in a migration file)::
         op.install_simpg()
         op.create_simhash_index("articles", "simhash", k=3, blocks=5)
         op.create_simhash_guard("articles", "simhash")    # no two rows within k (docs/guard.md)
-        op.create_passage_index("articles", "passages", window=26, spaceless_window=46)  # partial duplicates
+        op.create_passage_index("articles", "passages", window=22, spaceless_window=46)  # partial duplicates
 
     def downgrade():
         op.drop_passage_index("articles", "passages")

@@ -17,9 +17,9 @@ A comment of one window (simpg before the second window) means both windows equa
 winnowing with that window.
 
 Example:
-    >>> config = PassageConfig(window=26, spaceless_window=46)
+    >>> config = PassageConfig(window=22, spaceless_window=46)
     >>> config.to_comment()
-    'simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46}'
+    'simpg passages: {"format": 1, "k": 5, "window": 22, "spaceless_window": 46}'
     >>> PassageConfig.from_comment(config.to_comment()) == config
     True
     >>> PassageConfig.from_comment('simpg passages: {"format": 1, "k": 5, "window": 46}')
@@ -42,11 +42,14 @@ __all__ = ["COMMENT_PREFIX", "DEFAULT_SPACELESS_WINDOW", "DEFAULT_WINDOW", "FORM
 K: Final = 5
 #: The version of the hashes' definition (tokens, token hash, k-gram combine, winnowing).
 FORMAT: Final = 1
-#: The default window over spaced words (k-grams per window): about 74 hashes per 1,000 tokens;
-#: recall of passages of 50 words with 10% of them edited >= 0.95 (docs/partial.md, "Windows by script").
-DEFAULT_WINDOW: Final = 26
-#: The default window over letters of spaceless scripts (tokens are characters): about 41 hashes
-#: per 1,000 tokens, which keeps a Chinese index under half the bytes of its text (3 bytes a token).
+#: The default window over spaced words (k-grams per window): about 79 hashes per 1,000 tokens of
+#: English (1.18x window 26's 67; bench/passages_density.py), every shared run of 26 words found;
+#: recall of passages of 50-99 words with 10% of them edited >= 0.95 in English and in mixed-script
+#: documents, where 26 gave 0.919 (docs/partial.md, "Two windows, by script").
+DEFAULT_WINDOW: Final = 22
+#: The default window over letters of spaceless scripts (tokens are characters): about 45 hashes
+#: per 1,000 tokens of Chinese documents (their Latin words take the window over words), which keeps
+#: a Chinese index under half the bytes of its text (3 bytes a token).
 DEFAULT_SPACELESS_WINDOW: Final = 46
 #: How a column comment that records a config starts.
 COMMENT_PREFIX: Final = "simpg passages: "

@@ -6,7 +6,7 @@ rightmost of ties), so two texts sharing a run of ``w + K - 1`` equal tokens sha
 
 simpg weighs the windows by script (:func:`winnow_weighted`): a token is a word in spaced
 scripts and a letter in spaceless ones (Chinese, Japanese, Thai...), so a k-gram whose
-first token is a spaceless letter weighs the config's ``window`` (26) and any other k-gram
+first token is a spaceless letter weighs the config's ``window`` (22) and any other k-gram
 its ``spaceless_window`` (46). The window starting at k-gram ``i`` is the k-grams
 ``i .. e(i) - 1``, ``e(i)`` the smallest end at which their weights add up to the budget
 ``W = window * spaceless_window``: ``window`` k-grams of a spaced stretch, ``spaceless_window``

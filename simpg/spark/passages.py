@@ -244,7 +244,7 @@ def passage_pairs(
 
     Args:
         df: one row per document: an integer id (unique) and its text.
-        config: the windows of the passage hashes (None: ``PassageConfig()``, windows 26 and 46).
+        config: the windows of the passage hashes (None: ``PassageConfig()``, windows 22 and 46).
         id_column: the id column.
         text_column: the text column (strings; a NULL text is an error naming its id).
         hashes_column: the documents' passage hashes if already made (``array<bigint>``, any

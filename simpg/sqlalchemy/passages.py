@@ -1,6 +1,6 @@
 """Passages (partial duplicates) on a model: the column, its index, writes and lookups.
 
-``passage_index(Article.passages, window=26, spaceless_window=46)`` declares what
+``passage_index(Article.passages, window=22, spaceless_window=46)`` declares what
 ``simpg.create_passage_index`` makes: the GIN index on the ``bigint[]`` column and the comment
 that records the windows.
 The comment is set on the model's column (Alembic then sees the model as the database
@@ -22,12 +22,12 @@ Example:
     ...     id = mapped_column(BigInteger, primary_key=True)
     ...     body = mapped_column(Text)
     ...     passages = mapped_column(Passages)
-    >>> spec = passage_index(Page.passages, window=26, spaceless_window=46)
+    >>> spec = passage_index(Page.passages, window=22, spaceless_window=46)
     >>> _ = passages_on_write(Page.body, Page.passages)
     >>> Page(body="one two three four five six").passages == spec.hashes("one two three four five six")
     True
     >>> Page.__table__.c.passages.comment
-    'simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46}'
+    'simpg passages: {"format": 1, "k": 5, "window": 22, "spaceless_window": 46}'
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 -- filled by Python like the fingerprint column), a GIN index on it (the built-in
 -- array_ops: t.col && $1 finds every row sharing a hash with a text), and the config
 -- in the column's comment:
---     simpg passages: {"format": 1, "k": 5, "window": 26, "spaceless_window": 46}
+--     simpg passages: {"format": 1, "k": 5, "window": 22, "spaceless_window": 46}
 -- Rows and looked-up texts are winnowed alike, with windows weighted by script: window
 -- k-grams over words, spaceless_window over letters of a spaceless script (Chinese,
 -- Japanese, Thai...), in between for a mix; a lookup finds every row sharing a run of
@@ -182,7 +182,7 @@ COMMENT ON FUNCTION simpg.passage_statistics_target() IS
 -- Raises for a column that is not bigint[], a window below 1, a column recorded with
 -- other windows, and with concurrently on a partitioned table (PostgreSQL cannot
 -- build a partitioned index concurrently; build it without).
-CREATE FUNCTION simpg.passage_index_ddl(rel regclass, col name, passage_window integer DEFAULT 26,
+CREATE FUNCTION simpg.passage_index_ddl(rel regclass, col name, passage_window integer DEFAULT 22,
                                         spaceless_window integer DEFAULT 46, concurrently boolean DEFAULT false)
     RETURNS TABLE (phase text, index_name name, statement text)
     LANGUAGE plpgsql STABLE
@@ -263,7 +263,7 @@ COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, integer, bo
 -- Contract: col is a bigint[] column of rel (filled by simpg.passages.passage_hashes
 -- with these windows: the column's hashes are the caller's to keep right), the caller owns
 -- rel, rel is not a partition (its partitioned table's index covers it); windows >= 1.
-CREATE FUNCTION simpg.create_passage_index(rel regclass, col name, passage_window integer DEFAULT 26,
+CREATE FUNCTION simpg.create_passage_index(rel regclass, col name, passage_window integer DEFAULT 22,
                                            spaceless_window integer DEFAULT 46)
     RETURNS simpg.passage_indexes
     LANGUAGE plpgsql VOLATILE
@@ -288,7 +288,7 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.create_passage_index(regclass, name, integer, integer) IS
-    'Index a bigint[] column of winnowed passage hashes: a GIN index and the config comment (windows, default 26 and 46 for spaceless scripts)';
+    'Index a bigint[] column of winnowed passage hashes: a GIN index and the config comment (windows, default 22 and 46 for spaceless scripts)';
 
 -- drop_passage_index: remove what create_passage_index added: every GIN index on exactly
 -- rel.col (valid or not) and the comment. The column and its values stay.

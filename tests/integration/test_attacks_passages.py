@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
+from simpg.passages import DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW
 from tests.integration.scenes import FRESH, PATHS, Scene, dump, restore
 from tests.oracles import HashArray, adversarial_hash_arrays, brute_passage_candidates, brute_passage_pairs
 
@@ -50,7 +51,7 @@ def test_the_owner_does_everything_and_a_stranger_gets_errors_only(scene: Scene,
     with scene.connect(scene.alice) as alice:
         rows = passage_table(alice)
         assert alice.execute("SELECT indexed_table::text, passage_window, spaceless_window FROM simpg.passage_indexes"
-                             ).fetchall() == [("docs", 26, 46)]
+                             ).fetchall() == [("docs", DEFAULT_WINDOW, DEFAULT_SPACELESS_WINDOW)]
         assert_passages_exact(alice, rows)
         statement = lookup_statement(alice)
     with scene.connect(scene.bob) as bob:
@@ -111,7 +112,7 @@ def test_dump_and_restore_keep_the_passage_index(scene: Scene, how: str) -> None
         alice.execute("SELECT simpg.create_passage_index('parts', 'passages', 20, 30)")
         want = alice.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
                              "index_name FROM simpg.passage_indexes ORDER BY 1").fetchall()
-    assert want == [("docs", "passages", 26, 46, 1, 5, "docs_passages_gin_idx"),
+    assert want == [("docs", "passages", DEFAULT_WINDOW, DEFAULT_SPACELESS_WINDOW, 1, 5, "docs_passages_gin_idx"),
                     ("parts", "passages", 20, 30, 1, 5, "parts_passages_gin_idx")]
     for dumper, restorer, target in ((scene.alice, scene.alice, f"{scene.name}_r1"),
                                      ("postgres", "postgres", f"{scene.name}_r2")):

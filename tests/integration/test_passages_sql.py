@@ -17,6 +17,8 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from simpg.passages import DEFAULT_SPACELESS_WINDOW as WS
+from simpg.passages import DEFAULT_WINDOW as W
 from simpg.passages import PassageConfig
 from tests.oracles import (
     HashArray,
@@ -75,17 +77,17 @@ def test_create_is_recorded_in_the_comment_idempotent_and_dropped(conn):
     make_docs(conn, {1: [1, 2, 3], 2: [3]})
     row = conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
                        "index_name FROM simpg.create_passage_index('docs', 'passages')").fetchone()
-    assert row == ("docs", "passages", 26, 46, 1, 5, "docs_passages_gin_idx")
-    assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (COMMENT % (26, 46),)
+    assert row == ("docs", "passages", W, WS, 1, 5, "docs_passages_gin_idx")  # the SQL defaults are Python's
+    assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (COMMENT % (W, WS),)
     # the comment is the Python config's, written by one function
-    assert conn.execute("SELECT simpg.passage_comment(26, 46), simpg.passage_comment(7, 3)").fetchone() == (
+    assert conn.execute("SELECT simpg.passage_comment(%s, %s), simpg.passage_comment(7, 3)", [W, WS]).fetchone() == (
         PassageConfig().to_comment(), PassageConfig(7, 3).to_comment())
     assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_gin_idx'"
                         ).fetchone() == ("CREATE INDEX docs_passages_gin_idx ON public.docs USING gin (passages)",)
     assert conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
                         "index_name FROM simpg.passage_indexes").fetchall() == [row]
     # again: the same row, nothing added
-    assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', 26, 46)"
+    assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', %s, %s)", [W, WS]
                         ).fetchone() == ("docs_passages_gin_idx",)
     assert conn.execute("SELECT count(*) FROM pg_index WHERE indrelid = 'docs'::regclass").fetchone() == (2,)
     # a GIN index dropped by hand: listed without it, made again by create
@@ -95,11 +97,11 @@ def test_create_is_recorded_in_the_comment_idempotent_and_dropped(conn):
     assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages')"
                         ).fetchone() == ("docs_passages_gin_idx",)
     with pytest.raises(errors.DuplicateObject,
-                       match="already has a simpg passage index with windows 26 and 46 .format 1, k 5., not windows "
-                             "30 and 46"):
+                       match=f"already has a simpg passage index with windows {W} and {WS} .format 1, k 5., not "
+                             f"windows 30 and {WS}"):
         conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 30)")
-    with pytest.raises(errors.DuplicateObject, match="not windows 26 and 30"):
-        conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 26, 30)")
+    with pytest.raises(errors.DuplicateObject, match=f"not windows {W} and 30"):
+        conn.execute("SELECT simpg.create_passage_index('docs', 'passages', %s, 30)", [W])
     conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
     assert conn.execute("SELECT count(*) FROM simpg.passage_indexes").fetchone() == (0,)
     assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (None,)
@@ -121,7 +123,7 @@ def test_a_one_window_comment_records_both_windows_equal(conn):
     # create with the same windows: idempotent (the old comment stays); others are refused
     assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', 46, 46)"
                         ).fetchone() == ("docs_passages_idx",)
-    with pytest.raises(errors.DuplicateObject, match="windows 46 and 46 .format 1, k 5., not windows 26 and 46"):
+    with pytest.raises(errors.DuplicateObject, match=f"windows 46 and 46 .format 1, k 5., not windows {W} and {WS}"):
         conn.execute("SELECT simpg.create_passage_index('docs', 'passages')")
     assert [r[:2] for r in lookup(conn, [3], None)] == [(1, "text 1"), (2, "text 2")]
 
@@ -339,7 +341,7 @@ def test_a_prepared_lookup_notices_a_new_window(conn):
     assert conn.execute("EXECUTE p ('{2}', '{}')").fetchall() == [(1, "text 1", [1, 2], 1), (2, "text 2", [2], 1)]
     conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
     conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 26, 20)")
-    with pytest.raises(psycopg.Error, match="no longer the windows 26 and 46 index") as err:
+    with pytest.raises(psycopg.Error, match=f"no longer the windows {W} and {WS} index") as err:
         conn.execute("EXECUTE p ('{2}', '{}')")
     assert err.value.sqlstate == "SPG01"
 
@@ -358,22 +360,22 @@ def test_the_lookup_reads_the_gin_index(conn):
 
 def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
     make_docs(conn, {1: [1, 2], 2: [2, 3]})
-    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, true)"
-                         ).fetchall()
+    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', %s, %s, true)",
+                         [W, WS]).fetchall()
     assert steps == [
         ("gin", "CREATE INDEX CONCURRENTLY docs_passages_gin_idx ON public.docs USING gin (passages)"),
         ("statistics", "ALTER TABLE public.docs ALTER COLUMN passages SET STATISTICS 1000"),
         ("analyze", "ANALYZE public.docs (passages)"),
-        ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % (26, 46) + "'"),
+        ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % (W, WS) + "'"),
     ]
     conn.execute(steps[0][1])  # autocommit: outside a transaction block
     conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_passages_gin_idx'::regclass")
     # an INVALID GIN index (what a stopped concurrent build leaves) is dropped and built again
     assert [phase for phase, _ in conn.execute(
-        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, true)").fetchall()] == [
-        "drop_invalid", "gin", "statistics", "analyze", "comment"]
+        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', %s, %s, true)", [W, WS]
+    ).fetchall()] == ["drop_invalid", "gin", "statistics", "analyze", "comment"]
     for (statement,) in conn.execute(
-            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, true)").fetchall():
+            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', %s, %s, true)", [W, WS]).fetchall():
         conn.execute(statement)
     assert conn.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [("docs_passages_gin_idx",)]
     assert conn.execute("SELECT count(*) FROM simpg.passage_index_ddl('docs', 'passages')").fetchone() == (0,)

@@ -29,7 +29,7 @@ from simpg.passages.tokens import spaceless_tokens
 from simpg.passages.winnow import kgram_hashes, window_minima
 from tests.passage_texts import LETTERS, random_text
 
-CONFIGS = [PassageConfig(8, 8), PassageConfig(8, 20), PassageConfig(20, 8), PassageConfig(26, 46)]
+CONFIGS = [PassageConfig(8, 8), PassageConfig(8, 20), PassageConfig(20, 8), PassageConfig(26, 46), PassageConfig()]
 
 
 def texts(seed: int, n: int) -> list[str]:

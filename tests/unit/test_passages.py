@@ -21,6 +21,7 @@ import simpg.passages.comparison as comparison_module
 from simpg.fingerprint import InvalidConfig, InvalidDocument, fnv1a64
 from simpg.passages import (
     COMMENT_PREFIX,
+    DEFAULT_WINDOW,
     K,
     PassageConfig,
     SharedPassage,
@@ -53,7 +54,7 @@ def test_config_round_trips_through_its_comment() -> None:
                                        f'"spaceless_window": {spaceless}}}')
         assert PassageConfig.from_comment(config.to_comment()) == config
         assert config.guarantee == max(window, spaceless) + K - 1
-    assert PassageConfig() == PassageConfig(window=26, spaceless_window=46)
+    assert PassageConfig() == PassageConfig(window=22, spaceless_window=46)
     assert PassageConfig().guarantee == 50 and K == 5 and COMMENT_PREFIX == "simpg passages: "
 
 
@@ -286,15 +287,15 @@ def test_equal_windows_are_plain_winnowing() -> None:
 
 
 def test_short_empty_and_one_token_texts() -> None:
-    config = PassageConfig(26, 46)
+    config = PassageConfig()
     assert passage_hashes("", config) == [] and passage_hashes("中", config) == passage_hashes("中", PassageConfig(1))
     assert len(passage_hashes("one", config)) == 1
     rng = random.Random(5)
-    for n in range(1, 40):  # below the budget W = 26 * 46: one window, its minimum
+    for n in range(1, 40):  # below the budget W = window * spaceless_window: one window, its minimum
         words = mixed_words(rng, n)
         text = " ".join(words)
         grams = kgram_hashes(tokens(text).hashes)
-        if len(words) < 26:
+        if len(words) < min(config.window, config.spaceless_window):
             assert passage_hashes(text, config) == [int(grams.min().view(np.int64))] == expected_hashes(text, config)
         assert passage_hashes(text, config) == expected_hashes(text, config)
 
@@ -303,7 +304,7 @@ def test_every_shared_run_of_the_guarantee_is_found_across_scripts() -> None:
     # random mixed texts sharing a random mixed run of max(window, spaceless_window) + K - 1 tokens
     rng = random.Random(30)
     for trial in range(300):
-        w, ws = rng.choice([1, 4, 16, 26]), rng.choice([1, 8, 30, 46])
+        w, ws = rng.choice([1, 4, 16, DEFAULT_WINDOW, 26]), rng.choice([1, 8, 30, 46])
         config = PassageConfig(w, ws)
         run = rng.choice([mixed_words, han_words, latin_words])(rng, config.guarantee)
         a, b = mixed_words(rng, rng.randrange(0, 300)), mixed_words(rng, rng.randrange(0, 300))
@@ -316,7 +317,7 @@ def test_every_shared_run_of_the_guarantee_is_found_across_scripts() -> None:
 def test_every_shared_run_is_found_adversarial() -> None:
     # the run's hashes are the texts' largest around it or all equal (ties), and it sits at an edge
     rng = random.Random(31)
-    config = PassageConfig(26, 46)
+    config = PassageConfig()
     for trial in range(100):
         run = rng.choice([mixed_words, han_words, latin_words])(rng, config.guarantee)
         same = [rng.choice(["中", "x"])] * rng.randrange(0, 200)  # one token repeated: every k-gram ties
@@ -328,11 +329,12 @@ def test_every_shared_run_is_found_adversarial() -> None:
 
 
 def test_a_latin_run_inside_a_chinese_text_is_found_from_window_plus_k_minus_1_tokens() -> None:
-    # the point of weighted windows: 30 words pasted into Chinese are winnowed as in English
+    # the point of weighted windows: 26 words (the default window + K - 1) pasted into Chinese are
+    # winnowed as in English
     rng = random.Random(32)
-    config = PassageConfig(26, 46)
+    config = PassageConfig()
     for trial in range(200):
-        run = latin_words(rng, 26 + K - 1, vocab=rng.choice([5, 1000]))
+        run = latin_words(rng, config.window + K - 1, vocab=rng.choice([5, 1000]))
         a = han_words(rng, rng.randrange(0, 400))
         b = rng.choice([latin_words(rng, rng.randrange(0, 200)), han_words(rng, rng.randrange(0, 400))])
         at, bt = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
@@ -343,7 +345,7 @@ def test_a_latin_run_inside_a_chinese_text_is_found_from_window_plus_k_minus_1_t
 
 def test_repeated_passages_and_a_text_holding_itself_twice() -> None:
     rng = random.Random(33)
-    config = PassageConfig(26, 46)
+    config = PassageConfig()
     for trial in range(30):
         passage = mixed_words(rng, config.guarantee)
         text = mixed_words(rng, 100)
