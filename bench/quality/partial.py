@@ -11,7 +11,7 @@
     python3 -m bench.quality.partial cost --part tune          # CPU per 1,000 tokens to make the stored hashes
     python3 -m bench.quality.partial rowsize                   # bytes per row in PostgreSQL (embedded server)
     python3 -m bench.quality.partial build --part heldout-large --hosts 1500   # more planted passages (tune-large too)
-    python3 -m bench.quality.partial planted --part heldout-large --detectors product:w=26:ws=46   # recall only
+    python3 -m bench.quality.partial planted --part heldout-large --detectors product:w=22:ws=46   # recall only
 
 The part (``bench/data/quality14/partial/<part>[-<limit>].jsonl.gz`` and ``.npz``), per language
 (en, zh, mixed) of the main corpus (``corpus/<lang>.jsonl``, its ``tune``/``heldout`` split):
