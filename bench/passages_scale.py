@@ -71,6 +71,7 @@ Usage:
     python bench/passages_scale.py --rows 1000000 --queries 100   # rerun: queries only
     python bench/passages_scale.py --rows 20000 --rebuild --out bench/results/scale.json
     python bench/passages_scale.py --dsn "host=... dbname=..." --rows 1000000
+    python bench/passages_scale.py --rows 1000000 --rehash        # hashes made again (a new window)
     python bench/passages_scale.py --fit                          # the fit table above
     python bench/passages_scale.py --levers --rows 100000         # index bytes, the cheap levers
 """
@@ -388,6 +389,64 @@ def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: i
     return built
 
 
+# -- making the hashes again (a table built with an earlier config) ----------------------
+
+def rehash_chunk(args: tuple[int, int, int, int]) -> list[tuple[int, list[int], str | None]]:
+    """Rows first..last-1: (id, passage hashes with the library's config, the text of every CHECK_EVERY-th)."""
+    first, last, rows, seed = args
+    assert _VOCAB is not None
+    made = []
+    for row in range(first, last):
+        ids, seps = row_tokens(_VOCAB, seed, row, rows)
+        text = _VOCAB.text(ids, seps) if row % CHECK_EVERY == 0 else None
+        made.append((row + 1, _VOCAB.passage_hashes(ids).tolist(), text))
+    return made
+
+
+def rehash(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: int) -> dict[str, Any]:
+    """Store every row's passage hashes made again with the library's current config, without an index.
+
+    The texts and fingerprints stay: they do not depend on the passage config, and making them is
+    most of a build (the fingerprints). Every CHECK_EVERY-th row's text is made again too and must
+    equal the stored one, and its hashes ``passage_hashes`` of it. The passage index is dropped
+    (its comment records the old windows): make it again before measuring.
+    """
+    from simpg.passages import passage_hashes
+
+    global _VOCAB
+    _VOCAB = Vocabulary(seed)
+    started = time.perf_counter()
+    conn.execute(f"COMMENT ON TABLE {table} IS 'rehashing'")
+    conn.execute("SELECT simpg.drop_passage_index(%s::regclass, 'passages')", [table])
+    conn.execute("DROP TABLE IF EXISTS passages_rehash")
+    conn.execute("CREATE UNLOGGED TABLE passages_rehash (id bigint, passages bigint[])")
+    checked = 0
+    ranges = [(a, min(a + CHUNK, rows), rows, seed) for a in range(0, rows, CHUNK)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for chunk in pool.imap(rehash_chunk, ranges):
+            with conn.cursor().copy("COPY passages_rehash (id, passages) FROM STDIN") as copy:
+                for key, hashes, _ in chunk:
+                    copy.write_row((key, hashes))
+            for key, hashes, text in chunk:
+                if text is None:
+                    continue
+                stored = conn.execute(f"SELECT body FROM {table} WHERE id = %s", [key]).fetchone()[0]
+                if stored != text or passage_hashes(text) != hashes:
+                    raise RuntimeError(f"row {key}: the text made again differs from the stored one, or its hashes")
+                checked += 1
+            if chunk[-1][0] % 100_000 < CHUNK:
+                print(f"{chunk[-1][0]} rows hashed, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    hashed = time.perf_counter() - started
+    started = time.perf_counter()
+    conn.execute(f"UPDATE {table} AS t SET passages = r.passages FROM passages_rehash AS r WHERE t.id = r.id")
+    conn.execute("DROP TABLE passages_rehash")
+    conn.execute(f"VACUUM {table}")
+    updated = time.perf_counter() - started
+    conn.execute(f"COMMENT ON TABLE {table} IS 'complete'")
+    return {"rehash_s": round(hashed, 1), "update_vacuum_s": round(updated, 1),
+            "rows_checked_against_passage_hashes": checked, "workers": workers}
+
+
 # -- queries ---------------------------------------------------------------------------
 
 def queries(vocab: Vocabulary, rows: int, seed: int, per_kind: int) -> list[tuple[str, str, int | None, str]]:
@@ -613,6 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="processes making the rows")
     parser.add_argument("--rebuild", action="store_true", help="make the table again even if it is complete")
+    parser.add_argument("--rehash", action="store_true",
+                        help="make the stored passage hashes again with the library's config (the texts and "
+                             "fingerprints stay), drop the passage index, and stop")
     parser.add_argument("--no-pairs", action="store_true", help="skip timing simpg.passage_pairs")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--fit", action="store_true", help="only the synthetic text's fit to the real parts")
@@ -640,6 +702,13 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"rows": args.rows, "seed": args.seed, "table": table,
                               "load_before": os.getloadavg()}
     with psycopg.connect(dsn, autocommit=True) as conn:
+        if args.rehash:
+            if not exists(conn, table):
+                raise SystemExit(f"no complete table {table} to rehash: build it first")
+            result["rehash"] = rehash(conn, table, args.rows, args.seed, args.workers)
+            save(result, args.out)
+            print(json.dumps(result, indent=2))
+            return 0
         if args.rebuild or not exists(conn, table):
             result["build"] = build(conn, table, args.rows, args.seed, args.workers)
         else:
