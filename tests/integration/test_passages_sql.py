@@ -361,8 +361,8 @@ def test_the_lookup_reads_the_gin_index(conn):
 
 def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
     make_docs(conn, {1: [1, 2], 2: [2, 3]})
-    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, concurrently => true)"
-                         ).fetchall()
+    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', "
+                         "concurrently => true)").fetchall()
     assert steps == [
         ("gin", "CREATE INDEX CONCURRENTLY docs_passages_keys_idx ON public.docs USING gin "
                 "((simpg.passage_keys(passages, 16)))"),
@@ -374,10 +374,11 @@ def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
     conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_passages_keys_idx'::regclass")
     # an INVALID GIN index (what a stopped concurrent build leaves) is dropped and built again
     assert [phase for phase, _ in conn.execute(
-        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, concurrently => true)").fetchall()] == [
+        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', concurrently => true)"
+    ).fetchall()] == [
         "drop_invalid", "gin", "statistics", "analyze", "comment"]
     for (statement,) in conn.execute(
-            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', 26, 46, concurrently => true)").fetchall():
+            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', concurrently => true)").fetchall():
         conn.execute(statement)
     assert conn.execute("SELECT index_name, key_bits FROM simpg.passage_indexes").fetchall() == [
         ("docs_passages_keys_idx", 16)]
