@@ -109,7 +109,7 @@ def test_upgrade_downgrade_and_equal_schemas(pg, bare_db, db):
     assert run.returncode == 0, run.stderr
     migrated = snapshot(bare_db.conn)
     assert schema.installed_version(bare_db.conn) == schema.default_version()
-    assert migrated["passages"] == [("passages", 26, 46, 1, 5, "simpg_documents_passages_gin_idx")]
+    assert migrated["passages"] == [("passages", 26, 46, 1, 5, "simpg_documents_passages_keys_idx")]
 
     assert reference.ensure_reference_schema(db.conn) is True
     assert snapshot(db.conn) == migrated
