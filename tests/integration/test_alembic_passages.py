@@ -125,7 +125,8 @@ def test_operations_concurrently_and_offline(env, db):
     env.upgrade()
     assert catalog(db.conn) == [("docs", "passages", 20, 46, "docs_passages_keys_idx")]
     indexdef = db.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_keys_idx'").fetchone()
-    assert indexdef == ("CREATE INDEX docs_passages_keys_idx ON public.docs USING gin (simpg.passage_keys(passages, 16))",)
+    assert indexdef == ("CREATE INDEX docs_passages_keys_idx ON public.docs USING gin "
+                        "(simpg.passage_keys(passages, 16))",)
     env.downgrade("base")
     assert catalog(db.conn) == []
     with pytest.raises(SimpgError, match=r"create_passage_index\(concurrently=True\) needs a database connection"):
@@ -142,4 +143,5 @@ def test_offline_sql(env):
             op.drop_passage_index("docs", "passages")
         """)
     sql = env.upgrade_sql()
-    assert "SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20, 46, CAST(NULL AS INTEGER))" in sql
+    assert ("SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20, 46, "
+            "CAST(NULL AS INTEGER))") in sql

@@ -67,6 +67,12 @@ def test_the_owner_does_everything_and_a_stranger_gets_errors_only(scene: Scene,
             cur.execute(statement, [[42], []])
         # the statistics a lookup reads are not bob's to read either
         assert bob.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'docs'").fetchone() == (0,)
+        # the catalog and check tell him what pg_indexes and pg_class show anyone, no more
+        assert bob.execute("SELECT index_name, key_bits FROM simpg.passage_indexes").fetchall() == [
+            ("docs_passages_keys_idx", 16)]
+        assert bob.execute("SELECT indexdef LIKE '%(simpg.passage_keys(passages, 16))' FROM pg_indexes "
+                           "WHERE indexname = 'docs_passages_keys_idx'").fetchone() == (True,)
+        assert bob.execute("SELECT count(*) FROM simpg.check('docs')").fetchone() == (0,)
     with scene.connect(scene.alice) as alice:  # bob changed nothing
         assert alice.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [("docs_passages_keys_idx",)]
         alice.execute("SELECT simpg.drop_passage_index('docs', 'passages')")

@@ -293,3 +293,20 @@ def test_a_handle_notices_a_rebuild_between_two_lookups(conn) -> None:
     conn.execute(f"PREPARE p (bigint[], bigint[]) AS {statement}")
     plan = explain(conn, docs.hashes(queries[0]))
     assert "Bitmap Index Scan on docs_passages_keys_idx1" in plan, plan
+
+
+def test_the_reference_table_rebuilds_its_keys_when_a_load_outgrew_them(conn) -> None:
+    """simpg dedup's table (simpg_documents): a load past check's rule builds the keys index again."""
+    from simpg.reference import ensure_reference_schema, passage_keys_follow_rows
+
+    ensure_reference_schema(conn)
+    assert conn.execute("SELECT key_bits FROM simpg.passage_indexes").fetchall() == [(16,)]
+    conn.execute("INSERT INTO simpg_documents (source, body, simhash, fingerprint_config, passages) "
+                 "SELECT 's', 'b', g, 'c', ARRAY[g * 7, g * 7 + 1] FROM generate_series(1, 3000) AS g")
+    assert not passage_keys_follow_rows(conn, 3000)  # 16 bits are right for 3,000 rows
+    conn.execute("INSERT INTO simpg_documents (source, body, simhash, fingerprint_config, passages) "
+                 "SELECT 's', 'b', g, 'c', ARRAY[g * 7, g * 7 + 1] FROM generate_series(3001, 70000) AS g")
+    assert passage_keys_follow_rows(conn, 67000)  # 70,000 rows want 20: 16 is too coarse
+    assert conn.execute("SELECT key_bits FROM simpg.passage_indexes").fetchall() == [(20,)]
+    assert conn.execute("SELECT count(*) FROM simpg.check('simpg_documents', 'passages')").fetchone() == (0,)
+    assert not passage_keys_follow_rows(conn, 0)
