@@ -129,8 +129,10 @@ BEGIN
         FOR v_column IN SELECT ki.index_name FROM simpg.passage_key_indexes(rel, v_passage.attnum) AS ki
                         WHERE NOT ki.valid ORDER BY ki.index_name LOOP
             problem := 'invalid index';
-            detail := format('index %I on the keys of column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?)',
-                             v_column.index_name, v_passage.passage_column);
+            detail := format('index %I on the keys of column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?): '
+                             'SELECT simpg.create_passage_index(%L, %L, %s, %s) drops it and builds what is missing',
+                             v_column.index_name, v_passage.passage_column, simpg.relation_name(rel),
+                             v_passage.passage_column, v_passage.passage_window, v_passage.spaceless_window);
             RETURN NEXT;
         END LOOP;
         IF v_passage.key_bits IS NULL THEN
