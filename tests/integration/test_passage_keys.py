@@ -12,6 +12,7 @@ call for, and simpg.check.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 import psycopg
 import pytest
@@ -28,7 +29,7 @@ def python_key(h: int, bits: int) -> int:
     return low - (1 << bits) if low >> (bits - 1) else low
 
 
-def make_docs(conn: psycopg.Connection, rows: dict[int, HashArray], table: str = "docs") -> None:
+def make_docs(conn: psycopg.Connection, rows: Mapping[int, HashArray], table: str = "docs") -> None:
     conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, body text, passages bigint[])")
     with conn.cursor().copy(f"COPY {table} (id, body, passages) FROM STDIN") as copy:
         for key, values in rows.items():
