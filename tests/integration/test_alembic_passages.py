@@ -145,3 +145,23 @@ def test_offline_sql(env):
     sql = env.upgrade_sql()
     assert ("SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20, 46, "
             "CAST(NULL AS INTEGER))") in sql
+
+
+def test_key_bits_in_the_model_the_op_and_autogenerate(env, db):
+    """Declared key bits are made, compared and rebuilt; undeclared ones (None) are left as the rows chose."""
+    env.write_models(PAGES.format(declaration="passage_index(Page.passages, window=46, key_bits=18)"))
+    text = env.autogenerate("pages")
+    assert "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46, key_bits=18)" in text
+    env.upgrade()
+    bits = "SELECT index_name, key_bits FROM simpg.passage_indexes"
+    assert db.conn.execute(bits).fetchall() == [("pages_passages_keys_idx", 18)]
+    assert "create_passage_index" not in body_of(env.autogenerate("same"), "upgrade")
+    env.upgrade()
+    env.write_models(PAGES.format(declaration="passage_index(Page.passages, window=46, key_bits=20)"))
+    up = body_of(env.autogenerate("more bits"), "upgrade").split("def ")[0]
+    assert "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46, key_bits=20)" in up
+    assert "drop_passage_index" not in up  # a rebuild: the new index, then the old one dropped
+    env.upgrade()
+    assert db.conn.execute(bits).fetchall() == [("pages_passages_keys_idx1", 20)]
+    env.write_models(models(46))  # bits no longer declared: the index stays as it is
+    assert "create_passage_index" not in body_of(env.autogenerate("undeclared"), "upgrade")
