@@ -55,6 +55,19 @@ find the row it quoted, unless the lookup reports skipped hashes (the script sto
 Then ``SELECT count(*) FROM simpg.passage_pairs(table, 'passages')`` (the all-pairs
 candidates, default max_common) is timed, unless ``--no-pairs``.
 
+The passage index is the product's: ``simpg.create_passage_index``'s GIN index on the
+bucketed keys (``simpg.passage_keys(passages, key_bits)``, key_bits by the table's rows
+unless ``--key-bits``); the sizes report its key bits and bytes. ``--reindex`` indexes an
+existing table again in place (``simpg.drop_passage_index``, then
+``simpg.create_passage_index``; a plain GIN on the column, the layout before the keys, is
+dropped too) and times it. ``--compare-plain`` measures side by side, in one run, the
+product's index and the plain GIN on the hashes (the layout before the keys): a twin table
+``<table>_plain`` (the same rows, the passage comment, ``CREATE INDEX ... USING gin
+(passages)``, no keys index: its lookups ask ``passages && probe``) is made once; each query
+is asked of both in turn (order alternating) on one lookup connection: the candidate
+statement alone (``simpg.passage_probe_statement`` with the query's hashes and the skipped
+common ones) and the whole ``PassageColumn.near``; both must find the same rows.
+
 The table is named by rows and seed (``passages_scale2_<rows>_<seed>``; 2: the fitted text) and
 kept: a rerun with the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again).
 Without ``--dsn`` the embedded server keeps its data in ``$SIMPG_HOME`` (default here
@@ -74,6 +87,8 @@ Usage:
     python bench/passages_scale.py --rows 1000000 --rehash        # hashes made again (a new window)
     python bench/passages_scale.py --fit                          # the fit table above
     python bench/passages_scale.py --levers --rows 100000         # index bytes, the cheap levers
+    python bench/passages_scale.py --rows 1000000 --reindex --no-pairs   # the keys index, in place
+    python bench/passages_scale.py --rows 100000 --compare-plain --no-pairs  # keys vs plain GIN
 """
 
 from __future__ import annotations
@@ -91,6 +106,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+
+from simpg.passages import DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW
 
 TEXT_BYTES = 5000
 CHINESE_EVERY = 333  # 0.3% of rows
@@ -350,7 +367,8 @@ def exists(conn: psycopg.Connection, table: str) -> bool:
     return row is not None and row[0] == "complete"
 
 
-def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: int) -> dict[str, Any]:
+def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: int,
+          key_bits: int | None = None) -> dict[str, Any]:
     from simpg.psycopg import PassageColumn, SimHashColumn
 
     conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -377,7 +395,7 @@ def build(conn: psycopg.Connection, table: str, rows: int, seed: int, workers: i
     SimHashColumn(conn, table).create(k=3)
     simhash_index = time.perf_counter() - started
     started = time.perf_counter()
-    PassageColumn(conn, table, text_column="body").create()
+    PassageColumn(conn, table, text_column="body").create(key_bits=key_bits)
     gin_index = time.perf_counter() - started
     started = time.perf_counter()
     conn.execute(f"VACUUM ANALYZE {table}")
@@ -536,16 +554,20 @@ def sizes(conn: psycopg.Connection, table: str) -> dict[str, Any]:
     text_bytes, column_bytes, hashes, rows = conn.execute(
         f"SELECT sum(octet_length(body)), sum(pg_column_size(passages)), sum(cardinality(passages)), count(*) "
         f"FROM {table}").fetchone()
-    gin = conn.execute("SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = %s::regclass AND a.amname = 'gin'",
-                       [table]).fetchone()[0]
+    # the passage index (its keys index), else a plain GIN on the column (the layout before the keys)
+    gin, key_bits = conn.execute(
+        "SELECT coalesce(p.index_name::text, (SELECT i.indexrelid::regclass::text FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+        "WHERE i.indrelid = %s::regclass AND a.amname = 'gin' AND i.indexprs IS NULL LIMIT 1)), p.key_bits "
+        "FROM simpg.passage_indexes AS p WHERE p.indexed_table = %s::regclass AND p.passage_column = 'passages'",
+        [table, table]).fetchone()
     gin_bytes, table_bytes, heap_bytes, toast_bytes, indexes = conn.execute(
         "SELECT pg_relation_size(%s::regclass), pg_table_size(%s::regclass), pg_relation_size(%s::regclass), "
         "coalesce(pg_relation_size(nullif(reltoastrelid, 0)), 0), pg_indexes_size(%s::regclass) "
         "FROM pg_class WHERE oid = %s::regclass", [gin, table, table, table, table]).fetchone()
     text, column = int(text_bytes), int(column_bytes)
     out = {"rows": rows, "hashes_per_row": round(int(hashes) / rows, 1), "text_bytes": text,
-           "passage_column_bytes": column, "gin_bytes": gin_bytes,
+           "passage_column_bytes": column, "gin_index": gin, "key_bits": key_bits, "gin_bytes": gin_bytes,
            "gin_bytes_per_hash": round(gin_bytes / int(hashes), 1),
            "heap_bytes": heap_bytes, "toast_bytes": toast_bytes, "table_bytes": table_bytes,
            "all_indexes_bytes": indexes, "ratio_gin_to_text": round(gin_bytes / text, 3),
@@ -559,6 +581,96 @@ def sizes(conn: psycopg.Connection, table: str) -> dict[str, Any]:
     except psycopg.Error as error:
         out["gin_pending"] = f"not measured: {error}"
     return out
+
+
+def reindex(conn: psycopg.Connection, table: str, key_bits: int | None) -> dict[str, Any]:
+    """Index the table again in place: simpg.drop_passage_index, then simpg.create_passage_index.
+
+    A plain GIN on the column (what simpg made before the keys index) is dropped as well: the
+    planner could otherwise read it for the exact half of the condition.
+    """
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    windows = conn.execute("SELECT passage_window, spaceless_window FROM simpg.passage_indexes "
+                           "WHERE indexed_table = %s::regclass AND passage_column = 'passages'", [table]).fetchone()
+    window, spaceless_window = windows if windows else (DEFAULT_WINDOW, DEFAULT_SPACELESS_WINDOW)
+    started = time.perf_counter()
+    if windows:
+        conn.execute("SELECT simpg.drop_passage_index(%s::regclass, 'passages')", [table])
+    for (name,) in conn.execute("SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c "
+                                "ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam JOIN pg_attribute t "
+                                "ON t.attrelid = i.indrelid AND t.attnum = i.indkey[0] WHERE i.indrelid = "
+                                "%s::regclass AND a.amname = 'gin' AND t.attname = 'passages'", [table]).fetchall():
+        conn.execute(f"DROP INDEX {name}")
+    dropped = time.perf_counter() - started
+    started = time.perf_counter()
+    bits = conn.execute("SELECT key_bits FROM simpg.create_passage_index(%s::regclass, 'passages', %s, %s, %s)",
+                        [table, window, spaceless_window, key_bits]).fetchone()[0]
+    return {"drop_s": round(dropped, 1), "create_passage_index_s": round(time.perf_counter() - started, 1),
+            "key_bits": bits}
+
+
+def plain_twin(conn: psycopg.Connection, table: str) -> str:
+    """``<table>_plain``: the same rows with the plain GIN on the hashes and no keys index (made once)."""
+    twin = f"{table}_plain"
+    if exists(conn, twin):
+        return twin
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute(f"DROP TABLE IF EXISTS {twin}")
+    conn.execute(f"CREATE TABLE {twin} AS SELECT id, body, passages FROM {table}")
+    conn.execute(f"ALTER TABLE {twin} ADD PRIMARY KEY (id)")
+    conn.execute(f"ALTER TABLE {twin} ALTER COLUMN passages SET STATISTICS 1000")
+    comment = conn.execute("SELECT col_description(%s::regclass, a.attnum) FROM pg_attribute AS a "
+                           "WHERE a.attrelid = %s::regclass AND a.attname = 'passages'", [table, table]).fetchone()[0]
+    conn.execute(f"COMMENT ON COLUMN {twin}.passages IS " + "'" + comment + "'")  # the table's windows
+    conn.execute(f"CREATE INDEX {twin}_passages_gin_idx ON {twin} USING gin (passages)")
+    conn.execute(f"VACUUM ANALYZE {twin}")
+    conn.execute(f"COMMENT ON TABLE {twin} IS 'complete'")
+    return twin
+
+
+def compare_plain(dsn: str, tables: dict[str, str], asked: list[tuple[str, str, int | None, str]]) -> dict[str, Any]:
+    """Each query asked of every variant in turn: the candidate statement alone, then PassageColumn.near."""
+    from simpg.psycopg import PassageColumn, configure_lookups
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        configure_lookups(conn)
+        handles = {name: PassageColumn(conn, table, text_column="body") for name, table in tables.items()}
+        statements = {name: conn.execute("SELECT simpg.passage_probe_statement(%s::regclass, 'passages')",
+                                         [table]).fetchone()[0] for name, table in tables.items()}
+        skips = {name: list(h.common_hashes(1000)) for name, h in handles.items()}
+        plans: dict[str, str] = {}
+        for name in tables:
+            conn.execute(f"PREPARE plan_{name} (bigint[], bigint[]) AS {statements[name]}")
+            plans[name] = " / ".join(r[0].strip() for r in conn.execute(
+                f"EXPLAIN EXECUTE plan_{name} ('{{1}}', '{{}}')").fetchall() if "Scan" in r[0])
+        for _, text, _, _ in asked[:6]:  # warm
+            for h in handles.values():
+                h.near(text)
+        times: dict[str, dict[str, dict[str, list[float]]]] = {}
+        candidates: dict[str, dict[str, list[int]]] = {}
+        names = list(tables)
+        for i, (kind, text, _, _) in enumerate(asked):
+            found = {}
+            for name in names[i % len(names):] + names[:i % len(names)]:  # the order rotates
+                t = times.setdefault(kind, {}).setdefault(name, {"statement": [], "near": []})
+                hashes = handles[name].hashes(text)
+                with psycopg.RawCursor(conn) as cur:
+                    started = time.perf_counter()
+                    rows = cur.execute(statements[name], [hashes, skips[name]]).fetchall()
+                    t["statement"].append(time.perf_counter() - started)
+                candidates.setdefault(kind, {}).setdefault(name, []).append(len(rows))
+                started = time.perf_counter()
+                got = handles[name].near(text)
+                t["near"].append(time.perf_counter() - started)
+                found[name] = ({r[0] for r in rows}, [(m.key, m.shared_tokens) for m in got])
+            if len({repr((sorted(a), b)) for a, b in found.values()}) != 1:
+                raise SystemExit(f"the variants disagree on query {i} ({kind})")
+    result: dict[str, Any] = {"plans": plans, "skipped_common_hashes": {n: len(s) for n, s in skips.items()}}
+    for kind, by_name in times.items():
+        result[kind] = {name: {"statement": percentiles(t["statement"]), "near": percentiles(t["near"]),
+                               "rows_mean": round(statistics.fmean(candidates[kind][name]), 1)}
+                        for name, t in by_name.items()}
+    return result
 
 
 def pairs(conn: psycopg.Connection, table: str) -> dict[str, Any]:
@@ -678,6 +790,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pairs", action="store_true", help="skip timing simpg.passage_pairs")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--fit", action="store_true", help="only the synthetic text's fit to the real parts")
+    parser.add_argument("--key-bits", type=int, help="the passage index's key bits (default: by the table's rows)")
+    parser.add_argument("--reindex", action="store_true",
+                        help="index the existing table again in place (drop_passage_index, create_passage_index)")
+    parser.add_argument("--compare-plain", action="store_true",
+                        help="also measure the plain GIN on the hashes (a twin table) beside the keys index")
     parser.add_argument("--levers", action="store_true",
                         help="only the bytes of the column and GIN index, with the cheap levers side by side")
     args = parser.parse_args(argv)
@@ -710,12 +827,21 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(result, indent=2))
             return 0
         if args.rebuild or not exists(conn, table):
-            result["build"] = build(conn, table, args.rows, args.seed, args.workers)
+            result["build"] = build(conn, table, args.rows, args.seed, args.workers, args.key_bits)
         else:
             result["build"] = "reused"
+        if args.reindex:
+            result["reindex"] = reindex(conn, table, args.key_bits)
         result["sizes"] = sizes(conn, table)
+        if args.compare_plain:
+            twin = plain_twin(conn, table)
+            result["sizes_plain"] = sizes(conn, twin)
     save(result, args.out)
     asked = queries(Vocabulary(args.seed), args.rows, args.seed, args.queries)
+    if args.compare_plain:
+        result["keys_vs_plain"] = compare_plain(dsn, {"keys": table, "plain": twin}, asked)
+        result["load_after_compare"] = os.getloadavg()
+        save(result, args.out)
     result["lookups"] = measure(dsn, table, asked)
     result["load_after_lookups"] = os.getloadavg()
     save(result, args.out)  # the lookups are kept even if the pairs are interrupted

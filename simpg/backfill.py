@@ -830,9 +830,20 @@ def build_passage_index(conn: Connection, table: str, column: str = "passages", 
     row = conn.execute("SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = %s", (found.oid,)).fetchone()
     concurrently = not (row and row[0])
     started = time.perf_counter()
+    # the key bits follow the table's rows by the statistics: a table filled just now and
+    # never analyzed would count as empty (simpg.create_passage_index does the same)
+    unanalyzed = conn.execute(
+        "SELECT EXISTS (SELECT FROM simpg.relation_tree(%s::oid::regclass) AS x "
+        "JOIN pg_catalog.pg_class AS c ON c.oid = x.relid WHERE c.relkind <> 'p' AND c.reltuples < 0)",
+        (found.oid,)).fetchone()
+    if unanalyzed and unanalyzed[0]:
+        analyze = conn.execute("SELECT simpg.analyze_statement(%s::oid::regclass, ARRAY[%s]::name[])",
+                               (found.oid, column)).fetchone()
+        assert analyze is not None
+        conn.execute(analyze[0])
     steps = conn.execute(
-        "SELECT s.phase, s.index_name, s.statement FROM simpg.passage_index_ddl(%s::oid::regclass, %s, %s, %s, %s) "
-        "WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n",
+        "SELECT s.phase, s.index_name, s.statement FROM simpg.passage_index_ddl(%s::oid::regclass, %s, %s, %s, "
+        "NULL, %s) WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n",
         (found.oid, column, cfg.window, cfg.spaceless_window, concurrently)).fetchall()
     for _, _, statement in steps:
         conn.execute(statement)

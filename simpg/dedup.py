@@ -54,7 +54,15 @@ from simpg.fingerprint.minhash import from_sql, sketch_and_bands, sketch_distanc
 from simpg.passage_report import PartialOptions
 from simpg.passages import passage_hashes_array, passage_hashes_many
 from simpg.psycopg import SimHashColumn
-from simpg.reference import BAND_COLUMNS, PASSAGE_COLUMN, PASSAGE_CONFIG, TABLE, TEXT_COLUMN, ensure_reference_schema
+from simpg.reference import (
+    BAND_COLUMNS,
+    PASSAGE_COLUMN,
+    PASSAGE_CONFIG,
+    TABLE,
+    TEXT_COLUMN,
+    ensure_reference_schema,
+    passage_keys_follow_rows,
+)
 from simpg.review import decisions as review_decisions
 
 __all__ = [
@@ -312,6 +320,7 @@ def deduplicate(conn: psycopg.Connection[Any], collection: str, docs: Sequence[D
             })
     if append:  # earlier rows without passage hashes get them, so that passage reports and lookups are complete
         fill_passages(conn, collection, progress=progress, stage=stage)
+    passage_keys_follow_rows(conn, len(kept))  # key bits by the rows (docs/partial.md)
     rows = _Rows(earlier.ids + ids, earlier.fingerprints + [fp for _, fp, _, _ in kept],
                  earlier.sketches + [sk for _, _, sk, _ in kept], earlier.band_keys + [b for _, _, _, b in kept])
     how = ("or sharing a band key, " if decision.confirm and decision.bands else "") + (

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BAND_COLUMNS", "DECISIONS_TABLE", "PASSAGE_COLUMN", "PASSAGE_CONFIG", "PASSAGE_SPACELESS_WINDOW",
            "PASSAGE_WINDOW", "TABLE", "TEXT_COLUMN", "VERDICTS",
-           "decisions_statements", "ensure_reference_schema", "script", "statements"]
+           "decisions_statements", "ensure_reference_schema", "passage_keys_follow_rows", "script", "statements"]
 
 #: The table's name (the model's ``__tablename__``).
 TABLE = "simpg_documents"
@@ -196,6 +196,43 @@ def ensure_reference_schema(conn: psycopg.Connection) -> bool:
         for statement in statements():
             conn.execute(statement)
     logger.info("created the reference table %s", TABLE)
+    return True
+
+
+# the passage index's key bits against the rows: (its bits, the bits the rows call for);
+# the rows are the statistics' plus those loaded since, which no ANALYZE has counted yet
+_KEY_BITS_SQL = ("SELECT p.key_bits, simpg.passage_key_bits(simpg.passage_table_rows(p.indexed_table) + %s) "
+                 "FROM simpg.passage_indexes AS p WHERE p.indexed_table = %s::regclass AND p.passage_column = %s")
+
+
+def passage_keys_follow_rows(conn: psycopg.Connection, loaded: int) -> bool:
+    """Build the passage index of ``simpg_documents`` again when the table outgrew its key bits.
+
+    The rule of ``simpg.check``'s ``passage keys too coarse`` (fewer bits than
+    ``simpg.passage_key_bits`` of the rows, less 2), so a load rebuilds it only when the rows
+    per key passed 4 times the aim: the table is analyzed, then ``simpg.create_passage_index``
+    builds the index of the new bits before dropping the old one. ``loaded``: rows written
+    since the last ANALYZE. A role that does not own the table leaves it as it is (lookups
+    stay exact) and is told so in the log.
+
+    Returns:
+        True if the index was built again.
+    """
+    from psycopg import errors, sql
+
+    row = conn.execute(_KEY_BITS_SQL, [loaded, TABLE, PASSAGE_COLUMN]).fetchone()
+    if row is None or (row[0] is not None and row[0] >= row[1] - 2):
+        return False
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("ANALYZE {} ({})").format(sql.Identifier(TABLE), sql.Identifier(PASSAGE_COLUMN)))
+            conn.execute(_passage_index_statement())
+    except errors.InsufficientPrivilege:
+        logger.warning("the passage index of %s has %s key bits, too few for its rows; its owner can build it "
+                       "again with SELECT simpg.create_passage_index('%s', '%s')", TABLE, row[0], TABLE,
+                       PASSAGE_COLUMN)
+        return False
+    logger.info("built the passage index of %s again for its rows (%s key bits before)", TABLE, row[0])
     return True
 
 

@@ -140,8 +140,9 @@ class IndexStats:
 class PassageIndex(NamedTuple):
     """A passage index as a handle reads it (``simpg.passage_indexes``) with the columns its lookups read.
 
-    ``index_name`` is None when the GIN index is missing (lookups stay exact, they read the
-    whole table).
+    ``index_name`` and ``key_bits`` are None when the GIN index on the keys is missing
+    (lookups stay exact, they read the whole table); ``key_bits``: the bits of each hash the
+    index keeps (``simpg.passage_keys``).
     """
 
     table: str
@@ -151,6 +152,7 @@ class PassageIndex(NamedTuple):
     index_name: str | None
     key_column: str
     text_column: str
+    key_bits: int | None = None
 
     @property
     def config(self) -> PassageConfig:

@@ -324,9 +324,9 @@ def compare_simhash_guards(
 
 
 # The passage indexes in the database: (schema, table, column) -> ((window, spaceless_window),
-# GIN index name or None); none when simpg is not installed or predates them.
+# GIN index name or None, key bits or None); none when simpg is not installed or predates them.
 _PASSAGES_SQL = text("""
-SELECT n.nspname, c.relname, p.passage_column, p.passage_window, p.spaceless_window, p.index_name
+SELECT n.nspname, c.relname, p.passage_column, p.passage_window, p.spaceless_window, p.index_name, p.key_bits
 FROM simpg.passage_indexes AS p
 JOIN pg_catalog.pg_class AS c ON c.oid = p.indexed_table
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -364,11 +364,11 @@ def compare_passage_indexes(
     default_schema = conn.dialect.default_schema_name
     norm = _normaliser(default_schema)
     declared, compared = _declared(autogen_context, schemas, norm, table_passage_indexes)
-    stored: dict[Key, tuple[tuple[int, int], str | None]] = {}
+    stored: dict[Key, tuple[tuple[int, int], str | None, int | None]] = {}
     if conn.execute(text("SELECT to_regclass('simpg.passage_indexes') IS NOT NULL")).scalar():
-        for nsp, table, column, window, spaceless_window, index_name in conn.execute(_PASSAGES_SQL):
+        for nsp, table, column, window, spaceless_window, index_name, key_bits in conn.execute(_PASSAGES_SQL):
             if norm(nsp) in schemas:
-                stored[(norm(nsp), table, column)] = ((window, spaceless_window), index_name)
+                stored[(norm(nsp), table, column)] = ((window, spaceless_window), index_name, key_bits)
     dropped = {(norm(op.schema), op.table_name) for op in upgrade_ops.ops if isinstance(op, ops.DropTableOp)}
     for key in sorted(set(declared) | set(stored), key=lambda x: (x[0] or "", x[1], x[2])):
         schema, table, column = key
@@ -377,13 +377,15 @@ def compare_passage_indexes(
         _strip(upgrade_ops, schema, table, default_schema, set(), {row[1]} if row and row[1] else set())
         _strip_passage_comments(upgrade_ops, schema, table, default_schema, column)
         wanted = None if want is None else (want.window, want.spaceless_window)
-        if wanted is not None and row is not None and row[0] == wanted and row[1] is not None:
+        # key bits compared only where the model states them (None: by the table's rows)
+        if (wanted is not None and row is not None and row[0] == wanted and row[1] is not None
+                and want is not None and want.key_bits in (None, row[2])):
             continue  # matches
         where = _positions(upgrade_ops, schema, table, default_schema)
         replace = row is not None and wanted is not None and row[0] != wanted
         if want is not None:
             create = CreatePassageIndexOp(table, column, window=want.window, spaceless_window=want.spaceless_window,
-                                          schema=schema)
+                                          schema=schema, key_bits=want.key_bits)
             create.replaces_windows = row[0] if replace and row is not None else None
             upgrade_ops.ops.insert(where[-1] + 1 if where else len(upgrade_ops.ops), create)
             logger.info("Detected added passage index on %s.%s", table, column)

@@ -649,11 +649,12 @@ class CreatePassageIndexOp(_ColumnOp):
 
     def __init__(self, table_name: str, column_name: str, *, window: int = DEFAULT_WINDOW,
                  spaceless_window: int = DEFAULT_SPACELESS_WINDOW, schema: str | None = None,
-                 concurrently: bool = False) -> None:
+                 concurrently: bool = False, key_bits: int | None = None) -> None:
         super().__init__(table_name, column_name, schema=schema)
         self.window = window
         self.spaceless_window = spaceless_window
         self.concurrently = concurrently
+        self.key_bits = key_bits
         #: set by autogenerate when the index replaces one of other windows (window,
         #: spaceless_window): the rendered migration then says that the stored hashes must be made again
         self.replaces_windows: tuple[int, int] | None = None
@@ -666,7 +667,8 @@ class CreatePassageIndexOp(_ColumnOp):
     @classmethod
     def create_passage_index(cls, operations: Operations, table_name: str, column_name: str, *,
                              window: int = DEFAULT_WINDOW, spaceless_window: int = DEFAULT_SPACELESS_WINDOW,
-                             schema: str | None = None, concurrently: bool = False) -> None:
+                             schema: str | None = None, concurrently: bool = False,
+                             key_bits: int | None = None) -> None:
         """Index a ``bigint[]`` column of passage hashes (as ``simpg.create_passage_index`` does).
 
         Args:
@@ -678,9 +680,12 @@ class CreatePassageIndexOp(_ColumnOp):
             schema: the table's schema.
             concurrently: build the GIN index with CREATE INDEX CONCURRENTLY, outside the
                 migration's transaction (not on a partitioned table; online only).
+            key_bits: the bits of each hash the GIN index keeps (1 to 32; None:
+                ``simpg.passage_key_bits`` of the table's rows). An index of other bits is
+                built again: the new one first, then the old one dropped.
         """
         operations.invoke(cls(table_name, column_name, window=window, spaceless_window=spaceless_window,
-                              schema=schema, concurrently=concurrently))
+                              schema=schema, concurrently=concurrently, key_bits=key_bits))
 
     def reverse(self) -> DropPassageIndexOp:
         """The operation that undoes this one."""
@@ -709,13 +714,14 @@ class DropPassageIndexOp(_DropColumnOp):
 def _create_passage_index(operations: Operations, op: CreatePassageIndexOp) -> None:
     if not op.concurrently:
         _call_on_column(operations, "create_passage_index", op, literal(op.window, Integer),
-                        literal(op.spaceless_window, Integer))
+                        literal(op.spaceless_window, Integer), cast(literal(op.key_bits, Integer), Integer))
         return
     rel = _rel(op.table_name, op.schema)
     bind = _online_bind(operations, "create_passage_index(concurrently=True)")
     # simpg.create_passage_index's statements (simpg.passage_index_ddl), with CONCURRENTLY:
     # they cannot run inside a function, since a function runs in a transaction
-    statements = bind.execute(passage_index_statement(rel, op.column_name, op.config, concurrently=True))
+    statements = bind.execute(passage_index_statement(rel, op.column_name, op.config, key_bits=op.key_bits,
+                                                      concurrently=True))
     with operations.get_context().autocommit_block():
         for statement in statements.scalars().all():
             # no_parameters: the text is run as written (names may hold % or :)

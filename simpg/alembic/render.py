@@ -84,6 +84,8 @@ def _render_create_passage_index(autogen_context: AutogenContext, op: CreatePass
         kwargs["schema"] = op.schema
     if op.concurrently:
         kwargs["concurrently"] = True
+    if op.key_bits is not None:
+        kwargs["key_bits"] = op.key_bits
     call = _call("create_passage_index", [repr(op.table_name), repr(op.column_name)], kwargs)
     if op.replaces_windows is None:
         return call

@@ -110,6 +110,20 @@ def _problems(conn: Any, table: str, columns: list[str], verify_rows: bool) -> l
             for problem in SimHashColumn(conn, table, column).check(verify_rows=verify_rows)]
 
 
+def _passage_columns(conn: Any, table: str, column: str | None) -> list[str]:
+    """The table's passage columns (``simpg.passage_indexes``; only ``column`` if given)."""
+    return [row[0] for row in _run(conn, "SELECT p.passage_column FROM simpg.passage_indexes AS p "
+                                         "WHERE p.indexed_table = %s::regclass AND (%s::name IS NULL "
+                                         "OR p.passage_column = %s::name) ORDER BY 1", [table, column, column])]
+
+
+def _passage_problems(conn: Any, table: str, columns: list[str]) -> list[IndexProblem]:
+    """What simpg.check finds on the passage columns: a missing, invalid or too coarse keys index."""
+    return [IndexProblem(*row) for column in columns
+            for row in _run(conn, "SELECT c.fingerprint_column, c.problem, c.detail "
+                                  "FROM simpg.check(%s::regclass, %s, false) AS c", [table, column])]
+
+
 def _table_name(conn: Any, table: str) -> str:
     """The table as PostgreSQL prints it (schema-qualified unless on the search path)."""
     return str(_run(conn, "SELECT %s::regclass::text", [table])[0][0])
@@ -127,16 +141,19 @@ def _command(name: str, args: argparse.Namespace) -> str:
 
 def _hint(problems: list[Any], args: argparse.Namespace) -> str:
     """What to do about the problems found, in one clause or two."""
-    kinds = {p.problem for p in problems}
+    kinds = {p.problem for p in problems if "passage" not in p.problem and "on the keys" not in p.detail}
     out = []
     if kinds & set(REPAIRED):
         text = f"run {_command('repair', args)}"
         if "missing prefix column" in kinds:
             text += " (it drops the damaged index's prefix columns: create the index again afterwards)"
         out.append(text)
-    if kinds - set(REPAIRED):
+    if kinds & {"several layouts", "stale prefix values"}:
         out.append("for several layouts or stale prefix values, simpg.drop_index(table, column) "
                    "and create the index again")
+    if any(p.problem in ("missing passage index", "passage keys too coarse") or "on the keys" in p.detail
+           for p in problems):
+        out.append("for a passage index, run the simpg.create_passage_index statement its line names")
     return "; ".join(out)
 
 
@@ -145,9 +162,11 @@ def run_check(args: argparse.Namespace) -> int:
     with _connect(args) as conn:
         table = _table_name(conn, args.table)
         found = _indexes(conn, args.table, args.column)
-        if not found:
+        passages = _passage_columns(conn, args.table, args.column)
+        if not found and not passages:
             raise _no_index(table, args.column)
-        problems = _problems(conn, args.table, _columns(found), args.verify_rows)
+        problems = (_problems(conn, args.table, _columns(found), args.verify_rows)
+                    + _passage_problems(conn, args.table, passages))
     indexes = _complete(found)
     if args.json:
         json.dump({"table": table, "column": args.column, "verify_rows": args.verify_rows,
@@ -164,6 +183,8 @@ def run_check(args: argparse.Namespace) -> int:
     for index in indexes:
         print(f"{table}.{index['column']}: ok ({index['layout']}, {len(index['prefix_columns'])} "
               "prefix columns with their B-trees)")
+    for column in passages:
+        print(f"{table}.{column}: ok (passage index on its keys)")
     rows = ("stored prefix values verified" if args.verify_rows
             else "stored prefix values not read; --verify-rows compares them with simpg.permute")
     print(f"{table}: no problems ({rows})")

@@ -66,7 +66,7 @@ _T = TypeVar("_T")
 COMMON_TTL = 60.0
 
 _LAYOUT_SQL = ("SELECT p.indexed_table::text, p.passage_column, p.passage_window, p.spaceless_window, p.index_name, "
-               "k.column_name "
+               "k.column_name, p.key_bits "
                "FROM simpg.passage_layout(%s::pg_catalog.regclass, %s) AS p, "
                "simpg.report_key(%s::pg_catalog.regclass, %s) AS k")
 _STATEMENT_SQL = ("SELECT simpg.passage_probe_statement(%s::pg_catalog.regclass, %s, %s), "
@@ -159,29 +159,36 @@ class AsyncPassageColumn(AsyncOwnedConnection):
                                                    row[5]])
                 statement = await cur.fetchone()
         assert statement is not None
-        table, column, window, spaceless_window, index_name, key_column = row
-        self._info = PassageIndex(table, column, window, spaceless_window, index_name, key_column, self.text_column)
+        table, column, window, spaceless_window, index_name, key_column, key_bits = row
+        self._info = PassageIndex(table, column, window, spaceless_window, index_name, key_column, self.text_column,
+                                  key_bits)
         self._statement = statement[0].encode()  # bytes: psycopg sends them as they are
         self._texts = statement[1].encode()
         self._common = {}
         return self._info
 
     async def create(self, window: int = DEFAULT_WINDOW,
-                     spaceless_window: int = DEFAULT_SPACELESS_WINDOW) -> PassageIndex:
-        """Index the column (``simpg.create_passage_index``: a GIN index and the windows in its comment).
+                     spaceless_window: int = DEFAULT_SPACELESS_WINDOW, key_bits: int | None = None) -> PassageIndex:
+        """Index the column (``simpg.create_passage_index``: a GIN index on its keys and the windows in its comment).
 
-        Idempotent for the same windows; other windows than the column's are refused.
+        Idempotent for the same windows and bits; other windows than the column's are refused.
         ``spaceless_window`` winnows the rows mostly of a spaceless script (docs/partial.md).
+        ``key_bits`` (1 to 32; None: ``simpg.passage_key_bits`` of the table's rows) are the
+        bits of each hash the index keeps; an index of other bits is built again (the new
+        one first, then the old one dropped).
         """
         for name, value in (("window", window), ("spaceless_window", spaceless_window)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SimpgError(f"{name} must be an integer of at least 1, got {value!r}")
-        await self._call("SELECT simpg.create_passage_index(%s::pg_catalog.regclass, %s, %s, %s)",
-                         [self.table, self.column, window, spaceless_window])
+        if key_bits is not None and (isinstance(key_bits, bool) or not isinstance(key_bits, int)
+                                     or not 1 <= key_bits <= 32):
+            raise SimpgError(f"key_bits must be an integer between 1 and 32, got {key_bits!r}")
+        await self._call("SELECT simpg.create_passage_index(%s::pg_catalog.regclass, %s, %s, %s, %s)",
+                         [self.table, self.column, window, spaceless_window, key_bits])
         return await self.refresh()
 
     async def drop(self) -> None:
-        """Remove the GIN index and the comment (``simpg.drop_passage_index``); the column and its hashes stay."""
+        """Remove the keys index and the comment (``simpg.drop_passage_index``); the column and its hashes stay."""
         await self._call("SELECT simpg.drop_passage_index(%s::pg_catalog.regclass, %s)", [self.table, self.column])
         self._info, self._statement, self._texts, self._common = None, None, None, {}
 

@@ -93,6 +93,8 @@ class PassageIndex:
     table: Table
     column: Column[Any]
     config: PassageConfig
+    #: the bits of each hash the GIN index keeps (``simpg.passage_keys``); None: by the table's rows
+    key_bits: int | None = None
 
     @property
     def window(self) -> int:
@@ -114,14 +116,14 @@ def _rel(table: Table) -> str:
     return quoted_name(*(part for part in (table.schema, table.name) if part))
 
 
-def passage_index_statement(rel: str, column: str, config: PassageConfig, *,
+def passage_index_statement(rel: str, column: str, config: PassageConfig, *, key_bits: int | None = None,
                             concurrently: bool = False) -> TextClause:
     """``SELECT statement FROM simpg.passage_index_ddl(...)``: the index's statements, in order, as rows."""
     return text(
         "SELECT s.statement FROM simpg.passage_index_ddl(CAST(:rel AS regclass), :col, :window, :spaceless_window, "
-        ":concurrently) WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n"
+        "CAST(:key_bits AS integer), :concurrently) WITH ORDINALITY AS s(phase, index_name, statement, n) ORDER BY s.n"
     ).bindparams(rel=rel, col=column, window=config.window, spaceless_window=config.spaceless_window,
-                 concurrently=concurrently)
+                 key_bits=key_bits, concurrently=concurrently)
 
 
 def _is_bigint_array(type_: Any) -> bool:
@@ -130,7 +132,7 @@ def _is_bigint_array(type_: Any) -> bool:
 
 
 def passage_index(column: Any, window: int = DEFAULT_WINDOW,
-                  spaceless_window: int = DEFAULT_SPACELESS_WINDOW) -> PassageIndex:
+                  spaceless_window: int = DEFAULT_SPACELESS_WINDOW, key_bits: int | None = None) -> PassageIndex:
     """Declare a passage index on a ``bigint[]`` column (``Passages``): ``create_all`` makes it.
 
     Sets the column's comment to the config's (``simpg passages: {...}``, where simpg
@@ -144,6 +146,8 @@ def passage_index(column: Any, window: int = DEFAULT_WINDOW,
         spaceless_window: the winnowing window over letters of a spaceless script; windows
             are weighted by script, so a mix is in between (every shared run of
             ``max(window, spaceless_window) + 4`` tokens is found; docs/partial.md).
+        key_bits: the bits of each hash the GIN index keeps (1 to 32; None:
+            ``simpg.passage_key_bits`` of the table's rows when the index is made).
 
     Returns:
         The :class:`PassageIndex` (also :func:`passage_index_for`).
@@ -153,6 +157,9 @@ def passage_index(column: Any, window: int = DEFAULT_WINDOW,
     if not _is_bigint_array(col.type):
         raise SimpgError(f"column {table.name}.{col.name} is {col.type!r}, expected Passages (bigint[])")
     config = PassageConfig(window, spaceless_window)
+    if key_bits is not None and (isinstance(key_bits, bool) or not isinstance(key_bits, int)
+                                 or not 1 <= key_bits <= 32):
+        raise SimpgError(f"key_bits must be an integer between 1 and 32, got {key_bits!r}")
     if _INDEX_KEY in col.info:
         raise SimpgError(f"column {table.name}.{col.name} already has a passage index")
     if col.comment is not None and col.comment != config.to_comment():
@@ -162,7 +169,7 @@ def passage_index(column: Any, window: int = DEFAULT_WINDOW,
     if writer is not None and writer.config != config:
         raise SimpgError(f"passages_on_write fills {table.name}.{col.name} with {writer.config}, not {config}")
     col.comment = config.to_comment()
-    spec = PassageIndex(table, col, config)
+    spec = PassageIndex(table, col, config, key_bits)
     col.info[_INDEX_KEY] = spec
     if table not in _TABLE_SPECS:
         _TABLE_SPECS[table] = {}
@@ -187,7 +194,8 @@ def passage_index_for(column: Any) -> PassageIndex:
 
 def _after_create(table: Table, connection: Connection, **kw: Any) -> None:
     for spec in table_passage_indexes(table).values():
-        statements = connection.execute(passage_index_statement(_rel(table), spec.column.name, spec.config))
+        statements = connection.execute(passage_index_statement(_rel(table), spec.column.name, spec.config,
+                                                                key_bits=spec.key_bits))
         for statement in statements.scalars().all():
             # no_parameters: run as the server wrote it (names may hold % or :)
             connection.exec_driver_sql(statement, execution_options={"no_parameters": True})

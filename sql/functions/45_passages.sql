@@ -2,9 +2,10 @@
 --
 -- A passage index is a bigint[] column of the user's own table holding each row's
 -- winnowed k-gram hashes (sorted ascending and distinct, as simpg.passages writes them;
--- filled by Python like the fingerprint column), a GIN index on it (the built-in
--- array_ops: t.col && $1 finds every row sharing a hash with a text), and the config
--- in the column's comment:
+-- filled by Python like the fingerprint column), a GIN index on its bucketed keys
+-- (simpg.passage_keys(col, key_bits): a few rows share a key, so the index is a fraction
+-- of one on the hashes; a lookup asks the keys through it and the exact hashes on the
+-- row), and the config in the column's comment:
 --     simpg passages: {"format": 1, "k": 5, "window": 22, "spaceless_window": 46}
 -- Rows and looked-up texts are winnowed alike, with windows weighted by script: window
 -- k-grams over words, spaceless_window over letters of a spaceless script (Chinese,
@@ -28,14 +29,123 @@ CREATE FUNCTION simpg.passage_comment(passage_window integer, spaceless_window i
 COMMENT ON FUNCTION simpg.passage_comment(integer, integer) IS
     'Internal: the column comment that records a passage index (format 1, k 5, the two windows)';
 
+-- checked_key_bits: raises unless key_bits is between 1 and 32 (the bits of a passage key).
+CREATE FUNCTION simpg.checked_key_bits(key_bits integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF key_bits IS NULL OR key_bits < 1 OR key_bits > 32 THEN
+        RAISE EXCEPTION 'key_bits must be between 1 and 32, got %', coalesce(key_bits::text, 'null')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN key_bits;
+END
+$$;
+
+COMMENT ON FUNCTION simpg.checked_key_bits(integer) IS
+    'Internal: key_bits, or an error naming it when it is not between 1 and 32';
+
+-- passage_keys: the keys a passage index stores for a row (docs/partial.md): each non-NULL
+-- hash's low key_bits bits, sign-extended to an integer ((h << (64 - b)) >> (64 - b): int8
+-- shifts are arithmetic, so the value fits int4 for every b in 1..32), in the order of
+-- hashes. The low bits, not the high ones: a winnowed hash is the least of its window, its
+-- top bits are small. Several rows share a key, so the GIN index on these keys is a
+-- fraction of one on the hashes; a lookup asks the keys through the index and the exact
+-- hashes on the row, so its answer stays exact.
+-- Contract: key_bits 1..32, else an error naming it (never a shift by 64 or more).
+-- Evaluated on every insert, by whoever inserts, and by CREATE INDEX: LANGUAGE sql with a
+-- body parsed at creation (immune to the caller's search_path), built-in code only. Measured
+-- against PL/pgSQL with SET search_path for an index build (docs/benchmarks.md).
+CREATE FUNCTION simpg.passage_keys(hashes bigint[], key_bits integer) RETURNS integer[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN CASE WHEN key_bits BETWEEN 1 AND 32
+                THEN ARRAY(SELECT ((h.h << (64 - key_bits)) >> (64 - key_bits))::integer
+                           FROM pg_catalog.unnest(hashes) AS h(h) WHERE h.h IS NOT NULL)
+                ELSE ARRAY[simpg.checked_key_bits(key_bits)] END;  -- raises
+
+COMMENT ON FUNCTION simpg.passage_keys(bigint[], integer) IS
+    'The keys a passage index stores: each non-NULL hash''s low key_bits bits (1 to 32), sign-extended to an integer';
+
+-- passage_table_rows: the rows of rel by the statistics, as simpg.common_passage_hashes
+-- counts them: a partitioned table's own reltuples is not kept on every version, so the
+-- whole tree's (each table's own; a table never analyzed, -1, counts as 0).
+CREATE FUNCTION simpg.passage_table_rows(rel regclass) RETURNS double precision
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    WITH RECURSIVE tree (oid) AS (
+        SELECT rel::oid
+        UNION
+        SELECT h.inhrelid FROM pg_catalog.pg_inherits AS h JOIN tree ON h.inhparent = tree.oid)
+    SELECT coalesce(sum(greatest(c.reltuples, 0)), 0)::double precision
+    FROM tree JOIN pg_catalog.pg_class AS c ON c.oid = tree.oid
+    WHERE c.relkind <> 'p';
+END;
+
+COMMENT ON FUNCTION simpg.passage_table_rows(regclass) IS
+    'Internal: the rows of a table (its whole tree) by the statistics; a table never analyzed counts as 0';
+
+-- passage_key_bits: the key bits for a table of rows rows: floor(log2(rows)) + 4, within
+-- 16..32: 3.5 to 7 rows per key (each row holds about 55 keys), 0.25-0.34x the text at
+-- 100,000 rows (docs/benchmarks.md). Fewer rows per key would cost index bytes, more would
+-- cost candidates to read.
+CREATE FUNCTION simpg.passage_key_bits(table_rows double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN table_rows IS NULL OR table_rows < 2 OR table_rows = 'NaN'::double precision THEN 16
+                ELSE least(32, greatest(16, floor(log(2::numeric, least(table_rows, 1e30)::numeric))::integer + 4)) END;
+
+COMMENT ON FUNCTION simpg.passage_key_bits(double precision) IS
+    'The key bits of a passage index for a table of that many rows: floor(log2(rows)) + 4, between 16 and 32';
+
+-- passage_key_indexes: the GIN indexes of rel on passage keys of column attnum, valid or
+-- not, with their key bits: those whose only key is the expression
+-- simpg.passage_keys(<that column>, <a constant 1..32>) with the default operator class
+-- (array_ops), no predicate. Matched on the catalog: the index depends on simpg.passage_keys
+-- itself (pg_depend: not a function of that name in another schema) and pg_get_expr, under
+-- this function's search_path, prints the expression with simpg.passage_keys qualified.
+CREATE FUNCTION simpg.passage_key_indexes(rel regclass, attnum smallint)
+    RETURNS TABLE (index_oid oid, index_name name, key_bits integer, valid boolean)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT i.indexrelid, ic.relname, e.bits, i.indisvalid
+    FROM pg_index AS i
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_attribute AS a ON a.attrelid = rel AND a.attnum = passage_key_indexes.attnum AND NOT a.attisdropped
+    CROSS JOIN LATERAL (
+        SELECT (regexp_match(substr(x.expr, length(x.head) + 1), '^(\d{1,2})\)$'))[1]::integer AS bits
+        FROM (SELECT pg_get_expr(i.indexprs, i.indrelid) AS expr,
+                     'simpg.passage_keys(' || quote_ident(a.attname) || ', ' AS head) AS x
+        WHERE starts_with(x.expr, x.head)
+    ) AS e
+    WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = 0 AND i.indpred IS NULL
+      AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin')
+      AND i.indclass[0] = (SELECT oc.oid FROM pg_opclass AS oc
+                           WHERE oc.opcname = 'array_ops' AND oc.opcnamespace = 'pg_catalog'::regnamespace
+                             AND oc.opcmethod = ic.relam)
+      AND e.bits BETWEEN 1 AND 32
+      AND EXISTS (SELECT FROM pg_depend AS d
+                  WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
+                    AND d.refclassid = 'pg_proc'::regclass
+                    AND d.refobjid = 'simpg.passage_keys(bigint[], integer)'::regprocedure)
+      AND EXISTS (SELECT FROM pg_depend AS d
+                  WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
+                    AND d.refclassid = 'pg_class'::regclass AND d.refobjid = rel
+                    AND d.refobjsubid = passage_key_indexes.attnum)
+$$;
+
+COMMENT ON FUNCTION simpg.passage_key_indexes(regclass, smallint) IS
+    'Internal: the GIN indexes on simpg.passage_keys(column, bits) of a column, valid or not, with their bits';
+
 -- passage_columns_of: rel's bigint[] columns whose comment records a passage index, one
--- row each, with the config read from the comment and a valid GIN (array_ops) index on
--- exactly that column if there is one (index_name NULL otherwise: lookups stay exact,
+-- row each, with the config read from the comment and the valid GIN index on its keys
+-- (simpg.passage_key_indexes: the most key bits when there are several, a rebuild in
+-- progress) if there is one (index_name and key_bits NULL otherwise: lookups stay exact,
 -- they read the whole table). Only the comment's exact shape counts; a column of
 -- another type with such a comment is not listed.
 CREATE FUNCTION simpg.passage_columns_of(rel regclass)
     RETURNS TABLE (passage_column name, passage_window integer, spaceless_window integer, format integer, k integer,
-                   index_name name)
+                   index_name name, key_bits integer)
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE ROWS 1
     SET search_path = pg_catalog, pg_temp
     SET jit = off
@@ -44,14 +154,7 @@ BEGIN
     RETURN QUERY
     -- a comment of one window (before the second one) records both windows equal
     SELECT a.attname, m.v[3]::integer, coalesce(m.v[4], m.v[3])::integer, m.v[1]::integer, m.v[2]::integer,
-           (SELECT min(ic.relname)::name
-            FROM pg_index AS i JOIN pg_class AS ic ON ic.oid = i.indexrelid
-            WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = a.attnum
-              AND i.indexprs IS NULL AND i.indpred IS NULL AND i.indisvalid
-              AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin')
-              AND i.indclass[0] = (SELECT oc.oid FROM pg_opclass AS oc
-                                   WHERE oc.opcname = 'array_ops' AND oc.opcnamespace = 'pg_catalog'::regnamespace
-                                     AND oc.opcmethod = ic.relam))
+           x.index_name, x.key_bits
     FROM pg_attribute AS a
     JOIN pg_description AS d ON d.objoid = rel AND d.classoid = 'pg_class'::regclass AND d.objsubid = a.attnum
     CROSS JOIN LATERAL (
@@ -59,6 +162,10 @@ BEGIN
                             '^simpg passages: \{"format": (\d{1,9}), "k": (\d{1,9}), "window": (\d{1,9})'
                             '(?:, "spaceless_window": (\d{1,9}))?\}$') AS v
     ) AS m
+    LEFT JOIN LATERAL (
+        SELECT ki.index_name, ki.key_bits FROM simpg.passage_key_indexes(rel, a.attnum) AS ki
+        WHERE ki.valid ORDER BY ki.key_bits DESC, ki.index_name LIMIT 1
+    ) AS x ON true
     WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
       AND a.atttypid = 'bigint[]'::regtype AND m.v IS NOT NULL
     ORDER BY a.attnum;
@@ -66,15 +173,15 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.passage_columns_of(regclass) IS
-    'Internal: rel''s bigint[] columns recorded as passage indexes (config from the comment) and their GIN index if any';
+    'Internal: rel''s bigint[] columns recorded as passage indexes (config from the comment) and their keys index and bits if any';
 
 -- The catalog of passage indexes: one row per recorded column of a table in the
 -- database. A partitioned table is one row, its own (its partitions get its GIN index
--- from PostgreSQL and are not listed). index_name NULL: the GIN index is missing
--- (dropped by hand, or an INVALID one left by a stopped build).
+-- from PostgreSQL and are not listed). index_name and key_bits NULL: the GIN index on the
+-- keys is missing (dropped by hand, or an INVALID one left by a stopped build).
 CREATE VIEW simpg.passage_indexes AS
 SELECT r.oid::regclass AS indexed_table, p.passage_column, p.passage_window, p.spaceless_window, p.format, p.k,
-       p.index_name
+       p.index_name, p.key_bits
 FROM pg_catalog.pg_class AS r
 CROSS JOIN LATERAL simpg.passage_columns_of(r.oid::regclass) AS p
 WHERE r.oid IN (SELECT d.objoid FROM pg_catalog.pg_description AS d
@@ -83,7 +190,7 @@ WHERE r.oid IN (SELECT d.objoid FROM pg_catalog.pg_description AS d
   AND NOT r.relispartition;
 
 COMMENT ON VIEW simpg.passage_indexes IS
-    'One row per passage index: its table, bigint[] column, windows (spaced and spaceless), format, k and GIN index (read from the system catalogs)';
+    'One row per passage index: its table, bigint[] column, windows (spaced and spaceless), format, k, GIN index and its key bits (read from the system catalogs)';
 
 GRANT SELECT ON simpg.passage_indexes TO PUBLIC;
 
@@ -169,21 +276,28 @@ COMMENT ON FUNCTION simpg.passage_statistics_target() IS
     'Internal: the statistics target create_passage_index gives a passage column';
 
 -- passage_index_ddl: the statements that give rel.col its passage index, in order, one
--- row each: phase 'drop_invalid' (an INVALID GIN index on the column, left by a stopped
--- concurrent build), 'gin' (the index; on a partitioned table it covers every partition,
--- those attached later too), 'statistics' (the column's statistics target raised to
--- simpg.passage_statistics_target() where it is lower: ANALYZE lists an array element only
--- when it is in more than about 0.0063 * (hashes a row) * rows / target rows, so at the
--- default target of 100 a hash in 1,000 of a million rows is never listed, never skipped,
--- and a lookup sharing it reads all its rows), 'analyze' (the element statistics
--- simpg.common_passage_hashes reads), 'comment' (the config). What is there already is left out, so a stopped build
--- resumes. With concurrently the statements must run outside a transaction block.
+-- row each: phase 'drop_invalid' (an INVALID keys index on the column, left by a stopped
+-- concurrent build), 'gin' (the GIN index on simpg.passage_keys(col, key_bits); on a
+-- partitioned table it covers every partition, those attached later too), 'drop_old'
+-- (valid keys indexes of other bits, once the new one is built: a rebuild with
+-- concurrently keeps lookups indexed throughout), 'statistics' (the column's statistics
+-- target raised to simpg.passage_statistics_target() where it is lower: ANALYZE lists an
+-- array element only when it is in more than about 0.0063 * (hashes a row) * rows / target
+-- rows, so at the default target of 100 a hash in 1,000 of a million rows is never listed,
+-- never skipped, and a lookup sharing it reads all its rows), 'analyze' (the element
+-- statistics simpg.common_passage_hashes reads), 'comment' (the config). key_bits NULL:
+-- the bits of the column's keys index if it has one, else simpg.passage_key_bits of the
+-- table's rows by the statistics (a table never analyzed counts 0 rows:
+-- create_passage_index analyzes it first). What is there already is left
+-- out, so a stopped build resumes. With concurrently the statements must run outside a
+-- transaction block.
 -- Contract: reads the catalogs, changes nothing, checks no rights (the statements do).
--- Raises for a column that is not bigint[], a window below 1, a column recorded with
--- other windows, and with concurrently on a partitioned table (PostgreSQL cannot
--- build a partitioned index concurrently; build it without).
+-- Raises for a column that is not bigint[], a window below 1, key_bits outside 1..32, a
+-- column recorded with other windows, and with concurrently on a partitioned table
+-- (PostgreSQL cannot build a partitioned index concurrently; build it without).
 CREATE FUNCTION simpg.passage_index_ddl(rel regclass, col name, passage_window integer DEFAULT 22,
-                                        spaceless_window integer DEFAULT 46, concurrently boolean DEFAULT false)
+                                        spaceless_window integer DEFAULT 46, key_bits integer DEFAULT NULL,
+                                        concurrently boolean DEFAULT false)
     RETURNS TABLE (phase text, index_name name, statement text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -195,11 +309,16 @@ DECLARE
     v_found record;
     v_attnum smallint;
     v_target integer;
+    v_bits integer;
+    v_built boolean;
     v_concurrently text := CASE WHEN passage_index_ddl.concurrently THEN ' CONCURRENTLY' ELSE '' END;
 BEGIN
     PERFORM simpg.passage_column_type(rel, col);
     PERFORM simpg.checked_window('passage_window', passage_window);
     PERFORM simpg.checked_window('spaceless_window', passage_index_ddl.spaceless_window);
+    IF passage_index_ddl.key_bits IS NOT NULL THEN
+        PERFORM simpg.checked_key_bits(passage_index_ddl.key_bits);
+    END IF;
     IF passage_index_ddl.concurrently IS NULL THEN
         RAISE EXCEPTION 'concurrently must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -219,15 +338,33 @@ BEGIN
                   HINT = 'its stored hashes were made with those windows: drop it with simpg.drop_passage_index(table, column), fill the column again, and create it';
     END IF;
     SELECT a.attnum INTO v_attnum FROM pg_attribute AS a WHERE a.attrelid = rel AND a.attname = col;
+    -- key_bits NULL keeps the bits of the index there is (a rebuild is asked for by bits,
+    -- never started by a call that only makes sure the index exists), else follows the rows
+    v_bits := coalesce(passage_index_ddl.key_bits,
+                       (SELECT max(ki.key_bits) FROM simpg.passage_key_indexes(rel, v_attnum) AS ki WHERE ki.valid),
+                       simpg.passage_key_bits(simpg.passage_table_rows(rel)));
+    v_built := EXISTS (SELECT FROM simpg.passage_key_indexes(rel, v_attnum) AS ki
+                       WHERE ki.valid AND ki.key_bits = v_bits);
+    -- CONCURRENTLY except on a partitioned table (PostgreSQL cannot drop a partitioned
+    -- index concurrently; that takes its partitions')
     RETURN QUERY
-    SELECT 'drop_invalid', d.index_name, d.statement
-    FROM simpg.invalid_index_drops(rel, v_attnum, 'gin', passage_index_ddl.concurrently) AS d;
-    IF v_found.index_name IS NULL THEN
+    SELECT 'drop_invalid', ki.index_name,
+           format('DROP INDEX%s IF EXISTS %s', CASE WHEN v_relkind <> 'p' THEN v_concurrently ELSE '' END,
+                  ki.index_oid::regclass)
+    FROM simpg.passage_key_indexes(rel, v_attnum) AS ki WHERE NOT ki.valid ORDER BY ki.index_name;
+    IF NOT v_built THEN
         phase := 'gin';
-        index_name := simpg.index_name(rel, v_relname || '_' || col, '_gin_idx');
-        statement := format('CREATE INDEX%s %I ON %s USING gin (%I)', v_concurrently, index_name, v_rel, col);
+        index_name := simpg.index_name(rel, v_relname || '_' || col, '_keys_idx');
+        statement := format('CREATE INDEX%s %I ON %s USING gin ((simpg.passage_keys(%I, %s)))', v_concurrently,
+                            index_name, v_rel, col, v_bits);
         RETURN NEXT;
     END IF;
+    RETURN QUERY
+    SELECT 'drop_old', ki.index_name,
+           format('DROP INDEX%s IF EXISTS %s', CASE WHEN v_relkind <> 'p' THEN v_concurrently ELSE '' END,
+                  ki.index_oid::regclass)
+    FROM simpg.passage_key_indexes(rel, v_attnum) AS ki WHERE ki.valid AND ki.key_bits <> v_bits
+    ORDER BY ki.index_name;
     -- -1 (NULL from PostgreSQL 17): the default target
     SELECT coalesce(nullif(a.attstattarget::integer, -1), current_setting('default_statistics_target')::integer)
         INTO v_target
@@ -255,16 +392,21 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, integer, boolean) IS
-    'The statements that give a bigint[] column its passage index (GIN, statistics target, ANALYZE, the config comment), leaving out what is there';
+COMMENT ON FUNCTION simpg.passage_index_ddl(regclass, name, integer, integer, integer, boolean) IS
+    'The statements that give a bigint[] column its passage index (GIN on its keys, statistics target, ANALYZE, the config comment), leaving out what is there';
 
--- create_passage_index: a GIN index on rel.col and the comment recording the windows;
--- idempotent: a column that has it already (same windows) gets only what is missing.
+-- create_passage_index: a GIN index on the keys of rel.col (simpg.passage_keys(col,
+-- key_bits)) and the comment recording the windows; idempotent: a column that has it
+-- already (same windows, same bits) gets only what is missing; one whose index has other
+-- bits gets the new index, then loses the old one. key_bits NULL: the bits of the index
+-- there is, else simpg.passage_key_bits of the table's rows by the statistics (a table
+-- never analyzed is analyzed first).
 -- Contract: col is a bigint[] column of rel (filled by simpg.passages.passage_hashes
 -- with these windows: the column's hashes are the caller's to keep right), the caller owns
--- rel, rel is not a partition (its partitioned table's index covers it); windows >= 1.
+-- rel, rel is not a partition (its partitioned table's index covers it); windows >= 1;
+-- key_bits NULL or 1..32.
 CREATE FUNCTION simpg.create_passage_index(rel regclass, col name, passage_window integer DEFAULT 22,
-                                           spaceless_window integer DEFAULT 46)
+                                           spaceless_window integer DEFAULT 46, key_bits integer DEFAULT NULL)
     RETURNS simpg.passage_indexes
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -275,23 +417,35 @@ BEGIN
     PERFORM simpg.passage_column_type(rel, col);
     PERFORM simpg.checked_window('passage_window', passage_window);
     PERFORM simpg.checked_window('spaceless_window', create_passage_index.spaceless_window);
+    IF create_passage_index.key_bits IS NOT NULL THEN
+        PERFORM simpg.checked_key_bits(create_passage_index.key_bits);
+    END IF;
     PERFORM simpg.not_a_partition(rel, 'create');
     IF NOT simpg.owns(rel) THEN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
+    -- the bits follow the rows by the statistics: a table never analyzed (reltuples -1,
+    -- e.g. loaded just now) would count as empty
+    IF create_passage_index.key_bits IS NULL AND EXISTS (
+            SELECT FROM simpg.relation_tree(rel) AS x JOIN pg_class AS c ON c.oid = x.relid
+            WHERE c.relkind <> 'p' AND c.reltuples < 0) THEN
+        EXECUTE simpg.analyze_statement(rel, ARRAY[col]);
+    END IF;
     FOR v_step IN SELECT * FROM simpg.passage_index_ddl(rel, col, passage_window,
-                                                        create_passage_index.spaceless_window) LOOP
+                                                        create_passage_index.spaceless_window,
+                                                        create_passage_index.key_bits) LOOP
         EXECUTE v_step.statement;
     END LOOP;
     RETURN simpg.passage_layout(rel, col);
 END
 $$;
 
-COMMENT ON FUNCTION simpg.create_passage_index(regclass, name, integer, integer) IS
-    'Index a bigint[] column of winnowed passage hashes: a GIN index and the config comment (windows, default 22 and 46 for spaceless scripts)';
+COMMENT ON FUNCTION simpg.create_passage_index(regclass, name, integer, integer, integer) IS
+    'Index a bigint[] column of winnowed passage hashes: a GIN index on their keys (key_bits, default by the table''s rows) and the config comment (windows, default 22 and 46 for spaceless scripts)';
 
--- drop_passage_index: remove what create_passage_index added: every GIN index on exactly
--- rel.col (valid or not) and the comment. The column and its values stay.
+-- drop_passage_index: remove what create_passage_index added: every GIN index on the
+-- keys of rel.col (simpg.passage_key_indexes, valid or not) and the comment. The column
+-- and its values stay.
 CREATE FUNCTION simpg.drop_passage_index(rel regclass, col name) RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -306,14 +460,10 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = 'insufficient_privilege';
     END IF;
     v_recorded := EXISTS (SELECT FROM simpg.passage_columns_of(rel) AS p WHERE p.passage_column = col);
-    SELECT string_agg(format('%I.%I', n.nspname, ic.relname), ', ' ORDER BY ic.relname) INTO v_drops
-    FROM pg_index AS i
-    JOIN pg_class AS ic ON ic.oid = i.indexrelid
-    JOIN pg_namespace AS n ON n.oid = ic.relnamespace
-    JOIN pg_attribute AS a ON a.attrelid = rel AND a.attname = col
-    WHERE i.indrelid = rel AND i.indnatts = 1 AND i.indkey[0] = a.attnum
-      AND i.indexprs IS NULL AND i.indpred IS NULL
-      AND ic.relam = (SELECT am.oid FROM pg_am AS am WHERE am.amname = 'gin');
+    SELECT string_agg(ki.index_oid::regclass::text, ', ' ORDER BY ki.index_name) INTO v_drops
+    FROM pg_attribute AS a
+    CROSS JOIN LATERAL simpg.passage_key_indexes(rel, a.attnum) AS ki
+    WHERE a.attrelid = rel AND a.attname = col;
     IF NOT v_recorded AND v_drops IS NULL THEN
         RAISE EXCEPTION 'no simpg passage index on %.%', rel, quote_ident(col)
             USING ERRCODE = 'undefined_object';
@@ -328,7 +478,7 @@ END
 $$;
 
 COMMENT ON FUNCTION simpg.drop_passage_index(regclass, name) IS
-    'Remove the GIN index and the config comment that create_passage_index added (the column and its hashes stay)';
+    'Remove the GIN indexes on the keys and the config comment that create_passage_index added (the column and its hashes stay)';
 
 -- checked_max_common: raises unless max_common is NULL (skip nothing) or at least 0.
 CREATE FUNCTION simpg.checked_max_common(max_common bigint) RETURNS bigint
@@ -412,15 +562,7 @@ BEGIN
         RETURN '{}';
     END IF;
     v_inherited := EXISTS (SELECT FROM pg_inherits AS h WHERE h.inhparent = rel);
-    -- the rows the statistics speak of: a partitioned table's own reltuples is not kept
-    -- on every version, so the whole tree's (each table's own, -1 before its first ANALYZE)
-    WITH RECURSIVE tree (oid) AS (
-        SELECT rel::oid
-        UNION
-        SELECT h.inhrelid FROM pg_inherits AS h JOIN tree ON h.inhparent = tree.oid)
-    SELECT sum(greatest(c.reltuples, 0)) INTO v_rows
-    FROM tree JOIN pg_class AS c ON c.oid = tree.oid
-    WHERE c.relkind <> 'p';
+    v_rows := simpg.passage_table_rows(rel);
     v_limit := simpg.max_common_rows(max_common, v_rows);
     SELECT coalesce(array_agg(e.hash ORDER BY e.hash), '{}') INTO v_found
     FROM pg_stats AS s
@@ -474,12 +616,14 @@ CREATE FUNCTION simpg.shared_hashes(stored bigint[], probe bigint[]) RETURNS int
 COMMENT ON FUNCTION simpg.shared_hashes(bigint[], bigint[]) IS
     'Internal: the number of distinct values two hash arrays share';
 
--- passage_layout_is: true when rel.col still has the passage index of these windows, else
--- an error with SQLSTATE SPG01. Declared IMMUTABLE on purpose, as simpg.layout_is: with
--- constant arguments PostgreSQL checks it when it plans the statement; creating or
--- dropping the GIN index (which create_passage_index and drop_passage_index always do
--- when the config changes) makes PostgreSQL plan cached statements again.
-CREATE FUNCTION simpg.passage_layout_is(rel regclass, col name, passage_window integer, spaceless_window integer)
+-- passage_layout_is: true when rel.col still has the passage index of these windows and
+-- key bits (NULL: no keys index), else an error with SQLSTATE SPG01. Declared IMMUTABLE on
+-- purpose, as simpg.layout_is: with constant arguments PostgreSQL checks it when it plans
+-- the statement; creating or dropping an index (which create_passage_index and
+-- drop_passage_index always do when the config or the bits change) makes PostgreSQL plan
+-- cached statements again.
+CREATE FUNCTION simpg.passage_layout_is(rel regclass, col name, passage_window integer, spaceless_window integer,
+                                        key_bits integer)
     RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
@@ -488,18 +632,44 @@ BEGIN
     PERFORM simpg.snapshot_sees_table(rel);
     PERFORM FROM simpg.passage_columns_of(rel) AS p
     WHERE p.passage_column = col AND p.passage_window = passage_layout_is.passage_window
-      AND p.spaceless_window = passage_layout_is.spaceless_window AND p.format = 1 AND p.k = 5;
+      AND p.spaceless_window = passage_layout_is.spaceless_window AND p.format = 1 AND p.k = 5
+      AND p.key_bits IS NOT DISTINCT FROM passage_layout_is.key_bits;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'the passage index on %.% is no longer the windows % and % index this lookup was made for',
-            rel, quote_ident(col), passage_window, passage_layout_is.spaceless_window
+        RAISE EXCEPTION 'the passage index on %.% is no longer the windows % and % index of key bits % this lookup was made for',
+            rel, quote_ident(col), passage_window, passage_layout_is.spaceless_window,
+            coalesce(passage_layout_is.key_bits::text, 'none')
             USING ERRCODE = 'SPG01', HINT = 'read the passage index again';
     END IF;
     RETURN true;
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer, integer) IS
-    'True if rel.col has the passage index of these windows, else an error (SQLSTATE SPG01); checked when a statement is planned';
+COMMENT ON FUNCTION simpg.passage_layout_is(regclass, name, integer, integer, integer) IS
+    'True if rel.col has the passage index of these windows and key bits, else an error (SQLSTATE SPG01); checked when a statement is planned';
+
+-- passage_condition: the WHERE condition of every passage lookup statement, for the FROM
+-- alias t, $1 the text's hashes and $2 the hashes to skip: the layout it was made for
+-- (simpg.passage_layout_is), then the keys of the probe through the keys index and the
+-- exact hashes on the row. The keys are computed from the probe (the hashes less the
+-- skipped ones), so skipping a common hash never drops a key another hash of the text
+-- needs. With no keys index, the hashes alone (lookups stay exact, reading the table).
+-- The probe is a scalar subquery: one InitPlan, evaluated once per execution, whose value
+-- the GIN index scan takes as its key.
+CREATE FUNCTION simpg.passage_condition(layout simpg.passage_indexes) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    RETURN format('simpg.passage_layout_is(%1$s::oid::regclass, %2$L::name, %3$s, %4$s, %5$s::integer) AND %6$s'
+                  't.%7$I OPERATOR(pg_catalog.&&) (SELECT simpg.passage_probe($1::bigint[], $2::bigint[]))',
+                  (layout).indexed_table::oid, (layout).passage_column, (layout).passage_window,
+                  (layout).spaceless_window, coalesce((layout).key_bits::text, 'NULL'),
+                  CASE WHEN (layout).key_bits IS NULL THEN ''
+                       ELSE format('simpg.passage_keys(t.%1$I, %2$s) OPERATOR(pg_catalog.&&) '
+                                   '(SELECT simpg.passage_keys(simpg.passage_probe($1::bigint[], $2::bigint[]), %2$s)) AND ',
+                                   (layout).passage_column, (layout).key_bits) END,
+                  (layout).passage_column);
+
+COMMENT ON FUNCTION simpg.passage_condition(simpg.passage_indexes) IS
+    'Internal: the WHERE condition of a passage lookup ($1 hashes, $2 hashes to skip): the layout, the keys through the index, the exact hashes';
 
 -- checked_text_column: raises unless rel.text_column exists and is of a text type (the
 -- candidates are verified on their texts: clients read the column as strings).
@@ -535,17 +705,12 @@ DECLARE
     v_row simpg.passage_indexes := simpg.passage_layout(rel, col);
     v_key record := simpg.report_key(rel, key_column);
 BEGIN
-    -- the probe is a scalar subquery: one InitPlan, evaluated once per execution, whose
-    -- value the GIN index scan takes as its key
     RETURN format('SELECT t.%1$I AS key, %2$s'
                   't.%3$I AS hashes, '
                   'simpg.shared_hashes(t.%3$I, (SELECT simpg.passage_probe($1::bigint[], $2::bigint[]))) AS shared '
-                  'FROM %4$s AS t '
-                  'WHERE simpg.passage_layout_is(%5$s::oid::regclass, %6$L::name, %7$s, %8$s) '
-                  'AND t.%3$I OPERATOR(pg_catalog.&&) (SELECT simpg.passage_probe($1::bigint[], $2::bigint[])) '
-                  'ORDER BY shared DESC, key',
+                  'FROM %4$s AS t WHERE %5$s ORDER BY shared DESC, key',
                   v_key.column_name, CASE WHEN text_column IS NULL THEN '' ELSE format('t.%I AS body, ', text_column) END,
-                  col, simpg.relation_name(rel), rel::oid, col, v_row.passage_window, v_row.spaceless_window);
+                  col, simpg.relation_name(rel), simpg.passage_condition(v_row));
 END
 $$;
 
@@ -632,11 +797,9 @@ BEGIN
         RAISE EXCEPTION 'hashes must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     RETURN QUERY EXECUTE format(
-        'SELECT simpg.shared_hashes(t.%1$I, q.probe), t FROM %2$s AS t, '
-        '(SELECT simpg.passage_probe($1, $2) AS probe) AS q '
-        'WHERE simpg.passage_layout_is(%3$s::oid::regclass, %4$L::name, %5$s, %6$s) '
-        'AND t.%1$I OPERATOR(pg_catalog.&&) q.probe ORDER BY 1 DESC',
-        col, simpg.relation_name(v_rel), v_rel::oid, col, v_row.passage_window, v_row.spaceless_window)
+        'SELECT simpg.shared_hashes(t.%1$I, (SELECT simpg.passage_probe($1::bigint[], $2::bigint[]))), t '
+        'FROM %2$s AS t WHERE %3$s ORDER BY 1 DESC',
+        col, simpg.relation_name(v_rel), simpg.passage_condition(v_row))
         USING hashes, v_skip;
 END
 $$;

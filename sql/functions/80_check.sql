@@ -19,8 +19,15 @@ COMMENT ON FUNCTION simpg.relation_tree(regclass) IS
 -- check: every problem of rel's simpg indexes (of col's, if given), one row each; no
 -- rows means every index is complete, has its B-trees, and stores exactly what
 -- simpg.permute computes today.
+-- Passage columns (simpg.passage_indexes) too, in fingerprint_column: 'missing passage
+-- index' (no valid GIN index on its keys: lookups stay exact but read the whole table),
+-- 'invalid index' (a keys index left INVALID by a stopped concurrent build), 'passage keys
+-- too coarse' (the index has fewer key bits than simpg.passage_key_bits of the table's rows
+-- by the statistics, less 2: over 4 times the rows per key it aims at, so lookups read
+-- that many more candidates); detail names the statement that puts it right.
 -- Contract: problem is one of 'missing prefix column', 'missing b-tree',
--- 'invalid index', 'several layouts', 'stale prefix values'; detail says which object.
+-- 'invalid index', 'several layouts', 'stale prefix values', 'missing passage index',
+-- 'passage keys too coarse'; detail says which object.
 -- verify_rows => false skips the one check that reads the whole table (stale values).
 CREATE FUNCTION simpg.check(rel regclass, col name DEFAULT NULL, verify_rows boolean DEFAULT true)
     RETURNS TABLE (fingerprint_column name, problem text, detail text)
@@ -31,6 +38,8 @@ DECLARE
     v_index record;
     v_column record;
     v_stale bigint;
+    v_passage record;
+    v_aim integer;
 BEGIN
     IF rel IS NULL THEN
         RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -112,11 +121,42 @@ BEGIN
             END LOOP;
         END IF;
     END LOOP;
+    FOR v_passage IN SELECT p.*, a.attnum FROM simpg.passage_columns_of(rel) AS p
+                     JOIN pg_attribute AS a ON a.attrelid = rel AND a.attname = p.passage_column
+                     WHERE col IS NULL OR p.passage_column = col LOOP
+        fingerprint_column := v_passage.passage_column;
+        v_aim := simpg.passage_key_bits(simpg.passage_table_rows(rel));
+        FOR v_column IN SELECT ki.index_name FROM simpg.passage_key_indexes(rel, v_passage.attnum) AS ki
+                        WHERE NOT ki.valid ORDER BY ki.index_name LOOP
+            problem := 'invalid index';
+            detail := format('index %I on the keys of column %I is invalid (an interrupted CREATE INDEX CONCURRENTLY?): '
+                             'SELECT simpg.create_passage_index(%L, %L, %s, %s) drops it and builds what is missing',
+                             v_column.index_name, v_passage.passage_column, simpg.relation_name(rel),
+                             v_passage.passage_column, v_passage.passage_window, v_passage.spaceless_window);
+            RETURN NEXT;
+        END LOOP;
+        IF v_passage.key_bits IS NULL THEN
+            problem := 'missing passage index';
+            detail := format('no valid GIN index on the keys of passage column %I (answers stay exact, but read the whole table): '
+                             'SELECT simpg.create_passage_index(%L, %L, %s, %s)',
+                             v_passage.passage_column, simpg.relation_name(rel), v_passage.passage_column,
+                             v_passage.passage_window, v_passage.spaceless_window);
+            RETURN NEXT;
+        ELSIF v_passage.key_bits < v_aim - 2 THEN
+            problem := 'passage keys too coarse';
+            detail := format('index %I on passage column %I has %s key bits, %s rows want %s (over 4 times the rows per key: '
+                             'lookups read that many more candidates): SELECT simpg.create_passage_index(%L, %L, %s, %s, %s)',
+                             v_passage.index_name, v_passage.passage_column, v_passage.key_bits,
+                             simpg.passage_table_rows(rel)::bigint, v_aim, simpg.relation_name(rel),
+                             v_passage.passage_column, v_passage.passage_window, v_passage.spaceless_window, v_aim);
+            RETURN NEXT;
+        END IF;
+    END LOOP;
 END
 $$;
 
 COMMENT ON FUNCTION simpg.check(regclass, name, boolean) IS
-    'Problems of rel''s simpg indexes: missing prefix columns or B-trees, invalid indexes, several layouts, stale stored prefixes (no rows: all is well)';
+    'Problems of rel''s simpg indexes: missing prefix columns or B-trees, invalid indexes, several layouts, stale stored prefixes, missing or too coarse passage indexes (no rows: all is well)';
 
 -- repair: make rel's simpg indexes usable again, and say what was done (one row per
 -- statement run). A damaged index (a prefix column missing) has its prefix columns

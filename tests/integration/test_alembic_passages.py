@@ -50,7 +50,7 @@ def test_autogenerate_round_trip(env, db):
     assert "gin" not in text
 
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_keys_idx")]
     assert_clean(env)  # the GIN index and the comment are the model's: nothing to change
     # the migrated table answers lookups: the index finds a row sharing a passage
     body = " ".join(f"w{i}" for i in range(120))
@@ -62,7 +62,7 @@ def test_autogenerate_round_trip(env, db):
     env.downgrade("base")
     assert catalog(db.conn) == [] and db.conn.execute("SELECT to_regclass('pages')").fetchone() == (None,)
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_keys_idx")]
 
 
 def test_window_changed_then_index_removed(env, db):
@@ -81,10 +81,10 @@ def test_window_changed_then_index_removed(env, db):
     assert "# the stored hashes were made with windows 46 and 46: make them again with these" in up
     assert "--window 30 --spaceless-window 46" in up
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 30, 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 30, 46, "pages_passages_keys_idx")]
     assert_clean(env)
     env.downgrade("-1")
-    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_keys_idx")]
     env.upgrade()
 
     env.write_models(models(None))  # the column stays, its index goes
@@ -102,14 +102,14 @@ def test_the_index_missing_is_created_again(env, db):
     env.write_models(models(46))
     env.autogenerate("pages")
     env.upgrade()
-    db.conn.execute("DROP INDEX pages_passages_gin_idx")  # the comment stays: a passage index without GIN
+    db.conn.execute("DROP INDEX pages_passages_keys_idx")  # the comment stays: a passage index without GIN
     assert catalog(db.conn) == [("pages", "passages", 46, 46, None)]
     text = env.autogenerate("gin again")
     up = body_of(text, "upgrade").split("def ")[0]
     assert "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46)" in up
     assert "drop_passage_index" not in up
     env.upgrade()
-    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_gin_idx")]
+    assert catalog(db.conn) == [("pages", "passages", 46, 46, "pages_passages_keys_idx")]
 
 
 def test_operations_concurrently_and_offline(env, db):
@@ -123,9 +123,10 @@ def test_operations_concurrently_and_offline(env, db):
             op.drop_passage_index("docs", "passages")
         """)
     env.upgrade()
-    assert catalog(db.conn) == [("docs", "passages", 20, 46, "docs_passages_gin_idx")]
-    indexdef = db.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_gin_idx'").fetchone()
-    assert indexdef == ("CREATE INDEX docs_passages_gin_idx ON public.docs USING gin (passages)",)
+    assert catalog(db.conn) == [("docs", "passages", 20, 46, "docs_passages_keys_idx")]
+    indexdef = db.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_keys_idx'").fetchone()
+    assert indexdef == ("CREATE INDEX docs_passages_keys_idx ON public.docs USING gin "
+                        "(simpg.passage_keys(passages, 16))",)
     env.downgrade("base")
     assert catalog(db.conn) == []
     with pytest.raises(SimpgError, match=r"create_passage_index\(concurrently=True\) needs a database connection"):
@@ -142,4 +143,25 @@ def test_offline_sql(env):
             op.drop_passage_index("docs", "passages")
         """)
     sql = env.upgrade_sql()
-    assert "SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20, 46)" in sql
+    assert ("SELECT simpg.create_passage_index(CAST('docs' AS REGCLASS), 'passages', 20, 46, "
+            "CAST(NULL AS INTEGER))") in sql
+
+
+def test_key_bits_in_the_model_the_op_and_autogenerate(env, db):
+    """Declared key bits are made, compared and rebuilt; undeclared ones (None) are left as the rows chose."""
+    env.write_models(PAGES.format(declaration="passage_index(Page.passages, window=46, key_bits=18)"))
+    text = env.autogenerate("pages")
+    assert "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46, key_bits=18)" in text
+    env.upgrade()
+    bits = "SELECT index_name, key_bits FROM simpg.passage_indexes"
+    assert db.conn.execute(bits).fetchall() == [("pages_passages_keys_idx", 18)]
+    assert "create_passage_index" not in body_of(env.autogenerate("same"), "upgrade")
+    env.upgrade()
+    env.write_models(PAGES.format(declaration="passage_index(Page.passages, window=46, key_bits=20)"))
+    up = body_of(env.autogenerate("more bits"), "upgrade").split("def ")[0]
+    assert "op.create_passage_index('pages', 'passages', window=46, spaceless_window=46, key_bits=20)" in up
+    assert "drop_passage_index" not in up  # a rebuild: the new index, then the old one dropped
+    env.upgrade()
+    assert db.conn.execute(bits).fetchall() == [("pages_passages_keys_idx1", 20)]
+    env.write_models(models(46))  # bits no longer declared: the index stays as it is
+    assert "create_passage_index" not in body_of(env.autogenerate("undeclared"), "upgrade")

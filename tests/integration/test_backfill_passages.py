@@ -86,15 +86,15 @@ def test_resumed_after_an_interruption_equals_one_shot(capsys, db):
     assert [v for _, v in column(db.conn, "twice")] == [v for _, v in column(db.conn, "once")]
     expected = [None if t is None else passage_hashes(t, CONFIG) for t in data]
     assert [v for _, v in column(db.conn, "once")] == expected
-    assert catalog(db.conn) == [("once", "passages", WINDOW, SPACELESS_WINDOW, "once_passages_gin_idx"),
-                                ("twice", "passages", WINDOW, SPACELESS_WINDOW, "twice_passages_gin_idx")]
+    assert catalog(db.conn) == [("once", "passages", WINDOW, SPACELESS_WINDOW, "once_passages_keys_idx"),
+                                ("twice", "passages", WINDOW, SPACELESS_WINDOW, "twice_passages_keys_idx")]
 
     # a run again changes nothing; a stopped concurrent build (an INVALID index) is built again
-    db.conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'once_passages_gin_idx'::regclass")
+    db.conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'once_passages_keys_idx'::regclass")
     code, again, err = cli(capsys, db, "once")
     assert code == 0, err
-    assert again["rows"] == 0 and again["index"]["invalid_dropped"] == ["once_passages_gin_idx"]
-    assert catalog(db.conn)[0] == ("once", "passages", WINDOW, SPACELESS_WINDOW, "once_passages_gin_idx")
+    assert again["rows"] == 0 and again["index"]["invalid_dropped"] == ["once_passages_keys_idx"]
+    assert catalog(db.conn)[0] == ("once", "passages", WINDOW, SPACELESS_WINDOW, "once_passages_keys_idx")
 
 
 def test_the_backfilled_table_answers_lookups_exactly(capsys, db):
@@ -118,7 +118,7 @@ def test_a_window_move(capsys, db):
     code, _, err = cli(capsys, db, "items", "--window", "12")
     assert code != 0 and "has a simpg passage index with windows 8 and 6, not windows 12 and 6" in err
     assert "--refingerprint" in err
-    assert catalog(db.conn) == [("items", "passages", WINDOW, SPACELESS_WINDOW, "items_passages_gin_idx")]
+    assert catalog(db.conn) == [("items", "passages", WINDOW, SPACELESS_WINDOW, "items_passages_keys_idx")]
 
     # a move stopped half-way: the index is gone (lookups refuse), some rows have the new window
     with pytest.raises(Stop):
@@ -134,7 +134,7 @@ def test_a_window_move(capsys, db):
     assert code == 0, err
     assert moved["rows"] > 0 and (moved["index"]["window"], moved["index"]["spaceless_window"]) == (12, 6)
     assert [v for _, v in column(db.conn, "items")] == [None if t is None else passage_hashes(t, new) for t in data]
-    assert catalog(db.conn) == [("items", "passages", 12, SPACELESS_WINDOW, "items_passages_gin_idx")]
+    assert catalog(db.conn) == [("items", "passages", 12, SPACELESS_WINDOW, "items_passages_keys_idx")]
 
 
 def main_refill(capsys, db):
@@ -149,7 +149,7 @@ def test_partitioned_table_and_bad_input(capsys, db):
     code, result, err = cli(capsys, db, "parts")
     assert code == 0, err
     assert result["index"]["built"] and not result["index"]["concurrently"]
-    assert catalog(db.conn) == [("parts", "passages", WINDOW, SPACELESS_WINDOW, "parts_passages_gin_idx")]
+    assert catalog(db.conn) == [("parts", "passages", WINDOW, SPACELESS_WINDOW, "parts_passages_keys_idx")]
 
     db.conn.execute("CREATE TABLE wrong (id bigint PRIMARY KEY, body text, passages bigint)")
     code, _, err = cli(capsys, db, "wrong")

@@ -209,3 +209,27 @@ def test_a_database_is_required(capsys: pytest.CaptureFixture[str], monkeypatch:
                                 command: str) -> None:
     monkeypatch.delenv("SIMPG_DSN", raising=False)
     assert run(capsys, command, "--table", "docs") == (1, "", "simpg: no database given; pass --dsn or set SIMPG_DSN\n")
+
+
+def test_a_passage_column_too_coarse_or_without_its_index(db: object, capsys: pytest.CaptureFixture[str]) -> None:
+    conn = db.conn  # type: ignore[attr-defined]
+    dsn = db.dsn  # type: ignore[attr-defined]
+    conn.execute("CREATE TABLE notes (id bigint PRIMARY KEY, body text, passages bigint[])")
+    conn.execute("INSERT INTO notes SELECT g, 'b', ARRAY[g] FROM generate_series(1, 70000) AS g")
+    conn.execute("ANALYZE notes")  # 70,000 rows want 20 key bits
+    conn.execute("SELECT simpg.create_passage_index('notes', 'passages', key_bits => 20)")
+    code, out, err = run(capsys, "check", "--dsn", dsn, "--table", "notes")
+    assert (code, err) == (0, "")
+    assert out == "notes.passages: ok (passage index on its keys)\nnotes: no problems (stored prefix values not " \
+                  "read; --verify-rows compares them with simpg.permute)\n"
+    conn.execute("SELECT simpg.create_passage_index('notes', 'passages', key_bits => 16)")
+    code, out, _ = run(capsys, "check", "--dsn", dsn, "--table", "notes", "--column", "passages")
+    assert code == 1
+    assert out.splitlines() == [
+        "notes.passages: passage keys too coarse: index notes_passages_keys_idx1 on passage column passages has 16 "
+        "key bits, 70000 rows want 20 (over 4 times the rows per key: lookups read that many more candidates): "
+        "SELECT simpg.create_passage_index('public.notes', 'passages', 26, 46, 20)",
+        "notes: 1 problem; for a passage index, run the simpg.create_passage_index statement its line names"]
+    conn.execute("DROP INDEX notes_passages_keys_idx1")
+    code, out, _ = run(capsys, "check", "--dsn", dsn, "--table", "notes", "--json")
+    assert code == 1 and [p["problem"] for p in json.loads(out)["problems"]] == ["missing passage index"]

@@ -267,7 +267,8 @@ def test_ensure_reference_schema(conn: psycopg.Connection, bare_db: object) -> N
     assert SimHashColumn(conn, "simpg_documents").layout.name == "k4:6"
     assert conn.execute("SELECT passage_column, passage_window, spaceless_window, index_name "
                         "FROM simpg.passage_indexes").fetchall() == [
-        ("passages", reference.PASSAGE_WINDOW, reference.PASSAGE_SPACELESS_WINDOW, "simpg_documents_passages_gin_idx")]
+        ("passages", reference.PASSAGE_WINDOW, reference.PASSAGE_SPACELESS_WINDOW,
+         "simpg_documents_passages_keys_idx")]
     with pytest.raises(ExtensionNotInstalled):
         ensure_reference_schema(bare_db.conn)  # type: ignore[attr-defined]
 

@@ -111,7 +111,7 @@ def test_upgrade_downgrade_and_equal_schemas(pg, bare_db, db):
     assert schema.installed_version(bare_db.conn) == schema.default_version()
     # migration 0006 wrote out the windows the model declares
     assert migrated["passages"] == [("passages", reference.PASSAGE_WINDOW, reference.PASSAGE_SPACELESS_WINDOW, 1, 5,
-                                     "simpg_documents_passages_gin_idx")]
+                                      "simpg_documents_passages_keys_idx")]
 
     assert reference.ensure_reference_schema(db.conn) is True
     assert snapshot(db.conn) == migrated

@@ -39,7 +39,7 @@ def test_near_is_exactly_the_rows_sharing_a_run_of_the_guarantee(conn, window: i
     info = docs.create(window, spaceless_window)
     assert (info.table, info.column, info.window, info.spaceless_window, info.key_column, info.text_column) == (
         "docs", "passages", window, spaceless_window, "id", "body")
-    assert info.index_name == "docs_passages_gin_idx" and info.guarantee == guarantee and info.config == config
+    assert info.index_name == "docs_passages_keys_idx" and info.guarantee == guarantee and info.config == config
     assert docs.add(list(rows.values()), list(rows)) == len(rows)
     stored = dict(conn.execute("SELECT id, passages FROM docs").fetchall())
     assert stored == {key: passage_hashes(text, config) for key, text in rows.items()}

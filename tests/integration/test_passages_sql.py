@@ -76,26 +76,27 @@ def lookup(conn: psycopg.Connection, hashes: HashArray, skip: list[int] | None,
 def test_create_is_recorded_in_the_comment_idempotent_and_dropped(conn):
     make_docs(conn, {1: [1, 2, 3], 2: [3]})
     row = conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
-                       "index_name FROM simpg.create_passage_index('docs', 'passages')").fetchone()
-    assert row == ("docs", "passages", W, WS, 1, 5, "docs_passages_gin_idx")  # the SQL defaults are Python's
+                       "index_name, key_bits FROM simpg.create_passage_index('docs', 'passages')").fetchone()
+    assert row == ("docs", "passages", W, WS, 1, 5, "docs_passages_keys_idx", 16)
     assert conn.execute("SELECT col_description('docs'::regclass, 3)").fetchone() == (COMMENT % (W, WS),)
     # the comment is the Python config's, written by one function
     assert conn.execute("SELECT simpg.passage_comment(%s, %s), simpg.passage_comment(7, 3)", [W, WS]).fetchone() == (
         PassageConfig().to_comment(), PassageConfig(7, 3).to_comment())
-    assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_gin_idx'"
-                        ).fetchone() == ("CREATE INDEX docs_passages_gin_idx ON public.docs USING gin (passages)",)
+    assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'docs_passages_keys_idx'"
+                        ).fetchone() == ("CREATE INDEX docs_passages_keys_idx ON public.docs USING gin "
+                                         "(simpg.passage_keys(passages, 16))",)
     assert conn.execute("SELECT indexed_table::text, passage_column, passage_window, spaceless_window, format, k, "
-                        "index_name FROM simpg.passage_indexes").fetchall() == [row]
+                        "index_name, key_bits FROM simpg.passage_indexes").fetchall() == [row]
     # again: the same row, nothing added
     assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', %s, %s)", [W, WS]
-                        ).fetchone() == ("docs_passages_gin_idx",)
+                        ).fetchone() == ("docs_passages_keys_idx",)
     assert conn.execute("SELECT count(*) FROM pg_index WHERE indrelid = 'docs'::regclass").fetchone() == (2,)
     # a GIN index dropped by hand: listed without it, made again by create
-    conn.execute("DROP INDEX docs_passages_gin_idx")
-    assert conn.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [(None,)]
+    conn.execute("DROP INDEX docs_passages_keys_idx")
+    assert conn.execute("SELECT index_name, key_bits FROM simpg.passage_indexes").fetchall() == [(None, None)]
     assert pairs(conn) == {(1, 2): 1}  # still exact, without the index
     assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages')"
-                        ).fetchone() == ("docs_passages_gin_idx",)
+                        ).fetchone() == ("docs_passages_keys_idx",)
     with pytest.raises(errors.DuplicateObject,
                        match=f"already has a simpg passage index with windows {W} and {WS} .format 1, k 5., not "
                              f"windows 30 and {WS}"):
@@ -120,9 +121,11 @@ def test_a_one_window_comment_records_both_windows_equal(conn):
     conn.execute("COMMENT ON COLUMN docs.passages IS %s" % ("'" + ONE_WINDOW_COMMENT % 46 + "'"))
     assert conn.execute("SELECT passage_window, spaceless_window FROM simpg.passage_indexes").fetchall() == [(46, 46)]
     assert PassageConfig.from_comment(ONE_WINDOW_COMMENT % 46) == PassageConfig(46, 46)
-    # create with the same windows: idempotent (the old comment stays); others are refused
+    # a plain GIN on the hashes is not a passage index: create with the same windows makes
+    # the keys index (the old comment stays); other windows are refused
+    assert conn.execute("SELECT index_name, key_bits FROM simpg.passage_indexes").fetchall() == [(None, None)]
     assert conn.execute("SELECT index_name FROM simpg.create_passage_index('docs', 'passages', 46, 46)"
-                        ).fetchone() == ("docs_passages_idx",)
+                        ).fetchone() == ("docs_passages_keys_idx",)
     with pytest.raises(errors.DuplicateObject, match=f"windows 46 and 46 .format 1, k 5., not windows {W} and {WS}"):
         conn.execute("SELECT simpg.create_passage_index('docs', 'passages')")
     assert [r[:2] for r in lookup(conn, [3], None)] == [(1, "text 1"), (2, "text 2")]
@@ -135,7 +138,7 @@ def test_hostile_identifiers_are_quoted(conn):
     conn.execute("""INSERT INTO "s; x"."t'); DROP TABLE y; --" VALUES (1, 'a', '{1,2}'), (2, 'b', '{2,3}')""")
     table = """'"s; x"."t''); DROP TABLE y; --"'"""
     assert conn.execute(f"SELECT index_name FROM simpg.create_passage_index({table}, 'pa ss''es')").fetchone() == (
-        "t'); DROP TABLE y; --_pa ss'es_gin_idx",)
+        "t'); DROP TABLE y; --_pa ss'es_keys_idx",)
     assert conn.execute(f"SELECT * FROM simpg.passage_pairs({table}, 'pa ss''es')").fetchall() == [(1, 2, 1)]
     statement = conn.execute(f"""SELECT simpg.passage_lookup_statement({table}, 'pa ss''es', 'Bo"dy')""").fetchone()[0]
     with psycopg.RawCursor(conn) as cur:
@@ -299,7 +302,7 @@ def test_partitioned_table_is_covered_and_listed_once(conn):
         conn.execute(f"CREATE TABLE docs_{r} PARTITION OF docs FOR VALUES WITH (MODULUS 4, REMAINDER {r})")
     conn.execute("SELECT simpg.create_passage_index('docs', 'passages')")
     assert conn.execute("SELECT indexed_table::text, index_name FROM simpg.passage_indexes").fetchall() == [
-        ("docs", "docs_passages_gin_idx")]
+        ("docs", "docs_passages_keys_idx")]
     with pytest.raises(errors.WrongObjectType, match="is a partition of"):
         conn.execute("SELECT simpg.create_passage_index('docs_0', 'passages')")
     with pytest.raises(errors.WrongObjectType, match="is a partition of"):
@@ -341,7 +344,7 @@ def test_a_prepared_lookup_notices_a_new_window(conn):
     assert conn.execute("EXECUTE p ('{2}', '{}')").fetchall() == [(1, "text 1", [1, 2], 1), (2, "text 2", [2], 1)]
     conn.execute("SELECT simpg.drop_passage_index('docs', 'passages')")
     conn.execute("SELECT simpg.create_passage_index('docs', 'passages', 26, 20)")
-    with pytest.raises(psycopg.Error, match=f"no longer the windows {W} and {WS} index") as err:
+    with pytest.raises(psycopg.Error, match=f"no longer the windows {W} and {WS} index of key bits 16") as err:
         conn.execute("EXECUTE p ('{2}', '{}')")
     assert err.value.sqlstate == "SPG01"
 
@@ -354,30 +357,33 @@ def test_the_lookup_reads_the_gin_index(conn):
     conn.execute(f"PREPARE p (bigint[], bigint[]) AS {statement}")
     conn.execute("SET plan_cache_mode = force_generic_plan")
     plan = "\n".join(r[0] for r in conn.execute("EXPLAIN EXECUTE p ('{5, 6}', '{}')").fetchall())
-    assert "docs_passages_gin_idx" in plan, plan
+    assert "Bitmap Index Scan on docs_passages_keys_idx" in plan, plan
     assert [r[0] for r in conn.execute("EXECUTE p ('{5, 6}', '{}')").fetchall()] == [5, 4, 6]
 
 
 def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
     make_docs(conn, {1: [1, 2], 2: [2, 3]})
-    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', %s, %s, true)",
-                         [W, WS]).fetchall()
+    steps = conn.execute("SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', "
+                         "concurrently => true)").fetchall()
     assert steps == [
-        ("gin", "CREATE INDEX CONCURRENTLY docs_passages_gin_idx ON public.docs USING gin (passages)"),
+        ("gin", "CREATE INDEX CONCURRENTLY docs_passages_keys_idx ON public.docs USING gin "
+                "((simpg.passage_keys(passages, 16)))"),
         ("statistics", "ALTER TABLE public.docs ALTER COLUMN passages SET STATISTICS 1000"),
         ("analyze", "ANALYZE public.docs (passages)"),
         ("comment", "COMMENT ON COLUMN public.docs.passages IS '" + COMMENT % (W, WS) + "'"),
     ]
     conn.execute(steps[0][1])  # autocommit: outside a transaction block
-    conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_passages_gin_idx'::regclass")
+    conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_passages_keys_idx'::regclass")
     # an INVALID GIN index (what a stopped concurrent build leaves) is dropped and built again
     assert [phase for phase, _ in conn.execute(
-        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', %s, %s, true)", [W, WS]
-    ).fetchall()] == ["drop_invalid", "gin", "statistics", "analyze", "comment"]
+        "SELECT phase, statement FROM simpg.passage_index_ddl('docs', 'passages', concurrently => true)"
+    ).fetchall()] == [
+        "drop_invalid", "gin", "statistics", "analyze", "comment"]
     for (statement,) in conn.execute(
-            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', %s, %s, true)", [W, WS]).fetchall():
+            "SELECT statement FROM simpg.passage_index_ddl('docs', 'passages', concurrently => true)").fetchall():
         conn.execute(statement)
-    assert conn.execute("SELECT index_name FROM simpg.passage_indexes").fetchall() == [("docs_passages_gin_idx",)]
+    assert conn.execute("SELECT index_name, key_bits FROM simpg.passage_indexes").fetchall() == [
+        ("docs_passages_keys_idx", 16)]
     assert conn.execute("SELECT count(*) FROM simpg.passage_index_ddl('docs', 'passages')").fetchone() == (0,)
     assert conn.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'docs'::regclass "
                         "AND attname = 'passages'").fetchone() == (1000,)
@@ -389,4 +395,4 @@ def test_the_ddl_builds_concurrently_and_resumes_a_stopped_build(conn):
                                                "'passages')").fetchall()] == ["statistics", "analyze"]
     conn.execute("CREATE TABLE parts (id bigint, passages bigint[]) PARTITION BY RANGE (id)")
     with pytest.raises(errors.WrongObjectType, match="cannot build the passage index of public.parts concurrently"):
-        conn.execute("SELECT * FROM simpg.passage_index_ddl('parts', 'passages', 26, 46, true)")
+        conn.execute("SELECT * FROM simpg.passage_index_ddl('parts', 'passages', 26, 46, concurrently => true)")

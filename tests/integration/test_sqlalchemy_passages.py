@@ -76,12 +76,12 @@ def test_create_all_makes_the_passage_index(db):
         Base.metadata.create_all(engine)
         row = db.conn.execute("SELECT passage_column, passage_window, spaceless_window, index_name "
                               "FROM simpg.passage_indexes WHERE indexed_table = 'pages'::regclass").fetchone()
-        assert row == ("passages", WINDOW, SPACELESS_WINDOW, "pages_passages_gin_idx")
+        assert row == ("passages", WINDOW, SPACELESS_WINDOW, "pages_passages_keys_idx")
         # the same as simpg.create_passage_index makes (the one source: simpg.passage_index_ddl)
         db.conn.execute("CREATE TABLE twin (id bigint PRIMARY KEY, body text, passages bigint[])")
         db.conn.execute("SELECT simpg.create_passage_index('twin', 'passages', %s, %s)", (WINDOW, SPACELESS_WINDOW))
         defs = db.conn.execute("SELECT replace(indexdef, 'twin', 'pages') FROM pg_indexes "
-                               "WHERE tablename IN ('pages', 'twin') AND indexname LIKE '%%gin%%' "
+                               "WHERE tablename IN ('pages', 'twin') AND indexname LIKE '%%keys%%' "
                                "ORDER BY tablename").fetchall()
         assert defs[0] == defs[1]
     finally:
