@@ -97,13 +97,16 @@ def _index_statement() -> sql.Composed:
         sql.Literal(TABLE), sql.Literal(spec.column.name), sql.SQL(", ").join(arguments))
 
 
-def _passage_index_statement() -> sql.Composed:
-    """``SELECT simpg.create_passage_index(...)`` for the model's passage index (its GIN index and comment)."""
+def _passage_index_statement(key_bits: int | None = None) -> sql.Composed:
+    """``SELECT simpg.create_passage_index(...)`` for the model's passage index (its GIN index and comment).
+
+    ``key_bits`` None: the bits of the index there is, else by the table's rows.
+    """
     from psycopg import sql
 
-    return sql.SQL("SELECT simpg.create_passage_index({}, {}, {}, {})").format(
+    return sql.SQL("SELECT simpg.create_passage_index({}, {}, {}, {}, {})").format(
         sql.Literal(TABLE), sql.Literal(PASSAGE_COLUMN), sql.Literal(PASSAGE_WINDOW),
-        sql.Literal(PASSAGE_SPACELESS_WINDOW))
+        sql.Literal(PASSAGE_SPACELESS_WINDOW), sql.Literal(key_bits))
 
 
 def _plain_indexes(table: Table, columns: set[str] | None = None) -> list[str]:
@@ -226,7 +229,7 @@ def passage_keys_follow_rows(conn: psycopg.Connection, loaded: int) -> bool:
     try:
         with conn.transaction():
             conn.execute(sql.SQL("ANALYZE {} ({})").format(sql.Identifier(TABLE), sql.Identifier(PASSAGE_COLUMN)))
-            conn.execute(_passage_index_statement())
+            conn.execute(_passage_index_statement(row[1]))
     except errors.InsufficientPrivilege:
         logger.warning("the passage index of %s has %s key bits, too few for its rows; its owner can build it "
                        "again with SELECT simpg.create_passage_index('%s', '%s')", TABLE, row[0], TABLE,

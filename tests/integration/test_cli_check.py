@@ -9,6 +9,7 @@ import pytest
 
 from simpg.cli import main
 from simpg.layout import Layout
+from simpg.passages import DEFAULT_SPACELESS_WINDOW, DEFAULT_WINDOW
 from simpg.psycopg import SimHashColumn
 from tests.integration.psycopg_tables import make_table
 from tests.oracles import brute_near_numbered, planted_corpus
@@ -228,7 +229,8 @@ def test_a_passage_column_too_coarse_or_without_its_index(db: object, capsys: py
     assert out.splitlines() == [
         "notes.passages: passage keys too coarse: index notes_passages_keys_idx1 on passage column passages has 16 "
         "key bits, 70000 rows want 20 (over 4 times the rows per key: lookups read that many more candidates): "
-        "SELECT simpg.create_passage_index('public.notes', 'passages', 26, 46, 20)",
+        f"SELECT simpg.create_passage_index('public.notes', 'passages', {DEFAULT_WINDOW}, "
+        f"{DEFAULT_SPACELESS_WINDOW}, 20)",
         "notes: 1 problem; for a passage index, run the simpg.create_passage_index statement its line names"]
     conn.execute("DROP INDEX notes_passages_keys_idx1")
     code, out, _ = run(capsys, "check", "--dsn", dsn, "--table", "notes", "--json")

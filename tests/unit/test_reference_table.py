@@ -34,7 +34,7 @@ def test_the_statements_leave_the_prefix_columns_to_simpg_create_index() -> None
     assert indexes == [f"CREATE INDEX simpg_documents_{c}_idx ON simpg_documents ({c})"
                        for c in ("collection", *reference.BAND_COLUMNS)]
     assert create_index == "SELECT simpg.create_index('simpg_documents', 'simhash', k => 4, blocks => 6)"
-    assert create_passage_index == "SELECT simpg.create_passage_index('simpg_documents', 'passages', 22, 46)"
+    assert create_passage_index == "SELECT simpg.create_passage_index('simpg_documents', 'passages', 22, 46, NULL)"
     assert reference.script() == "".join(s + ";\n" for s in (create_table, *indexes, create_index,
                                                               create_passage_index, *decisions))
 
