@@ -865,7 +865,7 @@ COMMENT ON FUNCTION simpg.passage_filter(regclass, name, text) IS
 -- joined with themselves on the hash, grouped by the pair. Any count bound on min_shared
 -- is 1: a verified pair may share one distinct hash (simpg/passages/pairs.py says why).
 CREATE FUNCTION simpg.passage_pairs_query(rel regclass, col name, min_shared integer DEFAULT 1,
-                                          max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
+                                          max_common double precision DEFAULT 1000, key_column name DEFAULT NULL,
                                           key_type regtype DEFAULT NULL, filter_column name DEFAULT NULL,
                                           filter_value text DEFAULT NULL)
     RETURNS text
@@ -898,16 +898,17 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_pairs_query(regclass, name, integer, bigint, name, regtype, name, text) IS
+COMMENT ON FUNCTION simpg.passage_pairs_query(regclass, name, integer, double precision, name, regtype, name, text) IS
     'The statement passage_pairs runs, for EXPLAIN or a view';
 
 -- passage_pairs: every pair of rows sharing at least min_shared distinct passage hashes
--- (hashes in more than max_common rows by the statistics skipped; NULL skips nothing),
+-- (hashes in more than max_common rows by the statistics skipped: a count, or a share of
+-- the table's rows below 1 as simpg.max_common_rows reads it; NULL skips nothing),
 -- once each (key_a < key_b), keys of an integer key column as bigint; with filter_column
 -- and filter_value, only the rows whose filter_column equals filter_value. The report's
 -- candidates: the texts decide.
 CREATE FUNCTION simpg.passage_pairs(rel regclass, col name, min_shared integer DEFAULT 1,
-                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
+                                    max_common double precision DEFAULT 1000, key_column name DEFAULT NULL,
                                     filter_column name DEFAULT NULL, filter_value text DEFAULT NULL)
     RETURNS TABLE (key_a bigint, key_b bigint, shared integer)
     LANGUAGE plpgsql STABLE
@@ -922,13 +923,13 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_pairs(regclass, name, integer, bigint, name, name, text) IS
+COMMENT ON FUNCTION simpg.passage_pairs(regclass, name, integer, double precision, name, name, text) IS
     'Every pair of rows sharing at least min_shared passage hashes, once each (key_a < key_b), with the count; integer keys as bigint';
 
 -- passage_pairs with a typed first argument: keys of any type, e.g.
 -- simpg.passage_pairs(NULL::uuid, 'docs', 'passages').
 CREATE FUNCTION simpg.passage_pairs(key_type anyelement, rel regclass, col name, min_shared integer DEFAULT 1,
-                                    max_common bigint DEFAULT 1000, key_column name DEFAULT NULL,
+                                    max_common double precision DEFAULT 1000, key_column name DEFAULT NULL,
                                     filter_column name DEFAULT NULL, filter_value text DEFAULT NULL)
     RETURNS TABLE (key_a anyelement, key_b anyelement, shared integer)
     LANGUAGE plpgsql STABLE
@@ -943,5 +944,5 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION simpg.passage_pairs(anyelement, regclass, name, integer, bigint, name, name, text) IS
+COMMENT ON FUNCTION simpg.passage_pairs(anyelement, regclass, name, integer, double precision, name, name, text) IS
     'Every pair of rows sharing at least min_shared passage hashes, keys of the type of the first argument (NULL::uuid, NULL::text, ...)';

@@ -44,7 +44,7 @@ def insert(conn: psycopg.Connection, rows: Mapping[int, HashArray], table: str =
             copy.write_row((key, f"text {key}", values))
 
 
-def pairs(conn: psycopg.Connection, min_shared: int = 1, max_common: int | None = None,
+def pairs(conn: psycopg.Connection, min_shared: int = 1, max_common: float | None = None,
           table: str = "docs") -> dict[tuple[int, int], int]:
     got = conn.execute("SELECT key_a, key_b, shared FROM simpg.passage_pairs(%s, 'passages', %s, %s)",
                        [table, min_shared, max_common]).fetchall()
@@ -207,7 +207,7 @@ def test_bad_input_is_refused_naming_the_value(conn, call, error, message):
         conn.execute(f"SELECT * FROM {call}")
 
 
-@pytest.mark.parametrize("bad", [-1, -2, -2**63])
+@pytest.mark.parametrize("bad", [-1, -2, -2**63, 1.5, -0.5])
 def test_max_common_is_refused_with_the_python_message(conn, bad):
     """SQL's check of max_common (every function taking it) words its error as simpg.passages.checks does."""
     from simpg.fingerprint.errors import InvalidConfig
@@ -222,8 +222,12 @@ def test_max_common_is_refused_with_the_python_message(conn, bad):
                  "simpg.passage_candidates(NULL::docs, 'passages', '{1}', %s)"):
         with pytest.raises(errors.InvalidParameterValue) as sql:
             conn.execute(f"SELECT * FROM {call}", [bad])
-        # the same words; each language names its own null
-        assert sql.value.diag.message_primary == str(python.value).replace(", or None,", ", or null,"), call
+        # the same words; each language names its own null (passage_pairs takes a double
+        # precision, which names -2**63 as -9.223372036854776e+18)
+        message = str(python.value).replace(", or None,", ", or null,")
+        if "passage_pairs" in call and bad == -2**63:
+            message = message.replace(str(bad), "-9.223372036854776e+18")
+        assert sql.value.diag.message_primary == message, call
 
 
 # -- exact answers ---------------------------------------------------------------------------
@@ -290,6 +294,8 @@ def test_common_hashes_come_from_the_statistics_and_are_skipped_only_when_asked(
     assert pairs(conn, 1, None) == brute_passage_pairs(rows, 1)
     assert pairs(conn, 1, 100) == brute_passage_pairs(rows, 1, [boiler])
     assert pairs(conn, 1, 10) == brute_passage_pairs(rows, 1, [boiler, frequent])
+    # a share of the rows: greatest(1000, share * rows), 1000 here (1,001 rows): nothing skipped
+    assert pairs(conn, 1, 0.5) == pairs(conn, 1, 1000) == brute_passage_pairs(rows, 1)
     assert candidates(conn, [boiler, frequent], None) == brute_passage_candidates(rows, [boiler, frequent])
     assert candidates(conn, [boiler, frequent], 100) == brute_passage_candidates(rows, [frequent])
     assert candidates(conn, [boiler], 100) == {}
