@@ -64,9 +64,11 @@ dropped too) and times it. ``--compare-plain`` measures side by side, in one run
 product's index and the plain GIN on the hashes (the layout before the keys): a twin table
 ``<table>_plain`` (the same rows, the passage comment, ``CREATE INDEX ... USING gin
 (passages)``, no keys index: its lookups ask ``passages && probe``) is made once; each query
-is asked of both in turn (order alternating) on one lookup connection: the candidate
-statement alone (``simpg.passage_probe_statement`` with the query's hashes and the skipped
-common ones) and the whole ``PassageColumn.near``; both must find the same rows.
+is asked of both in turn (order alternating) on one lookup connection: the whole
+``PassageColumn.near``, then the candidate statement alone (``simpg.passage_probe_statement``
+with the query's hashes and the skipped common ones; it finds the candidates' pages just
+read by ``near``, so it is the statement's cost with the rows cached); both must find the
+same rows.
 
 The table is named by rows and seed (``passages_scale2_<rows>_<seed>``; 2: the fitted text) and
 kept: a rerun with the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again).
@@ -629,7 +631,7 @@ def plain_twin(conn: psycopg.Connection, table: str) -> str:
 
 
 def compare_plain(dsn: str, tables: dict[str, str], asked: list[tuple[str, str, int | None, str]]) -> dict[str, Any]:
-    """Each query asked of every variant in turn: the candidate statement alone, then PassageColumn.near."""
+    """Each query asked of every variant in turn: PassageColumn.near, then the candidate statement alone."""
     from simpg.psycopg import PassageColumn, configure_lookups
 
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -653,15 +655,17 @@ def compare_plain(dsn: str, tables: dict[str, str], asked: list[tuple[str, str, 
             found = {}
             for name in names[i % len(names):] + names[:i % len(names)]:  # the order rotates
                 t = times.setdefault(kind, {}).setdefault(name, {"statement": [], "near": []})
+                # near first: the statement after it finds the rows' pages cached (near, after the
+                # statement, would too, and look cheaper than a lookup is)
+                started = time.perf_counter()
+                got = handles[name].near(text)
+                t["near"].append(time.perf_counter() - started)
                 hashes = handles[name].hashes(text)
                 with psycopg.RawCursor(conn) as cur:
                     started = time.perf_counter()
                     rows = cur.execute(statements[name], [hashes, skips[name]]).fetchall()
                     t["statement"].append(time.perf_counter() - started)
                 candidates.setdefault(kind, {}).setdefault(name, []).append(len(rows))
-                started = time.perf_counter()
-                got = handles[name].near(text)
-                t["near"].append(time.perf_counter() - started)
                 found[name] = ({r[0] for r in rows}, [(m.key, m.shared_tokens) for m in got])
             if len({repr((sorted(a), b)) for a, b in found.values()}) != 1:
                 raise SystemExit(f"the variants disagree on query {i} ({kind})")
