@@ -68,8 +68,9 @@ is asked of both in turn (order alternating) on one lookup connection: the whole
 ``PassageColumn.near``, then the candidate statement alone (``simpg.passage_probe_statement``
 with the query's hashes and the skipped common ones; it finds the candidates' pages just
 read by ``near``, so it is the statement's cost with the rows cached); both must find the
-same rows. Nothing is skipped there (``max_common=None``): each table's common hashes are its
-own ANALYZE's estimate, which differs between the twins near the limit.
+same rows. Nothing is skipped there (``near(text, max_common=None, limit=10)``): each table's
+common hashes are its own ANALYZE's estimate, which differs between the twins near the limit
+(``limit``: else a query quoting a 1% paragraph verifies 10,000 rows).
 
 The table is named by rows and seed (``passages_scale2_<rows>_<seed>``; 2: the fitted text) and
 kept: a rerun with the same ``--rows``/``--seed`` only queries (``--rebuild`` makes it again).
@@ -643,7 +644,8 @@ def compare_plain(dsn: str, tables: dict[str, str], asked: list[tuple[str, str, 
         # nothing skipped here (near(max_common=None), the statement's skip list empty): each
         # table's common hashes are its own ANALYZE's estimate, which differs between the
         # twins for the hashes near the limit (the 0.1% paragraphs, ~1,000 rows), and so
-        # would their answers; the lookups below (measure) keep the default
+        # would their answers; limit=10, or a 1% paragraph's query verifies 10,000 rows. The
+        # lookups below (measure) keep the defaults
         skips: dict[str, list[int]] = {name: [] for name in handles}
         plans: dict[str, str] = {}
         for name in tables:
@@ -652,7 +654,7 @@ def compare_plain(dsn: str, tables: dict[str, str], asked: list[tuple[str, str, 
                 f"EXPLAIN EXECUTE plan_{name} ('{{1}}', '{{}}')").fetchall() if "Scan" in r[0])
         for _, text, _, _ in asked[:6]:  # warm
             for h in handles.values():
-                h.near(text, max_common=None)
+                h.near(text, max_common=None, limit=10)
         times: dict[str, dict[str, dict[str, list[float]]]] = {}
         candidates: dict[str, dict[str, list[int]]] = {}
         names = list(tables)
@@ -663,7 +665,7 @@ def compare_plain(dsn: str, tables: dict[str, str], asked: list[tuple[str, str, 
                 # near first: the statement after it finds the rows' pages cached (near, after the
                 # statement, would too, and look cheaper than a lookup is)
                 started = time.perf_counter()
-                got = handles[name].near(text, max_common=None)
+                got = handles[name].near(text, max_common=None, limit=10)
                 t["near"].append(time.perf_counter() - started)
                 hashes = handles[name].hashes(text)
                 with psycopg.RawCursor(conn) as cur:
