@@ -85,17 +85,19 @@ END;
 COMMENT ON FUNCTION simpg.passage_table_rows(regclass) IS
     'Internal: the rows of a table (its whole tree) by the statistics; a table never analyzed counts as 0';
 
--- passage_key_bits: the key bits for a table of rows rows: floor(log2(rows)) + 4, within
--- 16..32: 3.5 to 7 rows per key (each row holds about 55 keys), 0.25-0.34x the text at
--- 100,000 rows (docs/benchmarks.md). Fewer rows per key would cost index bytes, more would
--- cost candidates to read.
+-- passage_key_bits: the key bits for a table of rows rows: floor(log2(rows) + 4.5), within
+-- 16..32: 2.9 to 5.8 rows per key at 66 keys a row (5 KB of English at windows 22/46), the
+-- column and index 0.33-0.45x the text, 190-380 candidate rows read a lookup. At a million
+-- rows, 24 bits: 0.39x and a lookup p50 of 8.6 ms, where floor(log2(rows)) + 4 (23 bits)
+-- gave 0.30x and 12.9 ms (docs/benchmarks.md). Fewer rows per key cost index bytes, more
+-- cost candidates, each a heap row read.
 CREATE FUNCTION simpg.passage_key_bits(table_rows double precision) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN table_rows IS NULL OR table_rows < 2 OR table_rows = 'NaN'::double precision THEN 16
-                ELSE least(32, greatest(16, floor(log(2::numeric, least(table_rows, 1e30)::numeric))::integer + 4)) END;
+                ELSE least(32, greatest(16, floor(log(2::numeric, least(table_rows, 1e30)::numeric) + 4.5)::integer)) END;
 
 COMMENT ON FUNCTION simpg.passage_key_bits(double precision) IS
-    'The key bits of a passage index for a table of that many rows: floor(log2(rows)) + 4, between 16 and 32';
+    'The key bits of a passage index for a table of that many rows: floor(log2(rows) + 4.5), between 16 and 32';
 
 -- passage_key_indexes: the GIN indexes of rel on passage keys of column attnum, valid or
 -- not, with their key bits: those whose only key is the expression
