@@ -22,8 +22,8 @@ from typing import Any
 from simpg.fingerprint.errors import InvalidConfig
 from simpg.passages.config import K, PassageConfig
 
-__all__ = ["checked_limit", "checked_max_common", "checked_min_containment", "checked_min_tokens",
-           "max_common_rows"]
+__all__ = ["checked_key_bits", "checked_limit", "checked_max_common", "checked_min_containment",
+           "checked_min_tokens", "max_common_rows"]
 
 
 def _is_int(value: Any) -> bool:
@@ -91,3 +91,15 @@ def checked_limit(value: Any) -> int | None:
     if value is not None and (not _is_int(value) or value < 1):
         raise InvalidConfig(f"limit must be an integer of at least 1, got {value!r}")
     return None if value is None else int(value)
+
+
+def checked_key_bits(value: Any) -> int | None:
+    """``key_bits`` (the bits of each hash a passage index keeps, 1 to 32), None, or an error naming it.
+
+    SQL's ``simpg.checked_key_bits`` words it the same way (it says "null" for None).
+    """
+    if value is None:
+        return None
+    if not _is_int(value) or not 1 <= value <= 32:
+        raise InvalidConfig(f"key_bits must be an integer between 1 and 32, got {value!r}")
+    return int(value)

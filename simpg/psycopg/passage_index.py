@@ -48,6 +48,7 @@ from simpg.passages import (
     passage_hashes,
     passage_hashes_many,
 )
+from simpg.passages.checks import checked_key_bits
 from simpg.psycopg import _common, wire
 from simpg.psycopg.index import OwnedConnection
 from simpg.results import PassageIndex, PassageMatch, PassageMatches
@@ -174,9 +175,7 @@ class PassageColumn(OwnedConnection):
         for name, value in (("window", window), ("spaceless_window", spaceless_window)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SimpgError(f"{name} must be an integer of at least 1, got {value!r}")
-        if key_bits is not None and (isinstance(key_bits, bool) or not isinstance(key_bits, int)
-                                     or not 1 <= key_bits <= 32):
-            raise SimpgError(f"key_bits must be an integer between 1 and 32, got {key_bits!r}")
+        checked_key_bits(key_bits)
         self._call("SELECT simpg.create_passage_index(%s::pg_catalog.regclass, %s, %s, %s, %s)",
                    [self.table, self.column, window, spaceless_window, key_bits])
         return self.refresh()

@@ -42,6 +42,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
 from simpg.exc import SimpgError, translated
+from simpg.passages.checks import checked_key_bits
 from simpg.passages.config import (
     COMMENT_PREFIX,
     DEFAULT_SPACELESS_WINDOW,
@@ -157,9 +158,7 @@ def passage_index(column: Any, window: int = DEFAULT_WINDOW,
     if not _is_bigint_array(col.type):
         raise SimpgError(f"column {table.name}.{col.name} is {col.type!r}, expected Passages (bigint[])")
     config = PassageConfig(window, spaceless_window)
-    if key_bits is not None and (isinstance(key_bits, bool) or not isinstance(key_bits, int)
-                                 or not 1 <= key_bits <= 32):
-        raise SimpgError(f"key_bits must be an integer between 1 and 32, got {key_bits!r}")
+    checked_key_bits(key_bits)
     if _INDEX_KEY in col.info:
         raise SimpgError(f"column {table.name}.{col.name} already has a passage index")
     if col.comment is not None and col.comment != config.to_comment():

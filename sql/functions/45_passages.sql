@@ -36,7 +36,7 @@ CREATE FUNCTION simpg.checked_key_bits(key_bits integer) RETURNS integer
 AS $$
 BEGIN
     IF key_bits IS NULL OR key_bits < 1 OR key_bits > 32 THEN
-        RAISE EXCEPTION 'key_bits must be between 1 and 32, got %', coalesce(key_bits::text, 'null')
+        RAISE EXCEPTION 'key_bits must be an integer between 1 and 32, got %', coalesce(key_bits::text, 'null')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN key_bits;

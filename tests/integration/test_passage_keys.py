@@ -92,8 +92,15 @@ def test_keys_are_the_sign_extended_low_bits(conn) -> None:
 
 @pytest.mark.parametrize("bits", [0, 33, 40, 64, -1, -2147483648])
 def test_key_bits_out_of_range_are_refused_naming_them(conn, bits: int) -> None:
-    with pytest.raises(errors.InvalidParameterValue, match=rf"key_bits must be between 1 and 32, got {bits}(?!\d)"):
+    from simpg.fingerprint.errors import InvalidConfig
+    from simpg.passages.checks import checked_key_bits
+
+    with pytest.raises(InvalidConfig) as python:
+        checked_key_bits(bits)
+    with pytest.raises(errors.InvalidParameterValue) as sql:
         conn.execute("SELECT simpg.passage_keys('{1, 2}', %s)", [bits])
+    assert sql.value.diag.message_primary == str(python.value)  # the same words in SQL and Python
+    assert str(python.value).endswith(f"got {bits}")
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, passages bigint[])")
     conn.execute("INSERT INTO docs VALUES (1, '{5}')")
     for call in (f"simpg.create_passage_index('docs', 'passages', key_bits => {bits})",
