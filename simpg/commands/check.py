@@ -139,9 +139,9 @@ def _command(name: str, args: argparse.Namespace) -> str:
     return f"simpg {name} --table {shlex.quote(args.table)}{column}"
 
 
-def _hint(problems: list[Any], args: argparse.Namespace) -> str:
-    """What to do about the problems found, in one clause or two."""
-    kinds = {p.problem for p in problems if "passage" not in p.problem and "on the keys" not in p.detail}
+def _hint(problems: list[Any], passage_problems: list[Any], args: argparse.Namespace) -> str:
+    """What to do about the problems found (of the fingerprint indexes, of the passage indexes)."""
+    kinds = {p.problem for p in problems}
     out = []
     if kinds & set(REPAIRED):
         text = f"run {_command('repair', args)}"
@@ -151,8 +151,7 @@ def _hint(problems: list[Any], args: argparse.Namespace) -> str:
     if kinds & {"several layouts", "stale prefix values"}:
         out.append("for several layouts or stale prefix values, simpg.drop_index(table, column) "
                    "and create the index again")
-    if any(p.problem in ("missing passage index", "passage keys too coarse") or "on the keys" in p.detail
-           for p in problems):
+    if passage_problems:
         out.append("for a passage index, run the simpg.create_passage_index statement its line names")
     return "; ".join(out)
 
@@ -165,8 +164,9 @@ def run_check(args: argparse.Namespace) -> int:
         passages = _passage_columns(conn, args.table, args.column)
         if not found and not passages:
             raise _no_index(table, args.column)
-        problems = (_problems(conn, args.table, _columns(found), args.verify_rows)
-                    + _passage_problems(conn, args.table, passages))
+        fingerprint_problems = _problems(conn, args.table, _columns(found), args.verify_rows)
+        passage_problems = _passage_problems(conn, args.table, passages)
+        problems = fingerprint_problems + passage_problems
     indexes = _complete(found)
     if args.json:
         json.dump({"table": table, "column": args.column, "verify_rows": args.verify_rows,
@@ -178,7 +178,7 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"{table}.{p.column}: {p.problem}: {p.detail}")
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
-        print(f"{table}: {count}; {_hint(problems, args)}")
+        print(f"{table}: {count}; {_hint(fingerprint_problems, passage_problems, args)}")
         return 1
     for index in indexes:
         print(f"{table}.{index['column']}: ok ({index['layout']}, {len(index['prefix_columns'])} "
@@ -223,7 +223,7 @@ def run_repair(args: argparse.Namespace) -> int:
     for p in left:
         print(f"-- {table}.{p.column}: {p.problem}: {p.detail}")
     if left:
-        print(f"-- {table}: {len(left)} problem{'s' if len(left) > 1 else ''} left; {_hint(left, args)}")
+        print(f"-- {table}: {len(left)} problem{'s' if len(left) > 1 else ''} left; {_hint(left, [], args)}")
         return 1
     done = (f"{len(statements)} statement{'s' if len(statements) > 1 else ''} run" if statements
             else "nothing to repair")
