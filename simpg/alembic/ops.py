@@ -680,9 +680,9 @@ class CreatePassageIndexOp(_ColumnOp):
             schema: the table's schema.
             concurrently: build the GIN index with CREATE INDEX CONCURRENTLY, outside the
                 migration's transaction (not on a partitioned table; online only).
-            key_bits: the bits of each hash the GIN index keeps (1 to 32; None:
-                ``simpg.passage_key_bits`` of the table's rows). An index of other bits is
-                built again: the new one first, then the old one dropped.
+            key_bits: the bits of each hash the GIN index keeps (1 to 32; None: the bits of
+                the index there is, else ``simpg.passage_key_bits`` of the table's rows). An
+                index of other bits is built again: the new one first, then the old one dropped.
         """
         operations.invoke(cls(table_name, column_name, window=window, spaceless_window=spaceless_window,
                               schema=schema, concurrently=concurrently, key_bits=key_bits))

@@ -168,9 +168,9 @@ class PassageColumn(OwnedConnection):
 
         Idempotent for the same windows and bits; other windows than the column's are refused.
         ``spaceless_window`` winnows the rows mostly of a spaceless script (docs/partial.md).
-        ``key_bits`` (1 to 32; None: ``simpg.passage_key_bits`` of the table's rows) are the
-        bits of each hash the index keeps; an index of other bits is built again (the new
-        one first, then the old one dropped).
+        ``key_bits`` (1 to 32) are the bits of each hash the index keeps; None keeps the bits
+        of the index there is, else takes ``simpg.passage_key_bits`` of the table's rows. An
+        index of other bits is built again (the new one first, then the old one dropped).
         """
         for name, value in (("window", window), ("spaceless_window", spaceless_window)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
